@@ -1,0 +1,226 @@
+"""The event model: immutable values that make up a session's log.
+
+The shape follows the common agent frameworks (ADK's ``Event``: content parts plus actions) so that
+adapters and importers stay thin. Every record is a frozen, slotted, keyword-only dataclass: cheap to
+build, hashable by identity, and serialized by orjson without an intermediate dict. Mappings inside
+an event (``args``, ``response``, ``state_delta`` …) are plain dicts for speed; treat them as
+read-only, the store never hands out a dict it keeps.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "REQUEST_CONFIRMATION_FUNCTION",
+    "ArtifactRef",
+    "Content",
+    "Event",
+    "EventActions",
+    "FunctionCall",
+    "FunctionResponse",
+    "Part",
+    "ToolConfirmation",
+    "new_event_id",
+]
+
+REQUEST_CONFIRMATION_FUNCTION = "adk_request_confirmation"
+"""Name of the function call the runtime emits to ask a human to confirm another call.
+
+The same name ADK uses, so histories imported from ADK keep their meaning."""
+
+Role = Literal["user", "model"]
+
+
+def new_event_id() -> str:
+    """Return a fresh, globally unique event id (a UUID4 in hex)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionCall:
+    """A call of a tool, as the model emitted it."""
+
+    id: str
+    """Call id; unique within the session. Responses and confirmations refer to it."""
+    name: str
+    """Name of the tool the model wants to run."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Arguments as produced by the model (JSON values)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionResponse:
+    """The result of a tool call, sent back to the model."""
+
+    id: str
+    """Id of the function call this answers."""
+    name: str
+    """Name of the tool that produced it."""
+    response: dict[str, Any] = field(default_factory=dict)
+    """The result mapping (JSON values); errors carry an ``error`` key."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactRef:
+    """A reference to a stored artifact version (the bytes live in the artifact store)."""
+
+    filename: str
+    """Artifact filename; a ``user:`` prefix means user-scoped."""
+    version: int
+    """Version number, 0 for the first save."""
+    mime_type: str = "application/octet-stream"
+    """MIME type the artifact was saved with."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Part:
+    """One part of a message: exactly one of its fields is set."""
+
+    text: str | None = None
+    """Plain text."""
+    function_call: FunctionCall | None = None
+    """A tool call emitted by the model."""
+    function_response: FunctionResponse | None = None
+    """A tool result."""
+    artifact: ArtifactRef | None = None
+    """A reference to an artifact version."""
+
+    def __post_init__(self) -> None:
+        filled = (
+            (self.text is not None)
+            + (self.function_call is not None)
+            + (self.function_response is not None)
+            + (self.artifact is not None)
+        )
+        if filled != 1:
+            raise ValueError(
+                f"A Part must have exactly one of text, function_call, function_response or "
+                f"artifact set; this one has {filled}."
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Content:
+    """A message: a role and its ordered parts."""
+
+    role: Role
+    """``user`` for user input and tool results, ``model`` for model output."""
+    parts: tuple[Part, ...] = ()
+    """The parts, in order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolConfirmation:
+    """A confirmation asked of (or given by) a human for one tool call."""
+
+    hint: str = ""
+    """What to show the human."""
+    confirmed: bool = False
+    """Whether the call was confirmed (False while only requested)."""
+    payload: Any = None
+    """Free JSON data passed along with the request or the answer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventActions:
+    """Side effects an event carries besides its content."""
+
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    """State changes, folded in ``seq`` order; a ``None`` value deletes the key."""
+    artifact_delta: dict[str, int] = field(default_factory=dict)
+    """Artifact filename -> the version this event produced."""
+    requested_tool_confirmations: dict[str, ToolConfirmation] = field(default_factory=dict)
+    """Original function call id -> the confirmation requested for it."""
+    skip_summarization: bool = False
+    """The model is not called again after this tool response."""
+    escalate: bool = False
+    """The agent hands control up to its parent."""
+    transfer_to_agent: str | None = None
+    """Name of the agent control is transferred to."""
+
+    def is_empty(self) -> bool:
+        """Return True when the actions carry nothing."""
+        return not (
+            self.state_delta
+            or self.artifact_delta
+            or self.requested_tool_confirmations
+            or self.skip_summarization
+            or self.escalate
+            or self.transfer_to_agent
+        )
+
+
+_NO_ACTIONS = EventActions()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One immutable entry of a session's log.
+
+    ``seq`` is ``None`` on an event that was not stored yet; the store returns copies with ``seq``
+    set to the event's position in the session (1, 2, 3 … with no gap). ``seq`` is not part of the
+    stored payload, so re-appending an event that the store returned is an idempotent no-op.
+    """
+
+    author: str
+    """``user`` or the name of the agent that produced the event."""
+    id: str = field(default_factory=new_event_id)
+    """Event id, unique within the session (re-appending the same id is idempotent)."""
+    invocation_id: str = ""
+    """Id of the agent invocation that produced the event."""
+    branch: str | None = None
+    """Agent path (``root.child``) for events of nested agents."""
+    timestamp: float = field(default_factory=time.time)
+    """Creation time, seconds since the epoch."""
+    content: Content | None = None
+    """The message, if any."""
+    actions: EventActions = _NO_ACTIONS
+    """Side effects: state delta, artifact delta, confirmations, control flags."""
+    long_running_tool_ids: tuple[str, ...] = ()
+    """Ids of function calls in this event whose response arrives later."""
+    started_call_ids: tuple[str, ...] = ()
+    """Ids of function calls whose execution this event claims (appended before a tool runs)."""
+    partial: bool = False
+    """A streaming fragment; partial events are never stored."""
+    turn_complete: bool = False
+    """The model finished its turn."""
+    error_code: str | None = None
+    """Machine-readable error code when the step failed."""
+    error_message: str | None = None
+    """Human-readable error message when the step failed."""
+    custom_metadata: dict[str, Any] = field(default_factory=dict)
+    """Free JSON metadata that never reaches the model."""
+    seq: int | None = None
+    """Position in the session's log, assigned by the store; ``None`` before it is stored."""
+
+    def function_calls(self) -> list[FunctionCall]:
+        """Return the function calls of this event, in part order."""
+        if self.content is None:
+            return []
+        return [p.function_call for p in self.content.parts if p.function_call is not None]
+
+    def function_responses(self) -> list[FunctionResponse]:
+        """Return the function responses of this event, in part order."""
+        if self.content is None:
+            return []
+        return [p.function_response for p in self.content.parts if p.function_response is not None]
+
+    def text(self) -> str:
+        """Return the concatenated text parts (empty when there are none)."""
+        if self.content is None:
+            return ""
+        return "".join(p.text for p in self.content.parts if p.text is not None)
+
+    def is_final_response(self) -> bool:
+        """Return True when this event ends the agent's turn (ADK's rule).
+
+        Final: skip-summarization, or long-running calls handed back, or a model message with no
+        function calls, no function responses and not partial.
+        """
+        if self.actions.skip_summarization or self.long_running_tool_ids:
+            return True
+        return not (self.function_calls() or self.function_responses() or self.partial)

@@ -1,0 +1,157 @@
+"""Errors raised by the event store.
+
+The tree::
+
+    EventStoreError                      root of everything this package raises
+    ├── StoreUsageError                  developer misuse (closed store, bad URL, bad arguments)
+    │   └── StoreClosedError             the store was used after ``aclose()``
+    ├── InvalidEventError                an event or state delta cannot be stored as given
+    ├── SessionNotFoundError             no such session (or it belongs to another app/user)
+    ├── SessionExistsError               create_session with an id that is taken
+    ├── ConcurrencyError                 append with a stale ``expected_version``
+    ├── DuplicateEventError              an event id is stored with another payload, or a retry
+    │                                    overlaps stored events only partly
+    ├── ArtifactNotFoundError            no such artifact or artifact version
+    ├── CorruptEventError                a stored row cannot be decoded
+    ├── SchemaError                      the database schema is not the one this code needs
+    │   └── SchemaOutdatedError          the schema is behind head; carries the upgrade command
+    └── StorageError                     the database failed (driver error, translated once)
+
+Every error carries the ids it is about as attributes and says them in its message. Nothing that
+raises one of these has changed stored data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArtifactNotFoundError",
+    "ConcurrencyError",
+    "CorruptEventError",
+    "DuplicateEventError",
+    "EventStoreError",
+    "InvalidEventError",
+    "SchemaError",
+    "SchemaOutdatedError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "StorageError",
+    "StoreClosedError",
+    "StoreUsageError",
+]
+
+
+class EventStoreError(Exception):
+    """Root of every error the event store raises."""
+
+
+class StoreUsageError(EventStoreError):
+    """The store was used in a way it does not support (a developer error)."""
+
+
+class StoreClosedError(StoreUsageError):
+    """The store was used after it was closed."""
+
+    def __init__(self) -> None:
+        super().__init__("The event store is closed; open a new one with open_store().")
+
+
+class InvalidEventError(EventStoreError):
+    """An event cannot be stored as given; nothing was written.
+
+    ``event_id`` names the offending event when known, ``key`` the offending state key.
+    """
+
+    def __init__(self, message: str, *, event_id: str | None = None, key: str | None = None):
+        super().__init__(message)
+        self.event_id = event_id
+        self.key = key
+
+
+class SessionNotFoundError(EventStoreError):
+    """The session does not exist (or does not belong to the given app and user)."""
+
+    def __init__(self, session_id: str, *, detail: str = ""):
+        message = f"Session {session_id!r} does not exist."
+        if detail:
+            message = f"{message[:-1]} {detail}"
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SessionExistsError(EventStoreError):
+    """A session with this id already exists; nothing was written."""
+
+    def __init__(self, session_id: str):
+        super().__init__(f"Session {session_id!r} already exists; choose another id.")
+        self.session_id = session_id
+
+
+class ConcurrencyError(EventStoreError):
+    """The session moved on since the caller read it; nothing was written.
+
+    Read the new events (``read(after=expected_version)``), decide again, and retry with
+    ``expected_version=actual_version``.
+    """
+
+    def __init__(self, session_id: str, *, expected_version: int, actual_version: int):
+        super().__init__(
+            f"Session {session_id!r} is at version {actual_version}, not at the expected "
+            f"version {expected_version}; nothing was appended."
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class DuplicateEventError(EventStoreError):
+    """An event id is already stored with a different payload, or a retried batch overlaps the
+    stored events only partly; nothing was written."""
+
+    def __init__(self, message: str, *, session_id: str, event_id: str):
+        super().__init__(message)
+        self.session_id = session_id
+        self.event_id = event_id
+
+
+class ArtifactNotFoundError(EventStoreError):
+    """The artifact (or the requested version of it) does not exist."""
+
+    def __init__(self, session_id: str, filename: str, version: int | None = None):
+        which = f"version {version} of artifact" if version is not None else "artifact"
+        super().__init__(f"There is no {which} {filename!r} in session {session_id!r}.")
+        self.session_id = session_id
+        self.filename = filename
+        self.version = version
+
+
+class CorruptEventError(EventStoreError):
+    """A stored event cannot be decoded; it is never skipped silently."""
+
+    def __init__(self, session_id: str, seq: int, reason: str):
+        super().__init__(f"Event {seq} of session {session_id!r} cannot be decoded: {reason}")
+        self.session_id = session_id
+        self.seq = seq
+        self.reason = reason
+
+
+class SchemaError(EventStoreError):
+    """The database schema is not the one this version of the code needs."""
+
+
+class SchemaOutdatedError(SchemaError):
+    """The database schema is behind head; ``command`` upgrades it."""
+
+    def __init__(self, url: str, *, current: str | None, head: str, command: str):
+        at = f"revision {current}" if current else "no schema at all"
+        super().__init__(
+            f"The database {url} has {at}, but this code needs revision {head}. "
+            f"Upgrade it with: {command}"
+        )
+        self.url = url
+        self.current = current
+        self.head = head
+        self.command = command
+
+
+class StorageError(EventStoreError):
+    """The database failed; the driver's exception is the ``__cause__``."""
