@@ -1,0 +1,276 @@
+"""What a storage backend is: the envelope records it stores and the protocol it implements.
+
+A backend sees stored envelopes — ids, ``seq``, a kind name, payload bytes — and never imports the
+event classes or the codec. The store façade (``_store.py``) encodes and decodes; backends (memory,
+SQLite, PostgreSQL) keep bytes. Every backend gives the same guarantees; the contract suite in
+``tests/eventstore`` checks them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._exceptions import DuplicateEventError
+
+__all__ = [
+    "ArtifactRecord",
+    "Backend",
+    "NewEvent",
+    "SessionRecord",
+    "StoredEvent",
+    "check_batch_ids",
+    "check_retry",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewEvent:
+    """An encoded event on its way into the log (no ``seq`` yet)."""
+
+    event_id: str
+    """Event id, unique within the session."""
+    kind: str
+    """Stable kind name (see ``EventKind``)."""
+    invocation_id: str
+    """Invocation that produced the event."""
+    author: str
+    """``user`` or an agent name."""
+    timestamp: float
+    """Event creation time (seconds since the epoch)."""
+    shared_state: bool
+    """Whether the state delta touches ``user:`` or ``app:`` keys."""
+    schema_version: int
+    """Payload schema version."""
+    payload: bytes
+    """The encoded event."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredEvent:
+    """An envelope as the backend stores it."""
+
+    session_id: str
+    """Session the event belongs to."""
+    seq: int
+    """Position within the session: 1, 2, 3 … with no gap."""
+    position: int
+    """Global append order across all sessions of the store (increasing, gaps allowed)."""
+    event_id: str
+    """Event id, unique within the session."""
+    kind: str
+    """Stable kind name."""
+    invocation_id: str
+    """Invocation that produced the event."""
+    author: str
+    """``user`` or an agent name."""
+    timestamp: float
+    """Event creation time."""
+    shared_state: bool
+    """Whether the state delta touches ``user:`` or ``app:`` keys."""
+    schema_version: int
+    """Payload schema version."""
+    payload: bytes
+    """The encoded event."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRecord:
+    """A session's identity and summary (all of it derived from the log but the identity)."""
+
+    session_id: str
+    """Session id, unique in the store."""
+    app_name: str
+    """Application the session belongs to."""
+    user_id: str
+    """User the session belongs to."""
+    created_at: float
+    """Creation time (seconds since the epoch)."""
+    version: int = 0
+    """Number of events, i.e. the ``seq`` of the newest one (0 when empty)."""
+    updated_at: float = 0.0
+    """Timestamp of the newest event, or ``created_at`` when there is none."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArtifactRecord:
+    """One stored version of an artifact."""
+
+    filename: str
+    """Artifact filename (``user:`` prefix for user-scoped)."""
+    version: int
+    """Version number: 0, 1, 2 …"""
+    mime_type: str
+    """MIME type given at save time."""
+    data: bytes
+    """The bytes."""
+    created_at: float
+    """Save time (seconds since the epoch)."""
+
+
+class Backend(Protocol):
+    """The storage contract every backend implements.
+
+    All methods are coroutines; none blocks the event loop. Errors are the store's own
+    (``eventstore._exceptions``); a driver exception never escapes.
+    """
+
+    url: str
+    """Where the data lives (secrets removed), for messages."""
+
+    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+        """Create the session and append ``initial`` as its first events, atomically.
+
+        Raises SessionExistsError when the id is taken (nothing written).
+        """
+        ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the session's record with its current version, or None."""
+        ...
+
+    async def list_sessions(
+        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
+    ) -> list[SessionRecord]:
+        """Return up to ``limit`` sessions ordered by id, with ids greater than ``after``."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session, its events, snapshots and session-scoped artifacts.
+
+        Returns False when there was no such session.
+        """
+        ...
+
+    async def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+    ) -> list[StoredEvent]:
+        """Append ``events`` atomically at ``expected_version + 1 …`` (or at head when None).
+
+        Returns the stored envelopes. Re-appending events whose ids are all stored with identical
+        payloads returns the stored envelopes and writes nothing. Raises SessionNotFoundError,
+        ConcurrencyError (the session is not at ``expected_version``), DuplicateEventError (an id
+        stored with another payload, or a partial overlap); in every error case nothing is written.
+        """
+        ...
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[StoredEvent]:
+        """Return events with ``after < seq <= upto``, oldest first (newest first when
+        ``backwards``), at most ``limit`` of them. Raises SessionNotFoundError."""
+        ...
+
+    async def read_shared(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> list[StoredEvent]:
+        """Return the events touching ``user:``/``app:`` state of the app's sessions (only the
+        given user's when ``user_id`` is set), with ``position <= upto_position``, in position
+        order."""
+        ...
+
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+        """Return the newest state snapshot ``(seq, state bytes)`` with ``seq <= upto``."""
+        ...
+
+    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+        """Store a snapshot of the session-scoped state at ``seq`` (a cache: may be dropped)."""
+        ...
+
+    async def drop_snapshots(self) -> int:
+        """Delete every snapshot; return how many were dropped."""
+        ...
+
+    async def save_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        created_at: float,
+    ) -> int:
+        """Store a new version and return its number (0 for the first). ``session_id`` None
+        means user-scoped."""
+        ...
+
+    async def load_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int | None,
+    ) -> ArtifactRecord | None:
+        """Return the given version (latest when None), or None."""
+        ...
+
+    async def list_artifacts(
+        self, *, app_name: str, user_id: str, session_id: str | None
+    ) -> dict[str, list[int]]:
+        """Return filename -> sorted versions for the scope."""
+        ...
+
+    async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
+        """Return once the session may have events with ``seq > after``, or after ``max_wait``
+        seconds. A wake-up only: callers re-read from their cursor."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; further use raises StoreClosedError."""
+        ...
+
+
+def check_retry(
+    session_id: str, events: Sequence[NewEvent], stored: dict[str, StoredEvent]
+) -> list[StoredEvent] | None:
+    """Classify a batch against the stored events with the same ids.
+
+    Returns the stored envelopes when the whole batch is an identical retry, None when no id of
+    the batch is stored; raises DuplicateEventError for a payload mismatch or a partial overlap.
+    Shared by every backend so that all of them judge retries by one rule.
+    """
+    found: list[StoredEvent] = []
+    missing: list[str] = []
+    for event in events:
+        prior = stored.get(event.event_id)
+        if prior is None:
+            missing.append(event.event_id)
+            continue
+        if prior.payload != event.payload:
+            raise DuplicateEventError(
+                f"Event {event.event_id!r} is already stored in session {session_id!r} (seq "
+                f"{prior.seq}) with a different payload; event ids cannot be reused.",
+                session_id=session_id,
+                event_id=event.event_id,
+            )
+        found.append(prior)
+    if not found:
+        return None
+    if missing:
+        raise DuplicateEventError(
+            f"The batch overlaps session {session_id!r} only partly: event {found[0].event_id!r} "
+            f"is stored but {missing[0]!r} is not; retry the exact batch or only new events.",
+            session_id=session_id,
+            event_id=missing[0],
+        )
+    return found
+
+
+def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:
+    """Raise DuplicateEventError when one batch repeats an event id."""
+    seen: set[str] = set()
+    for event in events:
+        if event.event_id in seen:
+            raise DuplicateEventError(
+                f"Event id {event.event_id!r} appears twice in one batch for session "
+                f"{session_id!r}.",
+                session_id=session_id,
+                event_id=event.event_id,
+            )
+        seen.add(event.event_id)

@@ -1,0 +1,291 @@
+"""The codec: events to stored bytes and back, with schema versions and upcasting.
+
+Encoding is deterministic (orjson, sorted keys), so the same event always gives the same bytes and
+the database can compare payloads to recognize an idempotent retry. Decoding has two paths: rows the
+store wrote itself at the current schema version are rebuilt by trusted construction (no
+validation: an order of magnitude faster than pydantic), anything else — an older schema version,
+an import — goes through upcasting and full pydantic validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import pydantic
+
+from ._events import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    ArtifactRef,
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    ToolConfirmation,
+)
+from ._exceptions import InvalidEventError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EventKind",
+    "decode_event",
+    "decode_trusted",
+    "encode_event",
+    "event_kind",
+    "register_upcaster",
+    "validate_event_mapping",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the stored event payload shape written by this code."""
+
+MAX_STATE_VALUE_BYTES = 1 << 20
+"""Largest encoded size of one state value (1 MiB); larger values are refused."""
+
+
+class EventKind:
+    """Stable kind names stored next to each event for fast scans (never rename a value)."""
+
+    MESSAGE = "message"
+    FUNCTION_CALL = "function_call"
+    FUNCTION_RESPONSE = "function_response"
+    CONFIRMATION_REQUEST = "confirmation_request"
+    CONFIRMATION_ANSWER = "confirmation_answer"
+    STATE_DELTA = "state_delta"
+    EXECUTION_STARTED = "execution_started"
+
+    ALL = frozenset(
+        {
+            MESSAGE,
+            FUNCTION_CALL,
+            FUNCTION_RESPONSE,
+            CONFIRMATION_REQUEST,
+            CONFIRMATION_ANSWER,
+            STATE_DELTA,
+            EXECUTION_STARTED,
+        }
+    )
+
+
+def event_kind(event: Event) -> str:
+    """Return the stored kind of ``event``: a pure function of the event, used as a scan hint."""
+    if event.started_call_ids:
+        return EventKind.EXECUTION_STARTED
+    calls = event.function_calls()
+    if calls:
+        if any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls):
+            return EventKind.CONFIRMATION_REQUEST
+        return EventKind.FUNCTION_CALL
+    responses = event.function_responses()
+    if responses:
+        if any(r.name == REQUEST_CONFIRMATION_FUNCTION for r in responses):
+            return EventKind.CONFIRMATION_ANSWER
+        return EventKind.FUNCTION_RESPONSE
+    if event.content is None and event.actions.state_delta:
+        return EventKind.STATE_DELTA
+    return EventKind.MESSAGE
+
+
+def _check_json_value(value: Any, *, path: str, event_id: str) -> None:
+    if value is None or isinstance(value, (bool, str, int)):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1 << 63:
+            raise InvalidEventError(
+                f"Event {event_id!r}: {path} is an integer too large for JSON storage.",
+                event_id=event_id,
+            )
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidEventError(
+                f"Event {event_id!r}: {path} is {value!r}, which JSON cannot represent.",
+                event_id=event_id,
+            )
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidEventError(
+                    f"Event {event_id!r}: {path} has a non-string key {key!r}.", event_id=event_id
+                )
+            _check_json_value(item, path=f"{path}[{key!r}]", event_id=event_id)
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json_value(item, path=f"{path}[{index}]", event_id=event_id)
+        return
+    raise InvalidEventError(
+        f"Event {event_id!r}: {path} is a {type(value).__name__}, which is not a JSON value.",
+        event_id=event_id,
+    )
+
+
+def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
+    """Raise InvalidEventError unless every key is a non-empty string and every value is JSON.
+
+    Values must be finite JSON (no NaN, no objects) and encode to at most MAX_STATE_VALUE_BYTES.
+    """
+    for key, value in delta.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidEventError(
+                f"Event {event_id!r}: state keys must be non-empty strings, not {key!r}.",
+                event_id=event_id,
+            )
+        _check_json_value(value, path=f"state_delta[{key!r}]", event_id=event_id)
+        if value is not None and len(orjson.dumps(value)) > MAX_STATE_VALUE_BYTES:
+            raise InvalidEventError(
+                f"Event {event_id!r}: the value of state key {key!r} is larger than "
+                f"{MAX_STATE_VALUE_BYTES} bytes.",
+                event_id=event_id,
+                key=key,
+            )
+
+
+def encode_event(event: Event) -> bytes:
+    """Return the stored payload of ``event`` (deterministic bytes; ``seq`` is not included).
+
+    Raises InvalidEventError when the event holds something JSON cannot represent.
+    """
+    if not isinstance(event, Event):
+        raise InvalidEventError(f"Expected an Event, got a {type(event).__name__}.")
+    if event.partial:
+        raise InvalidEventError(
+            f"Event {event.id!r} is partial; partial (streaming) events are not stored.",
+            event_id=event.id,
+        )
+    if not isinstance(event.id, str) or not event.id:
+        raise InvalidEventError(f"Event ids must be non-empty strings, not {event.id!r}.")
+    if not isinstance(event.author, str) or not event.author:
+        raise InvalidEventError(
+            f"Event {event.id!r} needs a non-empty author string, not {event.author!r}.",
+            event_id=event.id,
+        )
+    check_state_delta(event.id, event.actions.state_delta)
+    try:
+        payload = orjson.dumps(
+            dataclasses.replace(event, seq=None) if event.seq is not None else event,
+            option=orjson.OPT_SORT_KEYS,
+        )
+    except TypeError as exc:
+        raise InvalidEventError(
+            f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
+        ) from exc
+    try:
+        # Whatever is stored must come back as an equal event; refuse what would not.
+        _EVENT_ADAPTER.validate_json(payload)
+    except pydantic.ValidationError as exc:
+        raise InvalidEventError(
+            f"Event {event.id!r} is malformed: {_first_error(exc)}", event_id=event.id
+        ) from exc
+    return payload
+
+
+_EVENT_ADAPTER: pydantic.TypeAdapter[Event] = pydantic.TypeAdapter(Event)
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"]) or "event"
+    return f"{where}: {error['msg']}"
+
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[int, Upcaster] = {}
+
+
+def register_upcaster(from_version: int, upcaster: Upcaster) -> None:
+    """Register a pure function that turns a decoded payload of ``from_version`` into the shape
+    of ``from_version + 1``. Upcasters run in a chain before validation when old rows load."""
+    if from_version in _UPCASTERS:
+        raise ValueError(f"An upcaster from schema version {from_version} is already registered.")
+    _UPCASTERS[from_version] = upcaster
+
+
+def _upcast(mapping: dict[str, Any], version: int) -> dict[str, Any]:
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"schema version {version} is newer than this code understands ({SCHEMA_VERSION})"
+        )
+    while version < SCHEMA_VERSION:
+        upcaster = _UPCASTERS.get(version)
+        if upcaster is None:
+            raise ValueError(f"no upcaster registered from schema version {version}")
+        mapping = upcaster(mapping)
+        version += 1
+    return mapping
+
+
+def validate_event_mapping(mapping: Mapping[str, Any], *, seq: int | None = None) -> Event:
+    """Validate an untrusted decoded mapping into an Event (raises pydantic.ValidationError)."""
+    event = _EVENT_ADAPTER.validate_python(dict(mapping))
+    return dataclasses.replace(event, seq=seq)
+
+
+def decode_event(payload: bytes, *, schema_version: int, seq: int | None = None) -> Event:
+    """Decode stored bytes of any schema version (upcast, then fully validate).
+
+    Raises ValueError (or orjson.JSONDecodeError / pydantic.ValidationError, both ValueErrors)
+    when the bytes are not a valid event; the store turns that into CorruptEventError.
+    """
+    mapping = orjson.loads(payload)
+    if not isinstance(mapping, dict):
+        raise ValueError("the payload is not a JSON object")
+    return validate_event_mapping(_upcast(mapping, schema_version), seq=seq)
+
+
+def _part(raw: dict[str, Any]) -> Part:
+    fc = raw["function_call"]
+    fr = raw["function_response"]
+    art = raw["artifact"]
+    return Part(
+        text=raw["text"],
+        function_call=None if fc is None else FunctionCall(**fc),
+        function_response=None if fr is None else FunctionResponse(**fr),
+        artifact=None if art is None else ArtifactRef(**art),
+    )
+
+
+def decode_trusted(payload: bytes, *, seq: int) -> Event:
+    """Rebuild an event the store itself encoded at the current schema version.
+
+    No validation beyond what construction does; raises KeyError/TypeError/ValueError when the
+    bytes are not what encode_event wrote (the store turns that into CorruptEventError).
+    """
+    raw = orjson.loads(payload)
+    content = raw["content"]
+    actions = raw["actions"]
+    confirmations = actions["requested_tool_confirmations"]
+    return Event(
+        author=raw["author"],
+        id=raw["id"],
+        invocation_id=raw["invocation_id"],
+        branch=raw["branch"],
+        timestamp=raw["timestamp"],
+        content=None
+        if content is None
+        else Content(role=content["role"], parts=tuple(_part(p) for p in content["parts"])),
+        actions=EventActions(
+            state_delta=actions["state_delta"],
+            artifact_delta=actions["artifact_delta"],
+            requested_tool_confirmations={
+                k: ToolConfirmation(**v) for k, v in confirmations.items()
+            }
+            if confirmations
+            else {},
+            skip_summarization=actions["skip_summarization"],
+            escalate=actions["escalate"],
+            transfer_to_agent=actions["transfer_to_agent"],
+        ),
+        long_running_tool_ids=tuple(raw["long_running_tool_ids"]),
+        started_call_ids=tuple(raw["started_call_ids"]),
+        partial=raw["partial"],
+        turn_complete=raw["turn_complete"],
+        error_code=raw["error_code"],
+        error_message=raw["error_message"],
+        custom_metadata=raw["custom_metadata"],
+        seq=seq,
+    )

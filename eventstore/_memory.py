@@ -1,0 +1,267 @@
+"""The in-memory backend: the same contract as the SQL backends, for tests and prototypes.
+
+Nothing survives the process. Operations are atomic because each runs without awaiting between
+its check and its write (one event loop, no threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._backend import (
+    ArtifactRecord,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+    check_batch_ids,
+    check_retry,
+)
+from ._exceptions import (
+    ConcurrencyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreClosedError,
+)
+
+__all__ = ["MemoryBackend"]
+
+
+@dataclass
+class _Session:
+    record: SessionRecord
+    events: list[StoredEvent] = field(default_factory=list)
+    by_id: dict[str, StoredEvent] = field(default_factory=dict)
+    snapshots: dict[int, bytes] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class MemoryBackend:
+    """A backend that keeps everything in process memory, with the SQL backends' semantics."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._sessions: dict[str, _Session] = {}
+        self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
+        self._positions = itertools.count(1)
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError()
+
+    def _session(self, session_id: str) -> _Session:
+        self._check_open()
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        return session
+
+    def _summary(self, session: _Session) -> SessionRecord:
+        record = session.record
+        if not session.events:
+            return SessionRecord(
+                session_id=record.session_id,
+                app_name=record.app_name,
+                user_id=record.user_id,
+                created_at=record.created_at,
+                version=0,
+                updated_at=record.created_at,
+            )
+        last = session.events[-1]
+        return SessionRecord(
+            session_id=record.session_id,
+            app_name=record.app_name,
+            user_id=record.user_id,
+            created_at=record.created_at,
+            version=last.seq,
+            updated_at=last.timestamp,
+        )
+
+    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+        self._check_open()
+        if record.session_id in self._sessions:
+            raise SessionExistsError(record.session_id)
+        check_batch_ids(record.session_id, initial)
+        session = _Session(record=record)
+        self._sessions[record.session_id] = session
+        self._write(session, initial, start=1)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        self._check_open()
+        session = self._sessions.get(session_id)
+        return None if session is None else self._summary(session)
+
+    async def list_sessions(
+        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
+    ) -> list[SessionRecord]:
+        self._check_open()
+        ids = sorted(
+            sid
+            for sid, s in self._sessions.items()
+            if (app_name is None or s.record.app_name == app_name)
+            and (user_id is None or s.record.user_id == user_id)
+            and (after is None or sid > after)
+        )
+        return [self._summary(self._sessions[sid]) for sid in ids[:limit]]
+
+    async def delete_session(self, session_id: str) -> bool:
+        self._check_open()
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        record = session.record
+        for key in [k for k in self._artifacts if k[:3] == (record.app_name, record.user_id,
+                                                             session_id)]:
+            del self._artifacts[key]
+        session.changed.set()
+        return True
+
+    def _write(self, session: _Session, events: Sequence[NewEvent], *, start: int) -> list[
+        StoredEvent
+    ]:
+        written = []
+        for offset, event in enumerate(events):
+            stored = StoredEvent(
+                session_id=session.record.session_id,
+                seq=start + offset,
+                position=next(self._positions),
+                event_id=event.event_id,
+                kind=event.kind,
+                invocation_id=event.invocation_id,
+                author=event.author,
+                timestamp=event.timestamp,
+                shared_state=event.shared_state,
+                schema_version=event.schema_version,
+                payload=event.payload,
+            )
+            session.events.append(stored)
+            session.by_id[stored.event_id] = stored
+            written.append(stored)
+        if written:
+            session.changed.set()
+            session.changed = asyncio.Event()
+        return written
+
+    async def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+    ) -> list[StoredEvent]:
+        session = self._session(session_id)
+        check_batch_ids(session_id, events)
+        retried = check_retry(session_id, events, session.by_id)
+        if retried is not None:
+            return retried
+        actual = len(session.events)
+        if expected_version is not None and expected_version != actual:
+            raise ConcurrencyError(
+                session_id, expected_version=expected_version, actual_version=actual
+            )
+        return self._write(session, events, start=actual + 1)
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[StoredEvent]:
+        events = self._session(session_id).events
+        low = after or 0
+        high = len(events) if upto is None else min(upto, len(events))
+        chosen = events[low:high] if high > low else []
+        if backwards:
+            chosen = chosen[::-1]
+        return chosen if limit is None else chosen[:limit]
+
+    async def read_shared(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> list[StoredEvent]:
+        self._check_open()
+        found = [
+            e
+            for s in self._sessions.values()
+            if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
+            for e in s.events
+            if e.shared_state and (upto_position is None or e.position <= upto_position)
+        ]
+        return sorted(found, key=lambda e: e.position)
+
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+        snapshots = self._session(session_id).snapshots
+        seqs = [s for s in snapshots if upto is None or s <= upto]
+        if not seqs:
+            return None
+        best = max(seqs)
+        return best, snapshots[best]
+
+    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+        self._session(session_id).snapshots[seq] = state
+
+    async def drop_snapshots(self) -> int:
+        self._check_open()
+        dropped = 0
+        for session in self._sessions.values():
+            dropped += len(session.snapshots)
+            session.snapshots.clear()
+        return dropped
+
+    async def save_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        created_at: float,
+    ) -> int:
+        self._check_open()
+        versions = self._artifacts.setdefault((app_name, user_id, session_id, filename), [])
+        record = ArtifactRecord(
+            filename=filename,
+            version=len(versions),
+            mime_type=mime_type,
+            data=bytes(data),
+            created_at=created_at,
+        )
+        versions.append(record)
+        return record.version
+
+    async def load_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int | None,
+    ) -> ArtifactRecord | None:
+        self._check_open()
+        versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
+        if not versions:
+            return None
+        if version is None:
+            return versions[-1]
+        return versions[version] if 0 <= version < len(versions) else None
+
+    async def list_artifacts(
+        self, *, app_name: str, user_id: str, session_id: str | None
+    ) -> dict[str, list[int]]:
+        self._check_open()
+        return {
+            key[3]: [r.version for r in records]
+            for key, records in sorted(self._artifacts.items(), key=lambda kv: kv[0][3])
+            if key[:3] == (app_name, user_id, session_id) and records
+        }
+
+    async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
+        session = self._session(session_id)
+        if len(session.events) > after:
+            return
+        try:
+            await asyncio.wait_for(session.changed.wait(), max_wait)
+        except TimeoutError:
+            return
+
+    async def aclose(self) -> None:
+        self._closed = True

@@ -1,0 +1,75 @@
+"""Opening a store from a URL: picks the backend the URL names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ._exceptions import StoreUsageError
+from ._memory import MemoryBackend
+from ._store import DEFAULT_SNAPSHOT_INTERVAL, EventStore
+
+__all__ = ["DEFAULT_URL", "open_store", "resolve_url"]
+
+DEFAULT_URL = "sqlite+aiosqlite:///evs.db"
+"""The embedded default: a SQLite file ``evs.db`` in the working directory."""
+
+
+def resolve_url(url: str | os.PathLike[str] | None) -> str:
+    """Return the canonical URL for ``url``: a plain file path becomes a SQLite URL,
+    ``postgresql://`` becomes ``postgresql+asyncpg://``, None becomes DEFAULT_URL."""
+    if url is None:
+        return DEFAULT_URL
+    if isinstance(url, os.PathLike):
+        return f"sqlite+aiosqlite:///{Path(url)}"
+    if not isinstance(url, str) or not url:
+        raise StoreUsageError(f"A store URL must be a non-empty string or path, not {url!r}.")
+    if url in ("memory", "memory://", ":memory:"):
+        return "memory://"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+asyncpg://" + url.split("://", 1)[1]
+    if url.startswith("sqlite://") and not url.startswith("sqlite+aiosqlite://"):
+        return "sqlite+aiosqlite://" + url.split("://", 1)[1]
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{url}"
+    return url
+
+
+async def open_store(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    auto_upgrade: bool = False,
+    read_only: bool = False,
+    synchronous: str = "NORMAL",
+    snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL,
+) -> EventStore:
+    """Open the store the URL names and return it (use it with ``async with``).
+
+    - a file path or ``sqlite+aiosqlite:///path.db``: the embedded SQLite backend;
+    - ``postgresql+asyncpg://user@host/db`` (or ``postgresql://…``): the PostgreSQL backend;
+    - ``memory://``: the in-memory backend (nothing persists).
+
+    A SQL database whose schema is behind head raises SchemaOutdatedError with the command that
+    upgrades it, unless ``auto_upgrade`` is set. ``read_only`` opens SQLite read-only (writes
+    fail). ``synchronous`` is SQLite's ``NORMAL`` (durable against a process crash; the newest
+    commits may be lost on power failure) or ``FULL`` (durable against power failure, slower).
+    """
+    resolved = resolve_url(url)
+    if resolved == "memory://":
+        return EventStore(MemoryBackend(), snapshot_interval=snapshot_interval)
+    if resolved.startswith("sqlite+aiosqlite://"):
+        from ._sqlite import SQLiteBackend
+
+        backend = await SQLiteBackend.open(
+            resolved, auto_upgrade=auto_upgrade, read_only=read_only, synchronous=synchronous
+        )
+        return EventStore(backend, snapshot_interval=snapshot_interval)
+    if resolved.startswith("postgresql+asyncpg://"):
+        from ._postgres import PostgresBackend
+
+        pg = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade)
+        return EventStore(pg, snapshot_interval=snapshot_interval)
+    raise StoreUsageError(
+        f"Unsupported store URL {url!r}: use a file path, sqlite+aiosqlite:///path.db, "
+        "postgresql+asyncpg://user@host/db or memory://."
+    )

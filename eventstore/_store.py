@@ -1,0 +1,568 @@
+"""The store façade: the public async API over one backend.
+
+It owns the codec (events ↔ bytes), state folding and snapshots, and knows no SQL. Every method is a
+coroutine; the store is used with ``async with`` or closed with ``aclose()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import orjson
+
+from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
+from ._codec import SCHEMA_VERSION, decode_event, decode_trusted, encode_event, event_kind
+from ._events import Event, EventActions
+from ._exceptions import (
+    ArtifactNotFoundError,
+    CorruptEventError,
+    InvalidEventError,
+    SessionNotFoundError,
+    StoreClosedError,
+    StoreUsageError,
+)
+from ._state import (
+    TEMP_PREFIX,
+    USER_PREFIX,
+    apply_delta,
+    fold_state,
+    has_shared_keys,
+    session_part,
+    shared_part,
+)
+
+__all__ = ["Artifact", "EventStore", "Session", "SessionInfo", "SessionPage"]
+
+DEFAULT_SNAPSHOT_INTERVAL = 200
+"""A snapshot of session state is kept every this many events (state at head replays at most
+this many deltas)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """A session's identity and summary, as listed."""
+
+    id: str
+    """Session id (unique in the store)."""
+    app_name: str
+    """Application the session belongs to."""
+    user_id: str
+    """User the session belongs to."""
+    created_at: float
+    """Creation time (seconds since the epoch)."""
+    updated_at: float
+    """Timestamp of the newest event (``created_at`` when there is none)."""
+    version: int
+    """Number of events: the ``seq`` of the newest one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Session:
+    """A session as read: identity, state at the read version, and the events asked for."""
+
+    id: str
+    """Session id."""
+    app_name: str
+    """Application the session belongs to."""
+    user_id: str
+    """User the session belongs to."""
+    created_at: float
+    """Creation time."""
+    updated_at: float
+    """Timestamp of the newest event."""
+    version: int
+    """``seq`` of the newest event when the session was read."""
+    state: dict[str, Any]
+    """Merged state (session, ``user:`` and ``app:`` keys) at ``version``."""
+    events: list[Event]
+    """The events asked for (all by default), oldest first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionPage:
+    """One page of a session listing."""
+
+    sessions: list[SessionInfo]
+    """Sessions ordered by id."""
+    next_cursor: str | None
+    """Pass as ``after`` to get the next page; None on the last page."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Artifact:
+    """One version of an artifact."""
+
+    filename: str
+    """Filename (``user:`` prefix for user-scoped artifacts)."""
+    version: int
+    """Version number (0 for the first save)."""
+    mime_type: str
+    """MIME type given when it was saved."""
+    data: bytes
+    """The bytes."""
+    created_at: float
+    """Save time."""
+
+
+def _info(record: SessionRecord) -> SessionInfo:
+    return SessionInfo(
+        id=record.session_id,
+        app_name=record.app_name,
+        user_id=record.user_id,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        version=record.version,
+    )
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 255:
+        raise StoreUsageError(f"{what} must be a non-empty string of at most 255 characters, "
+                              f"not {value!r}.")
+    return value
+
+
+class EventStore:
+    """An append-only, per-session event log with derived state and versioned artifacts.
+
+    Guarantees, on every backend: appends are atomic and checked against ``expected_version``;
+    each session's events get ``seq`` 1, 2, 3 … with no gap; an event row is never changed; state
+    is the fold of the stored state deltas (see ``eventstore._state``); a row that cannot be
+    decoded raises CorruptEventError, never a silent skip.
+    """
+
+    def __init__(
+        self, backend: Backend, *, snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL
+    ) -> None:
+        if snapshot_interval < 1:
+            raise StoreUsageError("snapshot_interval must be at least 1.")
+        self._backend = backend
+        self._snapshot_interval = snapshot_interval
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        """Where the data lives (without secrets)."""
+        return self._backend.url
+
+    @property
+    def backend(self) -> Backend:
+        """The storage backend (for maintenance tools; applications use the store's methods)."""
+        return self._backend
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the store; later calls raise StoreClosedError. Closing twice is harmless."""
+        if not self._closed:
+            self._closed = True
+            await self._backend.aclose()
+
+    def _open_backend(self) -> Backend:
+        if self._closed:
+            raise StoreClosedError()
+        return self._backend
+
+    # -- encoding ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _prepare(event: Event) -> tuple[Event, NewEvent]:
+        delta = event.actions.state_delta
+        if any(k.startswith(TEMP_PREFIX) for k in delta):
+            kept = {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
+            event = dataclasses.replace(
+                event, actions=dataclasses.replace(event.actions, state_delta=kept)
+            )
+        payload = encode_event(event)
+        return event, NewEvent(
+            event_id=event.id,
+            kind=event_kind(event),
+            invocation_id=event.invocation_id,
+            author=event.author,
+            timestamp=event.timestamp,
+            shared_state=has_shared_keys(event.actions.state_delta),
+            schema_version=SCHEMA_VERSION,
+            payload=payload,
+        )
+
+    @staticmethod
+    def decode(stored: StoredEvent) -> Event:
+        """Decode one stored envelope; raises CorruptEventError naming session and seq."""
+        try:
+            if stored.schema_version == SCHEMA_VERSION:
+                return decode_trusted(stored.payload, seq=stored.seq)
+            return decode_event(stored.payload, schema_version=stored.schema_version,
+                                seq=stored.seq)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptEventError(stored.session_id, stored.seq, repr(exc)) from exc
+
+    def _decode_all(self, rows: Sequence[StoredEvent]) -> list[Event]:
+        # Decoding allocates many small objects; pausing the cyclic GC meanwhile halves the cost.
+        enabled = gc.isenabled()
+        if enabled and len(rows) > 256:
+            gc.disable()
+        try:
+            return [self.decode(row) for row in rows]
+        finally:
+            if enabled:
+                gc.enable()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Create a session (with a generated id unless given) and return it.
+
+        Initial ``state`` is stored as the session's first event (a state delta authored by
+        ``user``), so that state stays a fold of the log. Raises SessionExistsError when the id
+        is taken, InvalidEventError when the state is not JSON.
+        """
+        backend = self._open_backend()
+        _check_id(app_name, "app_name")
+        _check_id(user_id, "user_id")
+        sid = _check_id(session_id, "session_id") if session_id is not None else uuid.uuid4().hex
+        now = time.time()
+        initial: list[NewEvent] = []
+        events: list[Event] = []
+        if state:
+            event, new = self._prepare(
+                Event(author="user", timestamp=now, actions=EventActions(state_delta=dict(state)))
+            )
+            if event.actions.state_delta:
+                initial.append(new)
+                events.append(dataclasses.replace(event, seq=1))
+        await backend.create_session(
+            SessionRecord(session_id=sid, app_name=app_name, user_id=user_id, created_at=now),
+            initial,
+        )
+        return Session(
+            id=sid,
+            app_name=app_name,
+            user_id=user_id,
+            created_at=now,
+            updated_at=now,
+            version=len(events),
+            state=await self.state(sid) if events else {},
+            events=events,
+        )
+
+    async def _record(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> SessionRecord:
+        record = await self._open_backend().get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError(session_id)
+        if app_name is not None and record.app_name != app_name:
+            raise SessionNotFoundError(session_id, detail=f"in app {app_name!r}.")
+        if user_id is not None and record.user_id != user_id:
+            raise SessionNotFoundError(session_id, detail=f"for user {user_id!r}.")
+        return record
+
+    async def get_session(
+        self,
+        session_id: str,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        last: int | None = None,
+        after: int | None = None,
+    ) -> Session:
+        """Return the session with its state at head and its events.
+
+        ``last=N`` keeps only the newest N events, ``after=SEQ`` only those after SEQ (both may
+        be combined). Given ``app_name``/``user_id`` must match, else SessionNotFoundError.
+        """
+        record = await self._record(session_id, app_name=app_name, user_id=user_id)
+        if last is not None:
+            if last < 0:
+                raise StoreUsageError(f"last must be >= 0, not {last}.")
+            rows = await self._backend.read(
+                session_id, after=after, upto=record.version, backwards=True, limit=last
+            )
+            rows.reverse()
+        else:
+            rows = await self._backend.read(
+                session_id, after=after, upto=record.version, backwards=False, limit=None
+            )
+        return Session(
+            id=record.session_id,
+            app_name=record.app_name,
+            user_id=record.user_id,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            version=record.version,
+            state=await self._state(record, at=record.version),
+            events=self._decode_all(rows),
+        )
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """Return the session's identity and summary without reading events."""
+        return _info(await self._record(session_id))
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> SessionPage:
+        """List sessions ordered by id, one page at a time (keyset pagination: ``after`` is
+        the previous page's ``next_cursor``)."""
+        if not 1 <= limit <= 10_000:
+            raise StoreUsageError(f"limit must be between 1 and 10000, not {limit}.")
+        records = await self._open_backend().list_sessions(
+            app_name=app_name, user_id=user_id, after=after, limit=limit + 1
+        )
+        more = len(records) > limit
+        page = [_info(r) for r in records[:limit]]
+        return SessionPage(sessions=page, next_cursor=page[-1].id if more else None)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete the session with its events, snapshots and session-scoped artifacts.
+
+        The only delete the store does. Raises SessionNotFoundError when there is no such session.
+        """
+        if not await self._open_backend().delete_session(session_id):
+            raise SessionNotFoundError(session_id)
+
+    # -- the log -------------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, events: Event | Iterable[Event], *, expected_version: int | None
+    ) -> list[Event]:
+        """Append events atomically after ``expected_version`` and return them with ``seq`` set.
+
+        ``expected_version`` is the ``seq`` of the newest event the caller saw (0 for an empty
+        session); ``None`` appends at head without a check. ``temp:`` state keys are dropped.
+        Re-appending events that are all stored with identical payloads returns them and writes
+        nothing. Raises ConcurrencyError, DuplicateEventError, InvalidEventError or
+        SessionNotFoundError; after any error nothing was written.
+        """
+        backend = self._open_backend()
+        batch = [events] if isinstance(events, Event) else list(events)
+        if not batch:
+            raise InvalidEventError("append() needs at least one event.")
+        if expected_version is not None and (
+            not isinstance(expected_version, int) or expected_version < 0
+        ):
+            raise StoreUsageError(
+                f"expected_version must be a non-negative int or None, not {expected_version!r}."
+            )
+        prepared = [self._prepare(e) for e in batch]
+        stored = await backend.append(
+            session_id, [new for _, new in prepared], expected_version=expected_version
+        )
+        return [
+            dataclasses.replace(event, seq=row.seq)
+            for (event, _), row in zip(prepared, stored, strict=True)
+        ]
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Return events with ``after < seq <= upto``, oldest first, or newest first when
+        ``backwards`` — at most ``limit`` of them, read in one page."""
+        if limit is not None and limit < 0:
+            raise StoreUsageError(f"limit must be >= 0, not {limit}.")
+        rows = await self._open_backend().read(
+            session_id, after=after, upto=upto, backwards=backwards, limit=limit
+        )
+        return self._decode_all(rows)
+
+    async def iter_backwards(
+        self, session_id: str, *, upto: int | None = None, page_size: int = 100
+    ) -> AsyncIterator[Event]:
+        """Yield events newest first, reading pages lazily, so a scan can stop early."""
+        cursor = upto
+        while True:
+            page = await self.read(session_id, upto=cursor, backwards=True, limit=page_size)
+            for event in page:
+                yield event
+            if len(page) < page_size:
+                return
+            cursor = page[-1].seq - 1 if page[-1].seq is not None else 0
+            if cursor <= 0:
+                return
+
+    async def version(self, session_id: str) -> int:
+        """Return the session's version: the ``seq`` of its newest event (0 when empty)."""
+        return (await self._record(session_id)).version
+
+    async def subscribe(
+        self, session_id: str, *, after: int = 0, poll_interval: float = 1.0
+    ) -> AsyncIterator[Event]:
+        """Yield the session's events after ``after`` and then new ones as they are appended.
+
+        Never skips or repeats an event: it re-reads from its cursor after every wake-up (a
+        notification or ``poll_interval`` seconds). Ends when the session is deleted.
+        """
+        cursor = after
+        while True:
+            try:
+                page = await self.read(session_id, after=cursor, limit=500)
+            except SessionNotFoundError:
+                return
+            for event in page:
+                yield event
+                cursor = event.seq if event.seq is not None else cursor
+            if len(page) < 500:
+                await self._open_backend().wait_for_events(
+                    session_id, after=cursor, max_wait=poll_interval
+                )
+
+    # -- state ---------------------------------------------------------------------------------
+
+    async def state(self, session_id: str, *, at: int | None = None) -> dict[str, Any]:
+        """Return the merged state (session, ``user:``, ``app:`` keys) at head or at ``seq=at``.
+
+        ``user:``/``app:`` keys are folded from every session of the user/app up to the global
+        position of the event at ``at``, so state at a seq is what the session saw then.
+        """
+        record = await self._record(session_id)
+        if at is None:
+            at = record.version
+        elif not 0 <= at <= record.version:
+            raise StoreUsageError(
+                f"Session {session_id!r} has events 1..{record.version}; there is no seq {at}."
+            )
+        return await self._state(record, at=at)
+
+    async def _state(self, record: SessionRecord, *, at: int) -> dict[str, Any]:
+        backend = self._backend
+        sid = record.session_id
+        snapshot = await backend.load_snapshot(sid, upto=at)
+        base_seq, state = (0, {}) if snapshot is None else (snapshot[0], orjson.loads(snapshot[1]))
+        tail = await backend.read(sid, after=base_seq, upto=at, backwards=False, limit=None)
+        for event in self._decode_all(tail):
+            apply_delta(state, session_part(event.actions.state_delta))
+        if at == record.version and at - base_seq >= self._snapshot_interval:
+            await backend.save_snapshot(sid, at, orjson.dumps(state))
+        position: int | None = None
+        if at < record.version:
+            position = tail[-1].position if tail else await self._position_of(sid, at)
+        if at == 0 and record.version > 0:
+            return state
+        for user in (False, True):
+            rows = await backend.read_shared(
+                app_name=record.app_name,
+                user_id=record.user_id if user else None,
+                upto_position=position,
+            )
+            for event in self._decode_all(rows):
+                apply_delta(state, shared_part(event.actions.state_delta, user=user))
+        return state
+
+    async def _position_of(self, session_id: str, seq: int) -> int:
+        rows = await self._backend.read(
+            session_id, after=None, upto=seq, backwards=True, limit=1
+        )
+        return rows[0].position if rows else 0
+
+    async def session_state_fold(self, session_id: str, *, at: int | None = None) -> dict[str, Any]:
+        """Return the session-scoped state at ``at`` by a full replay, ignoring snapshots.
+
+        The reference the snapshots are checked against (``evs verify`` and the tests).
+        """
+        rows = await self.read(session_id, upto=at)
+        return fold_state(session_part(e.actions.state_delta) for e in rows)
+
+    async def rebuild_snapshots(self) -> int:
+        """Drop every snapshot (they are a cache; the next state reads rebuild them)."""
+        return await self._open_backend().drop_snapshots()
+
+    # -- artifacts -----------------------------------------------------------------------------
+
+    async def _artifact_scope(self, session_id: str, filename: str) -> tuple[SessionRecord,
+                                                                           str | None]:
+        if not isinstance(filename, str) or not filename or len(filename) > 512:
+            raise StoreUsageError(
+                f"Artifact filenames must be non-empty strings, not {filename!r}."
+            )
+        record = await self._record(session_id)
+        return record, None if filename.startswith(USER_PREFIX) else session_id
+
+    async def save_artifact(
+        self, session_id: str, filename: str, data: bytes, *, mime_type: str
+    ) -> int:
+        """Store a new version of an artifact and return its version (0, 1, 2 …).
+
+        ``user:``-prefixed filenames are shared by every session of the same app and user.
+        Record the version in an event's ``artifact_delta`` to tie it to the log.
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise StoreUsageError(f"Artifact data must be bytes, not {type(data).__name__}.")
+        record, scope = await self._artifact_scope(session_id, filename)
+        return await self._backend.save_artifact(
+            app_name=record.app_name,
+            user_id=record.user_id,
+            session_id=scope,
+            filename=filename,
+            mime_type=mime_type,
+            data=bytes(data),
+            created_at=time.time(),
+        )
+
+    async def load_artifact(
+        self, session_id: str, filename: str, *, version: int | None = None
+    ) -> Artifact:
+        """Return the latest (or the given) version; raises ArtifactNotFoundError."""
+        record, scope = await self._artifact_scope(session_id, filename)
+        found = await self._backend.load_artifact(
+            app_name=record.app_name,
+            user_id=record.user_id,
+            session_id=scope,
+            filename=filename,
+            version=version,
+        )
+        if found is None:
+            raise ArtifactNotFoundError(session_id, filename, version)
+        return Artifact(
+            filename=found.filename,
+            version=found.version,
+            mime_type=found.mime_type,
+            data=found.data,
+            created_at=found.created_at,
+        )
+
+    async def list_artifacts(self, session_id: str) -> dict[str, list[int]]:
+        """Return filename -> versions for the session's and its user's artifacts."""
+        record = await self._record(session_id)
+        found = await self._backend.list_artifacts(
+            app_name=record.app_name, user_id=record.user_id, session_id=session_id
+        )
+        found.update(
+            await self._backend.list_artifacts(
+                app_name=record.app_name, user_id=record.user_id, session_id=None
+            )
+        )
+        return dict(sorted(found.items()))
+
