@@ -1,0 +1,118 @@
+"""Schema migrations: alembic run programmatically, and the check every SQL store does on open.
+
+Alembic owns the schema; the revisions live in ``eventstore/migrations`` inside the package, so
+this works from an installed wheel as well as from the repo root. A store opened on a database
+whose schema is behind head raises SchemaOutdatedError with the command that upgrades it, unless
+it is opened with ``auto_upgrade=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+
+from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
+
+__all__ = [
+    "MIGRATIONS_DIR",
+    "check_revision",
+    "current_revision",
+    "head_revision",
+    "upgrade",
+    "upgrade_command",
+]
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+"""Alembic's script location inside the installed package."""
+
+
+def _config(url: str | None = None) -> object:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.attributes["url"] = url
+    return config
+
+
+@functools.cache
+def head_revision() -> str:
+    """Return the newest revision id the code's migrations define."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = _config()
+    assert isinstance(config, Config)
+    head = ScriptDirectory.from_config(config).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships revisions
+        raise SchemaError(f"No alembic revisions found in {MIGRATIONS_DIR}.")
+    return head
+
+
+@functools.cache
+def _known_revisions() -> frozenset[str]:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = _config()
+    assert isinstance(config, Config)
+    return frozenset(s.revision for s in ScriptDirectory.from_config(config).walk_revisions())
+
+
+def upgrade_command(url: str) -> str:
+    """Return the shell command that upgrades the database at ``url`` to head."""
+    return f"evs db upgrade --db {url}  (or: alembic -x url={url} upgrade head)"
+
+
+def check_revision(url: str, current: str | None) -> None:
+    """Raise unless ``current`` is head: SchemaOutdatedError when behind (with the upgrade
+    command), SchemaError when the database was migrated by newer code."""
+    head = head_revision()
+    if current == head:
+        return
+    if current is not None and current not in _known_revisions():
+        raise SchemaError(
+            f"The database {url} is at revision {current}, which this code does not know "
+            f"(its head is {head}); it was migrated by a newer version of agent-eventstore."
+        )
+    raise SchemaOutdatedError(url, current=current, head=head, command=upgrade_command(url))
+
+
+async def current_revision(url: str) -> str | None:
+    """Return the database's alembic revision, or None when it has no schema."""
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import pool
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    def read(connection: Connection) -> str | None:
+        return MigrationContext.configure(connection).get_current_revision()
+
+    try:
+        engine = create_async_engine(url, poolclass=pool.NullPool)
+        try:
+            async with engine.connect() as connection:
+                return await connection.run_sync(read)
+        finally:
+            await engine.dispose()
+    except Exception as exc:
+        raise StorageError(f"Cannot read the schema revision of {url}: {exc}") from exc
+
+
+async def upgrade(url: str, revision: str = "head") -> None:
+    """Migrate the database at ``url`` to ``revision`` (head by default), creating it if new.
+
+    Runs alembic's command API in a worker thread (the migration environment runs its own
+    event loop). Raises StorageError when the database fails.
+    """
+    from alembic import command
+    from alembic.config import Config
+
+    config = _config(url)
+    assert isinstance(config, Config)
+    try:
+        await asyncio.to_thread(command.upgrade, config, revision)
+    except Exception as exc:
+        raise StorageError(f"Upgrading the schema of {url} failed: {exc}") from exc

@@ -1,0 +1,134 @@
+"""The database schema: the single definition, shared by every SQL backend and by alembic.
+
+These SQLModel tables are alembic's ``target_metadata``; the hand-written revisions under
+``eventstore/migrations/versions`` must produce exactly this (a test compares them). The
+application never calls ``create_all``: ``evs db upgrade`` (alembic) creates and migrates.
+
+The backends run their own SQL over the plain driver for the hot paths; this module only
+describes tables, keys and indexes.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+__all__ = ["Artifact", "Event", "Session", "Snapshot", "metadata"]
+
+metadata = SQLModel.metadata
+"""The metadata holding the ``evs_*`` tables (alembic's ``target_metadata``)."""
+
+_POSITION = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+class Session(SQLModel, table=True):
+    """One session: its identity. Version and last update are derived from its events."""
+
+    __tablename__ = "evs_sessions"
+    __table_args__ = (sa.Index("ix_evs_sessions_app_user", "app_name", "user_id", "session_id"),)
+
+    session_id: str = Field(sa_type=sa.String(255), primary_key=True)
+    """Session id, unique in the store."""
+    app_name: str = Field(sa_type=sa.String(255), nullable=False)
+    """Application the session belongs to."""
+    user_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """User the session belongs to."""
+    created_at: float = Field(sa_type=sa.Float(), nullable=False)
+    """Creation time (seconds since the epoch)."""
+
+
+class Event(SQLModel, table=True):
+    """One stored event: the envelope columns and the encoded payload. Rows are never updated."""
+
+    __tablename__ = "evs_events"
+    __table_args__ = (
+        sa.UniqueConstraint("session_id", "seq", name="uq_evs_events_session_seq"),
+        sa.UniqueConstraint("session_id", "event_id", name="uq_evs_events_session_event"),
+        sa.Index("ix_evs_events_shared", "app_name", "shared_state", "position"),
+    )
+
+    position: int | None = Field(
+        default=None,
+        sa_column=sa.Column(
+            "position", _POSITION, sa.Identity(), primary_key=True, autoincrement=True
+        ),
+    )
+    """Global append order across sessions (increasing; gaps allowed)."""
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_events_session"
+            ),
+            nullable=False,
+        )
+    )
+    """Owning session."""
+    seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """Position within the session: 1, 2, 3 … with no gap."""
+    event_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """Event id, unique within the session."""
+    kind: str = Field(sa_type=sa.String(64), nullable=False)
+    """Stable kind name (a scan hint)."""
+    invocation_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """Invocation that produced the event."""
+    author: str = Field(sa_type=sa.String(255), nullable=False)
+    """``user`` or an agent name."""
+    timestamp: float = Field(sa_type=sa.Float(), nullable=False)
+    """Event creation time."""
+    shared_state: bool = Field(sa_type=sa.Boolean(), nullable=False)
+    """Whether the state delta touches ``user:``/``app:`` keys."""
+    app_name: str = Field(sa_type=sa.String(255), nullable=False)
+    """The session's app (denormalized so shared-state reads need no join)."""
+    user_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The session's user (denormalized, as ``app_name``)."""
+    schema_version: int = Field(sa_type=sa.Integer(), nullable=False)
+    """Payload schema version."""
+    payload: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The encoded event (orjson)."""
+
+
+class Snapshot(SQLModel, table=True):
+    """A cache of session-scoped state at one ``seq``; droppable and rebuilt from the log."""
+
+    __tablename__ = "evs_snapshots"
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_snapshots_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """Owning session."""
+    seq: int = Field(sa_type=sa.Integer(), primary_key=True)
+    """The state is the fold of events ``1..seq``."""
+    state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The encoded state (orjson)."""
+
+
+class Artifact(SQLModel, table=True):
+    """One version of an artifact; ``session_scope`` is ``''`` for user-scoped artifacts."""
+
+    __tablename__ = "evs_artifacts"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """Owning app."""
+    user_id: str = Field(sa_type=sa.String(255), primary_key=True)
+    """Owning user."""
+    session_scope: str = Field(sa_type=sa.String(255), primary_key=True)
+    """Owning session id, or ``''`` when the artifact is shared by the user's sessions."""
+    filename: str = Field(sa_type=sa.String(512), primary_key=True)
+    """Artifact filename."""
+    version: int = Field(sa_type=sa.Integer(), primary_key=True)
+    """Version: 0, 1, 2 …"""
+    mime_type: str = Field(sa_type=sa.String(255), nullable=False)
+    """MIME type given at save time."""
+    data: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The bytes."""
+    created_at: float = Field(sa_type=sa.Float(), nullable=False)
+    """Save time."""

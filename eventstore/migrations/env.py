@@ -1,0 +1,75 @@
+"""Alembic environment for the event store (async engines; one connection per run).
+
+The database URL is, in order: ``config.attributes["url"]`` (set by ``eventstore._migrate``),
+``-x url=…`` on the alembic command line, the ``EVS_DATABASE_URL`` environment variable, the
+ini file's ``sqlalchemy.url``, and finally the embedded default ``sqlite+aiosqlite:///evs.db``.
+A plain file path is accepted and means a SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from logging.config import fileConfig
+
+from alembic import context
+from sqlalchemy import pool
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from eventstore._open import DEFAULT_URL, resolve_url
+from eventstore._schema import metadata
+
+config = context.config
+
+# Only the alembic CLI configures logging; a programmatic upgrade leaves the app's logging alone.
+if config.config_file_name is not None and not config.attributes.get("url"):
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+
+def _url() -> str:
+    url = (
+        config.attributes.get("url")
+        or context.get_x_argument(as_dictionary=True).get("url")
+        or os.environ.get("EVS_DATABASE_URL")
+        or config.get_main_option("sqlalchemy.url")
+        or DEFAULT_URL
+    )
+    return resolve_url(url)
+
+
+def _configure(connection: Connection | None = None, url: str | None = None) -> None:
+    context.configure(
+        connection=connection,
+        url=url,
+        target_metadata=metadata,
+        compare_type=True,
+        # SQLite cannot ALTER most things; batch mode rebuilds tables instead.
+        render_as_batch=(url or str(connection.engine.url if connection else "")).startswith(
+            "sqlite"
+        ),
+    )
+
+
+def _run_sync(connection: Connection) -> None:
+    _configure(connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_online(url: str) -> None:
+    engine = create_async_engine(url, poolclass=pool.NullPool)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run_sync)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+if context.is_offline_mode():
+    _configure(url=_url())
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    asyncio.run(_run_online(_url()))
