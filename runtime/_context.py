@@ -1,0 +1,300 @@
+"""Contexts handed to tools: the read-only context of request building and the per-call ToolContext.
+
+A ``ToolContext`` belongs to exactly one function call. Everything a tool changes through it —
+state writes, artifact saves, confirmation requests, control flags — lands in its ``actions``
+container, which the loop turns into the ``EventActions`` of the response event. Nothing is written
+anywhere else, so the log stays the only source of truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from eventstore import EventActions, ToolConfirmation
+from runtime._exceptions import ToolContextError
+
+__all__ = [
+    "ArtifactService",
+    "InMemoryArtifactService",
+    "ReadonlyContext",
+    "StateView",
+    "ToolActions",
+    "ToolContext",
+    "idempotency_key",
+]
+
+_IDEMPOTENCY_KEY_LENGTH = 32
+
+
+def idempotency_key(session_id: str, call_id: str) -> str:
+    """Return the stable idempotency key of one function call in one session.
+
+    The key is the first 32 hex digits of SHA-256 over both ids (length-prefixed, so no two
+    different id pairs share an input). It is the same in every process and after every resume,
+    so external systems can deduplicate side effects of a re-run call.
+    """
+    material = f"{len(session_id)}:{session_id}|{len(call_id)}:{call_id}".encode()
+    return hashlib.sha256(material).hexdigest()[:_IDEMPOTENCY_KEY_LENGTH]
+
+
+@runtime_checkable
+class ArtifactService(Protocol):
+    """Versioned artifact storage scoped to one session (implemented over the store elsewhere)."""
+
+    async def save(self, filename: str, data: bytes, mime_type: str) -> int:
+        """Store a new version of ``filename`` and return its version (0 for the first)."""
+        ...
+
+    async def load(self, filename: str, version: int | None = None) -> bytes | None:
+        """Return the bytes of ``version`` (the newest when ``None``), or ``None`` if absent."""
+        ...
+
+    async def list(self) -> list[str]:
+        """Return the filenames that have at least one version, sorted."""
+        ...
+
+
+class InMemoryArtifactService:
+    """An ``ArtifactService`` that keeps every version in a dict; for tests and demos."""
+
+    def __init__(self) -> None:
+        self._versions: dict[str, list[tuple[bytes, str]]] = {}
+
+    async def save(self, filename: str, data: bytes, mime_type: str) -> int:
+        """Append a version and return its number (0, 1, 2 …)."""
+        versions = self._versions.setdefault(filename, [])
+        versions.append((bytes(data), mime_type))
+        return len(versions) - 1
+
+    async def load(self, filename: str, version: int | None = None) -> bytes | None:
+        """Return the bytes of a version, the newest when ``version`` is ``None``."""
+        versions = self._versions.get(filename)
+        if not versions:
+            return None
+        if version is None:
+            return versions[-1][0]
+        if 0 <= version < len(versions):
+            return versions[version][0]
+        return None
+
+    async def list(self) -> list[str]:
+        """Return the stored filenames, sorted."""
+        return sorted(self._versions)
+
+
+@dataclass(kw_only=True)
+class ToolActions:
+    """The mutable side effects of one call, collected while the tool runs.
+
+    Mutable on purpose (tools write to it); freeze it with ``to_event_actions`` when the call ends.
+    """
+
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    """State changes of this call; a ``None`` value deletes the key."""
+    artifact_delta: dict[str, int] = field(default_factory=dict)
+    """Artifact filename -> version saved by this call."""
+    requested_tool_confirmations: dict[str, ToolConfirmation] = field(default_factory=dict)
+    """Function call id -> the confirmation this call asks for."""
+    skip_summarization: bool = False
+    """The model is not called again after this response."""
+    escalate: bool = False
+    """The agent hands control to its parent."""
+    transfer_to_agent: str | None = None
+    """Name of the agent to transfer control to."""
+
+    def to_event_actions(self) -> EventActions:
+        """Return an immutable ``EventActions`` snapshot (dicts are copied)."""
+        return EventActions(
+            state_delta=dict(self.state_delta),
+            artifact_delta=dict(self.artifact_delta),
+            requested_tool_confirmations=dict(self.requested_tool_confirmations),
+            skip_summarization=self.skip_summarization,
+            escalate=self.escalate,
+            transfer_to_agent=self.transfer_to_agent,
+        )
+
+
+class StateView(MutableMapping[str, Any]):
+    """Session state as one call sees it: the head state overlaid with this call's own delta.
+
+    Reads see the call's own writes first; ``view[k] = v`` records ``k`` in the delta and
+    ``del view[k]`` records a deletion (``None``). The head mapping is never modified.
+    """
+
+    def __init__(self, head: Mapping[str, Any], delta: dict[str, Any]) -> None:
+        self._head = head
+        self._delta = delta
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._delta:
+            value = self._delta[key]
+            if value is None:
+                raise KeyError(key)
+            return value
+        return self._head[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._delta[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._delta[key] = None
+
+    def __iter__(self) -> Iterator[str]:
+        for key in self._head:
+            if key not in self._delta:
+                yield key
+        for key, value in self._delta.items():
+            if value is not None:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        if key in self._delta:
+            return self._delta[key] is not None
+        return key in self._head
+
+    def __repr__(self) -> str:
+        return f"StateView({dict(self)!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadonlyContext:
+    """What request building may read: ids, the head state and the artifact service.
+
+    Toolsets receive it in ``tools(readonly_context)`` to decide what to expose.
+    """
+
+    invocation_id: str
+    """Id of the current agent invocation."""
+    agent_name: str
+    """Name of the agent the request is built for."""
+    session_id: str
+    """Id of the session."""
+    state: Mapping[str, Any] = field(default_factory=dict)
+    """Head state of the session (read-only)."""
+    artifacts: ArtifactService | None = None
+    """The session's artifact service, if any."""
+
+
+class ToolContext:
+    """Everything one function call may see and do.
+
+    ``function_call_id`` is ``""`` during request preprocessing, where there is no call. All effects
+    go to ``actions``; the context never writes to the store itself.
+    """
+
+    def __init__(
+        self,
+        *,
+        function_call_id: str,
+        invocation_id: str,
+        agent_name: str,
+        session_id: str,
+        state: Mapping[str, Any] | None = None,
+        actions: ToolActions | None = None,
+        artifacts: ArtifactService | None = None,
+        cancel_event: asyncio.Event | None = None,
+        tool_confirmation: ToolConfirmation | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.function_call_id = function_call_id
+        """Id of the call this context belongs to; ``""`` during preprocessing."""
+        self.invocation_id = invocation_id
+        """Id of the current agent invocation."""
+        self.agent_name = agent_name
+        """Name of the agent running the tool."""
+        self.session_id = session_id
+        """Id of the session."""
+        self.actions = actions if actions is not None else ToolActions()
+        """The side effects of this call (mutable)."""
+        self.state = StateView(state if state is not None else {}, self.actions.state_delta)
+        """Head state overlaid with this call's delta; writes go to ``actions.state_delta``."""
+        self.cancel_event = cancel_event if cancel_event is not None else asyncio.Event()
+        """Set when the invocation is being cancelled; long tools should poll or await it."""
+        self.tool_confirmation = tool_confirmation
+        """The human's answer when this call is a re-run after a confirmation, else ``None``."""
+        self.metadata: dict[str, Any] = metadata if metadata is not None else {}
+        """A side channel for callbacks and tracing; never sent to the model."""
+        self._artifacts = artifacts
+
+    @classmethod
+    def for_preprocessing(cls, readonly: ReadonlyContext) -> ToolContext:
+        """Return a context for request preprocessing (no call: the id is empty)."""
+        return cls(
+            function_call_id="",
+            invocation_id=readonly.invocation_id,
+            agent_name=readonly.agent_name,
+            session_id=readonly.session_id,
+            state=readonly.state,
+            artifacts=readonly.artifacts,
+        )
+
+    @property
+    def cancelled(self) -> bool:
+        """True once cancellation was requested."""
+        return self.cancel_event.is_set()
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable key of this call (see ``idempotency_key``); the same on every re-run."""
+        return idempotency_key(self.session_id, self.function_call_id)
+
+    @property
+    def artifacts(self) -> ArtifactService:
+        """The artifact service; raises ``ToolContextError`` when this context has none."""
+        if self._artifacts is None:
+            raise ToolContextError(
+                f"No artifact service is configured for the tool context of call "
+                f"{self.function_call_id!r} in session {self.session_id!r}.",
+                function_call_id=self.function_call_id,
+            )
+        return self._artifacts
+
+    async def save_artifact(
+        self, filename: str, data: bytes, *, mime_type: str = "application/octet-stream"
+    ) -> int:
+        """Save a new artifact version, record it in ``actions.artifact_delta``, return it."""
+        version = await self.artifacts.save(filename, data, mime_type)
+        self.actions.artifact_delta[filename] = version
+        return version
+
+    async def load_artifact(self, filename: str, *, version: int | None = None) -> bytes | None:
+        """Return an artifact's bytes (newest version by default), or ``None`` if absent."""
+        return await self.artifacts.load(filename, version)
+
+    async def list_artifacts(self) -> list[str]:
+        """Return the session's artifact filenames, sorted."""
+        return await self.artifacts.list()
+
+    def request_confirmation(self, *, hint: str = "", payload: Any = None) -> ToolConfirmation:
+        """Ask a human to confirm this call; records the request and returns it.
+
+        The pipeline sees the request after the tool returns and answers the model with a
+        ``confirmation_required`` error. Raises ``ToolContextError`` during preprocessing.
+        """
+        if not self.function_call_id:
+            raise ToolContextError(
+                "A confirmation can only be requested while a function call runs, not during "
+                f"request preprocessing (session {self.session_id!r}).",
+                function_call_id=self.function_call_id,
+            )
+        confirmation = ToolConfirmation(hint=hint, payload=payload)
+        self.actions.requested_tool_confirmations[self.function_call_id] = confirmation
+        self.actions.skip_summarization = True
+        return confirmation
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(function_call_id={self.function_call_id!r}, "
+            f"agent_name={self.agent_name!r}, session_id={self.session_id!r})"
+        )

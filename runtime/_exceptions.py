@@ -1,0 +1,163 @@
+"""Exceptions of the agent runtime.
+
+The tree::
+
+    AgentRuntimeError                    root of every error the runtime raises
+    ├── RuntimeUsageError                developer misuse, found before or outside a model call
+    │   ├── ToolDefinitionError          a tool, toolset or request cannot be built as given
+    │   │   └── SchemaConversionError    a JSON schema cannot become a declaration
+    │   └── ToolContextError             a ToolContext capability this context does not have
+    └── ToolCallError                    one function call failed; the pipeline turns it into a
+        │                                structured error response and never re-raises it
+        ├── ToolNotFoundError            no tool of that name in the execution table
+        ├── InvalidToolArgumentsError    the model's arguments do not fit the tool's schema
+        └── ToolResultError              the tool's result cannot be sent to the model
+
+    ToolSignal                           control flow a tool raises on purpose; not an error
+    ├── ToolValidationRefused            the tool refuses these arguments, with a message
+    └── ConfirmationRequired             the tool needs a human to confirm this call
+
+``ToolSignal`` is deliberately not under ``AgentRuntimeError``: ``except AgentRuntimeError`` must
+never swallow a confirmation request. Every error carries the names and ids it is about as
+attributes and says them in its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "AgentRuntimeError",
+    "ConfirmationRequired",
+    "InvalidToolArgumentsError",
+    "RuntimeUsageError",
+    "SchemaConversionError",
+    "ToolCallError",
+    "ToolContextError",
+    "ToolDefinitionError",
+    "ToolNotFoundError",
+    "ToolResultError",
+    "ToolSignal",
+    "ToolValidationRefused",
+]
+
+
+class AgentRuntimeError(Exception):
+    """Root of every error the agent runtime raises."""
+
+
+# --- developer misuse -----------------------------------------------------------------------------
+
+
+class RuntimeUsageError(AgentRuntimeError):
+    """The runtime was used in a way it does not support (a developer error)."""
+
+
+class ToolDefinitionError(RuntimeUsageError):
+    """A tool, a toolset or a model request cannot be built as given.
+
+    Raised at definition time (decorating a function, defining a toolset class) or while packing a
+    request (duplicate tool names). ``tool_name`` names the tool when known.
+    """
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class SchemaConversionError(ToolDefinitionError):
+    """A JSON schema cannot be converted to the declaration IR.
+
+    ``path`` is the JSON-pointer-like location of the offending node (``#/properties/a/items``).
+    """
+
+    def __init__(self, message: str, *, path: str, tool_name: str | None = None) -> None:
+        super().__init__(message, tool_name=tool_name)
+        self.path = path
+
+
+class ToolContextError(RuntimeUsageError):
+    """A ToolContext was asked for something it cannot do here.
+
+    Examples: loading an artifact when no artifact service was given, or requesting a confirmation
+    during request preprocessing (where there is no function call). ``function_call_id`` is the
+    context's call id (empty during preprocessing).
+    """
+
+    def __init__(self, message: str, *, function_call_id: str) -> None:
+        super().__init__(message)
+        self.function_call_id = function_call_id
+
+
+# --- failures of one call -------------------------------------------------------------------------
+
+
+class ToolCallError(AgentRuntimeError):
+    """One function call failed; the pipeline reports it to the model instead of raising."""
+
+    def __init__(self, message: str, *, tool_name: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolNotFoundError(ToolCallError):
+    """The model called a tool that is not in the execution table.
+
+    ``available`` lists the names that are, sorted, so the model can correct itself.
+    """
+
+    def __init__(self, tool_name: str, *, available: Sequence[str]) -> None:
+        names = ", ".join(sorted(available)) or "none"
+        super().__init__(
+            f"There is no tool named {tool_name!r}; available tools: {names}.",
+            tool_name=tool_name,
+        )
+        self.available = tuple(sorted(available))
+
+
+class InvalidToolArgumentsError(ToolCallError):
+    """The arguments do not validate against the tool's parameter schema.
+
+    ``errors`` holds one line per problem (``location: message``).
+    """
+
+    def __init__(self, tool_name: str, *, errors: Sequence[str]) -> None:
+        detail = "; ".join(errors) or "invalid arguments"
+        super().__init__(f"Invalid arguments for tool {tool_name!r}: {detail}", tool_name=tool_name)
+        self.errors = tuple(errors)
+
+
+class ToolResultError(ToolCallError):
+    """The tool returned a value that cannot become a JSON response (or breaks its output type)."""
+
+
+# --- control-flow signals -------------------------------------------------------------------------
+
+
+class ToolSignal(Exception):
+    """Base of the control-flow signals a tool raises on purpose. Not an error."""
+
+
+class ToolValidationRefused(ToolSignal):
+    """A tool refuses the arguments it was given; ``message`` tells the model what to change.
+
+    The pipeline answers with an error response of kind ``validation_refused`` carrying the message.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfirmationRequired(ToolSignal):
+    """A tool needs a human to confirm this call before it acts.
+
+    The pipeline records a confirmation request under the call id (with ``hint`` and ``payload``),
+    sets skip-summarization and answers with an error response of kind ``confirmation_required``.
+    """
+
+    def __init__(self, hint: str = "", *, payload: Any = None) -> None:
+        super().__init__(hint or "This tool call requires confirmation.")
+        self.hint = hint
+        self.payload = payload

@@ -1,0 +1,70 @@
+"""Tools: the small ``Tool`` protocol, capability protocols, function tools, toolsets, request
+packing and the safe execution pipeline of one function call."""
+
+from runtime.tools._base import (
+    ConfirmationGate,
+    FunctionToolLike,
+    RequestProcessor,
+    ResponseDeferrer,
+    SkipSummarizationResultDisplayer,
+    StreamingTool,
+    Tool,
+    is_idempotent,
+    requires_confirmation,
+)
+from runtime.tools._errors import ToolErrorKind, error_response
+from runtime.tools._function import (
+    ConfirmationPredicate,
+    FunctionTool,
+    ToolsetClass,
+    function_tool,
+    tool_method,
+)
+from runtime.tools._pipeline import (
+    NO_CALLBACKS,
+    AfterToolCallback,
+    BeforeToolCallback,
+    CallOutcome,
+    OnToolErrorCallback,
+    ToolCallbacks,
+    ToolCallObserver,
+    execute_function_call,
+)
+from runtime.tools._request import ModelRequest, build_tool_request, pack_tool
+from runtime.tools._schema import parse_docstring
+from runtime.tools._toolset import FilteredToolset, ListToolset, ToolPredicate, Toolset
+
+__all__ = [
+    "AfterToolCallback",
+    "BeforeToolCallback",
+    "CallOutcome",
+    "ConfirmationGate",
+    "ConfirmationPredicate",
+    "FilteredToolset",
+    "FunctionTool",
+    "FunctionToolLike",
+    "ListToolset",
+    "ModelRequest",
+    "NO_CALLBACKS",
+    "OnToolErrorCallback",
+    "RequestProcessor",
+    "ResponseDeferrer",
+    "SkipSummarizationResultDisplayer",
+    "StreamingTool",
+    "Tool",
+    "ToolCallObserver",
+    "ToolCallbacks",
+    "ToolErrorKind",
+    "ToolPredicate",
+    "Toolset",
+    "ToolsetClass",
+    "build_tool_request",
+    "error_response",
+    "execute_function_call",
+    "function_tool",
+    "is_idempotent",
+    "pack_tool",
+    "parse_docstring",
+    "requires_confirmation",
+    "tool_method",
+]

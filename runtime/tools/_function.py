@@ -1,0 +1,353 @@
+"""Function tools: plain Python callables (sync or async) and methods of a toolset class as tools.
+
+The schema is inferred once, at definition time; definition problems raise ``ToolDefinitionError``
+immediately rather than at the first model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, overload
+
+import pydantic
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from runtime._context import ReadonlyContext, ToolContext
+from runtime._exceptions import InvalidToolArgumentsError, ToolDefinitionError, ToolResultError
+from runtime.declarations import FunctionDeclaration, Schema, declaration_from_json_schema
+from runtime.declarations import schema_to_json_schema as _ir_to_json_schema
+from runtime.tools._base import Tool
+from runtime.tools._schema import InferredSignature, infer_signature, return_json_schema
+
+__all__ = ["ConfirmationPredicate", "FunctionTool", "ToolsetClass", "function_tool", "tool_method"]
+
+ConfirmationPredicate = Callable[[Mapping[str, Any]], bool]
+"""Decides from the validated arguments whether a call needs a human confirmation."""
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class FunctionTool:
+    """A tool backed by a Python callable.
+
+    Guarantees: the declaration and validation come from the same signature (or the explicit
+    ``schema``); ``run`` validates the model's arguments, injects the ``ToolContext`` parameter,
+    runs sync callables in a worker thread, and returns a JSON mapping — a mapping result as is,
+    a pydantic model dumped, anything else as ``{"result": value}``.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        schema: Mapping[str, Any] | Schema | None = None,
+        requires_confirmation: bool | ConfirmationPredicate = False,
+        idempotent: bool = False,
+        is_long_running: bool = False,
+    ) -> None:
+        qualname = getattr(func, "__qualname__", repr(func))
+        tool_name = name if name is not None else getattr(func, "__name__", "")
+        if not _NAME.match(tool_name):
+            raise ToolDefinitionError(
+                f"Tool name {tool_name!r} (from {qualname}) is not valid: use 1-64 letters, "
+                f"digits, '_' or '-', starting with a letter or '_'; pass name=... to choose one.",
+                tool_name=tool_name,
+            )
+        if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
+            raise ToolDefinitionError(
+                f"{qualname} is a generator; a function tool must return its result. "
+                f"Implement StreamingTool for streamed output.",
+                tool_name=tool_name,
+            )
+        self.func = func
+        """The wrapped callable."""
+        self._name = tool_name
+        self._signature: InferredSignature = infer_signature(func, tool_name=tool_name)
+        self._description = description if description is not None else self._signature.description
+        self._requires_confirmation = requires_confirmation
+        self.idempotent = idempotent
+        """A re-run after a crash is safe (the call may run twice with the same idempotency key)."""
+        self._is_long_running = is_long_running
+        self._is_async = _is_async_callable(func)
+        self._return_adapter, response_schema = return_json_schema(
+            self._signature.return_annotation, qualname
+        )
+        self._override_required: tuple[str, ...] = ()
+        parameters = self._signature.parameters_json_schema
+        if schema is not None:
+            parameters = _ir_to_json_schema(schema) if isinstance(schema, Schema) else dict(schema)
+            self._override_required = tuple(parameters.get("required", ()))
+        self._declaration = declaration_from_json_schema(
+            tool_name,
+            description=self._description,
+            parameters=parameters,
+            response=response_schema,
+        )
+
+    @property
+    def name(self) -> str:
+        """The tool name the model calls."""
+        return self._name
+
+    @property
+    def description(self) -> str:
+        """The description the model reads (argument or docstring)."""
+        return self._description
+
+    @property
+    def is_long_running(self) -> bool:
+        """The response may arrive later; a ``None`` result then produces no response."""
+        return self._is_long_running
+
+    def declaration(self) -> FunctionDeclaration:
+        """Return the declaration (built once, at definition time)."""
+        return self._declaration
+
+    def defers_response(self) -> bool:
+        """A long-running function tool that returns ``None`` has not answered yet."""
+        return self._is_long_running
+
+    def validate_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the validated keyword arguments; raise ``InvalidToolArgumentsError`` otherwise."""
+        missing = [key for key in self._override_required if key not in args]
+        if missing:
+            raise InvalidToolArgumentsError(
+                self._name, errors=[f"{key}: Field required" for key in missing]
+            )
+        return self._signature.validate(self._name, args)
+
+    def requires_confirmation_for(self, args: Mapping[str, Any]) -> bool:
+        """True when this call needs a human confirmation (flag, or predicate over valid args).
+
+        Raises ``InvalidToolArgumentsError`` when the arguments do not validate.
+        """
+        validated = self.validate_args(args)
+        if callable(self._requires_confirmation):
+            return bool(self._requires_confirmation(validated))
+        return self._requires_confirmation
+
+    async def run(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | None:
+        """Validate ``args``, call the function and convert its result to a JSON mapping.
+
+        Returns ``None`` only for a long-running tool whose function returned ``None``.
+        """
+        kwargs = self.validate_args(args)
+        if self._signature.context_parameter is not None:
+            kwargs[self._signature.context_parameter] = ctx
+        if self._is_async:
+            result = await self.func(**kwargs)
+        else:
+            result = await asyncio.to_thread(self.func, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+        return self._convert(result)
+
+    def _convert(self, result: Any) -> dict[str, Any] | None:
+        if result is None and self._is_long_running:
+            return None
+        try:
+            if self._return_adapter is not None:
+                value = self._return_adapter.validate_python(result)
+                dumped = self._return_adapter.dump_python(value, mode="json")
+            elif isinstance(result, BaseModel):
+                dumped = result.model_dump(mode="json")
+            else:
+                if isinstance(result, Mapping):
+                    result = dict(result)
+                dumped = to_jsonable_python(result)
+        except pydantic.ValidationError as exc:
+            raise ToolResultError(
+                f"Tool {self._name!r} returned a value that does not match its return "
+                f"annotation: {exc.error_count()} error(s), first: {exc.errors()[0]['msg']}",
+                tool_name=self._name,
+            ) from exc
+        except (PydanticSerializationError, TypeError, ValueError) as exc:
+            raise ToolResultError(
+                f"Tool {self._name!r} returned a value of type {type(result).__name__} that "
+                f"cannot be converted to JSON: {exc}",
+                tool_name=self._name,
+            ) from exc
+        if isinstance(dumped, dict):
+            return dumped
+        return {"result": dumped}
+
+    def __repr__(self) -> str:
+        return f"FunctionTool(name={self._name!r}, func={self._signature.function_name})"
+
+
+@overload
+def function_tool(func: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def function_tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | Schema | None = None,
+    requires_confirmation: bool | ConfirmationPredicate = False,
+    idempotent: bool = False,
+    is_long_running: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def function_tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | Schema | None = None,
+    requires_confirmation: bool | ConfirmationPredicate = False,
+    idempotent: bool = False,
+    is_long_running: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a function into a ``FunctionTool``; usable as ``@function_tool`` or with options.
+
+    Raises ``ToolDefinitionError`` at decoration time when the function cannot be a tool.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            schema=schema,
+            requires_confirmation=requires_confirmation,
+            idempotent=idempotent,
+            is_long_running=is_long_running,
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ToolOptions:
+    name: str | None = None
+    description: str | None = None
+    schema: Mapping[str, Any] | Schema | None = None
+    requires_confirmation: bool | ConfirmationPredicate = False
+    idempotent: bool = False
+    is_long_running: bool = False
+
+
+_OPTIONS_ATTR = "__tool_options__"
+
+
+@overload
+def tool_method(func: _F, /) -> _F: ...
+
+
+@overload
+def tool_method(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | Schema | None = None,
+    requires_confirmation: bool | ConfirmationPredicate = False,
+    idempotent: bool = False,
+    is_long_running: bool = False,
+) -> Callable[[_F], _F]: ...
+
+
+def tool_method(
+    func: _F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: Mapping[str, Any] | Schema | None = None,
+    requires_confirmation: bool | ConfirmationPredicate = False,
+    idempotent: bool = False,
+    is_long_running: bool = False,
+) -> _F | Callable[[_F], _F]:
+    """Mark a method of a ``ToolsetClass`` subclass as a tool; the method itself is unchanged."""
+    options = _ToolOptions(
+        name=name,
+        description=description,
+        schema=schema,
+        requires_confirmation=requires_confirmation,
+        idempotent=idempotent,
+        is_long_running=is_long_running,
+    )
+
+    def mark(f: _F) -> _F:
+        setattr(f, _OPTIONS_ATTR, options)
+        return f
+
+    return mark(func) if func is not None else mark
+
+
+class ToolsetClass:
+    """A toolset whose tools are the ``@tool_method`` methods of its class, bound to the instance.
+
+    Methods are checked when the subclass is defined, so a bad signature fails at import time.
+    A subclass that overrides a marked method without the decorator removes that tool.
+    """
+
+    _tool_methods: ClassVar[dict[str, _ToolOptions]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        methods: dict[str, _ToolOptions] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                options = getattr(value, _OPTIONS_ATTR, None)
+                if isinstance(options, _ToolOptions):
+                    methods[attr] = options
+                else:
+                    methods.pop(attr, None)
+        for attr, options in methods.items():
+            function = _class_attribute(cls, attr)
+            if not inspect.isfunction(function):
+                raise ToolDefinitionError(
+                    f"{cls.__qualname__}.{attr} is marked with @tool_method but is not a plain "
+                    f"method (static and class methods are not supported).",
+                    tool_name=options.name or attr,
+                )
+            infer_signature(function, skip_first=True, tool_name=options.name or attr)
+        cls._tool_methods = methods
+
+    async def tools(self, readonly_context: ReadonlyContext) -> Sequence[Tool]:
+        """Return one ``FunctionTool`` per marked method, bound to this instance (built once)."""
+        return self._tool_cache
+
+    @functools.cached_property
+    def _tool_cache(self) -> tuple[FunctionTool, ...]:
+        return tuple(
+            FunctionTool(
+                getattr(self, attr),
+                name=options.name or attr,
+                description=options.description,
+                schema=options.schema,
+                requires_confirmation=options.requires_confirmation,
+                idempotent=options.idempotent,
+                is_long_running=options.is_long_running,
+            )
+            for attr, options in self._tool_methods.items()
+        )
+
+
+def _class_attribute(cls: type, attr: str) -> Any:
+    for klass in cls.__mro__:
+        if attr in vars(klass):
+            return vars(klass)[attr]
+    raise AttributeError(attr)
+
+
+def _is_async_callable(func: Callable[..., Any]) -> bool:
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
