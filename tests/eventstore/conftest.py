@@ -1,0 +1,153 @@
+"""Backend fixtures for the eventstore tests.
+
+``store_factory`` is parametrized over every backend (ids ``memory``, ``sqlite``, ``postgres``);
+``sql_factory`` over the SQL ones only. A factory opens stores on one database private to the
+test (a SQLite file in ``tmp_path``, a fresh PostgreSQL database) and closes them all afterwards.
+
+The SQL params switch on by themselves once ``eventstore._sqlite`` / ``eventstore._postgres``
+exist. PostgreSQL tests skip when the server is unreachable (set ``EVS_TEST_POSTGRES_URL``),
+except under ``CI``, where an unreachable server fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from _evs_support import (
+    POSTGRES_ENV,
+    BackendTarget,
+    StoreFactory,
+    backend_module_exists,
+    postgres_base_url,
+    run_in_thread,
+)
+
+from eventstore import EventStore, open_store
+
+_SQLITE_MISSING = pytest.mark.skipif(
+    not backend_module_exists("_sqlite"), reason="eventstore._sqlite is not written yet"
+)
+_POSTGRES_MISSING = pytest.mark.skipif(
+    not backend_module_exists("_postgres"), reason="eventstore._postgres is not written yet"
+)
+
+MEMORY = pytest.param("memory", id="memory")
+SQLITE = pytest.param("sqlite", id="sqlite", marks=[_SQLITE_MISSING])
+POSTGRES = pytest.param(
+    "postgres", id="postgres", marks=[_POSTGRES_MISSING, pytest.mark.postgres]
+)
+ALL_BACKENDS = [MEMORY, SQLITE, POSTGRES]
+SQL_BACKENDS = [SQLITE, POSTGRES]
+
+
+# -- PostgreSQL: one fresh database per test, copied from a migrated template --------------------
+
+
+def _asyncpg_dsn(url: str, database: str | None = None) -> str:
+    dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    if database is not None:
+        dsn = dsn.rsplit("/", 1)[0] + "/" + database
+    return dsn
+
+
+def _unreachable(reason: str) -> None:
+    message = (
+        f"PostgreSQL at {postgres_base_url()} is unreachable ({reason}); start it or set "
+        f"{POSTGRES_ENV}=postgresql+asyncpg://user@host:port/db to enable these tests."
+    )
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+async def _admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(_asyncpg_dsn(postgres_base_url(), "postgres"), timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[str]:
+    """A database migrated to head once per test run; each test copies it."""
+    name = f"evs_tmpl_{uuid.uuid4().hex[:10]}"
+    try:
+        run_in_thread(lambda: _admin(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # OSError, ImportError, asyncpg's own (auth, unknown database …)
+        _unreachable(repr(exc))
+    url = postgres_base_url().rsplit("/", 1)[0] + "/" + name
+
+    async def migrate() -> None:
+        store = await open_store(url, auto_upgrade=True)
+        await store.aclose()
+
+    try:
+        run_in_thread(migrate)
+        yield name
+    finally:
+        run_in_thread(lambda: _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def postgres_url(postgres_template: str) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL database (at schema head) private to this test."""
+    name = f"evs_t_{uuid.uuid4().hex[:12]}"
+    run_in_thread(lambda: _admin(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
+    try:
+        yield postgres_base_url().rsplit("/", 1)[0] + "/" + name
+    finally:
+        run_in_thread(lambda: _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+# -- targets and factories -----------------------------------------------------------------------
+
+
+def _target(name: str, request: pytest.FixtureRequest, tmp_path: Any) -> BackendTarget:
+    if name == "memory":
+        return BackendTarget("memory", "memory://")
+    if name == "sqlite":
+        return BackendTarget("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'evs.db'}")
+    if name == "postgres":
+        return BackendTarget("postgres", request.getfixturevalue("postgres_url"))
+    raise AssertionError(name)
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+def backend_target(request: pytest.FixtureRequest, tmp_path: Any) -> BackendTarget:
+    """A private database on each backend (for tests that drive their own event loop)."""
+    return _target(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_target(request: pytest.FixtureRequest, tmp_path: Any) -> BackendTarget:
+    """A private database on each SQL backend."""
+    return _target(request.param, request, tmp_path)
+
+
+@pytest.fixture
+async def store_factory(backend_target: BackendTarget) -> AsyncIterator[StoreFactory]:
+    """Opens stores on a private database of each backend (memory, sqlite, postgres)."""
+    factory = StoreFactory(backend_target)
+    yield factory
+    await factory.aclose()
+
+
+@pytest.fixture
+async def sql_factory(sql_target: BackendTarget) -> AsyncIterator[StoreFactory]:
+    """Opens stores on a private database of each SQL backend (sqlite, postgres)."""
+    factory = StoreFactory(sql_target)
+    yield factory
+    await factory.aclose()
+
+
+@pytest.fixture
+async def store(store_factory: StoreFactory) -> EventStore:
+    """An open store on each backend."""
+    return await store_factory()
