@@ -264,7 +264,7 @@ class EventStore:
             created_at=now,
             updated_at=now,
             version=len(events),
-            state=await self.state(sid) if events else {},
+            state=await self.state(sid),
             events=events,
         )
 
