@@ -8,6 +8,7 @@ runtime and hidden from the model.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -105,10 +106,15 @@ def infer_signature(
     Raises ``ToolDefinitionError`` for ``*args``/``**kwargs``, positional-only parameters, missing
     annotations and annotations that have no JSON schema.
     """
-    qualname = getattr(func, "__qualname__", repr(func))
+    hint_source: Any = func
+    while isinstance(hint_source, functools.partial):
+        hint_source = hint_source.func
+    if not inspect.isroutine(hint_source) and not inspect.isclass(hint_source):
+        hint_source = type(hint_source).__call__
+    qualname = getattr(func, "__qualname__", None) or hint_source.__qualname__
     try:
         signature = inspect.signature(func)
-        hints = typing.get_type_hints(func, include_extras=True)
+        hints = typing.get_type_hints(hint_source, include_extras=True)
     except (TypeError, ValueError, NameError) as exc:
         raise ToolDefinitionError(
             f"The signature of {qualname} cannot be read: {exc}", tool_name=tool_name
