@@ -1,0 +1,121 @@
+"""What every command shares: the ``--db``/``--json`` options, opening the store, error exits.
+
+Errors never show a traceback: each becomes one line on stderr and a non-zero exit status, so a
+script can rely on ``$?`` and a human reads one sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import orjson
+import typer
+
+from .._exceptions import EventStoreError
+from .._open import open_store, resolve_url
+from .._store import EventStore
+
+__all__ = [
+    "DEFAULT_DB",
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "CliError",
+    "DbOption",
+    "JsonOption",
+    "fail",
+    "open_existing",
+    "print_json",
+    "run",
+    "sqlite_path",
+]
+
+DEFAULT_DB = "./evs.db"
+"""The database used when neither ``--db`` nor ``EVS_DATABASE_URL`` names one."""
+
+EXIT_ERROR = 1
+"""Exit status of a command that could not do its job (bad input, missing data, database error)."""
+
+EXIT_FINDINGS = 3
+"""Exit status of ``evs verify`` when the log has integrity problems."""
+
+DbOption = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        envvar="EVS_DATABASE_URL",
+        help="Store URL: a SQLite file path, sqlite+aiosqlite:///path.db or "
+        "postgresql+asyncpg://user@host/db.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+T = TypeVar("T")
+
+
+class CliError(Exception):
+    """An error the CLI reports as one line (the message) and exit status ``code``."""
+
+    def __init__(self, message: str, *, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
+    """Print ``evs: error: message`` on stderr and exit with ``code``."""
+    typer.echo(f"evs: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; turn store and CLI errors into one line and an exit status."""
+    try:
+        return asyncio.run(coro)
+    except CliError as exc:
+        fail(str(exc), code=exc.code)
+    except EventStoreError as exc:
+        fail(" ".join(str(exc).split()))
+
+
+def sqlite_path(url: str) -> Path | None:
+    """Return the file a SQLite URL names, or None for other URLs and in-memory SQLite."""
+    resolved = resolve_url(url)
+    if not resolved.startswith("sqlite+aiosqlite://"):
+        return None
+    rest = resolved.split("://", 1)[1].split("?", 1)[0]
+    if not rest.startswith("/"):
+        return None
+    path = rest[1:]
+    if path in ("", ":memory:"):
+        return None
+    return Path(path)
+
+
+async def open_existing(url: str, *, read_only: bool) -> EventStore:
+    """Open the store at ``url``, refusing to create a SQLite file that does not exist.
+
+    Read commands pass ``read_only=True``: the database is opened read-only and never changed.
+    """
+    path = sqlite_path(url)
+    if path is not None and not path.is_file():
+        raise CliError(
+            f"There is no database at {path} (give another one with --db or EVS_DATABASE_URL)."
+        )
+    return await open_store(url, read_only=read_only)
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
+    sys.stdout.write(
+        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    )
+    sys.stdout.flush()
+
+
+def env_db() -> str:
+    """Return the database named by ``EVS_DATABASE_URL``, or the default."""
+    return os.environ.get("EVS_DATABASE_URL") or DEFAULT_DB

@@ -1,0 +1,220 @@
+"""Rendering a session's log: a readable rich timeline for humans, mappings for ``--json``.
+
+Calls are shown with what became of them (answered at which seq, pending, in doubt), responses
+with the call they answer, confirmation requests with the original call and their answer.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.text import Text
+
+from .._codec import event_kind
+from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
+from ._timeline import Timeline, is_error_response
+
+__all__ = ["event_entry", "print_event", "print_events", "short_json"]
+
+_STATUS_TEXT = {
+    "answered": "answered",
+    "awaiting_confirmation": "awaiting confirmation",
+    "long_running": "pending (long-running: its result is submitted later)",
+    "in_doubt": "in doubt (execution started, no response: the process may have crashed)",
+    "not_started": "pending (not started)",
+}
+
+
+def short_json(value: Any, *, limit: int = 160) -> str:
+    """Return compact JSON for ``value``, cut to ``limit`` characters."""
+    text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_text(name: str, args: Any) -> str:
+    if isinstance(args, dict):
+        inner = ", ".join(f"{k}={short_json(v, limit=60)}" for k, v in args.items())
+        return f"{name}({inner})"
+    return f"{name}({short_json(args, limit=60)})"
+
+
+def _when(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
+    """Return a JSON-ready description of ``event`` with its cross-references resolved."""
+    calls: list[dict[str, Any]] = []
+    for call in event.function_calls():
+        record = timeline.calls.get(call.id)
+        entry: dict[str, Any] = {"id": call.id, "name": call.name, "args": call.args}
+        if record is not None and record.seq == event.seq:
+            final = record.final_answer
+            entry["status"] = timeline.status(call.id)
+            entry["answered_at"] = final.seq if final else None
+            entry["long_running"] = record.long_running
+            entry["confirmation_ids"] = list(record.confirmation_ids)
+        confirmation = timeline.confirmations.get(call.id)
+        if confirmation is not None and confirmation.seq == event.seq:
+            entry["confirmation"] = {
+                "original_call": confirmation.original,
+                "hint": confirmation.hint,
+                "payload": confirmation.payload,
+                "answered_at": confirmation.answer_seq,
+                "confirmed": confirmation.confirmed,
+            }
+        calls.append(entry)
+    responses: list[dict[str, Any]] = []
+    for response in event.function_responses():
+        record = timeline.calls.get(response.id)
+        responses.append({
+            "id": response.id,
+            "name": response.name,
+            "response": response.response,
+            "call_seq": record.seq if record else None,
+            "error": is_error_response(response.response),
+            "requests_confirmation": response.id in event.actions.requested_tool_confirmations,
+        })
+    actions = event.actions
+    return {
+        "seq": event.seq,
+        "id": event.id,
+        "kind": event_kind(event),
+        "author": event.author,
+        "invocation_id": event.invocation_id,
+        "timestamp": event.timestamp,
+        "role": event.content.role if event.content else None,
+        "text": event.text() or None,
+        "calls": calls,
+        "responses": responses,
+        "started_call_ids": list(event.started_call_ids),
+        "state_delta": actions.state_delta,
+        "artifact_delta": actions.artifact_delta,
+        "artifacts": [
+            {"filename": p.artifact.filename, "version": p.artifact.version}
+            for p in (event.content.parts if event.content else ())
+            if p.artifact is not None
+        ],
+        "requested_tool_confirmations": {
+            k: {"hint": v.hint, "payload": v.payload}
+            for k, v in actions.requested_tool_confirmations.items()
+        },
+        "error_code": event.error_code,
+        "error_message": event.error_message,
+    }
+
+
+def _line(console: Console, *pieces: tuple[str, str]) -> None:
+    text = Text("      ")
+    for value, style in pieces:
+        text.append(value, style=style)
+    console.print(text, overflow="fold", soft_wrap=False)
+
+
+def print_event(
+    console: Console, event: Event, timeline: Timeline, *, confirm_command: str = "evs confirm"
+) -> None:
+    """Print one event of the timeline (header line, then one line per part or action).
+
+    ``confirm_command`` starts the command printed for an unanswered confirmation
+    (``evs confirm [--db URL] SESSION``)."""
+    header = Text()
+    header.append(f"#{event.seq:<4}", style="bold")
+    header.append(f" {_when(event.timestamp)}  ", style="dim")
+    header.append(event.author, style="cyan" if event.author == "user" else "magenta")
+    header.append(f"  {event_kind(event).replace('_', ' ')}", style="dim")
+    console.print(header)
+    if event.text():
+        _line(console, ("“" + event.text() + "”", ""))
+    for call in event.function_calls():
+        if call.name == REQUEST_CONFIRMATION_FUNCTION:
+            _print_confirmation(console, call.id, timeline, confirm_command)
+            continue
+        record = timeline.calls.get(call.id)
+        status = timeline.status(call.id) if record and record.seq == event.seq else None
+        final = record.final_answer if record else None
+        if status == "answered" and final is not None:
+            outcome = "error" if is_error_response(final.response.response) else "answered"
+            tail = (f"  {outcome} at #{final.seq}", "red" if outcome == "error" else "green")
+        elif status is not None:
+            tail = (f"  {_STATUS_TEXT[status]}", "yellow")
+        else:
+            tail = ("  (call id used before)", "red")
+        _line(console, ("→ ", "bold"), (_call_text(call.name, call.args), "bold"),
+              (f"  [{call.id}]", "dim"), tail)
+    if event.started_call_ids:
+        _line(console, ("started ", "dim"), (", ".join(event.started_call_ids), "dim"))
+    asked = event.actions.requested_tool_confirmations
+    for response in event.function_responses():
+        record = timeline.calls.get(response.id)
+        where = f"call #{record.seq}" if record else "no such call!"
+        if response.name == REQUEST_CONFIRMATION_FUNCTION:
+            confirmation = timeline.confirmations.get(response.id)
+            verdict = {True: "approved", False: "rejected", None: "answered"}[
+                confirmation.confirmed if confirmation else None
+            ]
+            _line(console, ("✔ " if verdict == "approved" else "✘ ", "bold"),
+                  (f"confirmation {response.id} {verdict}", "bold"),
+                  (f"  ({where}) ", "dim"), (short_json(response.response), ""))
+            continue
+        if response.id in asked:
+            style, label = "yellow", "needs confirmation: "
+        elif is_error_response(response.response):
+            style, label = "red", "error: "
+        else:
+            style, label = "green", ""
+        _line(console, ("← ", "bold"), (response.name, "bold"), (f" [{response.id}]", "dim"),
+              (f" ({where}) ", "dim"), (label + short_json(response.response), style))
+    for key, value in event.actions.state_delta.items():
+        if value is None:
+            _line(console, ("state ", "blue"), (f"{key} deleted", ""))
+        else:
+            _line(console, ("state ", "blue"), (f"{key} = {short_json(value)}", ""))
+    for filename, version in event.actions.artifact_delta.items():
+        _line(console, ("artifact ", "blue"), (f"{filename} v{version} saved", ""))
+    for part in event.content.parts if event.content else ():
+        if part.artifact is not None:
+            _line(console, ("artifact ", "blue"),
+                  (f"{part.artifact.filename} v{part.artifact.version} "
+                   f"({part.artifact.mime_type}) attached", ""))
+    if event.error_code or event.error_message:
+        _line(console, ("error ", "red bold"),
+              (f"{event.error_code or ''} {event.error_message or ''}".strip(), "red"))
+    for flag in ("escalate", "skip_summarization"):
+        if getattr(event.actions, flag):
+            _line(console, (flag.replace("_", " "), "dim"))
+    if event.actions.transfer_to_agent:
+        _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
+
+
+def _print_confirmation(
+    console: Console, confirmation_id: str, timeline: Timeline, confirm_command: str
+) -> None:
+    confirmation = timeline.confirmations[confirmation_id]
+    original = confirmation.original
+    target = timeline.calls.get(str(original.get("id")))
+    where = f"call #{target.seq}" if target else "call not in the log!"
+    _line(console, ("? ", "yellow bold"), ("confirm ", "yellow bold"),
+          (_call_text(str(original.get("name")), original.get("args")), "bold"),
+          (f"  [{original.get('id')}, {where}]", "dim"))
+    if confirmation.hint:
+        _line(console, ("  hint: ", "dim"), (confirmation.hint, ""))
+    if confirmation.answer_seq is None:
+        _line(console, ("  waiting: ", "yellow"),
+              (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"))
+    else:
+        verdict = {True: "approved", False: "rejected", None: "answered"}[confirmation.confirmed]
+        _line(console, (f"  {verdict} at #{confirmation.answer_seq}",
+                        "green" if confirmation.confirmed else "red"))
+
+
+def print_events(
+    console: Console, events: Iterable[Event], timeline: Timeline, *, confirm_command: str
+) -> None:
+    """Print several events of one timeline."""
+    for event in events:
+        print_event(console, event, timeline, confirm_command=confirm_command)

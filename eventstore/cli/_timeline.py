@@ -1,0 +1,204 @@
+"""A pure reading of a session's log: every call paired with its answers, every confirmation with
+the call it is about, and what is still open.
+
+``analyze(events)`` is a function of the events alone (no I/O), shared by ``evs show``,
+``evs pending`` (when the runtime is not importable) and ``evs verify``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, FunctionResponse
+
+__all__ = [
+    "Answer",
+    "CallRecord",
+    "CallStatus",
+    "ConfirmationRecord",
+    "Timeline",
+    "analyze",
+    "is_error_response",
+]
+
+CallStatus = Literal[
+    "answered", "awaiting_confirmation", "long_running", "in_doubt", "not_started"
+]
+"""Where a call stands: answered (its final response is in the log), awaiting_confirmation (a
+confirmation request for it is unanswered), long_running (its result will be submitted later),
+in_doubt (execution was claimed but no response followed: a crash), not_started (no claim, no
+response: a resume runs it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    """One function response found in the log."""
+
+    seq: int
+    """Seq of the event that carries it."""
+    response: FunctionResponse
+    """The response itself."""
+    requests_confirmation: bool
+    """The same event asked for a confirmation of this call (a placeholder, not the result)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class CallRecord:
+    """A function call of the log with everything that refers to it."""
+
+    seq: int
+    """Seq of the event that carries the call."""
+    call: FunctionCall
+    """The call."""
+    author: str
+    """Author of the calling event."""
+    long_running: bool
+    """The calling event marked the call long-running."""
+    started_seq: int | None = None
+    """Seq of the execution-started claim, if any."""
+    answers: list[Answer] = field(default_factory=list)
+    """Responses with this call's id, oldest first."""
+    confirmation_ids: list[str] = field(default_factory=list)
+    """Ids of the confirmation requests about this call."""
+
+    @property
+    def is_confirmation(self) -> bool:
+        """Whether this is a confirmation request the runtime emitted."""
+        return self.call.name == REQUEST_CONFIRMATION_FUNCTION
+
+    @property
+    def final_answer(self) -> Answer | None:
+        """The newest answer that is not a confirmation placeholder."""
+        for answer in reversed(self.answers):
+            if not answer.requests_confirmation:
+                return answer
+        return None
+
+
+@dataclass(slots=True, kw_only=True)
+class ConfirmationRecord:
+    """A confirmation request: the runtime's call asking a human about an original call."""
+
+    confirmation_id: str
+    """Id of the confirmation request call (what ``evs confirm`` takes)."""
+    seq: int
+    """Seq of the event that asked."""
+    original: dict[str, Any]
+    """The ``originalFunctionCall`` as recorded in the request (id, name, args)."""
+    hint: str
+    """What the tool asked the human."""
+    payload: Any
+    """Payload of the request."""
+    answer_seq: int | None = None
+    """Seq of the answer, if answered."""
+    confirmed: bool | None = None
+    """The answer, if answered and readable."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Timeline:
+    """The analysis of a whole log."""
+
+    calls: dict[str, CallRecord] = field(default_factory=dict)
+    """Call id -> record (first occurrence), in log order."""
+    confirmations: dict[str, ConfirmationRecord] = field(default_factory=dict)
+    """Confirmation id -> record, in log order."""
+    orphan_responses: list[tuple[int, FunctionResponse]] = field(default_factory=list)
+    """Responses whose call id appears in no earlier call: (seq, response)."""
+    duplicate_calls: list[tuple[int, FunctionCall]] = field(default_factory=list)
+    """Calls whose id was already used by an earlier call: (seq, call)."""
+
+    def status(self, call_id: str) -> CallStatus:
+        """Return where the call stands (see CallStatus)."""
+        record = self.calls[call_id]
+        if record.final_answer is not None:
+            return "answered"
+        if any(
+            self.confirmations[c].answer_seq is None
+            for c in record.confirmation_ids
+            if c in self.confirmations
+        ):
+            return "awaiting_confirmation"
+        if record.long_running:
+            return "long_running"
+        if record.started_seq is not None:
+            return "in_doubt"
+        return "not_started"
+
+    def open_calls(self) -> list[CallRecord]:
+        """Return the calls without a final answer, oldest first (confirmation requests too)."""
+        return [r for r in self.calls.values() if r.final_answer is None]
+
+
+def is_error_response(response: Mapping[str, Any]) -> bool:
+    """Whether a response mapping is the runtime's structured error (``{"error": …}``)."""
+    return "error" in response and response.get("error") not in (None, "", {})
+
+
+def _confirmed(response: Mapping[str, Any]) -> bool | None:
+    value = response.get("confirmed")
+    if isinstance(value, bool):
+        return value
+    raw = response.get("response")
+    if isinstance(raw, str):
+        try:
+            decoded = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(decoded, dict) and isinstance(decoded.get("confirmed"), bool):
+            return bool(decoded["confirmed"])
+    return None
+
+
+def analyze(events: Iterable[Event]) -> Timeline:
+    """Pair every call with its answers and every confirmation with its original call."""
+    timeline = Timeline()
+    for event in events:
+        seq = event.seq or 0
+        for call in event.function_calls():
+            if call.id in timeline.calls:
+                timeline.duplicate_calls.append((seq, call))
+                continue
+            timeline.calls[call.id] = CallRecord(
+                seq=seq,
+                call=call,
+                author=event.author,
+                long_running=call.id in event.long_running_tool_ids,
+            )
+            if call.name == REQUEST_CONFIRMATION_FUNCTION:
+                original = call.args.get("originalFunctionCall")
+                original = dict(original) if isinstance(original, Mapping) else {}
+                request = call.args.get("toolConfirmation")
+                request = request if isinstance(request, Mapping) else {}
+                timeline.confirmations[call.id] = ConfirmationRecord(
+                    confirmation_id=call.id,
+                    seq=seq,
+                    original=original,
+                    hint=str(request.get("hint") or ""),
+                    payload=request.get("payload"),
+                )
+                target = timeline.calls.get(str(original.get("id")))
+                if target is not None:
+                    target.confirmation_ids.append(call.id)
+        for call_id in event.started_call_ids:
+            record = timeline.calls.get(call_id)
+            if record is not None and record.started_seq is None:
+                record.started_seq = seq
+        asked = event.actions.requested_tool_confirmations
+        for response in event.function_responses():
+            record = timeline.calls.get(response.id)
+            if record is None:
+                timeline.orphan_responses.append((seq, response))
+                continue
+            record.answers.append(
+                Answer(seq=seq, response=response, requests_confirmation=response.id in asked)
+            )
+            confirmation = timeline.confirmations.get(response.id)
+            if confirmation is not None and confirmation.answer_seq is None:
+                confirmation.answer_seq = seq
+                confirmation.confirmed = _confirmed(response.response)
+    return timeline

@@ -1,0 +1,142 @@
+"""Integrity checks of a session's log: pure functions of the stored rows and snapshots.
+
+``evs verify`` reads; this module judges. Each finding names the session and, when it is about one
+event, its seq, so a human can go straight to ``evs show SESSION --since SEQ``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._backend import StoredEvent
+from .._codec import event_kind
+from .._events import Event
+from .._exceptions import CorruptEventError
+from .._state import fold_state, session_part
+from ._timeline import analyze
+
+__all__ = ["Finding", "check_log", "check_snapshots"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One integrity problem."""
+
+    session_id: str
+    """Session the problem is in."""
+    seq: int | None
+    """Seq of the event concerned, or None when it is about the session as a whole."""
+    code: str
+    """Stable short name of the check that failed (for scripts)."""
+    message: str
+    """What is wrong, in one sentence."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the finding as a JSON-ready mapping."""
+        return {"session_id": self.session_id, "seq": self.seq, "code": self.code,
+                "message": self.message}
+
+
+def check_log(
+    session_id: str,
+    rows: Sequence[StoredEvent],
+    *,
+    version: int,
+    decode: Callable[[StoredEvent], Event],
+) -> tuple[list[Finding], list[Event]]:
+    """Check the stored rows of one session (oldest first) and return the findings together
+    with the events that decoded (undecodable rows are findings, never skipped silently)."""
+    findings: list[Finding] = []
+
+    def found(seq: int | None, code: str, message: str) -> None:
+        findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
+
+    expected = 1
+    for row in rows:
+        if row.seq > expected:
+            missing = f"{expected}" if row.seq == expected + 1 else f"{expected}..{row.seq - 1}"
+            found(row.seq, "seq_gap", f"seq {missing} is missing before seq {row.seq}.")
+        elif row.seq < expected:
+            found(row.seq, "seq_order", f"seq {row.seq} appears again or out of order.")
+        expected = max(expected, row.seq + 1)
+    newest = rows[-1].seq if rows else 0
+    if newest != version:
+        found(None, "version_mismatch",
+              f"the session's version is {version} but its newest event has seq {newest}.")
+
+    first_seq: dict[str, int] = {}
+    events: list[Event] = []
+    for row in rows:
+        prior = first_seq.setdefault(row.event_id, row.seq)
+        if prior != row.seq:
+            found(row.seq, "duplicate_event_id",
+                  f"event id {row.event_id!r} is stored at seq {prior} and again at seq {row.seq}.")
+        try:
+            event = decode(row)
+        except CorruptEventError as exc:
+            found(row.seq, "undecodable", f"the stored event cannot be decoded: {exc.reason}")
+            continue
+        events.append(event)
+        if event.id != row.event_id:
+            found(row.seq, "envelope_mismatch",
+                  f"the row's event id {row.event_id!r} differs from the payload's {event.id!r}.")
+        if event_kind(event) != row.kind:
+            found(row.seq, "kind_mismatch",
+                  f"the row's kind {row.kind!r} differs from the payload's "
+                  f"{event_kind(event)!r}.")
+
+    timeline = analyze(events)
+    for seq, response in timeline.orphan_responses:
+        found(seq, "response_without_call",
+              f"response {response.id!r} ({response.name}) answers no earlier call.")
+    for seq, call in timeline.duplicate_calls:
+        first = timeline.calls[call.id].seq
+        found(seq, "duplicate_call_id", f"call id {call.id!r} was already used at seq {first}.")
+    for record in timeline.calls.values():
+        finals = [a for a in record.answers if not a.requests_confirmation]
+        # Long-running calls may receive progress updates before their result.
+        if len(finals) > 1 and not record.long_running:
+            found(finals[1].seq, "answered_twice",
+                  f"call {record.call.id!r} ({record.call.name}, seq {record.seq}) is answered "
+                  f"at seq {finals[0].seq} and again at seq {finals[1].seq}.")
+    for confirmation in timeline.confirmations.values():
+        original = confirmation.original
+        cid = confirmation.confirmation_id
+        target = timeline.calls.get(str(original.get("id")))
+        if target is None or target.seq >= confirmation.seq:
+            found(confirmation.seq, "confirmation_unknown_call",
+                  f"confirmation {cid!r} is about call {original.get('id')!r}, which no earlier "
+                  "event made.")
+        elif target.call.name != original.get("name") or target.call.args != original.get("args"):
+            found(confirmation.seq, "confirmation_call_mismatch",
+                  f"confirmation {cid!r} records call {target.call.id!r} as "
+                  f"{original.get('name')}({original.get('args')}) but the log has "
+                  f"{target.call.name}({target.call.args}) at seq {target.seq}.")
+    return findings, events
+
+
+def check_snapshots(
+    session_id: str, events: Sequence[Event], snapshots: Sequence[tuple[int, Mapping[str, Any]]]
+) -> list[Finding]:
+    """Compare each stored snapshot ``(seq, session state)`` with the full fold of the log."""
+    findings: list[Finding] = []
+    for snapshot_seq, snapshot in snapshots:
+        folded = fold_state(
+            session_part(e.actions.state_delta)
+            for e in events
+            if e.seq is not None and e.seq <= snapshot_seq
+        )
+        if folded != dict(snapshot):
+            keys = sorted(
+                k for k in set(folded) | set(snapshot) if folded.get(k) != snapshot.get(k)
+            )
+            findings.append(Finding(
+                session_id=session_id,
+                seq=snapshot_seq,
+                code="snapshot_mismatch",
+                message=f"the state snapshot at seq {snapshot_seq} differs from the fold of the "
+                f"log in keys {', '.join(map(repr, keys))}.",
+            ))
+    return findings
