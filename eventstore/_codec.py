@@ -145,6 +145,29 @@ def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
             )
 
 
+def _check_free_json(event: Event) -> None:
+    # orjson writes NaN and ±Infinity as null: refuse them rather than store another value.
+    _check_json_value(event.custom_metadata, path="custom_metadata", event_id=event.id)
+    if isinstance(event.content, Content):
+        for index, part in enumerate(event.content.parts):
+            if not isinstance(part, Part):
+                continue  # validation below names it
+            if part.function_call is not None:
+                _check_json_value(part.function_call.args,
+                                  path=f"content.parts[{index}].function_call.args",
+                                  event_id=event.id)
+            if part.function_response is not None:
+                _check_json_value(part.function_response.response,
+                                  path=f"content.parts[{index}].function_response.response",
+                                  event_id=event.id)
+    if isinstance(event.actions, EventActions):
+        for call_id, confirmation in event.actions.requested_tool_confirmations.items():
+            if isinstance(confirmation, ToolConfirmation):
+                _check_json_value(confirmation.payload,
+                                  path=f"requested_tool_confirmations[{call_id!r}].payload",
+                                  event_id=event.id)
+
+
 def encode_event(event: Event) -> bytes:
     """Return the stored payload of ``event`` (deterministic bytes; ``seq`` is not included).
 
@@ -165,6 +188,7 @@ def encode_event(event: Event) -> bytes:
             event_id=event.id,
         )
     check_state_delta(event.id, event.actions.state_delta)
+    _check_free_json(event)
     try:
         payload = orjson.dumps(
             dataclasses.replace(event, seq=None) if event.seq is not None else event,
