@@ -108,7 +108,7 @@ def test_schema_from_json_schema_refuses_unknown_type() -> None:
 
 
 def test_declaration_from_json_schema_requires_object_parameters() -> None:
-    with pytest.raises(SchemaConversionError, match="'f'.*must describe an object") as info:
+    with pytest.raises(SchemaConversionError, match=r"'f'.*must describe an object") as info:
         declaration_from_json_schema("f", parameters={"type": "string"})
     assert info.value.tool_name == "f"
 

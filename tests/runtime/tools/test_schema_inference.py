@@ -167,7 +167,9 @@ def test_infer_signature_round_trips_valid_arguments(
     """For generated signatures, JSON arguments drawn per type validate back to themselves."""
     signature = inspect.Signature(
         [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=_SIMPLE_TYPES[kind][0])
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=_SIMPLE_TYPES[kind][0]
+            )
             for name, kind in params.items()
         ]
     )

@@ -19,7 +19,9 @@ from runtime.tools import (
     pack_tool,
 )
 
-RO = ReadonlyContext(invocation_id="inv", agent_name="agent", session_id="s1", state={"tier": "gold"})
+RO = ReadonlyContext(
+    invocation_id="inv", agent_name="agent", session_id="s1", state={"tier": "gold"}
+)
 
 
 def _tool(name: str) -> FunctionTool:
@@ -67,7 +69,9 @@ async def test_list_toolset_returns_tools_in_order() -> None:
 async def test_filtered_toolset_by_names_and_predicate() -> None:
     inner = ListToolset([_tool("a"), _tool("b"), _tool("c")])
     by_names = FilteredToolset(inner, names=["c", "a", "zzz"])
-    by_state = FilteredToolset(inner, predicate=lambda ctx, t: ctx.state["tier"] == "gold" or t.name == "a")
+    by_state = FilteredToolset(
+        inner, predicate=lambda ctx, t: ctx.state["tier"] == "gold" or t.name == "a"
+    )
     assert [t.name for t in await by_names.tools(RO)] == ["a", "c"]
     assert [t.name for t in await by_state.tools(RO)] == ["a", "b", "c"]
 
@@ -103,7 +107,8 @@ def test_pack_tool_duplicate_names_both_sources() -> None:
     with pytest.raises(ToolDefinitionError) as info:
         pack_tool(request, _tool("a"), source="toolset Extra")
     assert "'a'" in str(info.value)
-    assert "agent tools" in str(info.value) and "toolset Extra" in str(info.value)
+    assert "agent tools" in str(info.value)
+    assert "toolset Extra" in str(info.value)
     assert info.value.tool_name == "a"
     assert len(request.declarations) == 1
 
