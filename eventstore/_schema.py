@@ -44,7 +44,14 @@ class Event(SQLModel, table=True):
     __table_args__ = (
         sa.UniqueConstraint("session_id", "seq", name="uq_evs_events_session_seq"),
         sa.UniqueConstraint("session_id", "event_id", name="uq_evs_events_session_event"),
-        sa.Index("ix_evs_events_shared", "app_name", "shared_state", "position"),
+        # Partial: only the few events touching user:/app: state pay for this index.
+        sa.Index(
+            "ix_evs_events_shared",
+            "app_name",
+            "position",
+            sqlite_where=sa.text("shared_state"),
+            postgresql_where=sa.text("shared_state"),
+        ),
     )
 
     position: int | None = Field(

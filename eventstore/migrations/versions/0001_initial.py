@@ -61,8 +61,13 @@ def upgrade() -> None:
         sa.UniqueConstraint("session_id", "seq", name="uq_evs_events_session_seq"),
         sa.UniqueConstraint("session_id", "event_id", name="uq_evs_events_session_event"),
     )
+    # Partial: only the few events touching user:/app: state pay for this index.
     op.create_index(
-        "ix_evs_events_shared", "evs_events", ["app_name", "shared_state", "position"]
+        "ix_evs_events_shared",
+        "evs_events",
+        ["app_name", "position"],
+        sqlite_where=sa.text("shared_state"),
+        postgresql_where=sa.text("shared_state"),
     )
 
     op.create_table(

@@ -1,0 +1,97 @@
+"""What the SQLite and PostgreSQL backends share: column lists and row-to-record conversion.
+
+Both backends select event rows with ``EVENT_COLUMNS`` in this order and session rows with
+``SESSION_COLUMNS``, so one pair of converters serves both drivers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ._backend import NewEvent, SessionRecord, StoredEvent
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "MAX_SEQ",
+    "SESSION_COLUMNS",
+    "USER_SCOPE",
+    "scope",
+    "session_record",
+    "stored_event",
+    "stored_events",
+    "written",
+]
+
+EVENT_COLUMNS = (
+    "seq, position, event_id, kind, invocation_id, author, timestamp, shared_state, "
+    "schema_version, payload"
+)
+"""Columns of ``evs_events`` read into a StoredEvent, in ``stored_event``'s order."""
+
+SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp"
+"""A session row joined (``e``) to its newest event, in ``session_record``'s order."""
+
+MAX_SEQ = (1 << 62) - 1
+"""Upper bound standing in for "no upper bound" in range reads."""
+
+USER_SCOPE = ""
+"""``evs_artifacts.session_scope`` of user-scoped artifacts."""
+
+
+def scope(session_id: str | None) -> str:
+    """Return the ``session_scope`` column value for an artifact scope."""
+    return USER_SCOPE if session_id is None else session_id
+
+
+def session_record(row: Sequence[Any]) -> SessionRecord:
+    """Build a SessionRecord from a ``SESSION_COLUMNS`` row."""
+    session_id, app_name, user_id, created_at, seq, timestamp = row
+    return SessionRecord(
+        session_id=session_id,
+        app_name=app_name,
+        user_id=user_id,
+        created_at=created_at,
+        version=0 if seq is None else seq,
+        updated_at=created_at if timestamp is None else timestamp,
+    )
+
+
+def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
+    """Build a StoredEvent from an ``EVENT_COLUMNS`` row."""
+    seq, position, event_id, kind, invocation_id, author, ts, shared, version, payload = row
+    return StoredEvent(
+        session_id=session_id,
+        seq=seq,
+        position=position,
+        event_id=event_id,
+        kind=kind,
+        invocation_id=invocation_id,
+        author=author,
+        timestamp=ts,
+        shared_state=bool(shared),
+        schema_version=version,
+        payload=bytes(payload),
+    )
+
+
+def stored_events(session_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredEvent]:
+    """Build StoredEvents from ``EVENT_COLUMNS`` rows."""
+    return [stored_event(session_id, row) for row in rows]
+
+
+def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> StoredEvent:
+    """The envelope of ``event`` as just written at ``seq``/``position``."""
+    return StoredEvent(
+        session_id=session_id,
+        seq=seq,
+        position=position,
+        event_id=event.event_id,
+        kind=event.kind,
+        invocation_id=event.invocation_id,
+        author=event.author,
+        timestamp=event.timestamp,
+        shared_state=event.shared_state,
+        schema_version=event.schema_version,
+        payload=event.payload,
+    )

@@ -1,0 +1,659 @@
+"""The embedded SQLite backend: one file, many processes, one driver round trip per operation.
+
+Design (measured, see ``scripts/bench_store.py``):
+
+- **Driver threads.** sqlite3 is blocking, so every call must leave the event loop; each hop to a
+  worker thread costs ~100 µs, which would dominate an append done statement by statement (the
+  way aiosqlite or SQLAlchemy's async layer does it). aiosqlite offers no public way to run a
+  whole function on its thread, so this module owns the thread itself: a ``_Driver`` is one
+  thread owning one ``sqlite3`` connection and running whole jobs — e.g. ``BEGIN IMMEDIATE`` /
+  version check / inserts / ``COMMIT`` — handed to it with an asyncio future. One operation, one
+  hop. (aiosqlite is still what alembic and SQLAlchemy use for migrations.)
+- **One writer, one reader.** The writer connection (autocommit mode, explicit transactions)
+  runs jobs strictly one after another, which serializes this process's writes as a lock would;
+  every write transaction starts with ``BEGIN IMMEDIATE`` so that several processes writing one
+  file queue on SQLite's lock (``busy_timeout`` 30 s) instead of failing half way. The reader
+  connection runs reads concurrently with writes (WAL).
+- **Durability.** ``synchronous=NORMAL`` (default): a committed append survives a crash of the
+  process (or of every process); after a power failure or OS crash the newest commits may be lost,
+  but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at
+  the cost of an fsync per commit.
+- **Errors.** sqlite3 exceptions are translated in one place (``_translate``) into the store's
+  errors; idempotent retries and conflicts take a slower diagnostic path judged by
+  ``check_retry``, the rule every backend shares.
+- **Live tails.** ``wait_for_events`` wakes at once on this process's appends and polls the
+  session's version so that appends by other processes are seen within ``POLL_INTERVAL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from ._backend import (
+    ArtifactRecord,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+    check_batch_ids,
+    check_retry,
+)
+from ._exceptions import (
+    ConcurrencyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StorageError,
+    StoreClosedError,
+    StoreUsageError,
+)
+from ._migrate import check_revision, head_revision, upgrade
+from ._sqlcommon import (
+    EVENT_COLUMNS,
+    MAX_SEQ,
+    SESSION_COLUMNS,
+    scope,
+    session_record,
+    stored_events,
+    written,
+)
+
+__all__ = ["POLL_INTERVAL", "SQLiteBackend"]
+
+T = TypeVar("T")
+
+POLL_INTERVAL: Final = 0.1
+"""Seconds between version polls while waiting for another process's appends."""
+
+_BUSY_TIMEOUT_MS: Final = 30_000
+
+_SESSION_SQL = f"""
+SELECT {SESSION_COLUMNS} FROM evs_sessions s
+LEFT JOIN evs_events e ON e.session_id = s.session_id
+  AND e.seq = (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+"""
+_HEAD_SQL = """
+SELECT s.app_name, s.user_id, (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+FROM evs_sessions s WHERE s.session_id = ?
+"""
+_INSERT_EVENT_SQL = """
+INSERT INTO evs_events (session_id, seq, event_id, kind, invocation_id, author, timestamp,
+  shared_state, app_name, user_id, schema_version, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_READ_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND seq > ? AND seq <= ? "
+    "ORDER BY seq {order} LIMIT ?"
+)
+_READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
+_READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
+_EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = ?"
+_BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
+
+
+class _Driver:
+    """One thread owning one sqlite3 connection; jobs run in submission order, one hop each.
+
+    A job is a plain function of the connection. If the awaiting task is cancelled the job still
+    runs to completion (a transaction is never abandoned half way); its result is dropped.
+    """
+
+    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._jobs: queue.SimpleQueue[
+            tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]] | None
+        ] = queue.SimpleQueue()
+        self._connect = connect
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._ready: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._thread.start()
+        await self._ready
+
+    def _main(self) -> None:
+        assert self._ready is not None
+        ready = self._ready
+        try:
+            conn = self._connect()
+        except BaseException as exc:
+            _resolve(ready, exc, error=True)
+            return
+        _resolve(ready, None, error=False)
+        try:
+            while (job := self._jobs.get()) is not None:
+                fn, future = job
+                try:
+                    result = fn(conn)
+                except BaseException as exc:
+                    _resolve(future, exc, error=True)
+                else:
+                    _resolve(future, result, error=False)
+        finally:
+            conn.close()
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fn, future))
+        return await future
+
+    async def stop(self) -> None:
+        self._jobs.put(None)
+        if self._thread.is_alive():
+            await asyncio.to_thread(self._thread.join)
+
+
+def _resolve(future: asyncio.Future[Any], value: Any, *, error: bool) -> None:
+    def settle() -> None:
+        if future.done():
+            return
+        if error:
+            future.set_exception(value)
+        else:
+            future.set_result(value)
+
+    with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+        future.get_loop().call_soon_threadsafe(settle)
+
+
+def _translate(exc: sqlite3.Error, *, url: str, what: str, session_id: str | None) -> Exception:
+    """The one place sqlite3 errors become the store's errors."""
+    message = str(exc)
+    if isinstance(exc, sqlite3.IntegrityError) and session_id is not None:
+        if "evs_sessions.session_id" in message:
+            return SessionExistsError(session_id)
+        if "FOREIGN KEY" in message:
+            return SessionNotFoundError(session_id)
+    if "readonly" in message or "read-only" in message:
+        return StorageError(f"SQLite {url} refused to {what}: the database is read-only "
+                            f"({message}).")
+    if "locked" in message or "busy" in message:
+        return StorageError(f"SQLite {url} stayed locked by another writer for more than "
+                            f"{_BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).")
+    return StorageError(f"SQLite {url} failed to {what}: {type(exc).__name__}: {message}")
+
+
+def _path_of(url: str) -> str:
+    rest = url.split("://", 1)[1]
+    path = rest[1:] if rest.startswith("/") else rest
+    path = path.split("?", 1)[0]
+    if not path or path == ":memory:":
+        raise StoreUsageError(
+            f"{url!r} names an in-memory SQLite database, which every connection sees empty; "
+            "use memory:// for an in-memory store or give a file path."
+        )
+    return path
+
+
+def _read_revision(path: str) -> str | None:
+    if not os.path.exists(path):
+        return None
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def _insert(
+    conn: sqlite3.Connection,
+    session_id: str,
+    app_name: str,
+    user_id: str,
+    events: Sequence[NewEvent],
+    start: int,
+) -> list[StoredEvent]:
+    out = []
+    for offset, e in enumerate(events):
+        seq = start + offset
+        cur = conn.execute(
+            _INSERT_EVENT_SQL,
+            (session_id, seq, e.event_id, e.kind, e.invocation_id, e.author, e.timestamp,
+             e.shared_state, app_name, user_id, e.schema_version, e.payload),
+        )
+        out.append(written(session_id, e, seq=seq, position=cur.lastrowid or 0))
+    return out
+
+
+def _stored_by_ids(
+    conn: sqlite3.Connection, session_id: str, events: Sequence[NewEvent]
+) -> dict[str, StoredEvent]:
+    marks = ", ".join("?" * len(events))
+    rows = conn.execute(
+        f"{_BY_IDS_SQL}({marks})", (session_id, *(e.event_id for e in events))
+    ).fetchall()
+    return {s.event_id: s for s in stored_events(session_id, rows)}
+
+
+class SQLiteBackend:
+    """The SQLite backend (see the module docstring for the design and its guarantees).
+
+    Open it with ``SQLiteBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
+    """
+
+    def __init__(self, url: str, path: str, *, read_only: bool) -> None:
+        self.url = url
+        self._path = path
+        self._read_only = read_only
+        self._writer: _Driver | None = None
+        self._reader: _Driver | None = None
+        self._closed = False
+        self._changed: dict[str, asyncio.Event] = {}
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        auto_upgrade: bool = False,
+        read_only: bool = False,
+        synchronous: str = "NORMAL",
+    ) -> SQLiteBackend:
+        """Open the SQLite file ``url`` names.
+
+        Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
+        unless ``auto_upgrade`` (then it is upgraded first; a file that does not exist is
+        created). ``read_only`` opens the file read-only: writes raise StoreUsageError.
+        ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
+        """
+        sync = synchronous.upper() if isinstance(synchronous, str) else ""
+        if sync not in ("NORMAL", "FULL"):
+            raise StoreUsageError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}.")
+        path = _path_of(url)
+        if read_only and not await asyncio.to_thread(os.path.exists, path):
+            raise StorageError(f"Cannot open {url} read-only: the file {path} does not exist.")
+        await cls._ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
+        backend = cls(url, path, read_only=read_only)
+        await backend._start(sync)
+        return backend
+
+    @staticmethod
+    async def _ensure_schema(url: str, path: str, *, auto_upgrade: bool) -> None:
+        try:
+            current = await asyncio.to_thread(_read_revision, path)
+        except sqlite3.Error as exc:
+            raise _translate(exc, url=url, what="read its schema revision", session_id=None) \
+                from exc
+        if current == head_revision() or not auto_upgrade:
+            check_revision(url, current)
+            return
+        try:
+            await upgrade(url)
+        except StorageError:
+            # Another process may have upgraded the same file at the same moment.
+            if await asyncio.to_thread(_read_revision, path) != head_revision():
+                raise
+        check_revision(url, await asyncio.to_thread(_read_revision, path))
+
+    async def _start(self, synchronous: str) -> None:
+        path = self._path
+
+        def writer() -> sqlite3.Connection:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
+
+        def reader() -> sqlite3.Connection:
+            if self._read_only:
+                uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            else:
+                conn = sqlite3.connect(path, isolation_level=None)
+                conn.execute("PRAGMA query_only = ON")
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            return conn
+
+        try:
+            if not self._read_only:
+                self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
+                await self._writer.start()
+            self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
+            await self._reader.start()
+        except sqlite3.Error as exc:
+            await self.aclose()
+            raise _translate(exc, url=self.url, what="open the database", session_id=None) \
+                from exc
+
+    # -- running jobs --------------------------------------------------------------------------
+
+    async def _run(
+        self,
+        driver: _Driver | None,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        what: str,
+        session_id: str | None = None,
+    ) -> T:
+        if self._closed or self._reader is None:
+            raise StoreClosedError()
+        if driver is None:
+            raise StoreUsageError(
+                f"Cannot {what}: the store at {self.url} was opened read-only."
+            )
+        try:
+            return await driver.run(fn)
+        except sqlite3.Error as exc:
+            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+
+    async def _write(
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
+    ) -> T:
+        def transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                if conn.in_transaction:  # a diagnostic path may have rolled back already
+                    conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+            return result
+
+        return await self._run(self._writer, transaction, what=what, session_id=session_id)
+
+    async def _read(
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
+    ) -> T:
+        return await self._run(self._reader, fn, what=what, session_id=session_id)
+
+    def _wake(self, session_id: str) -> None:
+        event = self._changed.pop(session_id, None)
+        if event is not None:
+            event.set()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+        sid = record.session_id
+        check_batch_ids(sid, initial)
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (sid, record.app_name, record.user_id, record.created_at),
+            )
+            _insert(conn, sid, record.app_name, record.user_id, initial, 1)
+
+        await self._write(job, what=f"create session {sid!r}", session_id=sid)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        def job(conn: sqlite3.Connection) -> SessionRecord | None:
+            row = conn.execute(f"{_SESSION_SQL} WHERE s.session_id = ?", (session_id,)).fetchone()
+            return None if row is None else session_record(row)
+
+        return await self._read(job, what=f"read session {session_id!r}")
+
+    async def list_sessions(
+        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
+    ) -> list[SessionRecord]:
+        where = ["s.session_id > ?"]
+        params: list[Any] = [after or ""]
+        if app_name is not None:
+            where.append("s.app_name = ?")
+            params.append(app_name)
+        if user_id is not None:
+            where.append("s.user_id = ?")
+            params.append(user_id)
+        params.append(limit)
+        sql = f"{_SESSION_SQL} WHERE {' AND '.join(where)} ORDER BY s.session_id LIMIT ?"
+
+        def job(conn: sqlite3.Connection) -> list[SessionRecord]:
+            return [session_record(row) for row in conn.execute(sql, params)]
+
+        return await self._read(job, what="list sessions")
+
+    async def delete_session(self, session_id: str) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT app_name, user_id FROM evs_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            conn.execute(
+                "DELETE FROM evs_artifacts WHERE app_name = ? AND user_id = ? "
+                "AND session_scope = ?",
+                (row[0], row[1], session_id),
+            )
+            # Events and snapshots go with the session (ON DELETE CASCADE).
+            conn.execute("DELETE FROM evs_sessions WHERE session_id = ?", (session_id,))
+            return True
+
+        deleted = await self._write(job, what=f"delete session {session_id!r}")
+        self._wake(session_id)
+        return deleted
+
+    # -- the log -------------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+    ) -> list[StoredEvent]:
+        check_batch_ids(session_id, events)
+
+        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+            head = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
+            if head is None:
+                raise SessionNotFoundError(session_id)
+            app_name, user_id, version = head
+            actual = version or 0
+            if expected_version is None or expected_version == actual:
+                try:
+                    return _insert(conn, session_id, app_name, user_id, events, actual + 1)
+                except sqlite3.IntegrityError:
+                    _rollback(conn)  # undo the rows of this batch inserted before the clash
+                    retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
+                                                                             events))
+                    if retried is not None:
+                        return retried
+                    raise
+            retried = check_retry(session_id, events, _stored_by_ids(conn, session_id, events))
+            if retried is not None:
+                return retried
+            raise ConcurrencyError(
+                session_id, expected_version=expected_version, actual_version=actual
+            )
+
+        stored = await self._write(job, what=f"append to session {session_id!r}",
+                                   session_id=session_id)
+        self._wake(session_id)
+        return stored
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[StoredEvent]:
+        sql = _READ_BACKWARD_SQL if backwards else _READ_FORWARD_SQL
+        params = (session_id, after or 0, MAX_SEQ if upto is None else upto,
+                  -1 if limit is None else limit)
+
+        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+            rows = conn.execute(sql, params).fetchall()
+            if not rows and conn.execute(_EXISTS_SQL, (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            return stored_events(session_id, rows)
+
+        return await self._read(job, what=f"read session {session_id!r}")
+
+    async def read_shared(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> list[StoredEvent]:
+        sql = (
+            "SELECT session_id, " + EVENT_COLUMNS + " FROM evs_events WHERE app_name = ? "
+            "AND shared_state AND position <= ?"
+            + ("" if user_id is None else " AND user_id = ?")
+            + " ORDER BY position"
+        )
+        params: tuple[Any, ...] = (app_name, MAX_SEQ if upto_position is None else upto_position)
+        if user_id is not None:
+            params += (user_id,)
+
+        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+            return [stored_events(row[0], [row[1:]])[0] for row in conn.execute(sql, params)]
+
+        return await self._read(job, what=f"read shared state of app {app_name!r}")
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+        def job(conn: sqlite3.Connection) -> tuple[int, bytes] | None:
+            row = conn.execute(
+                "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
+                "ORDER BY seq DESC LIMIT 1",
+                (session_id, MAX_SEQ if upto is None else upto),
+            ).fetchone()
+            if row is None:
+                if conn.execute(_EXISTS_SQL, (session_id,)).fetchone() is None:
+                    raise SessionNotFoundError(session_id)
+                return None
+            return int(row[0]), bytes(row[1])
+
+        return await self._read(job, what=f"load a snapshot of session {session_id!r}")
+
+    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO evs_snapshots (session_id, seq, state) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
+                (session_id, seq, state),
+            )
+
+        if self._read_only:
+            return  # snapshots are a cache; a read-only store simply does not keep one
+        await self._write(job, what=f"save a snapshot of session {session_id!r}",
+                          session_id=session_id)
+
+    async def drop_snapshots(self) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute("DELETE FROM evs_snapshots").rowcount
+
+        return await self._write(job, what="drop snapshots")
+
+    # -- artifacts -----------------------------------------------------------------------------
+
+    async def save_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        created_at: float,
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+
+        def job(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
+                "mime_type, data, created_at) "
+                "SELECT ?, ?, ?, ?, coalesce(max(version) + 1, 0), ?, ?, ? FROM evs_artifacts "
+                "WHERE app_name = ? AND user_id = ? AND session_scope = ? AND filename = ? "
+                "RETURNING version",
+                (*key, mime_type, data, created_at, *key),
+            ).fetchone()
+            return int(row[0])
+
+        return await self._write(job, what=f"save artifact {filename!r}")
+
+    async def load_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int | None,
+    ) -> ArtifactRecord | None:
+        key = (app_name, user_id, scope(session_id), filename)
+        where = "app_name = ? AND user_id = ? AND session_scope = ? AND filename = ?"
+        if version is None:
+            sql = f"{where} ORDER BY version DESC LIMIT 1"
+            params: tuple[Any, ...] = key
+        else:
+            sql = f"{where} AND version = ?"
+            params = (*key, version)
+
+        def job(conn: sqlite3.Connection) -> ArtifactRecord | None:
+            row = conn.execute(
+                f"SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE {sql}",
+                params,
+            ).fetchone()
+            if row is None:
+                return None
+            return ArtifactRecord(filename=filename, version=row[0], mime_type=row[1],
+                                  data=bytes(row[2]), created_at=row[3])
+
+        return await self._read(job, what=f"load artifact {filename!r}")
+
+    async def list_artifacts(
+        self, *, app_name: str, user_id: str, session_id: str | None
+    ) -> dict[str, list[int]]:
+        def job(conn: sqlite3.Connection) -> dict[str, list[int]]:
+            found: dict[str, list[int]] = {}
+            for filename, version in conn.execute(
+                "SELECT filename, version FROM evs_artifacts WHERE app_name = ? AND user_id = ? "
+                "AND session_scope = ? ORDER BY filename, version",
+                (app_name, user_id, scope(session_id)),
+            ):
+                found.setdefault(filename, []).append(version)
+            return found
+
+        return await self._read(job, what="list artifacts")
+
+    # -- live tails ----------------------------------------------------------------------------
+
+    async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
+        def version(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
+            return None if row is None else (row[2] or 0)
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        first = True
+        while True:
+            # Registered before the version is read, so a local append in between still wakes us.
+            changed = self._changed.setdefault(session_id, asyncio.Event())
+            current = await self._read(version, what=f"read session {session_id!r}")
+            if current is None:
+                if first:
+                    raise SessionNotFoundError(session_id)
+                return
+            first = False
+            remaining = deadline - loop.time()
+            if current > after or remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, POLL_INTERVAL))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for driver in (self._writer, self._reader):
+            if driver is not None:
+                await driver.stop()
+        for event in self._changed.values():
+            event.set()
+        self._changed.clear()
+
