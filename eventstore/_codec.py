@@ -135,7 +135,11 @@ def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
                 f"Event {event_id!r}: state keys must be non-empty strings, not {key!r}.",
                 event_id=event_id,
             )
-        _check_json_value(value, path=f"state_delta[{key!r}]", event_id=event_id)
+        try:
+            _check_json_value(value, path=f"state_delta[{key!r}]", event_id=event_id)
+        except InvalidEventError as exc:
+            exc.key = key
+            raise
         if value is not None and len(orjson.dumps(value)) > MAX_STATE_VALUE_BYTES:
             raise InvalidEventError(
                 f"Event {event_id!r}: the value of state key {key!r} is larger than "

@@ -183,9 +183,15 @@ class EventStore:
 
     @staticmethod
     def _prepare(event: Event) -> tuple[Event, NewEvent]:
+        if not isinstance(event, Event):
+            raise InvalidEventError(f"Expected an Event, got a {type(event).__name__}.")
         delta = event.actions.state_delta
-        if any(k.startswith(TEMP_PREFIX) for k in delta):
-            kept = {k: v for k, v in delta.items() if not k.startswith(TEMP_PREFIX)}
+        # Non-string keys are left for encode_event to refuse with a message naming them.
+        if any(isinstance(k, str) and k.startswith(TEMP_PREFIX) for k in delta):
+            kept = {
+                k: v for k, v in delta.items()
+                if not (isinstance(k, str) and k.startswith(TEMP_PREFIX))
+            }
             event = dataclasses.replace(
                 event, actions=dataclasses.replace(event.actions, state_delta=kept)
             )
