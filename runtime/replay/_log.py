@@ -1,0 +1,156 @@
+"""Reading the log's event shapes (PROTOCOL.md): the small pure helpers every processor shares.
+
+Nothing here does I/O. Parsing functions never raise on bad data from the log: they return an
+error string that names what is wrong, because a malformed answer is user input, not a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+import orjson
+
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Event,
+    EventStore,
+    FunctionCall,
+    ToolConfirmation,
+)
+
+__all__ = [
+    "BackwardScan",
+    "USER_AUTHOR",
+    "confirmation_calls",
+    "feed_all",
+    "feed_store",
+    "is_model_turn",
+    "parse_confirmation_answer",
+    "parse_confirmation_request",
+    "tool_calls",
+]
+
+USER_AUTHOR = "user"
+"""Author of events a human (or an outside submitter acting for one) appended."""
+
+_ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
+
+
+class BackwardScan(Protocol):
+    """A sans-IO processor fed events newest first; it says when it has seen enough."""
+
+    def feed(self, event: Event) -> bool:
+        """Take the next (older) event; return True while more events are needed."""
+        ...
+
+
+def feed_all(scan: BackwardScan, events: Iterable[Event]) -> int:
+    """Feed newest-first ``events`` until ``scan`` is done; return how many were consumed.
+
+    The iterable is consumed lazily, so a generator is read no further than needed.
+    """
+    consumed = 0
+    for event in events:
+        consumed += 1
+        if not scan.feed(event):
+            break
+    return consumed
+
+
+async def feed_store(
+    scan: BackwardScan,
+    store: EventStore,
+    session_id: str,
+    *,
+    upto: int | None = None,
+    page_size: int = 64,
+) -> int:
+    """Feed the session's events newest first from the store until ``scan`` is done.
+
+    Pages are read lazily, so a scan that stops early reads one page; returns the number of
+    events consumed.
+    """
+    consumed = 0
+    pages: AsyncIterator[Event] = store.iter_backwards(session_id, upto=upto, page_size=page_size)
+    async for event in pages:
+        consumed += 1
+        if not scan.feed(event):
+            break
+    return consumed
+
+
+def tool_calls(event: Event) -> Iterator[FunctionCall]:
+    """Yield the event's function calls that are not confirmation requests."""
+    for call in event.function_calls():
+        if call.name != REQUEST_CONFIRMATION_FUNCTION:
+            yield call
+
+
+def confirmation_calls(event: Event) -> Iterator[FunctionCall]:
+    """Yield the event's confirmation-request function calls."""
+    for call in event.function_calls():
+        if call.name == REQUEST_CONFIRMATION_FUNCTION:
+            yield call
+
+
+def is_model_turn(event: Event, agent_name: str) -> bool:
+    """True for a model turn of ``agent_name`` (PROTOCOL.md §2, §8), not a confirmation request."""
+    if event.author != agent_name or event.content is None or event.content.role != "model":
+        return False
+    return not any(True for _ in confirmation_calls(event))
+
+
+def parse_confirmation_answer(response: Mapping[str, Any]) -> ToolConfirmation | str:
+    """Return the ToolConfirmation an answer carries, or a sentence saying why it is malformed.
+
+    Accepted shapes (PROTOCOL.md §6): ``{"confirmed": bool, "payload": …}`` (``hint`` allowed),
+    or ``{"response": "<that mapping as a JSON string>"}`` as web clients send it.
+    """
+    if set(response) == {"response"} and isinstance(response["response"], str):
+        try:
+            decoded = orjson.loads(response["response"])
+        except orjson.JSONDecodeError as exc:
+            return f"the 'response' string is not valid JSON ({exc})"
+        if not isinstance(decoded, dict):
+            return f"the 'response' string decodes to a {type(decoded).__name__}, not an object"
+        response = decoded
+    unknown = sorted(set(response) - _ANSWER_KEYS)
+    if unknown:
+        return f"unexpected keys {unknown}; expected 'confirmed' and optionally 'payload'"
+    confirmed = response.get("confirmed")
+    if not isinstance(confirmed, bool):
+        return f"'confirmed' must be true or false, not {confirmed!r}"
+    hint = response.get("hint", "")
+    return ToolConfirmation(
+        hint=hint if isinstance(hint, str) else "",
+        confirmed=confirmed,
+        payload=response.get("payload"),
+    )
+
+
+def parse_confirmation_request(
+    call: FunctionCall,
+) -> tuple[FunctionCall, ToolConfirmation] | str:
+    """Return (embedded original call, requested confirmation) of a confirmation request.
+
+    Returns a sentence saying what is wrong when ``args`` do not have the PROTOCOL.md §5 shape.
+    """
+    original = call.args.get("originalFunctionCall")
+    if not isinstance(original, Mapping):
+        return "its 'originalFunctionCall' is missing or not an object"
+    oid, name, args = original.get("id"), original.get("name"), original.get("args", {})
+    if not isinstance(oid, str) or not oid or not isinstance(name, str) or not name:
+        return "its 'originalFunctionCall' has no string 'id' and 'name'"
+    if not isinstance(args, Mapping):
+        return "its 'originalFunctionCall.args' is not an object"
+    requested = call.args.get("toolConfirmation")
+    hint, payload = "", None
+    if isinstance(requested, Mapping):
+        raw_hint = requested.get("hint", "")
+        hint = raw_hint if isinstance(raw_hint, str) else ""
+        payload = requested.get("payload")
+    return (
+        FunctionCall(id=oid, name=name, args=dict(args)),
+        ToolConfirmation(hint=hint, confirmed=False, payload=payload),
+    )

@@ -1,0 +1,215 @@
+"""The resume planner: which calls to execute now, from the log alone (dedup + crash policy).
+
+A pure, sans-IO processor fed events newest first. It looks at the agent's newest model turn
+and at the confirmation answers of the newest user turn (``ConfirmationScan``) and decides, per
+call:
+
+- a call with a response anywhere after it is never planned (dedup);
+- never started (crash after the model event, or a confirmed call not yet claimed) → execute;
+- started (PROTOCOL.md §3) but unanswered → a long-running call is *waiting* for its result; an
+  idempotent tool is executed again (same idempotency key: session + call id); a call a human
+  decided to re-run (``RERUN_DECISION_KEY`` event newer than its last claim) is executed again;
+  anything else is *in doubt* and the invocation pauses until someone decides.
+
+The decision is only advice on one version of the log: the executor claims the calls with
+``expected_version`` and re-plans on a ConcurrencyError, which is what makes two resuming
+processes run each call at most once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from eventstore import Event, FunctionCall, ToolConfirmation
+
+from ._confirmations import ConfirmationScan, Refusal
+from ._log import feed_all, is_model_turn, tool_calls
+
+__all__ = [
+    "RERUN_DECISION_KEY",
+    "InDoubtCall",
+    "PlannedCall",
+    "ResumeDecision",
+    "ResumeScan",
+    "plan_resume",
+    "rerun_call_ids",
+]
+
+RERUN_DECISION_KEY = "rerun_call_ids"
+"""``custom_metadata`` key of a resume-decision event: the in-doubt call ids a human allowed to
+run again. Such an event has no content; it counts only if it is newer than the call's last
+claim, so every decision allows one more execution."""
+
+
+def rerun_call_ids(event: Event) -> tuple[str, ...]:
+    """Return the call ids a resume-decision event allows to re-run (empty for other events)."""
+    ids = event.custom_metadata.get(RERUN_DECISION_KEY)
+    if not isinstance(ids, list):
+        return ()
+    return tuple(i for i in ids if isinstance(i, str))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedCall:
+    """A call to execute now."""
+
+    call: FunctionCall
+    """The call as the model emitted it (stored id, name and args)."""
+    confirmation: ToolConfirmation | None = None
+    """The human's answer when this is a confirmed (or rejected) call, else ``None``."""
+    rerun: bool = False
+    """The call was started before and is executed again (same idempotency key)."""
+    reason: Literal["not_started", "confirmed", "rejected", "idempotent_rerun", "rerun_decided"]
+    """Why it runs now."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InDoubtCall:
+    """A call that was started but has no response, and may not be run again automatically."""
+
+    call: FunctionCall
+    """The call as the model emitted it."""
+    reason: str
+    """A full sentence saying why and how to decide."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeDecision:
+    """What the log says to do before the next model request."""
+
+    execute: tuple[PlannedCall, ...] = ()
+    """Calls to claim and run now, confirmed calls first, then in the model's part order."""
+    in_doubt: tuple[InDoubtCall, ...] = ()
+    """Started, unanswered, not idempotent calls: the invocation must pause for a decision."""
+    waiting: tuple[FunctionCall, ...] = ()
+    """Long-running calls started and waiting for their result (``submit_response``)."""
+    refusals: tuple[Refusal, ...] = ()
+    """Confirmation answers not acted on, with reasons."""
+
+    @property
+    def pause_reason(self) -> str | None:
+        """Why the invocation must not call the model now, or ``None`` when it may go on.
+
+        In-doubt calls pause; refused answers pause when nothing else is to be executed (the
+        human's message was not acted on, so the model must not answer as if it were).
+        """
+        if self.in_doubt:
+            return " ".join(c.reason for c in self.in_doubt)
+        if self.refusals and not self.execute:
+            return " ".join(r.reason for r in self.refusals)
+        return None
+
+
+class ResumeScan:
+    """The sans-IO resume planner for one agent; feed events newest first, then ``result()``.
+
+    ``idempotent_tools`` names the tools that may run again after a crash (FunctionTool
+    ``idempotent=True``). The same events and configuration always give the same decision.
+    """
+
+    def __init__(self, *, agent_name: str, idempotent_tools: Collection[str] = ()) -> None:
+        self._agent = agent_name
+        self._idempotent = frozenset(idempotent_tools)
+        self._confirmations = ConfirmationScan(agent_name=agent_name)
+        self._confirmations_open = True
+        self._responded: set[str] = set()
+        self._started: set[str] = set()
+        self._decided: set[str] = set()
+        self._turn: Event | None = None
+        self._turn_status: dict[str, tuple[bool, bool, bool]] = {}
+
+    def feed(self, event: Event) -> bool:
+        """Take the next older event; return True while more are needed."""
+        if self._confirmations_open:
+            self._confirmations_open = self._confirmations.feed(event)
+        if self._turn is None and is_model_turn(event, self._agent):
+            self._turn = event
+            self._turn_status = {
+                c.id: (c.id in self._responded, c.id in self._started, c.id in self._decided)
+                for c in tool_calls(event)
+            }
+        for call_id in rerun_call_ids(event):
+            if call_id not in self._started:
+                self._decided.add(call_id)
+        self._started.update(event.started_call_ids)
+        self._responded.update(r.id for r in event.function_responses())
+        return self._confirmations_open or self._turn is None
+
+    def result(self) -> ResumeDecision:
+        """Return the decision from the events fed so far."""
+        recovery = self._confirmations.result()
+        execute: list[PlannedCall] = []
+        in_doubt: list[InDoubtCall] = []
+        waiting: list[FunctionCall] = []
+        planned: set[str] = set()
+        for confirmed in recovery.calls:
+            call, answer = confirmed.call, confirmed.confirmation
+            reason: Literal["confirmed", "rejected"] = (
+                "confirmed" if answer.confirmed else "rejected"
+            )
+            planned.add(call.id)
+            rerun = confirmed.started_after_answer
+            if not rerun or not answer.confirmed:
+                # a rejection runs no tool, so answering it again is always safe
+                execute.append(
+                    PlannedCall(call=call, confirmation=answer, rerun=rerun, reason=reason)
+                )
+            elif call.name in self._idempotent:
+                execute.append(
+                    PlannedCall(
+                        call=call, confirmation=answer, rerun=True, reason="idempotent_rerun"
+                    )
+                )
+            elif call.id in self._decided:
+                execute.append(
+                    PlannedCall(call=call, confirmation=answer, rerun=True, reason="rerun_decided")
+                )
+            else:
+                in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))
+        turn = self._turn
+        if turn is not None:
+            long_running = set(turn.long_running_tool_ids)
+            for call in tool_calls(turn):
+                responded, started, decided = self._turn_status[call.id]
+                if responded or call.id in planned:
+                    continue
+                planned.add(call.id)
+                if not started:
+                    execute.append(PlannedCall(call=call, reason="not_started"))
+                elif call.id in long_running:
+                    waiting.append(call)
+                elif call.name in self._idempotent:
+                    execute.append(PlannedCall(call=call, rerun=True, reason="idempotent_rerun"))
+                elif decided:
+                    execute.append(PlannedCall(call=call, rerun=True, reason="rerun_decided"))
+                else:
+                    in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))
+        return ResumeDecision(
+            execute=tuple(execute),
+            in_doubt=tuple(in_doubt),
+            waiting=tuple(waiting),
+            refusals=recovery.refusals,
+        )
+
+
+def _in_doubt_reason(call: FunctionCall) -> str:
+    return (
+        f"Call {call.id!r} of tool {call.name!r} was started but has no response, and the tool "
+        f"is not idempotent: it may or may not have taken effect. Decide with "
+        f"rerun_call(call_id={call.id!r}) or supply its result with submit_response()."
+    )
+
+
+def plan_resume(
+    events: Iterable[Event], *, agent_name: str, idempotent_tools: Collection[str] = ()
+) -> ResumeDecision:
+    """Return the resume decision for ``agent_name`` from newest-first ``events``.
+
+    Pure and deterministic; reads the iterable only as far as needed. A call with a response
+    after it is never in ``execute``.
+    """
+    scan = ResumeScan(agent_name=agent_name, idempotent_tools=idempotent_tools)
+    feed_all(scan, events)
+    return scan.result()
