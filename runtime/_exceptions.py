@@ -6,7 +6,9 @@ The tree::
     ├── RuntimeUsageError                developer misuse, found before or outside a model call
     │   ├── ToolDefinitionError          a tool, toolset or request cannot be built as given
     │   │   └── SchemaConversionError    a JSON schema cannot become a declaration
-    │   └── ToolContextError             a ToolContext capability this context does not have
+    │   ├── ToolContextError             a ToolContext capability this context does not have
+    │   └── ScriptExhaustedError         a ScriptedModel was asked for more responses than given
+    ├── SessionConflictError             another writer moved the session during an invocation
     └── ToolCallError                    one function call failed; the pipeline turns it into a
         │                                structured error response and never re-raises it
         ├── ToolNotFoundError            no tool of that name in the execution table
@@ -33,6 +35,8 @@ __all__ = [
     "InvalidToolArgumentsError",
     "RuntimeUsageError",
     "SchemaConversionError",
+    "ScriptExhaustedError",
+    "SessionConflictError",
     "ToolCallError",
     "ToolContextError",
     "ToolDefinitionError",
@@ -161,3 +165,48 @@ class ConfirmationRequired(ToolSignal):
         super().__init__(hint or "This tool call requires confirmation.")
         self.hint = hint
         self.payload = payload
+
+
+# --- the agent loop -------------------------------------------------------------------------------
+
+
+class ScriptExhaustedError(RuntimeUsageError):
+    """A ``ScriptedModel`` was called more often than it has scripted responses.
+
+    ``calls`` is the number of the call that found the script empty (1-based).
+    """
+
+    def __init__(self, *, calls: int, scripted: int) -> None:
+        super().__init__(
+            f"ScriptedModel was called {calls} times but only {scripted} responses were "
+            f"scripted; add a response for call {calls} or check why the loop did not stop."
+        )
+        self.calls = calls
+        self.scripted = scripted
+
+
+class SessionConflictError(AgentRuntimeError):
+    """Another writer appended to the session while this invocation was running.
+
+    The invocation stops without writing (the store refused the append because the session was
+    not at ``expected_version``); nothing was overwritten and no claimed call was run twice. Run
+    the session again to re-plan from the log.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        invocation_id: str,
+        expected_version: int,
+        actual_version: int,
+    ) -> None:
+        super().__init__(
+            f"Session {session_id!r} moved to version {actual_version} while invocation "
+            f"{invocation_id!r} expected version {expected_version}; another process wrote to "
+            f"it, so this invocation stopped without writing. Run the session again to re-plan."
+        )
+        self.session_id = session_id
+        self.invocation_id = invocation_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version

@@ -1,0 +1,224 @@
+"""Executing the function calls of one step: claim → run (concurrently) → merge → append.
+
+The same path serves the model's calls and the calls a resume planner asks for (with the human's
+confirmation per call), so both write the same shapes (``.notes/PROTOCOL.md`` §3-§5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    FunctionCall,
+    Part,
+    apply_delta,
+)
+from runtime._context import ToolContext, idempotency_key
+from runtime._invocation import InvocationContext, PlannedCall
+from runtime._merge import MergedResponses, merge_outcomes
+from runtime._plugins import plugin_tool_callbacks
+from runtime.tools import (
+    CallOutcome,
+    SkipSummarizationResultDisplayer,
+    Tool,
+    execute_function_call,
+)
+
+__all__ = ["StepExecution", "confirmation_request_event", "execute_calls"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepExecution:
+    """What executing one step's calls did.
+
+    Guarantees: ``events`` were appended in this order — the claim, then (when anything was
+    answered or any action recorded) the one response event, then the confirmation-request event
+    when confirmations were requested, then a display-text event when a skip-summarization result
+    was shown.
+    """
+
+    outcomes: tuple[CallOutcome, ...]
+    """The pipeline's outcome of each call, in call order."""
+    events: tuple[Event, ...]
+    """Events appended, in log order."""
+    pending_call_ids: tuple[str, ...]
+    """Calls with no response yet (long-running or deferred), in call order."""
+    confirmation_call_ids: tuple[str, ...]
+    """Ids of the confirmation-request calls appended (empty when none was requested)."""
+    skip_summarization: bool
+    """Some call asked not to call the model again for this step."""
+    display_text: str
+    """Visible text produced by ``SkipSummarizationResultDisplayer`` tools (may be empty)."""
+
+
+def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
+    return call if isinstance(call, PlannedCall) else PlannedCall(call=call)
+
+
+async def execute_calls(
+    ctx: InvocationContext,
+    calls: Sequence[PlannedCall | FunctionCall],
+    *,
+    tools: Mapping[str, Tool] | None = None,
+    parallel: bool | None = None,
+) -> StepExecution:
+    """Claim, run and answer ``calls``; append every resulting event through ``ctx.append``.
+
+    ``tools`` is the execution table (the request's, or ``ctx.resolve_tools()`` when omitted);
+    ``parallel`` defaults to the agent's ``parallel_tool_calls``. The claim event is appended with
+    ``expected_version`` before any tool runs, so a ``SessionConflictError`` there means no tool
+    ran. Responses are merged in the order of ``calls`` whatever order the tools finish in.
+    """
+    planned = [_as_planned(c) for c in calls]
+    if not planned:
+        return StepExecution(
+            outcomes=(),
+            events=(),
+            pending_call_ids=(),
+            confirmation_call_ids=(),
+            skip_summarization=False,
+            display_text="",
+        )
+    table = tools if tools is not None else await ctx.resolve_tools()
+    run_parallel = ctx.agent.parallel_tool_calls if parallel is None else parallel
+
+    keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
+    claim = ctx.new_event(
+        started_call_ids=tuple(keys),
+        custom_metadata={"idempotency_keys": keys},
+    )
+    appended = list(await ctx.append(claim))
+
+    head = await ctx.state()
+    plugin_layer = plugin_tool_callbacks(ctx.agent.plugins)
+    agent_layer = ctx.agent.callbacks.tool_callbacks()
+
+    async def run_one(item: PlannedCall, state: Mapping[str, Any]) -> CallOutcome:
+        tool_ctx = ToolContext(
+            function_call_id=item.call.id,
+            invocation_id=ctx.invocation_id,
+            agent_name=ctx.agent.name,
+            session_id=ctx.session_id,
+            state=state,
+            artifacts=ctx.artifacts,
+            tool_confirmation=item.confirmation,
+        )
+        return await execute_function_call(
+            item.call,
+            tools=table,
+            ctx=tool_ctx,
+            plugin_callbacks=plugin_layer,
+            agent_callbacks=agent_layer,
+        )
+
+    outcomes: list[CallOutcome]
+    if run_parallel and len(planned) > 1:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(run_one(item, head)) for item in planned]
+        outcomes = [task.result() for task in tasks]
+    else:
+        outcomes = []
+        state = dict(head)
+        for item in planned:
+            # Sequential calls see the state their predecessors wrote, as they would one by one.
+            outcome = await run_one(item, state)
+            apply_delta(state, outcome.actions.state_delta)
+            outcomes.append(outcome)
+
+    merged = merge_outcomes(outcomes)
+    batch: list[Event] = []
+    if merged.responses or not merged.actions.is_empty():
+        batch.append(ctx.new_event(content=merged.content(), actions=merged.actions))
+    confirmation = confirmation_request_event(ctx, [p.call for p in planned], outcomes)
+    if confirmation is not None:
+        batch.append(confirmation)
+    display = "" if confirmation is not None else _display_text(table, outcomes, merged)
+    if display:
+        batch.append(
+            ctx.new_event(
+                content=Content(role="model", parts=(Part(text=display),)), turn_complete=True
+            )
+        )
+    if batch:
+        appended.extend(await ctx.append(*batch))
+    return StepExecution(
+        outcomes=tuple(outcomes),
+        events=tuple(appended),
+        pending_call_ids=merged.pending_call_ids,
+        confirmation_call_ids=tuple(confirmation.long_running_tool_ids) if confirmation else (),
+        skip_summarization=merged.actions.skip_summarization,
+        display_text=display,
+    )
+
+
+def confirmation_request_event(
+    ctx: InvocationContext, calls: Sequence[FunctionCall], outcomes: Sequence[CallOutcome]
+) -> Event | None:
+    """Return the confirmation-request event for the outcomes that requested one, or ``None``.
+
+    One ``REQUEST_CONFIRMATION_FUNCTION`` call per requested confirmation, in call order, each with
+    a new ``confirm-…`` id, the original call (id, name, the model's args) and the requested
+    confirmation; the new ids are the event's ``long_running_tool_ids`` (PROTOCOL.md §5).
+    """
+    by_id = {call.id: call for call in calls}
+    parts: list[Part] = []
+    ids: list[str] = []
+    for outcome in outcomes:
+        for call_id, requested in outcome.actions.requested_tool_confirmations.items():
+            original = by_id.get(call_id)
+            if original is None:
+                continue
+            confirm_id = f"confirm-{uuid.uuid4().hex}"
+            ids.append(confirm_id)
+            parts.append(
+                Part(
+                    function_call=FunctionCall(
+                        id=confirm_id,
+                        name=REQUEST_CONFIRMATION_FUNCTION,
+                        args={
+                            "originalFunctionCall": {
+                                "id": original.id,
+                                "name": original.name,
+                                "args": dict(original.args),
+                            },
+                            "toolConfirmation": {
+                                "hint": requested.hint,
+                                "confirmed": False,
+                                "payload": requested.payload,
+                            },
+                        },
+                    )
+                )
+            )
+    if not parts:
+        return None
+    return ctx.new_event(
+        content=Content(role="model", parts=tuple(parts)), long_running_tool_ids=tuple(ids)
+    )
+
+
+def _display_text(
+    tools: Mapping[str, Tool], outcomes: Sequence[CallOutcome], merged: MergedResponses
+) -> str:
+    if not merged.actions.skip_summarization:
+        return ""
+    texts: list[str] = []
+    for outcome in outcomes:
+        tool = tools.get(outcome.tool_name)
+        if (
+            outcome.actions.skip_summarization
+            and outcome.error_kind is None
+            and outcome.response is not None
+            and isinstance(tool, SkipSummarizationResultDisplayer)
+        ):
+            shown = tool.display_result(outcome.response)
+            if shown:
+                texts.append(shown)
+    return "\n".join(texts)

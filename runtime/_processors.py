@@ -1,0 +1,51 @@
+"""The loop's own request processors: instructions, contents, tools (run in that order).
+
+Each is a ``LoopRequestProcessor``; a runner's list may append more (the replay processors).
+"""
+
+from __future__ import annotations
+
+from runtime._contents import build_contents
+from runtime._invocation import InvocationContext, LoopRequestProcessor
+from runtime.tools import ModelRequest, Tool, Toolset, build_tool_request
+
+__all__ = [
+    "ContentsProcessor",
+    "InstructionsProcessor",
+    "ToolsProcessor",
+    "default_request_processors",
+]
+
+
+class InstructionsProcessor:
+    """Appends the agent's instruction (static or provided per request) when it is not empty."""
+
+    async def process(self, ctx: InvocationContext, request: ModelRequest) -> None:
+        """Append the instruction to ``request.instructions``."""
+        text = await ctx.agent.resolve_instruction(await ctx.readonly_context())
+        if text:
+            request.instructions.append(text)
+
+
+class ContentsProcessor:
+    """Sets ``request.contents`` from the session's log (see ``build_contents``)."""
+
+    async def process(self, ctx: InvocationContext, request: ModelRequest) -> None:
+        """Replace the contents with the ones rebuilt from ``ctx.events()``."""
+        request.contents = build_contents(await ctx.events(), branch=ctx.branch)
+
+
+class ToolsProcessor:
+    """Packs the agent's tools and toolsets (declarations + execution table) and runs the tools'
+    own request processing; duplicate names raise ``ToolDefinitionError``."""
+
+    async def process(self, ctx: InvocationContext, request: ModelRequest) -> None:
+        """Pack tools into ``request`` and record the execution table on ``ctx``."""
+        items: list[Tool | Toolset] = [*ctx.agent.tools, *ctx.agent.toolsets]
+        await build_tool_request(items, await ctx.readonly_context(), request=request)
+        ctx.remember_tools(request.tools_by_name)
+
+
+def default_request_processors() -> list[LoopRequestProcessor]:
+    """Return the loop's processors in order: instructions, contents, tools (a new list)."""
+    return [InstructionsProcessor(), ContentsProcessor(), ToolsProcessor()]

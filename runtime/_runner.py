@@ -1,0 +1,310 @@
+"""``Runner``: runs invocations of one agent against sessions of an event store.
+
+One invocation: append the user message → ask the resume planner → loop { build the request from
+the log → model call → append the model event → execute its calls → stop or go on }. Every
+decision is made from the log and every effect is an appended event, so a new runner (in a new
+process) continues any session from the database alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eventstore import (
+    ArtifactNotFoundError,
+    Content,
+    Event,
+    EventStore,
+    Part,
+    Session,
+    SessionNotFoundError,
+)
+from runtime._agent import Agent
+from runtime._callbacks import run_model_callbacks
+from runtime._exceptions import RuntimeUsageError
+from runtime._execute import StepExecution, execute_calls
+from runtime._invocation import (
+    InvocationContext,
+    LoopRequestProcessor,
+    NoResumePlanner,
+    ResumePlanner,
+    RunResult,
+    RunStatus,
+)
+from runtime._plugins import plugin_model_callbacks
+from runtime._processors import default_request_processors
+from runtime.tools import ModelRequest
+
+__all__ = ["Runner", "StoreArtifactService"]
+
+
+class StoreArtifactService:
+    """The ``ArtifactService`` of one session over the store's versioned artifacts."""
+
+    def __init__(self, store: EventStore, session_id: str) -> None:
+        self._store = store
+        self._session_id = session_id
+
+    async def save(self, filename: str, data: bytes, mime_type: str) -> int:
+        """Save a new version in the store and return it."""
+        return await self._store.save_artifact(
+            self._session_id, filename, data, mime_type=mime_type
+        )
+
+    async def load(self, filename: str, version: int | None = None) -> bytes | None:
+        """Return the bytes of a version (newest by default), ``None`` when absent."""
+        try:
+            found = await self._store.load_artifact(self._session_id, filename, version=version)
+        except ArtifactNotFoundError:
+            return None
+        return found.data
+
+    async def list(self) -> list[str]:
+        """Return the session's and its user's artifact filenames, sorted."""
+        return sorted(await self._store.list_artifacts(self._session_id))
+
+
+@dataclass(kw_only=True)
+class _Ending:
+    status: RunStatus = "completed"
+    final_text: str = ""
+    pending: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+class Runner:
+    """Runs one agent on sessions of one app in an ``EventStore``.
+
+    Guarantees: every event it appends carries the invocation id, the agent's name as author
+    (``user`` for the user's message) and the branch; every append is checked against the
+    version the runner last saw, and a session moved by another writer stops the invocation with
+    ``SessionConflictError`` before anything is overwritten or any claimed call runs twice.
+    The runner keeps no per-session state between invocations.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        store: EventStore,
+        app_name: str,
+        request_processors: Sequence[LoopRequestProcessor] | None = None,
+        resume_planner: ResumePlanner | None = None,
+        branch: str | None = None,
+    ) -> None:
+        self.agent = agent
+        """The agent this runner runs."""
+        self.store = store
+        """The event store."""
+        self.app_name = app_name
+        """The app whose sessions it runs."""
+        self.request_processors: tuple[LoopRequestProcessor, ...] = tuple(
+            request_processors if request_processors is not None else default_request_processors()
+        )
+        """Request building stages, in order (default: instructions, contents, tools)."""
+        self.resume_planner: ResumePlanner = (
+            resume_planner if resume_planner is not None else NoResumePlanner()
+        )
+        """Called once per invocation before the first model call."""
+        self.branch = branch
+        """Branch set on every event (``None`` for a root agent)."""
+
+    async def create_session(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Create a session of this runner's app (see ``EventStore.create_session``)."""
+        return await self.store.create_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id, state=state
+        )
+
+    async def new_context(
+        self, *, session_id: str, user_id: str, invocation_id: str | None = None
+    ) -> InvocationContext:
+        """Return a context for a new invocation at the session's current version.
+
+        Raises ``SessionNotFoundError`` when the session does not exist or belongs to another
+        app or user.
+        """
+        info = await self.store.session_info(session_id)
+        if info.app_name != self.app_name or info.user_id != user_id:
+            raise SessionNotFoundError(
+                session_id, detail=f"for app {self.app_name!r} and user {user_id!r}."
+            )
+        return InvocationContext(
+            store=self.store,
+            session_id=session_id,
+            app_name=self.app_name,
+            user_id=user_id,
+            agent=self.agent,
+            version=info.version,
+            invocation_id=invocation_id,
+            branch=self.branch,
+            artifacts=StoreArtifactService(self.store, session_id),
+        )
+
+    async def build_request(self, ctx: InvocationContext) -> ModelRequest:
+        """Run the request processors in order on a new request and return it (no I/O but reads)."""
+        request = ModelRequest()
+        for processor in self.request_processors:
+            await processor.process(ctx, request)
+        return request
+
+    async def run(
+        self,
+        *,
+        session_id: str,
+        user_id: str,
+        new_message: str | Content | None = None,
+        invocation_id: str | None = None,
+    ) -> RunResult:
+        """Run one invocation to its end and return what it appended and how it ended.
+
+        ``new_message`` (text or a user ``Content`` — e.g. a confirmation answer or a
+        long-running result) is appended first; ``None`` resumes from the log alone. Raises
+        ``SessionConflictError``, ``SessionNotFoundError``, and whatever the model raises.
+        """
+        ctx = await self.new_context(
+            session_id=session_id, user_id=user_id, invocation_id=invocation_id
+        )
+        ending = _Ending()
+        async for _ in self._drive(ctx, new_message, ending):
+            pass
+        return self._result(ctx, ending)
+
+    async def run_events(
+        self,
+        *,
+        session_id: str,
+        user_id: str,
+        new_message: str | Content | None = None,
+        invocation_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Run one invocation, yielding each event right after it was appended (with ``seq``).
+
+        Stopping the iteration early stops the invocation between two appends; what was appended
+        stays, and the next run continues from the log.
+        """
+        ctx = await self.new_context(
+            session_id=session_id, user_id=user_id, invocation_id=invocation_id
+        )
+        async for event in self._drive(ctx, new_message, _Ending()):
+            yield event
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _result(ctx: InvocationContext, ending: _Ending) -> RunResult:
+        return RunResult(
+            invocation_id=ctx.invocation_id,
+            status=ending.status,
+            events=tuple(ctx.appended),
+            final_text=ending.final_text,
+            version=ctx.version,
+            pending_call_ids=ending.pending,
+            pause_reason=ending.reason,
+        )
+
+    async def _drive(
+        self, ctx: InvocationContext, new_message: str | Content | None, ending: _Ending
+    ) -> AsyncIterator[Event]:
+        if new_message is not None:
+            await ctx.append(ctx.new_event(author="user", content=_user_content(new_message)))
+            for event in ctx.take_unreported():
+                yield event
+
+        plan = await self.resume_planner.plan(ctx, ctx.events_newest_first())
+        if plan.calls:
+            step = await execute_calls(ctx, plan.calls)
+            for event in ctx.take_unreported():
+                yield event
+            if _stopped(ctx, step, ending):
+                return
+        if plan.pause_reason is not None:
+            ending.status, ending.reason = "paused_by_planner", plan.pause_reason
+            return
+
+        before, after = plugin_model_callbacks(self.agent.plugins)
+        before += self.agent.callbacks.before_model
+        after += self.agent.callbacks.after_model
+        while True:
+            if ctx.step >= self.agent.max_steps:
+                ending.status = "step_limit"
+                ending.reason = (
+                    f"Agent {self.agent.name!r} made {ctx.step} model calls in invocation "
+                    f"{ctx.invocation_id!r} without a final response (max_steps="
+                    f"{self.agent.max_steps}); run the session again to continue."
+                )
+                return
+            request = await self.build_request(ctx)
+            response = await run_model_callbacks(before, ctx, request)
+            if response is None:
+                response = await self.agent.model.generate(request)
+            response = await run_model_callbacks(after, ctx, response) or response
+            ctx.step += 1
+
+            long_running = tuple(
+                call.id
+                for call in response.function_calls
+                if (tool := request.tools_by_name.get(call.name)) is not None
+                and tool.is_long_running
+            )
+            await ctx.append(
+                ctx.new_event(
+                    content=response.content(),
+                    long_running_tool_ids=long_running,
+                    turn_complete=True,
+                    custom_metadata=dict(response.custom_metadata),
+                )
+            )
+            for event in ctx.take_unreported():
+                yield event
+            if not response.function_calls:
+                ending.final_text = response.text
+                return
+
+            step = await execute_calls(ctx, response.function_calls, tools=request.tools_by_name)
+            for event in ctx.take_unreported():
+                yield event
+            if _stopped(ctx, step, ending):
+                return
+
+
+def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
+    """Decide whether the invocation ends after a step; fill ``ending`` when it does."""
+    if step.confirmation_call_ids:
+        ending.status = "paused_for_confirmation"
+        ending.pending = step.confirmation_call_ids
+        ending.reason = (
+            f"Invocation {ctx.invocation_id!r} waits for the answer to confirmation request(s) "
+            f"{', '.join(step.confirmation_call_ids)}."
+        )
+        return True
+    if step.pending_call_ids:
+        ending.status = "paused_long_running"
+        ending.pending = step.pending_call_ids
+        ending.reason = (
+            f"Invocation {ctx.invocation_id!r} waits for the response(s) of call(s) "
+            f"{', '.join(step.pending_call_ids)}."
+        )
+        return True
+    if step.skip_summarization:
+        ending.final_text = step.display_text
+        return True
+    return False
+
+
+def _user_content(message: str | Content) -> Content:
+    if isinstance(message, str):
+        return Content(role="user", parts=(Part(text=message),))
+    if message.role != "user":
+        raise RuntimeUsageError(
+            f"A new message must have role 'user', not {message.role!r}; model turns are "
+            f"appended by the runner."
+        )
+    return message
