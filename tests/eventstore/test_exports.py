@@ -1,0 +1,96 @@
+"""The public surface of ``eventstore``: exactly what ``__all__`` says, sorted."""
+
+from __future__ import annotations
+
+import inspect
+
+import eventstore
+
+PUBLIC = {
+    "DEFAULT_URL",
+    "REQUEST_CONFIRMATION_FUNCTION",
+    "SCHEMA_VERSION",
+    "Artifact",
+    "ArtifactNotFoundError",
+    "ArtifactRecord",
+    "ArtifactRef",
+    "Backend",
+    "ConcurrencyError",
+    "Content",
+    "CorruptEventError",
+    "DuplicateEventError",
+    "Event",
+    "EventActions",
+    "EventKind",
+    "EventStore",
+    "EventStoreError",
+    "FunctionCall",
+    "FunctionResponse",
+    "InvalidEventError",
+    "MemoryBackend",
+    "NewEvent",
+    "Part",
+    "SchemaError",
+    "SchemaOutdatedError",
+    "Session",
+    "SessionExistsError",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionPage",
+    "SessionRecord",
+    "StorageError",
+    "StoreClosedError",
+    "StoreUsageError",
+    "StoredEvent",
+    "ToolConfirmation",
+    "apply_delta",
+    "event_kind",
+    "fold_state",
+    "new_event_id",
+    "open_store",
+    "register_upcaster",
+    "resolve_url",
+}
+
+
+def test_exports_all_is_exactly_the_public_surface() -> None:
+    assert set(eventstore.__all__) == PUBLIC
+    assert len(eventstore.__all__) == len(PUBLIC)
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # isort-style order (ruff RUF022's default): CONSTANTS, then Classes, then functions.
+    group = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return group, name
+
+
+def test_exports_all_is_sorted() -> None:
+    assert eventstore.__all__ == sorted(eventstore.__all__, key=_isort_key)
+    assert len(set(eventstore.__all__)) == len(eventstore.__all__)
+
+
+def test_exports_every_name_resolves() -> None:
+    for name in eventstore.__all__:
+        assert getattr(eventstore, name) is not None, name
+
+
+def test_exports_no_other_public_names() -> None:
+    public = {
+        name for name, value in vars(eventstore).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public == PUBLIC
+
+
+def test_exports_public_objects_are_documented() -> None:
+    for name in eventstore.__all__:
+        value = getattr(eventstore, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"{name} has no docstring"
+
+
+def test_exports_errors_share_one_root() -> None:
+    errors = [getattr(eventstore, n) for n in eventstore.__all__ if n.endswith("Error")]
+    assert errors
+    for error in errors:
+        assert issubclass(error, eventstore.EventStoreError), error
