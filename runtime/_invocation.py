@@ -257,6 +257,12 @@ class InvocationContext:
         """Yield the session's events up to ``version``, newest first, reading pages lazily."""
         return self.store.iter_backwards(self.session_id, upto=self.version)
 
+    async def refresh(self) -> None:
+        """Forget what was read and move ``version`` to the session's head (after a conflict)."""
+        self.version = await self.store.version(self.session_id)
+        self._cache = None
+        self._readonly = None
+
     def take_unreported(self) -> list[Event]:
         """Return the appended events not returned by an earlier call (for live consumers)."""
         fresh = self.appended[self._unreported :]

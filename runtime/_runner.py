@@ -23,7 +23,7 @@ from eventstore import (
 )
 from runtime._agent import Agent
 from runtime._callbacks import run_model_callbacks
-from runtime._exceptions import RuntimeUsageError
+from runtime._exceptions import RuntimeUsageError, SessionConflictError
 from runtime._execute import StepExecution, execute_calls
 from runtime._invocation import (
     InvocationContext,
@@ -38,6 +38,8 @@ from runtime._processors import default_request_processors
 from runtime.tools import ModelRequest
 
 __all__ = ["Runner", "StoreArtifactService"]
+
+_PLAN_ATTEMPTS = 3
 
 
 class StoreArtifactService:
@@ -218,13 +220,27 @@ class Runner:
             for event in ctx.take_unreported():
                 yield event
 
-        plan = await self.resume_planner.plan(ctx, ctx.events_newest_first())
-        if plan.calls:
-            step = await execute_calls(ctx, plan.calls)
+        for attempt in range(_PLAN_ATTEMPTS):
+            plan = await self.resume_planner.plan(ctx, ctx.events_newest_first())
+            if not plan.calls:
+                break
+            try:
+                step = await execute_calls(ctx, plan.calls)
+            except SessionConflictError:
+                # Another process claimed first: its claim is in the log now, so planning again
+                # on the new head never runs a call twice. A conflict after the claim (while
+                # answering) is not retried: the calls already ran.
+                if ctx.appended and ctx.appended[-1].started_call_ids:
+                    raise
+                if attempt == _PLAN_ATTEMPTS - 1:
+                    raise
+                await ctx.refresh()
+                continue
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
                 return
+            break
         if plan.pause_reason is not None:
             ending.status, ending.reason = "paused_by_planner", plan.pause_reason
             return
