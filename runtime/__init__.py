@@ -18,8 +18,11 @@ from runtime._context import (
 )
 from runtime._exceptions import (
     AgentRuntimeError,
+    CallAlreadyAnsweredError,
+    CallNotInDoubtError,
     ConfirmationRequired,
     InvalidToolArgumentsError,
+    ReplayError,
     RuntimeUsageError,
     SchemaConversionError,
     ScriptExhaustedError,
@@ -31,6 +34,7 @@ from runtime._exceptions import (
     ToolResultError,
     ToolSignal,
     ToolValidationRefused,
+    UnknownCallError,
 )
 from runtime._execute import StepExecution, execute_calls
 from runtime._invocation import (
@@ -56,6 +60,15 @@ from runtime._processors import (
 from runtime._runner import Runner, StoreArtifactService
 from runtime._scripted import ScriptedModel, ScriptStep
 from runtime.declarations import FunctionDeclaration
+from runtime.replay import (
+    PendingCall,
+    PendingReport,
+    ReplayResumePlanner,
+    answer_confirmation,
+    pending,
+    rerun_call,
+    submit_response,
+)
 from runtime.tools import (
     CallOutcome,
     FilteredToolset,
@@ -79,6 +92,8 @@ __all__ = [
     "AgentRuntimeError",
     "ArtifactService",
     "BeforeModelCallback",
+    "CallAlreadyAnsweredError",
+    "CallNotInDoubtError",
     "CallOutcome",
     "ConfirmationRequired",
     "ContentsProcessor",
@@ -97,9 +112,13 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "NoResumePlanner",
+    "PendingCall",
+    "PendingReport",
     "PlannedCall",
     "Plugin",
     "ReadonlyContext",
+    "ReplayError",
+    "ReplayResumePlanner",
     "ResumePlan",
     "ResumePlanner",
     "RunResult",
@@ -128,6 +147,8 @@ __all__ = [
     "ToolsProcessor",
     "Toolset",
     "ToolsetClass",
+    "UnknownCallError",
+    "answer_confirmation",
     "build_contents",
     "build_tool_request",
     "deep_merge",
@@ -139,5 +160,8 @@ __all__ = [
     "merge_outcomes",
     "new_call_id",
     "new_invocation_id",
+    "pending",
+    "rerun_call",
+    "submit_response",
     "tool_method",
 ]

@@ -9,6 +9,10 @@ The tree::
     │   ├── ToolContextError             a ToolContext capability this context does not have
     │   └── ScriptExhaustedError         a ScriptedModel was asked for more responses than given
     ├── SessionConflictError             another writer moved the session during an invocation
+    ├── ReplayError                      an answer or decision the session's log refuses
+    │   ├── UnknownCallError             no such call (or confirmation request) in the session
+    │   ├── CallAlreadyAnsweredError     the call (or confirmation) already has its response
+    │   └── CallNotInDoubtError          a re-run was decided for a call that is not in doubt
     └── ToolCallError                    one function call failed; the pipeline turns it into a
         │                                structured error response and never re-raises it
         ├── ToolNotFoundError            no tool of that name in the execution table
@@ -31,8 +35,11 @@ from typing import Any
 
 __all__ = [
     "AgentRuntimeError",
+    "CallAlreadyAnsweredError",
+    "CallNotInDoubtError",
     "ConfirmationRequired",
     "InvalidToolArgumentsError",
+    "ReplayError",
     "RuntimeUsageError",
     "SchemaConversionError",
     "ScriptExhaustedError",
@@ -44,6 +51,7 @@ __all__ = [
     "ToolResultError",
     "ToolSignal",
     "ToolValidationRefused",
+    "UnknownCallError",
 ]
 
 
@@ -210,3 +218,40 @@ class SessionConflictError(AgentRuntimeError):
         self.invocation_id = invocation_id
         self.expected_version = expected_version
         self.actual_version = actual_version
+
+
+# --- answering from outside: responses, confirmations, resume decisions ---------------------------
+
+
+class ReplayError(AgentRuntimeError):
+    """An answer or a resume decision that the session's log refuses; nothing was appended.
+
+    ``session_id`` and ``function_call_id`` (the call or confirmation id given) name what it is
+    about.
+    """
+
+    def __init__(self, message: str, *, session_id: str, function_call_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.function_call_id = function_call_id
+
+
+class UnknownCallError(ReplayError):
+    """No agent of the session emitted a function call (or confirmation request) with that id."""
+
+
+class CallAlreadyAnsweredError(ReplayError):
+    """The call or confirmation already has its response; it is answered once.
+
+    ``answered_at`` is the ``seq`` of the event holding the existing response.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str, function_call_id: str, answered_at: int | None
+    ) -> None:
+        super().__init__(message, session_id=session_id, function_call_id=function_call_id)
+        self.answered_at = answered_at
+
+
+class CallNotInDoubtError(ReplayError):
+    """A re-run was decided for a call that was never started, so nothing is in doubt."""

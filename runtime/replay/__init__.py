@@ -15,10 +15,12 @@ from runtime.replay._confirmations import (
 )
 from runtime.replay._log import BackwardScan, feed_all, feed_store
 from runtime.replay._pending import PendingCall, PendingKind, PendingReport, pending
+from runtime.replay._planner import ReplayResumePlanner, decide
+from runtime.replay._respond import answer_confirmation, rerun_call, submit_response
 from runtime.replay._resume import (
     RERUN_DECISION_KEY,
     InDoubtCall,
-    PlannedCall,
+    ResumeCall,
     ResumeDecision,
     ResumeScan,
     plan_resume,
@@ -26,7 +28,6 @@ from runtime.replay._resume import (
 )
 
 __all__ = [
-    "RERUN_DECISION_KEY",
     "BackwardScan",
     "ConfirmationRecovery",
     "ConfirmationScan",
@@ -35,15 +36,21 @@ __all__ = [
     "PendingCall",
     "PendingKind",
     "PendingReport",
-    "PlannedCall",
+    "RERUN_DECISION_KEY",
     "Refusal",
     "RefusalKind",
+    "ReplayResumePlanner",
+    "ResumeCall",
     "ResumeDecision",
     "ResumeScan",
+    "answer_confirmation",
+    "decide",
     "feed_all",
     "feed_store",
     "pending",
     "plan_resume",
     "recover_confirmations",
+    "rerun_call",
     "rerun_call_ids",
+    "submit_response",
 ]

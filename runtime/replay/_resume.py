@@ -30,7 +30,7 @@ from ._log import feed_all, is_model_turn, tool_calls
 __all__ = [
     "RERUN_DECISION_KEY",
     "InDoubtCall",
-    "PlannedCall",
+    "ResumeCall",
     "ResumeDecision",
     "ResumeScan",
     "plan_resume",
@@ -52,7 +52,7 @@ def rerun_call_ids(event: Event) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlannedCall:
+class ResumeCall:
     """A call to execute now."""
 
     call: FunctionCall
@@ -79,7 +79,7 @@ class InDoubtCall:
 class ResumeDecision:
     """What the log says to do before the next model request."""
 
-    execute: tuple[PlannedCall, ...] = ()
+    execute: tuple[ResumeCall, ...] = ()
     """Calls to claim and run now, confirmed calls first, then in the model's part order."""
     in_doubt: tuple[InDoubtCall, ...] = ()
     """Started, unanswered, not idempotent calls: the invocation must pause for a decision."""
@@ -140,7 +140,7 @@ class ResumeScan:
     def result(self) -> ResumeDecision:
         """Return the decision from the events fed so far."""
         recovery = self._confirmations.result()
-        execute: list[PlannedCall] = []
+        execute: list[ResumeCall] = []
         in_doubt: list[InDoubtCall] = []
         waiting: list[FunctionCall] = []
         planned: set[str] = set()
@@ -154,17 +154,17 @@ class ResumeScan:
             if not rerun or not answer.confirmed:
                 # a rejection runs no tool, so answering it again is always safe
                 execute.append(
-                    PlannedCall(call=call, confirmation=answer, rerun=rerun, reason=reason)
+                    ResumeCall(call=call, confirmation=answer, rerun=rerun, reason=reason)
                 )
             elif call.name in self._idempotent:
                 execute.append(
-                    PlannedCall(
+                    ResumeCall(
                         call=call, confirmation=answer, rerun=True, reason="idempotent_rerun"
                     )
                 )
             elif call.id in self._decided:
                 execute.append(
-                    PlannedCall(call=call, confirmation=answer, rerun=True, reason="rerun_decided")
+                    ResumeCall(call=call, confirmation=answer, rerun=True, reason="rerun_decided")
                 )
             else:
                 in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))
@@ -177,13 +177,13 @@ class ResumeScan:
                     continue
                 planned.add(call.id)
                 if not started:
-                    execute.append(PlannedCall(call=call, reason="not_started"))
+                    execute.append(ResumeCall(call=call, reason="not_started"))
                 elif call.id in long_running:
                     waiting.append(call)
                 elif call.name in self._idempotent:
-                    execute.append(PlannedCall(call=call, rerun=True, reason="idempotent_rerun"))
+                    execute.append(ResumeCall(call=call, rerun=True, reason="idempotent_rerun"))
                 elif decided:
-                    execute.append(PlannedCall(call=call, rerun=True, reason="rerun_decided"))
+                    execute.append(ResumeCall(call=call, rerun=True, reason="rerun_decided"))
                 else:
                     in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))
         return ResumeDecision(

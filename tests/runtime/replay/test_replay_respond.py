@@ -1,0 +1,242 @@
+"""Answering from outside (submit_response, answer_confirmation, rerun_call) and the planner in
+the loop: confirmed calls run once, refusals run nothing, crashes are re-planned from the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, EventStore, FunctionCall
+from runtime import (
+    Agent,
+    CallAlreadyAnsweredError,
+    CallNotInDoubtError,
+    ModelResponse,
+    Runner,
+    ScriptedModel,
+    UnknownCallError,
+    function_tool,
+)
+from runtime.replay import (
+    ReplayResumePlanner,
+    answer_confirmation,
+    pending,
+    rerun_call,
+    submit_response,
+)
+
+AGENT = "weather_agent"
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+
+def paid_runner(store: EventStore, counter: Counter, *script: Any) -> Runner:
+    @function_tool(requires_confirmation=True)
+    def paid_weather(city: str) -> dict[str, Any]:
+        """Look the weather up in a paid service.
+
+        Args:
+            city: The city name.
+        """
+        counter.calls.append({"city": city})
+        return {"city": city, "temperature_c": 22}
+
+    @function_tool(is_long_running=True)
+    def order_report(city: str) -> None:
+        """Order a detailed report; it arrives later.
+
+        Args:
+            city: The city name.
+        """
+
+    model = ScriptedModel(list(script))
+    agent = Agent(name=AGENT, model=model, tools=[paid_weather, order_report])
+    return Runner(
+        agent=agent, store=store, app_name="weather", resume_planner=ReplayResumePlanner()
+    )
+
+
+def _paid_call() -> ModelResponse:
+    return ModelResponse(
+        function_calls=(FunctionCall(id="call-w", name="paid_weather", args={"city": "Tokyo"}),)
+    )
+
+
+async def _paused(store: EventStore, counter: Counter, *more: Any) -> tuple[Runner, str]:
+    runner = paid_runner(store, counter, _paid_call(), *more)
+    await runner.create_session(user_id="u", session_id="s")
+    result = await runner.run(session_id="s", user_id="u", new_message="Tokyo, paid lookup")
+    assert result.status == "paused_for_confirmation"
+    (confirmation_id,) = result.pending_call_ids
+    return runner, confirmation_id
+
+
+async def test_respond_confirmed_call_runs_once_on_next_run(store: EventStore) -> None:
+    counter = Counter()
+    runner, cid = await _paused(store, counter, "Tokyo is 22°C.")
+    assert [p.kind for p in pending((await store.get_session("s")).events)] == ["confirmation"]
+    answer = await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=True)
+    assert answer.function_responses()[0].response == {"confirmed": True, "payload": None}
+    with pytest.raises(CallAlreadyAnsweredError) as raised:
+        await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=False)
+    assert raised.value.answered_at == answer.seq
+
+    result = await runner.run(session_id="s", user_id="u")
+    assert result.status == "completed"
+    assert result.final_text == "Tokyo is 22°C."
+    assert counter.calls == [{"city": "Tokyo"}]
+    claim, response, final = result.events
+    assert final.is_final_response()
+    assert claim.started_call_ids == ("call-w",)
+    assert response.function_responses()[0].response == {"city": "Tokyo", "temperature_c": 22}
+    assert not pending((await store.get_session("s")).events)
+
+
+async def test_respond_rejected_call_gets_rejection_error_and_never_runs(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    runner, cid = await _paused(store, counter, "Fine, no paid lookup.")
+    await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=False)
+    result = await runner.run(session_id="s", user_id="u")
+    assert result.status == "completed"
+    assert counter.calls == []
+    (response,) = result.events[1].function_responses()
+    assert response.response["error"]["kind"] == "confirmation_rejected"
+
+
+async def test_respond_duplicate_raw_answer_is_refused_and_runs_nothing(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    runner, cid = await _paused(store, counter, "Tokyo is 22°C.")
+    await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=True)
+    await runner.run(session_id="s", user_id="u")
+    assert len(counter.calls) == 1
+    # bypass the API: a client re-posts the same answer straight into the log
+    result = await runner.run(
+        session_id="s",
+        user_id="u",
+        new_message=_answer_content(cid, {"confirmed": True}),
+    )
+    assert result.status == "paused_by_planner"
+    assert result.pause_reason is not None
+    assert "already answered" in result.pause_reason
+    assert len(counter.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("cid", "response", "fragment"),
+    [
+        pytest.param("confirm-nope", {"confirmed": True}, "never requested", id="never-issued"),
+        pytest.param(None, {"confirmed": "sure"}, "malformed", id="malformed"),
+        pytest.param(None, {"response": "{oops"}, "not valid JSON", id="bad-json-string"),
+    ],
+)
+async def test_respond_refused_answers_pause_without_running(
+    store: EventStore, cid: str | None, response: dict[str, Any], fragment: str
+) -> None:
+    counter = Counter()
+    runner, real = await _paused(store, counter)
+    result = await runner.run(
+        session_id="s", user_id="u", new_message=_answer_content(cid or real, response)
+    )
+    assert result.status == "paused_by_planner"
+    assert result.pause_reason is not None
+    assert fragment in result.pause_reason
+    assert counter.calls == []
+
+
+async def test_respond_unknown_ids_are_refused_with_typed_errors(store: EventStore) -> None:
+    counter = Counter()
+    _, cid = await _paused(store, counter)
+    with pytest.raises(UnknownCallError, match="no confirmation request with id 'nope'"):
+        await answer_confirmation(store, session_id="s", confirmation_id="nope", confirmed=True)
+    with pytest.raises(UnknownCallError, match="use submit_response"):
+        await answer_confirmation(store, session_id="s", confirmation_id="call-w", confirmed=True)
+    with pytest.raises(UnknownCallError, match="use answer_confirmation"):
+        await submit_response(store, session_id="s", call_id=cid, response={"x": 1})
+    with pytest.raises(CallAlreadyAnsweredError):
+        await submit_response(store, session_id="s", call_id="call-w", response={"x": 1})
+    with pytest.raises(UnknownCallError):
+        await rerun_call(store, session_id="s", call_id="nope")
+
+
+async def test_respond_long_running_result_is_submitted_once_then_agent_continues(
+    store: EventStore,
+) -> None:
+    report = ModelResponse(
+        function_calls=(FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),)
+    )
+    runner = paid_runner(store, Counter(), report, "The report says: cold.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Report on Oslo")
+    assert first.status == "paused_long_running"
+    (waiting,) = pending((await store.get_session("s")).events).long_running
+    assert waiting.call.id == "call-r"
+
+    event = await submit_response(
+        store, session_id="s", call_id="call-r", response={"report": "cold"}, author="webhook"
+    )
+    assert event.author == "webhook"
+    with pytest.raises(CallAlreadyAnsweredError):
+        await submit_response(store, session_id="s", call_id="call-r", response={"report": "x"})
+    second = await runner.run(session_id="s", user_id="u")
+    assert second.status == "completed"
+    assert second.final_text == "The report says: cold."
+
+
+async def test_respond_in_doubt_call_pauses_until_rerun_decided(store: EventStore) -> None:
+    counter = Counter()
+    runner = paid_runner(store, counter, "done")
+    await runner.create_session(user_id="u", session_id="s")
+    lookup = FunctionCall(id="call-x", name="paid_weather", args={"city": "Rome"})
+    ctx = await runner.new_context(session_id="s", user_id="u")
+    await ctx.append(ctx.new_event(content=_model_content(lookup), turn_complete=True))
+    await ctx.append(ctx.new_event(started_call_ids=("call-x",)))  # then the process died
+
+    paused = await runner.run(session_id="s", user_id="u")
+    assert paused.status == "paused_by_planner"
+    assert paused.pause_reason is not None
+    assert "call-x" in paused.pause_reason
+    assert [p.kind for p in pending((await store.get_session("s")).events)] == ["in_doubt"]
+
+    await rerun_call(store, session_id="s", call_id="call-x")
+    resumed = await runner.run(session_id="s", user_id="u")
+    # the re-run goes through the confirmation gate again: nothing was confirmed for it
+    assert resumed.status == "paused_for_confirmation"
+    assert counter.calls == []
+
+
+async def test_respond_rerun_of_never_started_call_is_refused(store: EventStore) -> None:
+    runner = paid_runner(store, Counter())
+    await runner.create_session(user_id="u", session_id="s")
+    ctx = await runner.new_context(session_id="s", user_id="u")
+    lookup = FunctionCall(id="call-y", name="paid_weather", args={"city": "Rome"})
+    await ctx.append(ctx.new_event(content=_model_content(lookup), turn_complete=True))
+    with pytest.raises(CallNotInDoubtError):
+        await rerun_call(store, session_id="s", call_id="call-y")
+
+
+def _answer_content(cid: str, response: dict[str, Any]) -> Any:
+    from eventstore import Content, FunctionResponse, Part
+
+    part = Part(
+        function_response=FunctionResponse(
+            id=cid, name=REQUEST_CONFIRMATION_FUNCTION, response=response
+        )
+    )
+    return Content(role="user", parts=(part,))
+
+
+def _model_content(call: FunctionCall) -> Any:
+    from eventstore import Content, Part
+
+    return Content(role="model", parts=(Part(function_call=call),))
+
+
+_ = Event
