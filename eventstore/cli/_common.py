@@ -7,7 +7,6 @@ script can rely on ``$?`` and a human reads one sentence.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
+from rich.console import Console
 
 from .._exceptions import EventStoreError
 from .._open import open_store, resolve_url
@@ -27,9 +27,11 @@ __all__ = [
     "CliError",
     "DbOption",
     "JsonOption",
+    "console",
     "fail",
     "open_existing",
     "print_json",
+    "require_file",
     "run",
     "sqlite_path",
 ]
@@ -100,12 +102,23 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
 
     Read commands pass ``read_only=True``: the database is opened read-only and never changed.
     """
+    require_file(url)
+    return await open_store(url, read_only=read_only)
+
+
+def require_file(url: str) -> None:
+    """Raise CliError when ``url`` names a SQLite file that does not exist."""
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise CliError(
             f"There is no database at {path} (give another one with --db or EVS_DATABASE_URL)."
         )
-    return await open_store(url, read_only=read_only)
+
+
+def console() -> Console:
+    """Return the console commands print to: no markup parsing (ids may contain brackets), no
+    automatic highlighting, and long lines not wrapped (printed commands stay copyable)."""
+    return Console(highlight=False, markup=False, soft_wrap=True)
 
 
 def print_json(value: Any) -> None:
@@ -114,8 +127,3 @@ def print_json(value: Any) -> None:
         orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
     )
     sys.stdout.flush()
-
-
-def env_db() -> str:
-    """Return the database named by ``EVS_DATABASE_URL``, or the default."""
-    return os.environ.get("EVS_DATABASE_URL") or DEFAULT_DB

@@ -13,15 +13,23 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from .._events import Event
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore
-from ._common import DEFAULT_DB, DbOption, JsonOption, open_existing, print_json, run
+from ._common import (
+    DEFAULT_DB,
+    CliError,
+    DbOption,
+    JsonOption,
+    console,
+    open_existing,
+    print_json,
+    run,
+)
 from ._render import event_entry, print_event, print_events, short_json
-from ._timeline import Timeline, analyze
+from ._timeline import analyze
 
 __all__ = ["confirm_command", "pending", "sessions", "show", "state", "tail"]
 
@@ -64,13 +72,13 @@ def sessions(
                 "next_cursor": page.next_cursor,
             })
             return
-        console = Console()
+        out = console()
         table = Table("app", "user", "session", "events", "last update", box=None)
         for s in page.sessions:
             table.add_row(s.app_name, s.user_id, s.id, str(s.version), _stamp(s.updated_at))
-        console.print(table if page.sessions else "No sessions.")
+        out.print(table if page.sessions else "No sessions.")
         if page.next_cursor is not None:
-            console.print(f"More: --after {page.next_cursor}", highlight=False)
+            out.print(f"More: --after {page.next_cursor}")
 
     run(main())
 
@@ -108,10 +116,10 @@ def show(
                 "events": [event_entry(e, timeline) for e in shown],
             })
             return
-        console = Console(highlight=False)
-        console.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
+        out = console()
+        out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
                       f"{info.version} events", style="bold")
-        print_events(console, shown, timeline, confirm_command=confirm_command(db, session_id))
+        print_events(out, shown, timeline, confirm_command=confirm_command(db, session_id))
 
     run(main())
 
@@ -160,10 +168,10 @@ def state(
         if json:
             print_json({"session_id": session_id, "at": upto, "state": values, "keys": rows})
             return
-        console = Console(highlight=False)
-        console.print(f"State of {session_id} at seq {upto}", style="bold")
+        out = console()
+        out.print(f"State of {session_id} at seq {upto}", style="bold")
         if not rows:
-            console.print("(empty)")
+            out.print("(empty)")
             return
         table = Table("key", "value", "set at", box=None)
         for row in rows:
@@ -171,7 +179,7 @@ def state(
             if row["session_id"] not in (None, session_id):
                 where += f" of session {row['session_id']}"
             table.add_row(row["key"], short_json(row["value"], limit=100), where)
-        console.print(table)
+        out.print(table)
 
     run(main())
 
@@ -210,61 +218,59 @@ def pending(
     json: JsonOption = False,
 ) -> None:
     """Show what the session is waiting for and why: confirmations, long-running calls,
-    calls in doubt."""
+    calls in doubt, calls the next run executes."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             events = await store.read(session_id)
-        items = _pending_items(analyze(events), db=db, session_id=session_id)
+        items = _pending_items(events, db=db, session_id=session_id)
         if json:
             print_json({"session_id": session_id, "pending": items})
             return
-        console = Console(highlight=False)
+        out = console()
         if not items:
-            console.print(f"Nothing is pending in session {session_id}.")
+            out.print(f"Nothing is pending in session {session_id}.")
             return
         for item in items:
-            console.print(f"#{item['seq']}  {item['status']}: {item['call']}  [{item['id']}]",
-                          style="bold")
-            console.print(f"      {item['why']}")
-            if item.get("command"):
-                console.print(f"      {item['command']}")
+            label = item["kind"].replace("_", " ")
+            out.print(f"#{item['seq']}  {label}: {item['tool']}({short_json(item['args'])})"
+                          f"  [{item['call_id']}]", style="bold")
+            if item["hint"]:
+                out.print(f"      hint: {item['hint']}")
+            out.print(f"      {item['reason']}")
+            if item["command"]:
+                out.print(f"      {item['command']}")
 
     run(main())
 
 
-def _pending_items(timeline: Timeline, *, db: str, session_id: str) -> list[dict[str, Any]]:
+def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dict[str, Any]]:
+    """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
+    with the ``evs`` command that unblocks it."""
+    try:
+        from runtime.replay import pending as runtime_pending
+    except ImportError as exc:
+        raise CliError(f"evs pending needs the runtime package (runtime.replay): {exc}") from exc
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+    respond = f"evs respond{flag} {shlex.quote(session_id)}"
     items: list[dict[str, Any]] = []
-    for record in timeline.open_calls():
-        call = record.call
-        status = timeline.status(call.id)
-        if record.is_confirmation:
-            confirmation = timeline.confirmations[call.id]
-            original = confirmation.original
-            items.append({
-                "seq": record.seq, "id": call.id, "status": "confirmation",
-                "call": f"{original.get('name')}({short_json(original.get('args'))})",
-                "original_call_id": original.get("id"),
-                "why": "a human must approve or reject this call"
-                + (f": {confirmation.hint}" if confirmation.hint else "."),
-                "command": f"{confirm_command(db, session_id)} {call.id} --yes   (or --no)",
-            })
-            continue
-        if status == "awaiting_confirmation":
-            continue  # listed through its confirmation request
-        why = {
-            "long_running": "the tool is long-running; its result is submitted later.",
-            "in_doubt": "execution started but no response was recorded (a crash?): it is "
-            "re-run only if the tool is idempotent, otherwise someone must decide.",
-            "not_started": "the call has no response yet; resuming the run executes it.",
-            "answered": "",
-        }[status]
+    for entry in runtime_pending(events):
+        command: str | None = None
+        if entry.kind == "confirmation" and entry.confirmation_id:
+            command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
+        elif entry.kind in ("long_running", "in_doubt"):
+            command = f"{respond} {entry.call.id} --json '{{...}}'"
         items.append({
-            "seq": record.seq, "id": call.id, "status": status,
-            "call": f"{call.name}({short_json(call.args)})", "why": why,
-            "command": f"evs respond{flag} {shlex.quote(session_id)} {call.id} --json '{{...}}'"
-            if status == "long_running" else None,
+            "kind": entry.kind,
+            "seq": entry.seq,
+            "agent": entry.agent,
+            "call_id": entry.call.id,
+            "tool": entry.call.name,
+            "args": entry.call.args,
+            "confirmation_id": entry.confirmation_id,
+            "hint": entry.hint,
+            "reason": entry.reason,
+            "command": command,
         })
     return items
 
@@ -286,7 +292,7 @@ def tail(
     """Follow a session live, printing new events as they are appended (Ctrl-C stops)."""
 
     async def follow(store: EventStore, start: int, seen: list[Event]) -> int:
-        console = Console(highlight=False)
+        out = console()
         command = confirm_command(db, session_id)
         count = 0
         async for event in store.subscribe(session_id, after=start, poll_interval=poll):
@@ -295,7 +301,7 @@ def tail(
             if json:
                 typer.echo(orjson.dumps(event_entry(event, timeline)).decode())
             else:
-                print_event(console, event, timeline, confirm_command=command)
+                print_event(out, event, timeline, confirm_command=command)
             count += 1
             if max_events is not None and count >= max_events:
                 break

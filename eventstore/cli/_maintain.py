@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 
 from .._exceptions import SessionExistsError
 from .._open import open_store, resolve_url
@@ -19,9 +18,11 @@ from ._common import (
     CliError,
     DbOption,
     JsonOption,
+    console,
     fail,
     open_existing,
     print_json,
+    require_file,
     run,
     sqlite_path,
 )
@@ -86,15 +87,15 @@ def verify(
         print_json({"sessions_checked": checked, "ok": not findings,
                     "findings": [f.as_dict() for f in findings]})
     else:
-        console = Console(highlight=False)
+        out = console()
         for finding in findings:
             where = f"seq {finding.seq}" if finding.seq is not None else "session"
-            console.print(f"{finding.session_id}  {where}  {finding.code}: {finding.message}")
+            out.print(f"{finding.session_id}  {where}  {finding.code}: {finding.message}")
         noun = "session" if checked == 1 else "sessions"
         if findings:
-            console.print(f"{len(findings)} problem(s) in {checked} {noun}.", style="bold red")
+            out.print(f"{len(findings)} problem(s) in {checked} {noun}.", style="bold red")
         else:
-            console.print(f"OK: {checked} {noun} verified, no problems found.", style="green")
+            out.print(f"OK: {checked} {noun} verified, no problems found.", style="green")
     if findings:
         raise typer.Exit(EXIT_FINDINGS)
 
@@ -212,9 +213,7 @@ def db_current(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
         from .. import _migrate
 
         url = _migrate_url(db)
-        path = sqlite_path(db)
-        if path is not None and not path.is_file():
-            raise CliError(f"There is no database at {path}.")
+        require_file(db)
         return await _migrate.current_revision(url), _migrate.head_revision()
 
     current, head = run(main())

@@ -112,7 +112,7 @@ def _line(console: Console, *pieces: tuple[str, str]) -> None:
     text = Text("      ")
     for value, style in pieces:
         text.append(value, style=style)
-    console.print(text, overflow="fold", soft_wrap=False)
+    console.print(text)
 
 
 def print_event(
