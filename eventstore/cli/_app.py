@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from ._answer import confirm, respond
 from ._inspect import pending, sessions, show, state, tail
 from ._maintain import db_current, db_upgrade, export, import_, verify
 
@@ -28,6 +29,8 @@ app.command("show")(show)
 app.command("state")(state)
 app.command("pending")(pending)
 app.command("tail")(tail)
+app.command("confirm")(confirm)
+app.command("respond")(respond)
 app.command("verify")(verify)
 app.command("export")(export)
 app.command("import")(import_)

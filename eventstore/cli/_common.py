@@ -7,8 +7,9 @@ script can rely on ``$?`` and a human reads one sentence.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -28,6 +29,7 @@ __all__ = [
     "DbOption",
     "JsonOption",
     "console",
+    "errors",
     "fail",
     "open_existing",
     "print_json",
@@ -73,14 +75,22 @@ def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a command's coroutine; turn store and CLI errors into one line and an exit status."""
+@contextlib.contextmanager
+def errors() -> Iterator[None]:
+    """Turn store and CLI errors raised inside the block into one line and an exit status."""
     try:
-        return asyncio.run(coro)
+        yield
     except CliError as exc:
         fail(str(exc), code=exc.code)
     except EventStoreError as exc:
         fail(" ".join(str(exc).split()))
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine on a new event loop, with ``errors()`` around it."""
+    with errors():
+        return asyncio.run(coro)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def sqlite_path(url: str) -> Path | None:

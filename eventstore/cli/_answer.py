@@ -1,0 +1,126 @@
+"""Answering a paused session from the command line: ``confirm`` and ``respond``.
+
+Both go through the runtime's public answer APIs (``runtime.replay.answer_confirmation`` and
+``submit_response``), so the CLI applies exactly the library's checks: the call exists, it was
+made by an agent, it is still unanswered, and the append is checked against the version read.
+``runtime`` is imported inside the commands: ``eventstore`` never imports it at import time.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from .._events import Event
+from .._store import EventStore
+from ._common import (
+    DEFAULT_DB,
+    CliError,
+    DbOption,
+    JsonOption,
+    errors,
+    open_existing,
+    print_json,
+    run,
+)
+from ._render import short_json
+
+__all__ = ["confirm", "parse_json_option", "respond"]
+
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+
+
+def parse_json_option(option: str, value: str) -> Any:
+    """Decode the JSON given to ``option`` (``-`` reads it from stdin); CliError when malformed."""
+    text = sys.stdin.read() if value == "-" else value
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(f"{option} is not valid JSON: {exc}.") from exc
+
+
+async def _answer(db: str, work: Callable[[EventStore], Awaitable[Event]]) -> Event:
+    from runtime import AgentRuntimeError
+
+    async with await open_existing(db, read_only=False) as store:
+        try:
+            return await work(store)
+        except AgentRuntimeError as exc:
+            raise CliError(" ".join(str(exc).split())) from exc
+
+
+def confirm(
+    session_id: SessionArg,
+    confirmation_id: Annotated[str, typer.Argument(help="Id of the confirmation request "
+                                                   "(see evs pending).", show_default=False)],
+    decision: Annotated[bool | None, typer.Option("--yes/--no", help="Approve or reject the "
+                                                  "call.", show_default=False)] = None,
+    payload: Annotated[str | None, typer.Option("--payload", help="JSON passed along with the "
+                                                "answer ('-' reads stdin).")] = None,
+    db: DbOption = DEFAULT_DB,
+    json: JsonOption = False,
+) -> None:
+    """Approve (--yes) or reject (--no) a call that waits for confirmation.
+
+    The agent runs (or rejects) the original call on its next run."""
+    if decision is None:
+        raise typer.BadParameter("give --yes to approve or --no to reject.",
+                                 param_hint="'--yes' / '--no'")
+    with errors():
+        data = parse_json_option("--payload", payload) if payload is not None else None
+
+    async def main() -> Event:
+        from runtime.replay import answer_confirmation
+
+        return await _answer(db, lambda store: answer_confirmation(
+            store, session_id=session_id, confirmation_id=confirmation_id, confirmed=decision,
+            payload=data))
+
+    event = run(main())
+    verdict = "approved" if decision else "rejected"
+    if json:
+        print_json({"session_id": session_id, "confirmation_id": confirmation_id,
+                    "confirmed": decision, "payload": data, "seq": event.seq,
+                    "event_id": event.id})
+    else:
+        typer.echo(f"Confirmation {confirmation_id} of session {session_id} {verdict} "
+                   f"(seq {event.seq}); the agent acts on it on its next run.")
+
+
+def respond(
+    session_id: SessionArg,
+    call_id: Annotated[str, typer.Argument(help="Id of the pending call (see evs pending).",
+                                           show_default=False)],
+    response: Annotated[str, typer.Option("--json", help="The call's result: a JSON object "
+                                          "('-' reads stdin).", show_default=False)],
+    db: DbOption = DEFAULT_DB,
+    output: Annotated[str, typer.Option("--output", help="text, or json for scripts.")] = "text",
+) -> None:
+    """Submit the result of a long-running (or in-doubt) call.
+
+    ``--json`` is the result itself here; ``--output json`` prints the outcome as JSON."""
+    if output not in ("text", "json"):
+        raise typer.BadParameter("must be text or json.", param_hint="'--output'")
+    with errors():
+        value = parse_json_option("--json", response)
+        if not isinstance(value, dict):
+            raise CliError(f"--json must be a JSON object, not {short_json(value, limit=40)}; "
+                           'wrap a plain value as {"result": ...}.')
+
+    async def main() -> Event:
+        from runtime.replay import submit_response
+
+        return await _answer(db, lambda store: submit_response(
+            store, session_id=session_id, call_id=call_id, response=value))
+
+    event = run(main())
+    if output == "json":
+        print_json({"session_id": session_id, "call_id": call_id, "seq": event.seq,
+                    "event_id": event.id})
+    else:
+        typer.echo(f"Result of call {call_id} of session {session_id} recorded (seq "
+                   f"{event.seq}); the agent continues on its next run.")
