@@ -36,7 +36,13 @@ from runtime._exceptions import (
     ToolValidationRefused,
     UnknownCallError,
 )
-from runtime._execute import StepExecution, execute_calls
+from runtime._execute import (
+    ClaimedCalls,
+    StepExecution,
+    claim_calls,
+    execute_calls,
+    run_claimed,
+)
 from runtime._invocation import (
     InvocationContext,
     LoopRequestProcessor,
@@ -59,6 +65,7 @@ from runtime._processors import (
 )
 from runtime._runner import Runner, StoreArtifactService
 from runtime._scripted import ScriptedModel, ScriptStep
+from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration
 from runtime.replay import (
     PendingCall,
@@ -95,6 +102,7 @@ __all__ = [
     "CallAlreadyAnsweredError",
     "CallNotInDoubtError",
     "CallOutcome",
+    "ClaimedCalls",
     "ConfirmationRequired",
     "ContentsProcessor",
     "FilteredToolset",
@@ -106,6 +114,8 @@ __all__ = [
     "InvalidToolArgumentsError",
     "InvocationContext",
     "ListToolset",
+    "LiveChunk",
+    "LiveToolStream",
     "LoopRequestProcessor",
     "MergedResponses",
     "Model",
@@ -133,6 +143,7 @@ __all__ = [
     "StateView",
     "StepExecution",
     "StoreArtifactService",
+    "StreamingFunctionTool",
     "Tool",
     "ToolActions",
     "ToolCallError",
@@ -151,6 +162,7 @@ __all__ = [
     "answer_confirmation",
     "build_contents",
     "build_tool_request",
+    "claim_calls",
     "deep_merge",
     "default_request_processors",
     "execute_calls",
@@ -162,6 +174,8 @@ __all__ = [
     "new_invocation_id",
     "pending",
     "rerun_call",
+    "run_claimed",
+    "streaming_tool",
     "submit_response",
     "tool_method",
 ]

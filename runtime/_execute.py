@@ -31,7 +31,14 @@ from runtime.tools import (
     execute_function_call,
 )
 
-__all__ = ["StepExecution", "confirmation_request_event", "execute_calls"]
+__all__ = [
+    "ClaimedCalls",
+    "StepExecution",
+    "claim_calls",
+    "confirmation_request_event",
+    "execute_calls",
+    "run_claimed",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +69,37 @@ def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
     return call if isinstance(call, PlannedCall) else PlannedCall(call=call)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClaimedCalls:
+    """Calls whose execution-started event is in the log (PROTOCOL.md §3); run them next."""
+
+    calls: tuple[PlannedCall, ...]
+    """The claimed calls, in order."""
+    claim: Event | None
+    """The stored claim event (``None`` when there was nothing to claim)."""
+
+
+async def claim_calls(
+    ctx: InvocationContext, calls: Sequence[PlannedCall | FunctionCall]
+) -> ClaimedCalls:
+    """Append the execution-started event for ``calls`` with ``expected_version``.
+
+    Carries ``started_call_ids`` and each call's idempotency key. Raises
+    ``SessionConflictError`` when another writer moved the session: then nothing was claimed and
+    no tool may run.
+    """
+    planned = tuple(_as_planned(c) for c in calls)
+    if not planned:
+        return ClaimedCalls(calls=(), claim=None)
+    keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
+    claim = ctx.new_event(
+        started_call_ids=tuple(keys),
+        custom_metadata={"idempotency_keys": keys},
+    )
+    (stored,) = await ctx.append(claim)
+    return ClaimedCalls(calls=planned, claim=stored)
+
+
 async def execute_calls(
     ctx: InvocationContext,
     calls: Sequence[PlannedCall | FunctionCall],
@@ -69,18 +107,34 @@ async def execute_calls(
     tools: Mapping[str, Tool] | None = None,
     parallel: bool | None = None,
 ) -> StepExecution:
-    """Claim, run and answer ``calls``; append every resulting event through ``ctx.append``.
+    """Claim, run and answer ``calls``: ``claim_calls`` then ``run_claimed``.
+
+    Responses are merged in the order of ``calls`` whatever order the tools finish in.
+    """
+    claimed = await claim_calls(ctx, calls)
+    return await run_claimed(ctx, claimed, tools=tools, parallel=parallel)
+
+
+async def run_claimed(
+    ctx: InvocationContext,
+    claimed: ClaimedCalls,
+    *,
+    tools: Mapping[str, Tool] | None = None,
+    parallel: bool | None = None,
+) -> StepExecution:
+    """Run claimed calls through the tool pipeline and append what they produced.
 
     ``tools`` is the execution table (the request's, or ``ctx.resolve_tools()`` when omitted);
-    ``parallel`` defaults to the agent's ``parallel_tool_calls``. The claim event is appended with
-    ``expected_version`` before any tool runs, so a ``SessionConflictError`` there means no tool
-    ran. Responses are merged in the order of ``calls`` whatever order the tools finish in.
+    ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
+    gets the planned confirmation and the idempotency key of (session, call id). Appends, in one
+    atomic batch: the response event, the confirmation-request event, the display-text event.
     """
-    planned = [_as_planned(c) for c in calls]
+    planned = list(claimed.calls)
+    appended: list[Event] = [claimed.claim] if claimed.claim is not None else []
     if not planned:
         return StepExecution(
             outcomes=(),
-            events=(),
+            events=tuple(appended),
             pending_call_ids=(),
             confirmation_call_ids=(),
             skip_summarization=False,
@@ -88,13 +142,6 @@ async def execute_calls(
         )
     table = tools if tools is not None else await ctx.resolve_tools()
     run_parallel = ctx.agent.parallel_tool_calls if parallel is None else parallel
-
-    keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
-    claim = ctx.new_event(
-        started_call_ids=tuple(keys),
-        custom_metadata={"idempotency_keys": keys},
-    )
-    appended = list(await ctx.append(claim))
 
     head = await ctx.state()
     plugin_layer = plugin_tool_callbacks(ctx.agent.plugins)

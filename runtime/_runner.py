@@ -24,7 +24,7 @@ from eventstore import (
 from runtime._agent import Agent
 from runtime._callbacks import run_model_callbacks
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
-from runtime._execute import StepExecution, execute_calls
+from runtime._execute import StepExecution, claim_calls, run_claimed
 from runtime._invocation import (
     InvocationContext,
     LoopRequestProcessor,
@@ -35,6 +35,7 @@ from runtime._invocation import (
 )
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
+from runtime._streaming import LiveToolStream
 from runtime.tools import ModelRequest
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -198,6 +199,22 @@ class Runner:
         async for event in self._drive(ctx, new_message, _Ending()):
             yield event
 
+    async def live_tools(self, *, session_id: str, user_id: str) -> LiveToolStream:
+        """Return a ``LiveToolStream`` over the agent's streaming tools for this session.
+
+        Live chunks are yielded as produced and never stored; use ``async with`` so every stream
+        is cancelled when the block ends.
+        """
+        ctx = await self.new_context(session_id=session_id, user_id=user_id)
+        return LiveToolStream(
+            tools=await ctx.resolve_tools(),
+            session_id=session_id,
+            agent_name=self.agent.name,
+            invocation_id=ctx.invocation_id,
+            state=await ctx.state(),
+            artifacts=ctx.artifacts,
+        )
+
     # -- the loop ------------------------------------------------------------------------------
 
     @staticmethod
@@ -225,17 +242,18 @@ class Runner:
             if not plan.calls:
                 break
             try:
-                step = await execute_calls(ctx, plan.calls)
+                claimed = await claim_calls(ctx, plan.calls)
             except SessionConflictError:
-                # Another process claimed first: its claim is in the log now, so planning again
-                # on the new head never runs a call twice. A conflict after the claim (while
-                # answering) is not retried: the calls already ran.
-                if ctx.appended and ctx.appended[-1].started_call_ids:
-                    raise
+                # Another writer moved the session between planning and claiming; its events
+                # (maybe its own claim) are in the log now, so planning again on the new head
+                # never runs a call twice.
                 if attempt == _PLAN_ATTEMPTS - 1:
                     raise
                 await ctx.refresh()
                 continue
+            for event in ctx.take_unreported():
+                yield event
+            step = await run_claimed(ctx, claimed)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
@@ -284,7 +302,10 @@ class Runner:
                 ending.final_text = response.text
                 return
 
-            step = await execute_calls(ctx, response.function_calls, tools=request.tools_by_name)
+            claimed = await claim_calls(ctx, response.function_calls)
+            for event in ctx.take_unreported():
+                yield event
+            step = await run_claimed(ctx, claimed, tools=request.tools_by_name)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
