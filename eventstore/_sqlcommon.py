@@ -13,10 +13,12 @@ from ._backend import NewEvent, SessionRecord, StoredEvent
 
 __all__ = [
     "EVENT_COLUMNS",
+    "MAX_POSITION",
     "MAX_SEQ",
     "SESSION_COLUMNS",
     "USER_SCOPE",
     "scope",
+    "seq_bound",
     "session_record",
     "stored_event",
     "stored_events",
@@ -32,8 +34,16 @@ EVENT_COLUMNS = (
 SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp"
 """A session row joined (``e``) to its newest event, in ``session_record``'s order."""
 
-MAX_SEQ = (1 << 62) - 1
-"""Upper bound standing in for "no upper bound" in range reads."""
+MAX_SEQ = (1 << 31) - 1
+"""The largest ``seq`` a column can hold; stands in for "no upper bound" in range reads."""
+
+MAX_POSITION = (1 << 63) - 1
+"""The largest global ``position``; stands in for "no upper bound"."""
+
+
+def seq_bound(value: int | None) -> int:
+    """Clamp a caller's ``seq`` bound into the column's range (None means no bound)."""
+    return MAX_SEQ if value is None else max(0, min(value, MAX_SEQ))
 
 USER_SCOPE = ""
 """``evs_artifacts.session_scope`` of user-scoped artifacts."""

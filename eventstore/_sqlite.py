@@ -56,9 +56,10 @@ from ._exceptions import (
 from ._migrate import check_revision, head_revision, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
-    MAX_SEQ,
+    MAX_POSITION,
     SESSION_COLUMNS,
     scope,
+    seq_bound,
     session_record,
     stored_events,
     written,
@@ -488,7 +489,7 @@ class SQLiteBackend:
         limit: int | None,
     ) -> list[StoredEvent]:
         sql = _READ_BACKWARD_SQL if backwards else _READ_FORWARD_SQL
-        params = (session_id, after or 0, MAX_SEQ if upto is None else upto,
+        params = (session_id, seq_bound(after or 0), seq_bound(upto),
                   -1 if limit is None else limit)
 
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
@@ -508,7 +509,8 @@ class SQLiteBackend:
             + ("" if user_id is None else " AND user_id = ?")
             + " ORDER BY position"
         )
-        params: tuple[Any, ...] = (app_name, MAX_SEQ if upto_position is None else upto_position)
+        upto = MAX_POSITION if upto_position is None else upto_position
+        params: tuple[Any, ...] = (app_name, upto)
         if user_id is not None:
             params += (user_id,)
 
@@ -524,7 +526,7 @@ class SQLiteBackend:
             row = conn.execute(
                 "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
                 "ORDER BY seq DESC LIMIT 1",
-                (session_id, MAX_SEQ if upto is None else upto),
+                (session_id, seq_bound(upto)),
             ).fetchone()
             if row is None:
                 if conn.execute(_EXISTS_SQL, (session_id,)).fetchone() is None:

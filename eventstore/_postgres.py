@@ -1,0 +1,544 @@
+"""The PostgreSQL backend: many runtimes on many machines sharing one database (asyncpg).
+
+- **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
+  by the session id (``pg_advisory_xact_lock``). Appends to one session are therefore
+  serialized: ``seq`` stays gap-free, and event ``n + 1`` never commits before event ``n``, so a
+  reader tailing by ``seq`` cannot skip an event that commits late. Appends to different
+  sessions do not wait for each other. The database's unique constraints stay the last guard.
+- **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
+  wake-up; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
+  dropped listener connection delays a tail but loses nothing.
+- **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TypeVar
+
+import asyncpg
+
+from ._backend import (
+    ArtifactRecord,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+    check_batch_ids,
+    check_retry,
+)
+from ._exceptions import (
+    ConcurrencyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StorageError,
+    StoreClosedError,
+)
+from ._migrate import check_revision, head_revision, upgrade
+from ._sqlcommon import (
+    EVENT_COLUMNS,
+    MAX_POSITION,
+    SESSION_COLUMNS,
+    scope,
+    seq_bound,
+    session_record,
+    stored_events,
+    written,
+)
+
+__all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]
+
+T = TypeVar("T")
+
+CHANNEL: Final = "evs_events"
+"""NOTIFY channel announcing appends; the payload is the session id."""
+
+POLL_INTERVAL: Final = 1.0
+"""Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
+
+# First key of the two-key advisory locks, so ours cannot collide with other applications'.
+_LOCK_SESSION: Final = 0x65767331  # "evs1"
+_LOCK_ARTIFACT: Final = 0x65767332  # "evs2"
+
+_SESSION_SQL = f"""
+SELECT {SESSION_COLUMNS} FROM evs_sessions s
+LEFT JOIN evs_events e ON e.session_id = s.session_id
+  AND e.seq = (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+"""
+_HEAD_SQL = """
+SELECT s.app_name, s.user_id,
+  (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id),
+  EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
+          AND event_id = ANY($2::varchar[]))
+FROM evs_sessions s WHERE s.session_id = $1
+"""
+_INSERT_SQL = f"""
+WITH ins AS (
+  INSERT INTO evs_events (session_id, seq, event_id, kind, invocation_id, author, timestamp,
+    shared_state, app_name, user_id, schema_version, payload)
+  SELECT $1, $2 + t.n, t.event_id, t.kind, t.invocation_id, t.author, t.ts, t.shared, $3, $4,
+    t.version, t.payload
+  FROM unnest($5::varchar[], $6::varchar[], $7::varchar[], $8::varchar[], $9::float8[],
+              $10::bool[], $11::int[], $12::bytea[])
+    WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload, n)
+  RETURNING seq, position
+)
+SELECT seq, position, pg_notify('{CHANNEL}', $1) FROM ins
+"""
+_READ_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 "
+    "ORDER BY seq {order} LIMIT $4"
+)
+_EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = $1"
+
+
+def _lock_key(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big",
+                          signed=True)
+
+
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("@", 1)[-1]
+
+
+def _translate(exc: BaseException, *, url: str, what: str, session_id: str | None) -> Exception:
+    """The one place asyncpg and network errors become the store's errors."""
+    if session_id is not None:
+        if isinstance(exc, asyncpg.UniqueViolationError) and (
+            exc.constraint_name or ""
+        ).startswith("evs_sessions"):
+            return SessionExistsError(session_id)
+        if isinstance(exc, asyncpg.ForeignKeyViolationError):
+            return SessionNotFoundError(session_id)
+    if isinstance(exc, (OSError, asyncpg.InterfaceError, TimeoutError)):
+        return StorageError(f"PostgreSQL at {url} is unreachable or the connection broke while "
+                            f"trying to {what}: {type(exc).__name__}: {exc}")
+    return StorageError(f"PostgreSQL at {url} failed to {what}: {type(exc).__name__}: {exc}")
+
+
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+async def _insert(
+    conn: Any, session_id: str, app_name: str, user_id: str, events: Sequence[NewEvent],
+    start: int,
+) -> list[StoredEvent]:
+    rows = await conn.fetch(
+        _INSERT_SQL, session_id, start - 1, app_name, user_id,
+        [e.event_id for e in events], [e.kind for e in events],
+        [e.invocation_id for e in events], [e.author for e in events],
+        [e.timestamp for e in events], [e.shared_state for e in events],
+        [e.schema_version for e in events], [e.payload for e in events],
+    )
+    positions = {row[0]: row[1] for row in rows}
+    return [
+        written(session_id, e, seq=start + i, position=positions[start + i])
+        for i, e in enumerate(events)
+    ]
+
+
+class PostgresBackend:
+    """The PostgreSQL backend (see the module docstring for its guarantees).
+
+    Open it with ``PostgresBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
+    """
+
+    def __init__(self, url: str, pool: Any) -> None:
+        self.url = _redact(url)
+        self._dsn = _dsn(url)
+        self._pool = pool
+        self._closed = False
+        self._listener: Any = None
+        self._listener_lock = asyncio.Lock()
+        self._changed: dict[str, asyncio.Event] = {}
+
+    @classmethod
+    async def open(
+        cls, url: str, *, auto_upgrade: bool = False, max_connections: int = 10
+    ) -> PostgresBackend:
+        """Connect to the database ``url`` names (``postgresql+asyncpg://…``).
+
+        Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
+        unless ``auto_upgrade`` (then it is upgraded first), StorageError when unreachable.
+        """
+        shown = _redact(url)
+        current = await cls._revision(url, shown)
+        if current != head_revision() and auto_upgrade:
+            try:
+                await upgrade(url)
+            except StorageError:
+                # Another process may have upgraded the same database at the same moment.
+                if await cls._revision(url, shown) != head_revision():
+                    raise
+            current = await cls._revision(url, shown)
+        check_revision(shown, current)
+        try:
+            pool = await asyncpg.create_pool(_dsn(url), min_size=1, max_size=max_connections)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=shown, what="connect", session_id=None) from exc
+        return cls(url, pool)
+
+    @staticmethod
+    async def _revision(url: str, shown: str) -> str | None:
+        try:
+            conn = await asyncpg.connect(_dsn(url), timeout=10)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=shown, what="connect", session_id=None) from exc
+        try:
+            value = await conn.fetchval("SELECT version_num FROM alembic_version")
+        except asyncpg.UndefinedTableError:
+            return None
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=shown, what="read the schema revision",
+                             session_id=None) from exc
+        finally:
+            await conn.close()
+        return None if value is None else str(value)
+
+    async def _run(
+        self,
+        fn: Callable[[Any], Awaitable[T]],
+        *,
+        what: str,
+        session_id: str | None = None,
+        write: bool = False,
+    ) -> T:
+        if self._closed:
+            raise StoreClosedError()
+        try:
+            async with self._pool.acquire() as conn:
+                if not write:
+                    return await fn(conn)
+                async with conn.transaction():
+                    return await fn(conn)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+        sid = record.session_id
+        check_batch_ids(sid, initial)
+
+        async def job(conn: Any) -> None:
+            await conn.execute(
+                "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
+                "VALUES ($1, $2, $3, $4)",
+                sid, record.app_name, record.user_id, record.created_at,
+            )
+            if initial:
+                await _insert(conn, sid, record.app_name, record.user_id, initial, 1)
+
+        await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        async def job(conn: Any) -> SessionRecord | None:
+            row = await conn.fetchrow(f"{_SESSION_SQL} WHERE s.session_id = $1", session_id)
+            return None if row is None else session_record(row)
+
+        return await self._run(job, what=f"read session {session_id!r}")
+
+    async def list_sessions(
+        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
+    ) -> list[SessionRecord]:
+        params: list[Any] = [after or ""]
+        where = ["s.session_id > $1"]
+        if app_name is not None:
+            params.append(app_name)
+            where.append(f"s.app_name = ${len(params)}")
+        if user_id is not None:
+            params.append(user_id)
+            where.append(f"s.user_id = ${len(params)}")
+        params.append(limit)
+        sql = (f"{_SESSION_SQL} WHERE {' AND '.join(where)} ORDER BY s.session_id "
+               f"LIMIT ${len(params)}")
+
+        async def job(conn: Any) -> list[SessionRecord]:
+            return [session_record(row) for row in await conn.fetch(sql, *params)]
+
+        return await self._run(job, what="list sessions")
+
+    async def delete_session(self, session_id: str) -> bool:
+        async def job(conn: Any) -> bool:
+            row = await conn.fetchrow(
+                "DELETE FROM evs_sessions WHERE session_id = $1 RETURNING app_name, user_id",
+                session_id,
+            )
+            if row is None:
+                return False
+            await conn.execute(
+                "DELETE FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 "
+                "AND session_scope = $3",
+                row[0], row[1], session_id,
+            )
+            await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", session_id)
+            return True
+
+        deleted = await self._run(job, what=f"delete session {session_id!r}", write=True)
+        self._wake(session_id)
+        return deleted
+
+    # -- the log -------------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+    ) -> list[StoredEvent]:
+        check_batch_ids(session_id, events)
+        ids = [e.event_id for e in events]
+
+        async def job(conn: Any) -> list[StoredEvent]:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SESSION, _lock_key(session_id)
+            )
+            # A separate statement: under READ COMMITTED it sees every append that committed
+            # while this transaction waited for the lock.
+            head = await conn.fetchrow(_HEAD_SQL, session_id, ids)
+            if head is None:
+                raise SessionNotFoundError(session_id)
+            app_name, user_id, version, known = head
+            actual = version or 0
+            if known or (expected_version is not None and expected_version != actual):
+                rows = await conn.fetch(
+                    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = $1 "
+                    "AND event_id = ANY($2::varchar[])",
+                    session_id, ids,
+                )
+                retried = check_retry(
+                    session_id, events, {s.event_id: s for s in stored_events(session_id, rows)}
+                )
+                if retried is not None:
+                    return retried
+                assert expected_version is not None
+                raise ConcurrencyError(
+                    session_id, expected_version=expected_version, actual_version=actual
+                )
+            return await _insert(conn, session_id, app_name, user_id, events, actual + 1)
+
+        stored = await self._run(job, what=f"append to session {session_id!r}",
+                                 session_id=session_id, write=True)
+        self._wake(session_id)
+        return stored
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[StoredEvent]:
+        sql = _READ_SQL.format(order="DESC" if backwards else "ASC")
+
+        async def job(conn: Any) -> list[StoredEvent]:
+            rows = await conn.fetch(
+                sql, session_id, seq_bound(after or 0), seq_bound(upto), limit
+            )
+            if not rows and await conn.fetchval(_EXISTS_SQL, session_id) is None:
+                raise SessionNotFoundError(session_id)
+            return stored_events(session_id, rows)
+
+        return await self._run(job, what=f"read session {session_id!r}")
+
+    async def read_shared(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> list[StoredEvent]:
+        sql = (
+            f"SELECT session_id, {EVENT_COLUMNS} FROM evs_events WHERE app_name = $1 "
+            "AND shared_state AND position <= $2"
+            + ("" if user_id is None else " AND user_id = $3")
+            + " ORDER BY position"
+        )
+        params: list[Any] = [app_name, MAX_POSITION if upto_position is None else upto_position]
+        if user_id is not None:
+            params.append(user_id)
+
+        async def job(conn: Any) -> list[StoredEvent]:
+            return [stored_events(row[0], [tuple(row)[1:]])[0]
+                    for row in await conn.fetch(sql, *params)]
+
+        return await self._run(job, what=f"read shared state of app {app_name!r}")
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+        async def job(conn: Any) -> tuple[int, bytes] | None:
+            row = await conn.fetchrow(
+                "SELECT seq, state FROM evs_snapshots WHERE session_id = $1 AND seq <= $2 "
+                "ORDER BY seq DESC LIMIT 1",
+                session_id, seq_bound(upto),
+            )
+            if row is None:
+                if await conn.fetchval(_EXISTS_SQL, session_id) is None:
+                    raise SessionNotFoundError(session_id)
+                return None
+            return int(row[0]), bytes(row[1])
+
+        return await self._run(job, what=f"load a snapshot of session {session_id!r}")
+
+    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+        async def job(conn: Any) -> None:
+            await conn.execute(
+                "INSERT INTO evs_snapshots (session_id, seq, state) VALUES ($1, $2, $3) "
+                "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
+                session_id, seq, state,
+            )
+
+        await self._run(job, what=f"save a snapshot of session {session_id!r}",
+                        session_id=session_id)
+
+    async def drop_snapshots(self) -> int:
+        async def job(conn: Any) -> int:
+            status = await conn.execute("DELETE FROM evs_snapshots")
+            return int(status.rsplit(" ", 1)[-1])
+
+        return await self._run(job, what="drop snapshots")
+
+    # -- artifacts -----------------------------------------------------------------------------
+
+    async def save_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        created_at: float,
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+
+        async def job(conn: Any) -> int:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
+            )
+            version = await conn.fetchval(
+                "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
+                "mime_type, data, created_at) "
+                "SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, "
+                "coalesce(max(version) + 1, 0), $5, $6, $7 "
+                "FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 AND session_scope = $3 "
+                "AND filename = $4 RETURNING version",
+                *key, mime_type, data, created_at,
+            )
+            return int(version)
+
+        return await self._run(job, what=f"save artifact {filename!r}", write=True)
+
+    async def load_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int | None,
+    ) -> ArtifactRecord | None:
+        key = (app_name, user_id, scope(session_id), filename)
+        sql = ("SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE "
+               "app_name = $1 AND user_id = $2 AND session_scope = $3 AND filename = $4 ")
+        if version is None:
+            sql += "ORDER BY version DESC LIMIT 1"
+            params: tuple[Any, ...] = key
+        else:
+            sql += "AND version = $5"
+            params = (*key, version)
+
+        async def job(conn: Any) -> ArtifactRecord | None:
+            row = await conn.fetchrow(sql, *params)
+            if row is None:
+                return None
+            return ArtifactRecord(filename=filename, version=row[0], mime_type=row[1],
+                                  data=bytes(row[2]), created_at=row[3])
+
+        return await self._run(job, what=f"load artifact {filename!r}")
+
+    async def list_artifacts(
+        self, *, app_name: str, user_id: str, session_id: str | None
+    ) -> dict[str, list[int]]:
+        async def job(conn: Any) -> dict[str, list[int]]:
+            found: dict[str, list[int]] = {}
+            for row in await conn.fetch(
+                "SELECT filename, version FROM evs_artifacts WHERE app_name = $1 "
+                "AND user_id = $2 AND session_scope = $3 ORDER BY filename, version",
+                app_name, user_id, scope(session_id),
+            ):
+                found.setdefault(row[0], []).append(row[1])
+            return found
+
+        return await self._run(job, what="list artifacts")
+
+    # -- live tails ----------------------------------------------------------------------------
+
+    def _wake(self, session_id: str) -> None:
+        event = self._changed.pop(session_id, None)
+        if event is not None:
+            event.set()
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._wake(payload)
+
+    async def _listen(self) -> None:
+        """Make sure a LISTEN connection is up; on failure, waiting falls back to polling."""
+        async with self._listener_lock:
+            if self._closed or (self._listener is not None and not self._listener.is_closed()):
+                return
+            try:
+                conn = await asyncpg.connect(self._dsn, timeout=10)
+                await conn.add_listener(CHANNEL, self._on_notify)
+            except _DRIVER_ERRORS:
+                self._listener = None
+                return
+            self._listener = conn
+
+    async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
+        async def version(conn: Any) -> int | None:
+            row = await conn.fetchrow(
+                "SELECT (SELECT max(seq) FROM evs_events WHERE session_id = $1), "
+                "EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1)",
+                session_id,
+            )
+            return (row[0] or 0) if row[1] else None
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        first = True
+        while True:
+            # Registered (and listening) before the version is read, so no wake-up is missed.
+            changed = self._changed.setdefault(session_id, asyncio.Event())
+            await self._listen()
+            current = await self._run(version, what=f"read session {session_id!r}")
+            if current is None:
+                if first:
+                    raise SessionNotFoundError(session_id)
+                return
+            first = False
+            remaining = deadline - loop.time()
+            if current > after or remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, POLL_INTERVAL))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        async with self._listener_lock:
+            if self._listener is not None:
+                with contextlib.suppress(*_DRIVER_ERRORS):
+                    await self._listener.close(timeout=5)
+                self._listener = None
+        try:
+            await asyncio.wait_for(self._pool.close(), 10)
+        except (TimeoutError, *_DRIVER_ERRORS):
+            self._pool.terminate()
+        for event in self._changed.values():
+            event.set()
+        self._changed.clear()
