@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from ._answer import confirm, respond
+from ._demo import demo
 from ._inspect import pending, sessions, show, state, tail
 from ._maintain import db_current, db_upgrade, export, import_, verify
 
@@ -24,6 +25,7 @@ db_app = typer.Typer(help="Schema migrations (alembic) for the database.", no_ar
 db_app.command("upgrade")(db_upgrade)
 db_app.command("current")(db_current)
 
+app.command("demo")(demo)
 app.command("sessions")(sessions)
 app.command("show")(show)
 app.command("state")(state)

@@ -116,12 +116,18 @@ def _line(console: Console, *pieces: tuple[str, str]) -> None:
 
 
 def print_event(
-    console: Console, event: Event, timeline: Timeline, *, confirm_command: str = "evs confirm"
+    console: Console,
+    event: Event,
+    timeline: Timeline,
+    *,
+    confirm_command: str = "evs confirm",
+    live: bool = False,
 ) -> None:
     """Print one event of the timeline (header line, then one line per part or action).
 
     ``confirm_command`` starts the command printed for an unanswered confirmation
-    (``evs confirm [--db URL] SESSION``)."""
+    (``evs confirm [--db URL] SESSION``). ``live`` prints calls without their fate (it is not
+    in the log yet; the responses say which call they answer)."""
     header = Text()
     header.append(f"#{event.seq:<4}", style="bold")
     header.append(f" {_when(event.timestamp)}  ", style="dim")
@@ -132,12 +138,14 @@ def print_event(
         _line(console, ("“" + event.text() + "”", ""))
     for call in event.function_calls():
         if call.name == REQUEST_CONFIRMATION_FUNCTION:
-            _print_confirmation(console, call.id, timeline, confirm_command)
+            _print_confirmation(console, call.id, timeline, confirm_command, live=live)
             continue
         record = timeline.calls.get(call.id)
         status = timeline.status(call.id) if record and record.seq == event.seq else None
         final = record.final_answer if record else None
-        if status == "answered" and final is not None:
+        if live:
+            tail = ("  long-running" if record and record.long_running else "", "yellow")
+        elif status == "answered" and final is not None:
             outcome = "error" if is_error_response(final.response.response) else "answered"
             tail = (f"  {outcome} at #{final.seq}", "red" if outcome == "error" else "green")
         elif status is not None:
@@ -192,7 +200,8 @@ def print_event(
 
 
 def _print_confirmation(
-    console: Console, confirmation_id: str, timeline: Timeline, confirm_command: str
+    console: Console, confirmation_id: str, timeline: Timeline, confirm_command: str, *,
+    live: bool = False,
 ) -> None:
     confirmation = timeline.confirmations[confirmation_id]
     original = confirmation.original
@@ -203,10 +212,10 @@ def _print_confirmation(
           (f"  [{original.get('id')}, {where}]", "dim"))
     if confirmation.hint:
         _line(console, ("  hint: ", "dim"), (confirmation.hint, ""))
-    if confirmation.answer_seq is None:
+    if confirmation.answer_seq is None and not live:
         _line(console, ("  waiting: ", "yellow"),
               (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"))
-    else:
+    elif confirmation.answer_seq is not None:
         verdict = {True: "approved", False: "rejected", None: "answered"}[confirmation.confirmed]
         _line(console, (f"  {verdict} at #{confirmation.answer_seq}",
                         "green" if confirmation.confirmed else "red"))

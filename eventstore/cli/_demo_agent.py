@@ -1,0 +1,138 @@
+"""The demo's agent: tools, the scripted model and the runner (this module imports ``runtime``).
+
+Imported only inside ``evs demo``, never when ``eventstore`` or ``eventstore.cli`` is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from runtime import (
+    Agent,
+    ConfirmationRequired,
+    ModelResponse,
+    ReplayResumePlanner,
+    Runner,
+    ScriptedModel,
+    ScriptStep,
+    ToolContext,
+    function_tool,
+)
+
+from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
+from .._store import EventStore
+
+__all__ = ["AGENT", "REPORT", "demo_runner", "has_load_artifacts", "model_turns", "script"]
+
+AGENT = "weather_agent"
+"""Name (and event author) of the demo agent."""
+
+REPORT = "paris-forecast.md"
+"""The artifact the paid forecast saves and the model later loads."""
+
+
+@function_tool(idempotent=True)
+def get_weather(city: str, tool_context: ToolContext) -> dict[str, Any]:
+    """Return the current weather of a city.
+
+    Args:
+        city: The city name.
+    """
+    if city == "Atlantis":
+        raise LookupError(f"the weather service has no station in {city}")
+    tool_context.state["last_city"] = city
+    return {"city": city, "temperature_c": 22, "condition": "sunny"}
+
+
+@function_tool
+async def paid_forecast(city: str, days: int, tool_context: ToolContext) -> dict[str, Any]:
+    """Return a detailed forecast (a paid lookup: a human confirms it first).
+
+    Args:
+        city: The city name.
+        days: How many days ahead.
+    """
+    if tool_context.tool_confirmation is None:
+        raise ConfirmationRequired(
+            f"The detailed {days}-day forecast for {city} costs $0.05. Approve?",
+            payload={"cost_usd": 0.05},
+        )
+    report = f"# {city}, {days} days\n\nDry all week; highs of 24°C.\n".encode()
+    version = await tool_context.save_artifact(REPORT, report, mime_type="text/markdown")
+    tool_context.state["forecast_cost_usd"] = 0.05
+    return {"city": city, "days": days, "report": REPORT, "report_version": version}
+
+
+@function_tool(is_long_running=True)
+def long_range_outlook(city: str) -> None:
+    """Start a long-range outlook; its result is submitted later.
+
+    Args:
+        city: The city name.
+    """
+    return None
+
+
+def _load_artifacts_tools() -> list[Any]:
+    try:
+        from runtime.replay import load_artifacts_tool  # type: ignore[attr-defined]
+    except ImportError:
+        return []
+    return [load_artifacts_tool()]
+
+
+def has_load_artifacts() -> bool:
+    """Whether the runtime provides the ``load_artifacts`` tool."""
+    return bool(_load_artifacts_tools())
+
+
+def script() -> list[ScriptStep]:
+    """The model's turns, in order."""
+    steps: list[ScriptStep] = [
+        ModelResponse(text="Checking both cities at once.", function_calls=(
+            FunctionCall(id="call-paris", name="get_weather", args={"city": "Paris"}),
+            FunctionCall(id="call-atlantis", name="get_weather", args={"city": "Atlantis"}),
+        )),
+        ModelResponse(function_calls=(
+            FunctionCall(id="call-forecast", name="paid_forecast",
+                         args={"city": "Paris", "days": 7}),
+        )),
+        ModelResponse(function_calls=(
+            FunctionCall(id="call-outlook", name="long_range_outlook", args={"city": "Paris"}),
+        )),
+    ]
+    if has_load_artifacts():
+        steps.append(ModelResponse(function_calls=(
+            FunctionCall(id="call-load", name="load_artifacts",
+                         args={"artifact_names": [REPORT]}),
+        )))
+    steps.append(
+        "Paris: 22°C and sunny now; the 7-day forecast stays dry with highs of 24°C, and the "
+        "30-day outlook is warmer than usual. Atlantis has no weather station, so I could not "
+        "get its weather."
+    )
+    return steps
+
+
+def model_turns(events: Sequence[Event]) -> int:
+    """How many scripted model turns the log already holds (confirmation requests excluded)."""
+    return sum(
+        1
+        for e in events
+        if e.author == AGENT
+        and e.content is not None
+        and e.content.role == "model"
+        and not any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in e.function_calls())
+    )
+
+
+def demo_runner(store: EventStore, events: Sequence[Event], *, app_name: str) -> Runner:
+    """Return a runner for the demo agent whose model continues the script where the log
+    stands, so any process can resume a demo session."""
+    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, *_load_artifacts_tools()]
+    model = ScriptedModel(script()[model_turns(events):])
+    agent = Agent(name=AGENT, model=model, tools=tools,
+                  instruction="You are a weather assistant. Use the tools.")
+    return Runner(agent=agent, store=store, app_name=app_name,
+                  resume_planner=ReplayResumePlanner())
