@@ -76,9 +76,9 @@ def test_crash_sigkill_mid_step_then_resume_reruns_only_idempotent(tmp_path: Pat
     assert "call-charge" in result["reason"]
 
     rate_key, charge_key = idempotency_key("s", "call-rate"), idempotency_key("s", "call-charge")
-    assert lines(effects, "effect") == [
-        f"effect lookup_rate {rate_key}",
+    assert sorted(lines(effects, "effect")) == [
         f"effect charge_card {charge_key}",
+        f"effect lookup_rate {rate_key}",
     ]
     assert lines(effects, "attempt") == [f"attempt lookup_rate {rate_key}"] * 2
     events = asyncio.run(_events(db))
