@@ -1,0 +1,103 @@
+"""Alembic owns the schema: migrations match ``_schema``, the CLI works, opening checks it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import pool
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from eventstore import SchemaOutdatedError, open_store
+from eventstore._migrate import current_revision, head_revision, upgrade
+from eventstore._schema import metadata
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _drift(url: str) -> list[Any]:
+    engine = create_async_engine(url, poolclass=pool.NullPool)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(
+                lambda sync: compare_metadata(
+                    MigrationContext.configure(sync, opts={"compare_type": True}), metadata
+                )
+            )
+    finally:
+        await engine.dispose()
+
+
+async def test_sql_schema_sqlite_has_no_drift(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'evs.db'}"
+    await upgrade(url)
+    assert await current_revision(url) == head_revision()
+    assert await _drift(url) == []
+
+
+@pytest.mark.postgres
+async def test_sql_schema_postgres_has_no_drift(empty_postgres_url: str) -> None:
+    await upgrade(empty_postgres_url)
+    assert await current_revision(empty_postgres_url) == head_revision()
+    assert await _drift(empty_postgres_url) == []
+
+
+def test_sql_schema_alembic_cli_upgrades_from_repo_root(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
+    env = {k: v for k, v in os.environ.items() if k != "EVS_DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "-x", f"url={url}", "upgrade", "head"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert asyncio.run(current_revision(url)) == head_revision()
+
+
+async def test_sql_schema_unmigrated_file_raises_with_upgrade_command(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    sqlite3.connect(path).close()
+    url = f"sqlite+aiosqlite:///{path}"
+    with pytest.raises(SchemaOutdatedError) as info:
+        await open_store(url)
+    assert f"evs db upgrade --db {url}" in str(info.value)
+    assert f"alembic -x url={url} upgrade head" in str(info.value)
+    assert info.value.current is None
+    assert info.value.head == head_revision()
+
+
+async def test_sql_schema_missing_file_is_not_created_without_auto_upgrade(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "new.db"
+    with pytest.raises(SchemaOutdatedError):
+        await open_store(path)
+    assert not path.exists()
+
+
+async def test_sql_schema_auto_upgrade_migrates_then_opens(tmp_path: Path) -> None:
+    path = tmp_path / "auto.db"
+    sqlite3.connect(path).close()
+    async with await open_store(path, auto_upgrade=True) as store:
+        session = await store.create_session(app_name="a", user_id="u")
+        assert (await store.session_info(session.id)).version == 0
+    assert await current_revision(f"sqlite+aiosqlite:///{path}") == head_revision()
+
+
+@pytest.mark.postgres
+async def test_sql_schema_postgres_unmigrated_raises_then_auto_upgrades(
+    empty_postgres_url: str,
+) -> None:
+    with pytest.raises(SchemaOutdatedError) as info:
+        await open_store(empty_postgres_url)
+    assert f"evs db upgrade --db {empty_postgres_url}" in str(info.value)
+    async with await open_store(empty_postgres_url, auto_upgrade=True) as store:
+        await store.create_session(app_name="a", user_id="u", session_id="s1")
+    assert await current_revision(empty_postgres_url) == head_revision()
