@@ -68,7 +68,9 @@ async def test_sql_sqlite_full_synchronous_store_works(db_path: Path) -> None:
         assert len(await store.append(session.id, _text("x"), expected_version=0)) == 1
 
 
-async def test_sql_sqlite_dropped_table_is_a_storage_error(db_path: Path, store: EventStore) -> None:
+async def test_sql_sqlite_dropped_table_is_a_storage_error(
+    db_path: Path, store: EventStore
+) -> None:
     session = await store.create_session(app_name="a", user_id="u")
     conn = sqlite3.connect(db_path)
     conn.execute("DROP TABLE evs_events")
@@ -123,7 +125,8 @@ async def test_sql_sqlite_lists_a_page_of_100k_sessions_fast(
         page = await store.list_sessions(app_name=app_name, user_id=user_id, after=after,
                                          limit=100)
         elapsed = time.perf_counter() - started
-        assert page.sessions and page.sessions[0].id > after
+        assert page.sessions
+        assert page.sessions[0].id > after
         assert elapsed < 0.25, (app_name, user_id, elapsed)
     await store.aclose()
 
