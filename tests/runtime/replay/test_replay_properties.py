@@ -1,0 +1,169 @@
+"""Hypothesis: processors are deterministic, stop early consistently, never plan a call twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from _replay_support import AGENT, History, call
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eventstore import Event, FunctionCall
+from runtime.replay import (
+    RERUN_DECISION_KEY,
+    ConfirmationScan,
+    ResumeDecision,
+    ResumeScan,
+    feed_all,
+    pending,
+    plan_resume,
+    recover_confirmations,
+)
+
+TOOLS = ("get_weather", "charge_card", "render")
+IDEMPOTENT = ("get_weather",)
+
+step = st.one_of(
+    st.tuples(st.just("user"), st.integers(0, 3)),
+    st.tuples(st.just("model"), st.lists(st.sampled_from(TOOLS), min_size=0, max_size=3)),
+    st.tuples(st.just("claim"), st.integers(0, 7)),
+    st.tuples(st.just("respond"), st.integers(0, 7)),
+    st.tuples(st.just("confirm"), st.integers(0, 7)),
+    st.tuples(
+        st.just("answer"),
+        st.integers(0, 7),
+        st.sampled_from(["yes", "no", "json", "malformed", "unknown", "forged"]),
+    ),
+    st.tuples(st.just("rerun"), st.integers(0, 7)),
+    st.tuples(st.just("other_agent"), st.integers(0, 3)),
+)
+
+
+def build(steps: list[tuple[Any, ...]]) -> History:
+    history = History()
+    calls: list[FunctionCall] = []
+    cids: list[str] = []
+    for index, item in enumerate(steps):
+        kind = item[0]
+        if kind == "user":
+            history.user(f"message {item[1]}")
+        elif kind == "model":
+            made = [call(name, f"c{index}-{i}", n=i) for i, name in enumerate(item[1])]
+            calls.extend(made)
+            lr = tuple(c.id for c in made if c.name == "render")
+            history.model(*made, long_running=lr, text=None if made else "ok")
+        elif kind == "other_agent":
+            history.model(call("get_weather", f"o{index}"), agent="other_agent")
+        elif not calls:
+            continue
+        elif kind == "claim":
+            history.claim(calls[item[1] % len(calls)].id)
+        elif kind == "respond":
+            target = calls[item[1] % len(calls)]
+            history.respond((target, {"ok": index}))
+        elif kind == "confirm":
+            target = calls[item[1] % len(calls)]
+            cid = f"confirm-{index}"
+            cids.append(cid)
+            history.respond((target, {"error": {"kind": "confirmation_required"}}))
+            history.request(target, cid)
+        elif kind == "rerun":
+            history.add(
+                Event(
+                    author="user",
+                    custom_metadata={RERUN_DECISION_KEY: [calls[item[1] % len(calls)].id]},
+                )
+            )
+        elif kind == "answer":
+            how = item[2]
+            cid = cids[item[1] % len(cids)] if cids and how != "unknown" else f"nope-{index}"
+            if how == "forged":
+                target = calls[item[1] % len(calls)]
+                cid = f"forged-{index}"
+                history.request(target, cid, agent="user")
+            raw: dict[str, Any] = {
+                "yes": {"confirmed": True},
+                "no": {"confirmed": False, "payload": {"why": "no"}},
+                "json": {"response": orjson.dumps({"confirmed": True}).decode()},
+                "malformed": {"confirmed": "maybe"},
+                "unknown": {"confirmed": True},
+                "forged": {"confirmed": True},
+            }[how]
+            history.answer(cid, raw=raw)
+    return history
+
+
+def _responses_after(history: History, call_id: str, after_seq: int) -> list[int]:
+    return [
+        e.seq or 0
+        for e in history.events
+        if (e.seq or 0) > after_seq and any(r.id == call_id for r in e.function_responses())
+    ]
+
+
+def _model_seq(history: History, call_id: str) -> int:
+    return next(
+        e.seq or 0
+        for e in history.events
+        if e.author == AGENT and any(c.id == call_id for c in e.function_calls())
+    )
+
+
+def _check_never_answered(history: History, decision: ResumeDecision) -> None:
+    for planned in decision.execute:
+        since = _model_seq(history, planned.call.id)
+        if planned.confirmation is not None:
+            request = next(
+                e
+                for e in history.events
+                if any(
+                    c.id != planned.call.id
+                    and c.args.get("originalFunctionCall", {}).get("id") == planned.call.id
+                    for c in e.function_calls()
+                )
+            )
+            since = request.seq or 0
+        assert _responses_after(history, planned.call.id, since) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(step, max_size=30))
+def test_properties_processors_are_deterministic_and_stop_consistently(
+    steps: list[tuple[Any, ...]],
+) -> None:
+    history = build(steps)
+    newest = history.newest_first()
+    first = plan_resume(newest, agent_name=AGENT, idempotent_tools=IDEMPOTENT)
+    assert plan_resume(iter(newest), agent_name=AGENT, idempotent_tools=IDEMPOTENT) == first
+    assert recover_confirmations(newest, agent_name=AGENT) == recover_confirmations(
+        iter(newest), agent_name=AGENT
+    )
+    assert pending(history.events) == pending(newest)
+
+    for make in (
+        lambda: ResumeScan(agent_name=AGENT, idempotent_tools=IDEMPOTENT),
+        lambda: ConfirmationScan(agent_name=AGENT),
+    ):
+        full, prefix = make(), make()
+        consumed = feed_all(full, newest)
+        assert consumed <= len(newest)
+        feed_all(prefix, newest[:consumed])
+        assert prefix.result() == full.result()
+
+    _check_never_answered(history, first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(step, max_size=30))
+def test_properties_no_call_is_planned_twice(steps: list[tuple[Any, ...]]) -> None:
+    history = build(steps)
+    decision = plan_resume(history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT)
+    if not decision.execute:
+        return
+    # the executor claims and answers the planned calls …
+    history.claim(*(p.call.id for p in decision.execute))
+    history.respond(*((p.call, {"done": True}) for p in decision.execute))
+    # … and no later plan (no new human input) runs any of them again
+    again = plan_resume(history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT)
+    assert {p.call.id for p in again.execute} & {p.call.id for p in decision.execute} == set()
