@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,6 +14,7 @@ from pathlib import Path
 import orjson
 from _cli_support import (
     AGENT,
+    REPO,
     build,
     file_fingerprint,
     finishing_log,
@@ -190,3 +195,30 @@ def test_read_commands_do_not_change_the_file(paused_db: Path) -> None:
         result = invoke(*args, "--db", str(paused_db))
         assert result.exit_code == 0, (args, result.stderr)
     assert file_fingerprint(paused_db) == before
+
+
+def test_state_of_a_long_session_is_read_only(db: Path) -> None:
+    deltas = [Event(author=AGENT, actions=EventActions(state_delta={"n": n})) for n in range(450)]
+    make_session(str(db), deltas)
+    before = file_fingerprint(db)
+    result = invoke("state", "s1", "--db", str(db), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["keys"] == [
+        {"key": "n", "value": 449, "session_id": "s1", "seq": 450}]
+    assert invoke("verify", "--db", str(db)).exit_code == 0
+    assert file_fingerprint(db) == before
+
+
+def test_tail_exits_cleanly_on_ctrl_c(paused_db: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "eventstore.cli", "tail", "s1", "--db", str(paused_db),
+         "--after", "8", "--poll", "0.05"],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    first = child.stdout.readline()  # the event at seq 9 arrived: tail is following
+    assert first.startswith("#9")
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=20)
+    assert child.returncode == 0, err
+    assert "Traceback" not in err
