@@ -11,12 +11,14 @@ from typing import Any
 from runtime import (
     Agent,
     ConfirmationRequired,
+    ModelRequest,
     ModelResponse,
     ReplayResumePlanner,
     Runner,
     ScriptedModel,
     ScriptStep,
     ToolContext,
+    default_request_processors,
     function_tool,
 )
 
@@ -74,17 +76,33 @@ def long_range_outlook(city: str) -> None:
     return None
 
 
-def _load_artifacts_tools() -> list[Any]:
+def _load_artifacts() -> tuple[Any, Any] | None:
+    """The runtime's load_artifacts tool class and request processor, once they are published."""
     try:
-        from runtime.replay import load_artifacts_tool  # type: ignore[attr-defined]
+        from runtime.replay import (  # type: ignore[attr-defined,unused-ignore]
+            LoadArtifactsProcessor,
+            LoadArtifactsTool,
+        )
     except ImportError:
-        return []
-    return [load_artifacts_tool()]
+        return None
+    return LoadArtifactsTool, LoadArtifactsProcessor
 
 
 def has_load_artifacts() -> bool:
     """Whether the runtime provides the ``load_artifacts`` tool."""
-    return bool(_load_artifacts_tools())
+    return _load_artifacts() is not None
+
+
+def _final_answer(request: ModelRequest) -> ModelResponse:
+    """The last turn: quotes the report when ``load_artifacts`` put it into this request."""
+    texts = [p.text for c in request.contents for p in c.parts if p.text]
+    report = next((t for t in texts if t.startswith(f"Artifact {REPORT}")), None)
+    quoted = (" The report I loaded says: " + report.splitlines()[-1].strip()) if report else ""
+    return ModelResponse(
+        text="Paris: 22°C and sunny now; the 7-day forecast stays dry with highs of 24°C, and "
+        "the 30-day outlook is warmer than usual. Atlantis has no weather station, so I could "
+        f"not get its weather.{quoted}"
+    )
 
 
 def script() -> list[ScriptStep]:
@@ -107,11 +125,7 @@ def script() -> list[ScriptStep]:
             FunctionCall(id="call-load", name="load_artifacts",
                          args={"artifact_names": [REPORT]}),
         )))
-    steps.append(
-        "Paris: 22°C and sunny now; the 7-day forecast stays dry with highs of 24°C, and the "
-        "30-day outlook is warmer than usual. Atlantis has no weather station, so I could not "
-        "get its weather."
-    )
+    steps.append(_final_answer)
     return steps
 
 
@@ -130,9 +144,15 @@ def model_turns(events: Sequence[Event]) -> int:
 def demo_runner(store: EventStore, events: Sequence[Event], *, app_name: str) -> Runner:
     """Return a runner for the demo agent whose model continues the script where the log
     stands, so any process can resume a demo session."""
-    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, *_load_artifacts_tools()]
+    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook]
+    processors: list[Any] = default_request_processors()
+    loader = _load_artifacts()
+    if loader is not None:
+        tool_class, processor_class = loader
+        tools.append(tool_class())
+        processors.append(processor_class())
     model = ScriptedModel(script()[model_turns(events):])
     agent = Agent(name=AGENT, model=model, tools=tools,
                   instruction="You are a weather assistant. Use the tools.")
-    return Runner(agent=agent, store=store, app_name=app_name,
+    return Runner(agent=agent, store=store, app_name=app_name, request_processors=processors,
                   resume_planner=ReplayResumePlanner())
