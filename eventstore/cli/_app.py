@@ -14,7 +14,8 @@ __all__ = ["app"]
 app = typer.Typer(
     name="evs",
     help="Inspect and maintain an agent-eventstore database (--db URL, or EVS_DATABASE_URL; "
-    "default ./evs.db).",
+    "default ./evs.db). Exit status: 0 done, 1 error (one line on stderr), 2 bad usage, "
+    "3 evs verify found problems.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
