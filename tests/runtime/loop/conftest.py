@@ -1,31 +1,14 @@
-"""Fixtures of the loop tests: a real store (memory, and a SQLite file when the backend exists)."""
+"""Fixtures of the loop tests: a real store per backend (see ``_loop_support``)."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from _loop_support import BACKENDS, open_backend
 
-from eventstore import EventStore, open_store
-
-HAS_SQLITE = importlib.util.find_spec("eventstore._sqlite") is not None
-
-BACKENDS = [
-    pytest.param("memory", id="memory"),
-    pytest.param(
-        "sqlite",
-        id="sqlite",
-        marks=pytest.mark.skipif(not HAS_SQLITE, reason="the SQLite backend is not there yet"),
-    ),
-]
-
-
-async def open_backend(kind: str, tmp_path: Path) -> EventStore:
-    if kind == "memory":
-        return await open_store("memory://")
-    return await open_store(tmp_path / "loop.db", auto_upgrade=True)
+from eventstore import EventStore
 
 
 @pytest.fixture(params=BACKENDS)
