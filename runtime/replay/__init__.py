@@ -5,6 +5,13 @@ public answer APIs and load_artifacts. The processors are pure functions of the 
 given (newest first, stopping early); I/O stays in the answer APIs and the loop's hooks.
 """
 
+from runtime.replay._artifacts import (
+    LOAD_ARTIFACTS,
+    LoadArtifactsProcessor,
+    LoadArtifactsTool,
+    LoadedArtifactsScan,
+    requested_artifacts,
+)
 from runtime.replay._confirmations import (
     ConfirmationRecovery,
     ConfirmationScan,
@@ -22,6 +29,7 @@ from runtime.replay._resume import (
     InDoubtCall,
     ResumeCall,
     ResumeDecision,
+    ResumeReason,
     ResumeScan,
     plan_resume,
     rerun_call_ids,
@@ -33,6 +41,10 @@ __all__ = [
     "ConfirmationScan",
     "ConfirmedCall",
     "InDoubtCall",
+    "LOAD_ARTIFACTS",
+    "LoadArtifactsProcessor",
+    "LoadArtifactsTool",
+    "LoadedArtifactsScan",
     "PendingCall",
     "PendingKind",
     "PendingReport",
@@ -42,6 +54,7 @@ __all__ = [
     "ReplayResumePlanner",
     "ResumeCall",
     "ResumeDecision",
+    "ResumeReason",
     "ResumeScan",
     "answer_confirmation",
     "decide",
@@ -50,6 +63,7 @@ __all__ = [
     "pending",
     "plan_resume",
     "recover_confirmations",
+    "requested_artifacts",
     "rerun_call",
     "rerun_call_ids",
     "submit_response",

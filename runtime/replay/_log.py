@@ -6,7 +6,7 @@ error string that names what is wrong, because a malformed answer is user input,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -64,19 +64,24 @@ async def feed_store(
     session_id: str,
     *,
     upto: int | None = None,
-    page_size: int = 64,
+    first_page: int = 16,
+    max_page: int = 512,
 ) -> int:
     """Feed the session's events newest first from the store until ``scan`` is done.
 
-    Pages are read lazily, so a scan that stops early reads one page; returns the number of
-    events consumed.
+    Pages start small and double (a scan that stops early reads one small page); returns the
+    number of events consumed.
     """
-    consumed = 0
-    pages: AsyncIterator[Event] = store.iter_backwards(session_id, upto=upto, page_size=page_size)
-    async for event in pages:
-        consumed += 1
-        if not scan.feed(event):
-            break
+    consumed, cursor, size = 0, upto, first_page
+    while cursor is None or cursor > 0:
+        page = await store.read(session_id, upto=cursor, backwards=True, limit=size)
+        for event in page:
+            consumed += 1
+            if not scan.feed(event):
+                return consumed
+        if len(page) < size or page[-1].seq is None:
+            return consumed
+        cursor, size = page[-1].seq - 1, min(size * 2, max_page)
     return consumed
 
 

@@ -32,10 +32,14 @@ __all__ = [
     "InDoubtCall",
     "ResumeCall",
     "ResumeDecision",
+    "ResumeReason",
     "ResumeScan",
     "plan_resume",
     "rerun_call_ids",
 ]
+
+ResumeReason = Literal["not_started", "confirmed", "rejected", "idempotent_rerun", "rerun_decided"]
+"""Why a call is executed on resume (stable strings)."""
 
 RERUN_DECISION_KEY = "rerun_call_ids"
 """``custom_metadata`` key of a resume-decision event: the in-doubt call ids a human allowed to
@@ -59,9 +63,11 @@ class ResumeCall:
     """The call as the model emitted it (stored id, name and args)."""
     confirmation: ToolConfirmation | None = None
     """The human's answer when this is a confirmed (or rejected) call, else ``None``."""
+    confirmation_id: str | None = None
+    """The confirmation request that was answered, when ``confirmation`` is set."""
     rerun: bool = False
     """The call was started before and is executed again (same idempotency key)."""
-    reason: Literal["not_started", "confirmed", "rejected", "idempotent_rerun", "rerun_decided"]
+    reason: ResumeReason
     """Why it runs now."""
 
 
@@ -146,25 +152,26 @@ class ResumeScan:
         planned: set[str] = set()
         for confirmed in recovery.calls:
             call, answer = confirmed.call, confirmed.confirmation
-            reason: Literal["confirmed", "rejected"] = (
-                "confirmed" if answer.confirmed else "rejected"
-            )
             planned.add(call.id)
             rerun = confirmed.started_after_answer
-            if not rerun or not answer.confirmed:
-                # a rejection runs no tool, so answering it again is always safe
-                execute.append(
-                    ResumeCall(call=call, confirmation=answer, rerun=rerun, reason=reason)
-                )
-            elif call.name in self._idempotent:
+            why: ResumeReason | None = "confirmed" if answer.confirmed else "rejected"
+            if rerun and answer.confirmed:
+                # a rejection runs no tool, so only a confirmed call can be in doubt
+                if call.name in self._idempotent:
+                    why = "idempotent_rerun"
+                elif call.id in self._decided:
+                    why = "rerun_decided"
+                else:
+                    why = None
+            if why is not None:
                 execute.append(
                     ResumeCall(
-                        call=call, confirmation=answer, rerun=True, reason="idempotent_rerun"
+                        call=call,
+                        confirmation=answer,
+                        confirmation_id=confirmed.confirmation_id,
+                        rerun=rerun,
+                        reason=why,
                     )
-                )
-            elif call.id in self._decided:
-                execute.append(
-                    ResumeCall(call=call, confirmation=answer, rerun=True, reason="rerun_decided")
                 )
             else:
                 in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))

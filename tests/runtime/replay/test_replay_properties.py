@@ -117,11 +117,7 @@ def _check_never_answered(history: History, decision: ResumeDecision) -> None:
             request = next(
                 e
                 for e in history.events
-                if any(
-                    c.id != planned.call.id
-                    and c.args.get("originalFunctionCall", {}).get("id") == planned.call.id
-                    for c in e.function_calls()
-                )
+                if any(c.id == planned.confirmation_id for c in e.function_calls())
             )
             since = request.seq or 0
         assert _responses_after(history, planned.call.id, since) == []
