@@ -1,10 +1,9 @@
 """The event model: immutable values that make up a session's log.
 
-The shape follows the common agent frameworks (ADK's ``Event``: content parts plus actions) so that
-adapters and importers stay thin. Every record is a frozen, slotted, keyword-only dataclass:
-cheap to build, hashable by identity, and serialized by orjson without an intermediate dict. Mappings inside
-an event (``args``, ``response``, ``state_delta`` …) are plain dicts for speed; treat them as
-read-only, the store never hands out a dict it keeps.
+The shape follows the common agent frameworks (ADK's ``Event``: content parts plus actions) so
+that adapters and importers stay thin. Every record is a frozen, slotted, keyword-only dataclass:
+cheap to build, and serialized by orjson without an intermediate dict. Mappings inside an event
+(``args``, ``response``, ``state_delta`` …) are plain dicts for speed; treat them as read-only.
 """
 
 from __future__ import annotations
