@@ -35,7 +35,7 @@ from eventstore import (
 )
 from eventstore._codec import decode_event, decode_trusted, encode_event
 
-CODEC_SETTINGS = settings(max_examples=150, deadline=None)
+CODEC_SETTINGS = settings(max_examples=80, deadline=None)
 
 
 def _round_trips(event: Event) -> None:

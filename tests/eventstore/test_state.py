@@ -16,7 +16,7 @@ keys = st.sampled_from(["a", "b", "c", "n", "user:u", "app:x", "temp:t"])
 deltas = st.dictionaries(keys, st.none() | json_values, max_size=4)
 delta_lists = st.lists(deltas, max_size=12)
 states = st.dictionaries(keys, json_values, max_size=4)
-FOLD_SETTINGS = settings(max_examples=100, deadline=None)
+FOLD_SETTINGS = settings(max_examples=60, deadline=None)
 
 
 def _reference(deltas: list[dict[str, Any]]) -> dict[str, Any]:
