@@ -18,7 +18,14 @@ from typing import Any, Self
 import orjson
 
 from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
-from ._codec import SCHEMA_VERSION, decode_event, decode_trusted, encode_event, event_kind
+from ._codec import (
+    SCHEMA_VERSION,
+    decode_event,
+    decode_trusted,
+    encode_event,
+    event_kind,
+    with_seq,
+)
 from ._events import Event, EventActions
 from ._exceptions import (
     ArtifactNotFoundError,
@@ -258,7 +265,7 @@ class EventStore:
             )
             if event.actions.state_delta:
                 initial.append(new)
-                events.append(dataclasses.replace(event, seq=1))
+                events.append(with_seq(event, 1))
         await backend.create_session(
             SessionRecord(session_id=sid, app_name=app_name, user_id=user_id, created_at=now),
             initial,
@@ -382,7 +389,7 @@ class EventStore:
             session_id, [new for _, new in prepared], expected_version=expected_version
         )
         return [
-            dataclasses.replace(event, seq=row.seq)
+            with_seq(event, row.seq)
             for (event, _), row in zip(prepared, stored, strict=True)
         ]
 
