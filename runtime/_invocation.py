@@ -23,6 +23,7 @@ from eventstore import (
     EventStore,
     FunctionCall,
     ToolConfirmation,
+    apply_delta,
 )
 from runtime._context import ArtifactService, ReadonlyContext
 from runtime._exceptions import SessionConflictError
@@ -202,6 +203,7 @@ class InvocationContext:
         """Number of model calls made so far in this invocation."""
         self._cache: list[Event] | None = None
         self._readonly: tuple[int, ReadonlyContext] | None = None
+        self._state: dict[str, Any] | None = None
         self._tools: dict[str, Tool] | None = None
         self._unreported = 0
 
@@ -245,6 +247,9 @@ class InvocationContext:
         self.appended.extend(stored)
         if self._cache is not None:
             self._cache.extend(stored)
+        if self._state is not None:
+            for event in stored:
+                apply_delta(self._state, event.actions.state_delta)
         return stored
 
     async def events(self) -> list[Event]:
@@ -262,6 +267,7 @@ class InvocationContext:
         self.version = await self.store.version(self.session_id)
         self._cache = None
         self._readonly = None
+        self._state = None
 
     def take_unreported(self) -> list[Event]:
         """Return the appended events not returned by an earlier call (for live consumers)."""
@@ -272,8 +278,15 @@ class InvocationContext:
     # -- derived views -------------------------------------------------------------------------
 
     async def state(self) -> dict[str, Any]:
-        """Return the session state at ``version`` (the fold of the log)."""
-        return await self.store.state(self.session_id, at=self.version)
+        """Return the session state at ``version`` (a copy; the fold of the log).
+
+        Read from the store once, then advanced by the deltas of the events this invocation
+        appends (the same fold rule), so a step costs no state read. ``user:``/``app:`` keys
+        changed by *other* sessions during the invocation show up in the next invocation.
+        """
+        if self._state is None:
+            self._state = await self.store.state(self.session_id, at=self.version)
+        return dict(self._state)
 
     async def readonly_context(self) -> ReadonlyContext:
         """Return the read-only context request building and toolsets see (state at ``version``)."""

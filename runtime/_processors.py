@@ -5,9 +5,10 @@ Each is a ``LoopRequestProcessor``; a runner's list may append more (the replay 
 
 from __future__ import annotations
 
+from runtime._agent import Agent
 from runtime._contents import build_contents
 from runtime._invocation import InvocationContext, LoopRequestProcessor
-from runtime.tools import ModelRequest, Tool, Toolset, build_tool_request
+from runtime.tools import ModelRequest, RequestProcessor, Tool, Toolset, build_tool_request
 
 __all__ = [
     "ContentsProcessor",
@@ -37,12 +38,37 @@ class ContentsProcessor:
 
 class ToolsProcessor:
     """Packs the agent's tools and toolsets (declarations + execution table) and runs the tools'
-    own request processing; duplicate names raise ``ToolDefinitionError``."""
+    own request processing; duplicate names raise ``ToolDefinitionError``.
+
+    An agent with only plain function tools (no toolsets, no tool with its own request
+    processing) packs to the same result on every request; that packing is kept per agent and
+    copied, which is the same request without re-checking every tool's capabilities.
+    """
+
+    def __init__(self) -> None:
+        self._static: dict[int, tuple[Agent, ModelRequest | None]] = {}
+
+    async def _template(self, ctx: InvocationContext) -> ModelRequest | None:
+        agent = ctx.agent
+        known = self._static.get(id(agent))
+        if known is not None and known[0] is agent:
+            return known[1]
+        template: ModelRequest | None = None
+        if not agent.toolsets and not any(isinstance(t, RequestProcessor) for t in agent.tools):
+            template = await build_tool_request(agent.tools, await ctx.readonly_context())
+        self._static[id(agent)] = (agent, template)
+        return template
 
     async def process(self, ctx: InvocationContext, request: ModelRequest) -> None:
         """Pack tools into ``request`` and record the execution table on ``ctx``."""
-        items: list[Tool | Toolset] = [*ctx.agent.tools, *ctx.agent.toolsets]
-        await build_tool_request(items, await ctx.readonly_context(), request=request)
+        template = await self._template(ctx) if not request.tools_by_name else None
+        if template is not None:
+            request.declarations.extend(template.declarations)
+            request.tools_by_name.update(template.tools_by_name)
+            request.tool_sources.update(template.tool_sources)
+        else:
+            items: list[Tool | Toolset] = [*ctx.agent.tools, *ctx.agent.toolsets]
+            await build_tool_request(items, await ctx.readonly_context(), request=request)
         ctx.remember_tools(request.tools_by_name)
 
 
