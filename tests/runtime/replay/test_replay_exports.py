@@ -1,0 +1,32 @@
+"""runtime.replay and runtime.testing export exactly their sorted ``__all__``."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+import runtime
+import runtime.replay
+import runtime.testing
+
+
+@pytest.mark.parametrize(
+    "module",
+    [pytest.param(runtime.replay, id="replay"), pytest.param(runtime.testing, id="testing")],
+)
+def test_exports_all_is_sorted_and_exactly_the_public_surface(module: types.ModuleType) -> None:
+    names = list(module.__all__)
+    assert names == sorted(names)
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(names)
+
+
+def test_exports_runtime_reexports_the_answer_apis() -> None:
+    for name in ("answer_confirmation", "submit_response", "rerun_call", "pending"):
+        assert name in runtime.__all__
+        assert getattr(runtime, name) is getattr(runtime.replay, name)
