@@ -6,7 +6,8 @@ test (a SQLite file in ``tmp_path``, a fresh PostgreSQL database) and closes the
 
 The SQL params switch on by themselves once ``eventstore._sqlite`` / ``eventstore._postgres``
 exist. PostgreSQL tests skip when the server is unreachable (set ``EVS_TEST_POSTGRES_URL``),
-except under ``CI``, where an unreachable server fails them.
+except under ``CI``, where an unreachable server fails them (``postgres_server_url`` in
+``tests/conftest.py`` decides).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 
 import pytest
 from _evs_support import (
-    POSTGRES_ENV,
     BackendTarget,
     StoreFactory,
     backend_module_exists,
@@ -56,16 +56,6 @@ def _asyncpg_dsn(url: str, database: str | None = None) -> str:
     return dsn
 
 
-def _unreachable(reason: str) -> None:
-    message = (
-        f"PostgreSQL at {postgres_base_url()} is unreachable ({reason}); start it or set "
-        f"{POSTGRES_ENV}=postgresql+asyncpg://user@host:port/db to enable these tests."
-    )
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 async def _admin(sql: str) -> None:
     import asyncpg
 
@@ -77,13 +67,14 @@ async def _admin(sql: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_template() -> Iterator[str]:
-    """A database migrated to head once per test run; each test copies it."""
-    name = f"evs_tmpl_{uuid.uuid4().hex[:10]}"
-    try:
-        run_in_thread(lambda: _admin(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # OSError, ImportError, asyncpg's own (auth, unknown database …)
-        _unreachable(repr(exc))
+def postgres_template(postgres_server_url: str) -> Iterator[str]:
+    """A database migrated to head once per test run; each test copies it.
+
+    ``postgres_server_url`` (tests/conftest.py) skips when the server is unreachable, or fails
+    under ``CI``.
+    """
+    name = f"evs_tmpl_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    run_in_thread(lambda: _admin(f'CREATE DATABASE "{name}"'))
     url = postgres_base_url().rsplit("/", 1)[0] + "/" + name
 
     async def migrate() -> None:
@@ -137,7 +128,7 @@ def postgres_url(postgres_template: str, _postgres_pool: list[str]) -> Iterator[
     if _postgres_pool:
         name = _postgres_pool.pop()
     else:
-        name = f"evs_t_{uuid.uuid4().hex[:12]}"
+        name = f"evs_t_{os.getpid()}_{uuid.uuid4().hex[:10]}"
         run_in_thread(lambda: _admin(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
     yield postgres_base_url().rsplit("/", 1)[0] + "/" + name
     try:
