@@ -21,6 +21,7 @@ from eventstore import (
     apply_delta,
 )
 from runtime._context import ToolContext, idempotency_key
+from runtime._exceptions import SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
@@ -128,6 +129,8 @@ async def run_claimed(
     ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
     gets the planned confirmation and the idempotency key of (session, call id). Appends, in one
     atomic batch: the response event, the confirmation-request event, the display-text event.
+    If another writer appended while the tools ran, the batch goes after its events unless they
+    claimed or answered one of these calls (then ``SessionConflictError``).
     """
     planned = list(claimed.calls)
     appended: list[Event] = [claimed.claim] if claimed.claim is not None else []
@@ -194,7 +197,7 @@ async def run_claimed(
             )
         )
     if batch:
-        appended.extend(await ctx.append(*batch))
+        appended.extend(await _append_answers(ctx, claimed, batch))
     return StepExecution(
         outcomes=tuple(outcomes),
         events=tuple(appended),
@@ -203,6 +206,34 @@ async def run_claimed(
         skip_summarization=merged.actions.skip_summarization,
         display_text=display,
     )
+
+
+_ANSWER_ATTEMPTS = 3
+
+
+async def _append_answers(
+    ctx: InvocationContext, claimed: ClaimedCalls, batch: list[Event]
+) -> list[Event]:
+    """Append the answers of calls this invocation claimed, even if the session moved meanwhile.
+
+    The tools already ran, so their results are facts to record, not decisions to re-make: when
+    another writer appended while they ran (a user message, say), the answers go after its events
+    — unless one of those events claimed or answered the same calls, which raises the conflict.
+    """
+    ids = {p.call.id for p in claimed.calls}
+    for attempt in range(_ANSWER_ATTEMPTS):
+        try:
+            return await ctx.append(*batch)
+        except SessionConflictError:
+            if attempt == _ANSWER_ATTEMPTS - 1:
+                raise
+            newer = await ctx.store.read(ctx.session_id, after=ctx.version)
+            for event in newer:
+                touched = set(event.started_call_ids) | {r.id for r in event.function_responses()}
+                if touched & ids:
+                    raise
+            await ctx.refresh()
+    raise AssertionError("unreachable")
 
 
 def confirmation_request_event(

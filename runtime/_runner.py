@@ -82,9 +82,12 @@ class Runner:
 
     Guarantees: every event it appends carries the invocation id, the agent's name as author
     (``user`` for the user's message) and the branch; every append is checked against the
-    version the runner last saw, and a session moved by another writer stops the invocation with
-    ``SessionConflictError`` before anything is overwritten or any claimed call runs twice.
-    The runner keeps no per-session state between invocations.
+    version the runner last saw. A session moved by another writer stops the invocation with
+    ``SessionConflictError`` before anything is overwritten or any claimed call runs twice — with
+    one exception: the answers of calls this invocation claimed and ran are appended after the
+    other writer's events, unless those events claimed or answered the same calls. A conflict
+    on the resume planner's claim re-plans on the new head. The runner keeps no per-session
+    state between invocations.
     """
 
     def __init__(

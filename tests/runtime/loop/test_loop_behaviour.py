@@ -413,3 +413,68 @@ async def test_parallel_calls_really_overlap(store: EventStore) -> None:
     )
     await runner.run(session_id="s", user_id="u", new_message="go")
     assert peak == 4
+
+
+async def test_answers_of_claimed_calls_are_kept_when_a_user_writes_meanwhile(
+    store: EventStore,
+) -> None:
+    @function_tool
+    async def slow_lookup(city: str) -> str:
+        """Look something up while the user types."""
+        await store.append(
+            "s",
+            Event(author="user", content=Content(role="user", parts=(Part(text="hurry"),))),
+            expected_version=None,
+        )
+        return f"{city}: sunny"
+
+    runner, model = await make(
+        store,
+        [ModelResponse.calling(call("c1", "slow_lookup", city="Oslo")), "Oslo is sunny."],
+        tools=[slow_lookup],
+    )
+    result = await runner.run(session_id="s", user_id="u", new_message="weather?")
+    history = (await store.get_session("s")).events
+    assert [e.author for e in history] == ["user", AGENT, AGENT, "user", AGENT, AGENT]
+    assert history[3].text() == "hurry"
+    assert [r.id for r in history[4].function_responses()] == ["c1"]
+    assert result.status == "completed"
+    assert [e.seq for e in result.events] == [1, 2, 3, 5, 6]
+    # The next request saw the user's message, and the answer right after the call.
+    assert [c.role for c in model.requests[1].contents] == ["user", "model", "user", "user"]
+
+
+async def test_answers_are_not_appended_when_another_process_answered_the_same_call(
+    store: EventStore,
+) -> None:
+    @function_tool
+    async def contested(city: str) -> str:
+        """Another process answers this very call while it runs."""
+        await store.append(
+            "s",
+            Event(
+                author="user",
+                content=Content(
+                    role="user",
+                    parts=(
+                        Part(
+                            function_response=FunctionResponse(
+                                id="c1", name="contested", response={"r": "theirs"}
+                            )
+                        ),
+                    ),
+                ),
+            ),
+            expected_version=None,
+        )
+        return "mine"
+
+    runner, _ = await make(
+        store, [ModelResponse.calling(call("c1", "contested", city="Oslo"))], tools=[contested]
+    )
+    with pytest.raises(SessionConflictError):
+        await runner.run(session_id="s", user_id="u", new_message="go")
+    answers = [
+        r.response for e in (await store.get_session("s")).events for r in e.function_responses()
+    ]
+    assert answers == [{"r": "theirs"}]
