@@ -68,6 +68,9 @@ from runtime._scripted import ScriptedModel, ScriptStep
 from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration
 from runtime.replay import (
+    AgentTool,
+    LoadArtifactsProcessor,
+    LoadArtifactsTool,
     PendingCall,
     PendingReport,
     ReplayResumePlanner,
@@ -97,6 +100,7 @@ __all__ = [
     "Agent",
     "AgentCallbacks",
     "AgentRuntimeError",
+    "AgentTool",
     "ArtifactService",
     "BeforeModelCallback",
     "CallAlreadyAnsweredError",
@@ -116,6 +120,8 @@ __all__ = [
     "ListToolset",
     "LiveChunk",
     "LiveToolStream",
+    "LoadArtifactsProcessor",
+    "LoadArtifactsTool",
     "LoopRequestProcessor",
     "MergedResponses",
     "Model",

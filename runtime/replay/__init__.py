@@ -5,6 +5,12 @@ public answer APIs and load_artifacts. The processors are pure functions of the 
 given (newest first, stopping early); I/O stays in the answer APIs and the loop's hooks.
 """
 
+from runtime.replay._agent_tool import (
+    INTERNAL_STATE_PREFIXES,
+    PARENT_LINK_KEY,
+    AgentTool,
+    child_session_id,
+)
 from runtime.replay._artifacts import (
     LOAD_ARTIFACTS,
     LoadArtifactsProcessor,
@@ -36,15 +42,18 @@ from runtime.replay._resume import (
 )
 
 __all__ = [
+    "AgentTool",
     "BackwardScan",
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",
+    "INTERNAL_STATE_PREFIXES",
     "InDoubtCall",
     "LOAD_ARTIFACTS",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
     "LoadedArtifactsScan",
+    "PARENT_LINK_KEY",
     "PendingCall",
     "PendingKind",
     "PendingReport",
@@ -57,6 +66,7 @@ __all__ = [
     "ResumeReason",
     "ResumeScan",
     "answer_confirmation",
+    "child_session_id",
     "decide",
     "feed_all",
     "feed_store",

@@ -1,0 +1,109 @@
+"""AgentTool: child session linked to the call, shared data, isolated control, confirmations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventstore import EventStore, FunctionCall
+from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
+from runtime.replay import (
+    PARENT_LINK_KEY,
+    AgentTool,
+    ReplayResumePlanner,
+    answer_confirmation,
+    child_session_id,
+)
+
+
+def _call(call_id: str, name: str, **args: Any) -> ModelResponse:
+    return ModelResponse(function_calls=(FunctionCall(id=call_id, name=name, args=args),))
+
+
+def _parent(store: EventStore, child: Agent, *script: Any) -> Runner:
+    agent = Agent(
+        name="planner", model=ScriptedModel(list(script)), tools=[AgentTool(child, store=store)]
+    )
+    return Runner(agent=agent, store=store, app_name="trip", resume_planner=ReplayResumePlanner())
+
+
+async def test_agent_tool_child_session_shares_data_but_not_control(store: EventStore) -> None:
+    seen: dict[str, Any] = {}
+
+    @function_tool
+    def look(tool_context: ToolContext) -> dict[str, Any]:
+        """Read the shared state and try to take over the parent's control flow."""
+        seen.update(dict(tool_context.state))
+        tool_context.actions.escalate = True
+        tool_context.actions.transfer_to_agent = "somebody_else"
+        tool_context.state["child_note"] = "kept in the child"
+        return {"ok": True}
+
+    child = Agent(
+        name="weather_helper",
+        model=ScriptedModel([_call("c-look", "look"), "Sunny in Tokyo."]),
+        tools=[look],
+    )
+    runner = _parent(store, child, _call("p-1", "weather_helper", request="Tokyo?"), "Done.")
+    await runner.create_session(
+        user_id="u",
+        session_id="trip-1",
+        state={"units": "metric", "_secret": 1, "user:name": "Ann"},
+    )
+    result = await runner.run(session_id="trip-1", user_id="u", new_message="Plan my trip")
+
+    assert result.status == "completed"
+    (response,) = result.events[3].function_responses()
+    assert response.response == {"result": "Sunny in Tokyo."}
+    assert not result.events[3].actions.escalate
+    assert result.events[3].actions.transfer_to_agent is None
+    assert "child_note" not in await store.state("trip-1")
+    assert seen["units"] == "metric"
+    assert seen["user:name"] == "Ann"  # user scope is shared by the store itself
+    assert "_secret" not in seen
+
+    child_id = child_session_id("trip-1", "p-1")
+    events = (await store.get_session(child_id)).events
+    link = next(e.custom_metadata[PARENT_LINK_KEY] for e in events if e.custom_metadata)
+    assert link["session_id"] == "trip-1"
+    assert link["function_call_id"] == "p-1"
+    assert (await store.state(child_id))["child_note"] == "kept in the child"
+
+
+async def test_agent_tool_child_confirmation_pauses_parent_and_resumes(store: EventStore) -> None:
+    bookings: list[str] = []
+
+    @function_tool(requires_confirmation=True)
+    def book_hotel(city: str) -> dict[str, Any]:
+        """Book a hotel (costs money).
+
+        Args:
+            city: Where.
+        """
+        bookings.append(city)
+        return {"booked": city}
+
+    child = Agent(
+        name="booker",
+        model=ScriptedModel([_call("c-book", "book_hotel", city="Kyoto"), "Booked in Kyoto."]),
+        tools=[book_hotel],
+    )
+    runner = _parent(store, child, _call("p-1", "booker", request="Book Kyoto"), "All set.")
+    await runner.create_session(user_id="u", session_id="trip-2")
+
+    first = await runner.run(session_id="trip-2", user_id="u", new_message="Book it")
+    assert first.status == "paused_for_confirmation"
+    assert bookings == []
+    request = first.events[-1].function_calls()[0]
+    assert request.args["originalFunctionCall"]["id"] == "p-1"
+    payload = request.args["toolConfirmation"]["payload"]
+    assert payload["child_session_id"] == child_session_id("trip-2", "p-1")
+
+    await answer_confirmation(
+        store, session_id="trip-2", confirmation_id=request.id, confirmed=True
+    )
+    second = await runner.run(session_id="trip-2", user_id="u")
+    assert second.status == "completed"
+    assert second.final_text == "All set."
+    assert bookings == ["Kyoto"]
+    responses = [r for e in second.events for r in e.function_responses()]
+    assert [(r.id, r.response) for r in responses] == [("p-1", {"result": "Booked in Kyoto."})]
