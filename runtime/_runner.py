@@ -28,7 +28,6 @@ from runtime._execute import StepExecution, claim_calls, run_claimed
 from runtime._invocation import (
     InvocationContext,
     LoopRequestProcessor,
-    NoResumePlanner,
     ResumePlanner,
     RunResult,
     RunStatus,
@@ -87,7 +86,9 @@ class Runner:
     one exception: the answers of calls this invocation claimed and ran are appended after the
     other writer's events, unless those events claimed or answered the same calls. A conflict
     on the resume planner's claim re-plans on the new head. The runner keeps no per-session
-    state between invocations.
+    state between invocations: by default every invocation first recovers what the log says is
+    owed (answered confirmations, never-started or idempotent crashed calls) and pauses on calls
+    in doubt.
     """
 
     def __init__(
@@ -106,14 +107,23 @@ class Runner:
         """The event store."""
         self.app_name = app_name
         """The app whose sessions it runs."""
+        # Imported here: runtime.replay builds on the runner (AgentTool), so a module-level
+        # import would be circular.
+        from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
+
         self.request_processors: tuple[LoopRequestProcessor, ...] = tuple(
-            request_processors if request_processors is not None else default_request_processors()
+            request_processors
+            if request_processors is not None
+            else [*default_request_processors(), LoadArtifactsProcessor()]
         )
-        """Request building stages, in order (default: instructions, contents, tools)."""
+        """Request building stages, in order (default: instructions, contents, tools, then the
+        contents of artifacts the model asked ``load_artifacts`` for)."""
         self.resume_planner: ResumePlanner = (
-            resume_planner if resume_planner is not None else NoResumePlanner()
+            resume_planner if resume_planner is not None else ReplayResumePlanner()
         )
-        """Called once per invocation before the first model call."""
+        """Called once per invocation before the first model call (default: replay-based
+        resume — confirmations, dedup, crash recovery; pass ``NoResumePlanner()`` to turn it
+        off)."""
         self.branch = branch
         """Branch set on every event (``None`` for a root agent)."""
 
