@@ -41,6 +41,7 @@ from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
     SESSION_COLUMNS,
+    Wakeups,
     scope,
     seq_bound,
     session_record,
@@ -161,7 +162,7 @@ class PostgresBackend:
         self._closed = False
         self._listener: Any = None
         self._listener_lock = asyncio.Lock()
-        self._changed: dict[str, asyncio.Event] = {}
+        self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
 
     @classmethod
     async def open(
@@ -286,7 +287,7 @@ class PostgresBackend:
             return True
 
         deleted = await self._run(job, what=f"delete session {session_id!r}", write=True)
-        self._wake(session_id)
+        self._wakeups.wake(session_id)
         return deleted
 
     # -- the log -------------------------------------------------------------------------------
@@ -327,7 +328,7 @@ class PostgresBackend:
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
-        self._wake(session_id)
+        self._wakeups.wake(session_id)
         return stored
 
     async def read(
@@ -477,13 +478,8 @@ class PostgresBackend:
 
     # -- live tails ----------------------------------------------------------------------------
 
-    def _wake(self, session_id: str) -> None:
-        event = self._changed.pop(session_id, None)
-        if event is not None:
-            event.set()
-
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._wake(payload)
+        self._wakeups.wake(payload)
 
     async def _listen(self) -> None:
         """Make sure a LISTEN connection is up; on failure, waiting falls back to polling."""
@@ -507,24 +503,14 @@ class PostgresBackend:
             )
             return (row[0] or 0) if row[1] else None
 
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait
-        first = True
-        while True:
-            # Registered (and listening) before the version is read, so no wake-up is missed.
-            changed = self._changed.setdefault(session_id, asyncio.Event())
+        async def read_version() -> int | None:
+            # Listening before the version is read, so no notification is missed.
             await self._listen()
-            current = await self._run(version, what=f"read session {session_id!r}")
-            if current is None:
-                if first:
-                    raise SessionNotFoundError(session_id)
-                return
-            first = False
-            remaining = deadline - loop.time()
-            if current > after or remaining <= 0:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, POLL_INTERVAL))
+            return await self._run(version, what=f"read session {session_id!r}")
+
+        await self._wakeups.wait(
+            session_id, after=after, max_wait=max_wait, read_version=read_version
+        )
 
     async def aclose(self) -> None:
         if self._closed:
@@ -539,6 +525,4 @@ class PostgresBackend:
             await asyncio.wait_for(self._pool.close(), 10)
         except (TimeoutError, *_DRIVER_ERRORS):
             self._pool.terminate()
-        for event in self._changed.values():
-            event.set()
-        self._changed.clear()
+        self._wakeups.close()

@@ -6,10 +6,13 @@ Both backends select event rows with ``EVENT_COLUMNS`` in this order and session
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ._backend import NewEvent, SessionRecord, StoredEvent
+from ._exceptions import SessionNotFoundError
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -17,6 +20,7 @@ __all__ = [
     "MAX_SEQ",
     "SESSION_COLUMNS",
     "USER_SCOPE",
+    "Wakeups",
     "scope",
     "seq_bound",
     "session_record",
@@ -105,3 +109,57 @@ def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> Sto
         schema_version=event.schema_version,
         payload=event.payload,
     )
+
+
+class Wakeups:
+    """In-process wake-ups for live tails, plus polling for writes made by other processes.
+
+    ``wake(session_id)`` is called after a local append (or a notification); ``wait`` returns as
+    soon as the session's version passes ``after``, polling the version every ``poll_interval``
+    seconds in between. A wake-up is only a hint: callers always re-read from their cursor.
+    """
+
+    def __init__(self, *, poll_interval: float) -> None:
+        self._poll_interval = poll_interval
+        self._changed: dict[str, asyncio.Event] = {}
+
+    def wake(self, session_id: str) -> None:
+        """Wake every waiter of ``session_id``."""
+        event = self._changed.pop(session_id, None)
+        if event is not None:
+            event.set()
+
+    def close(self) -> None:
+        """Wake every waiter (the backend is closing)."""
+        for event in self._changed.values():
+            event.set()
+        self._changed.clear()
+
+    async def wait(
+        self,
+        session_id: str,
+        *,
+        after: int,
+        max_wait: float,
+        read_version: Callable[[], Awaitable[int | None]],
+    ) -> None:
+        """Return once the version read by ``read_version`` exceeds ``after``, the session is
+        gone, or ``max_wait`` seconds passed. Raises SessionNotFoundError when the session does
+        not exist on the first read."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait
+        first = True
+        while True:
+            # Registered before the version is read, so a wake-up in between is not missed.
+            changed = self._changed.setdefault(session_id, asyncio.Event())
+            current = await read_version()
+            if current is None:
+                if first:
+                    raise SessionNotFoundError(session_id)
+                return
+            first = False
+            remaining = deadline - loop.time()
+            if current > after or remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, self._poll_interval))

@@ -28,7 +28,6 @@ Design (measured, see ``scripts/bench_store.py``):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -56,6 +55,7 @@ from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
     SESSION_COLUMNS,
+    Wakeups,
     scope,
     seq_bound,
     session_record,
@@ -189,7 +189,7 @@ class SQLiteBackend:
         self._writer: _Driver | None = None
         self._reader: _Driver | None = None
         self._closed = False
-        self._changed: dict[str, asyncio.Event] = {}
+        self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
 
     @classmethod
     async def open(
@@ -310,11 +310,6 @@ class SQLiteBackend:
     ) -> T:
         return await self._run(self._reader, fn, what=what, session_id=session_id)
 
-    def _wake(self, session_id: str) -> None:
-        event = self._changed.pop(session_id, None)
-        if event is not None:
-            event.set()
-
     # -- sessions ------------------------------------------------------------------------------
 
     async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
@@ -374,7 +369,7 @@ class SQLiteBackend:
             return True
 
         deleted = await self._write(job, what=f"delete session {session_id!r}")
-        self._wake(session_id)
+        self._wakeups.wake(session_id)
         return deleted
 
     # -- the log -------------------------------------------------------------------------------
@@ -409,7 +404,7 @@ class SQLiteBackend:
 
         stored = await self._write(job, what=f"append to session {session_id!r}",
                                    session_id=session_id)
-        self._wake(session_id)
+        self._wakeups.wake(session_id)
         return stored
 
     async def read(
@@ -563,23 +558,12 @@ class SQLiteBackend:
             row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
             return None if row is None else (row[2] or 0)
 
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait
-        first = True
-        while True:
-            # Registered before the version is read, so a local append in between still wakes us.
-            changed = self._changed.setdefault(session_id, asyncio.Event())
-            current = await self._read(version, what=f"read session {session_id!r}")
-            if current is None:
-                if first:
-                    raise SessionNotFoundError(session_id)
-                return
-            first = False
-            remaining = deadline - loop.time()
-            if current > after or remaining <= 0:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, POLL_INTERVAL))
+        await self._wakeups.wait(
+            session_id,
+            after=after,
+            max_wait=max_wait,
+            read_version=lambda: self._read(version, what=f"read session {session_id!r}"),
+        )
 
     async def aclose(self) -> None:
         if self._closed:
@@ -588,7 +572,5 @@ class SQLiteBackend:
         for driver in (self._writer, self._reader):
             if driver is not None:
                 await driver.stop()
-        for event in self._changed.values():
-            event.set()
-        self._changed.clear()
+        self._wakeups.close()
 
