@@ -114,8 +114,8 @@ class StoreFactory:
 
 def text_event(text: str = "hello", *, author: str = "user", **fields: Any) -> Event:
     """A plain message event."""
-    role = "user" if author == "user" else "model"
-    return Event(author=author, content=Content(role=role, parts=(Part(text=text),)), **fields)
+    content = Content(role="user" if author == "user" else "model", parts=(Part(text=text),))
+    return Event(author=author, content=content, **fields)
 
 
 def delta_event(delta: dict[str, Any], *, author: str = "agent", **fields: Any) -> Event:

@@ -16,6 +16,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,7 @@ def _postgres_pool(postgres_template: str) -> Iterator[list[str]]:
     free: list[str] = []
     yield free
     for name in free:
-        run_in_thread(lambda name=name: _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        run_in_thread(partial(_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture

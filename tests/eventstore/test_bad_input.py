@@ -126,7 +126,8 @@ BAD_BATCHES = [
                  id="state-value-over-1-mib"),
     pytest.param(lambda: [_bad_state(["y" * 1000] * 1100)], "bad-event", "bad",
                  id="state-list-over-1-mib"),
-    pytest.param(lambda: [delta_event({1: "x"}, id="bad-event")], "bad-event", None,
+    pytest.param(lambda: [delta_event({1: "x"}, id="bad-event")],  # type: ignore[dict-item]
+                 "bad-event", None,
                  id="state-int-key"),
     pytest.param(lambda: [delta_event({"": "x"}, id="bad-event")], "bad-event", None,
                  id="state-empty-key"),

@@ -313,7 +313,8 @@ def test_codec_keeps_any_json_value_in_free_fields(value: Any) -> None:
             requested_tool_confirmations={"c": ToolConfirmation(payload=float("nan"))})),
             id="nan-in-confirmation-payload"),
         pytest.param(Event(author="a", id="e", custom_metadata={"x": {1, 2}}), id="set"),
-        pytest.param(Event(author="a", id="e", custom_metadata={1: "x"}), id="int-key"),
+        pytest.param(Event(author="a", id="e", custom_metadata={1: "x"}),  # type: ignore[dict-item]
+                     id="int-key"),
         pytest.param(Event(author="a", id="e", custom_metadata={"x": object()}), id="object"),
         pytest.param(Event(author="a", id="e", custom_metadata={"x": 1 << 70}), id="huge-int"),
     ],

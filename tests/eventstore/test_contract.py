@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from _evs_support import (
@@ -23,6 +24,7 @@ from eventstore import (
     InvalidEventError,
     SessionExistsError,
     SessionNotFoundError,
+    SessionPage,
     StoreClosedError,
     StoreUsageError,
 )
@@ -163,7 +165,7 @@ async def test_list_sessions_filters_by_app_and_user(store: EventStore) -> None:
         await store.create_session(app_name=app, user_id=user, session_id=sid)
     await store.append("a1", text_event(), expected_version=0)
 
-    def ids(page: object) -> list[str]:
+    def ids(page: SessionPage) -> list[str]:
         return [s.id for s in page.sessions]
 
     assert ids(await store.list_sessions()) == ["a1", "a2", "b1"]
@@ -418,6 +420,9 @@ async def test_iter_backwards_yields_newest_first_and_can_stop(store: EventStore
         pytest.param(6, None, False, None, [], id="after-head"),
         pytest.param(0, 0, False, None, [], id="upto-0"),
         pytest.param(None, None, False, 0, [], id="limit-0"),
+        pytest.param(-1, None, False, None, [1, 2, 3, 4, 5, 6], id="negative-after"),
+        pytest.param(-3, 2, True, None, [2, 1], id="negative-after-backwards"),
+        pytest.param(None, -1, False, None, [], id="negative-upto"),
     ],
 )
 async def test_read_window(
@@ -658,7 +663,7 @@ async def test_closed_store_raises_store_closed(store_factory: StoreFactory) -> 
     async with store:
         pass
     await store.aclose()  # closing twice is harmless
-    calls = [
+    calls: list[Callable[[], Awaitable[object]]] = [
         lambda: store.create_session(app_name=APP, user_id=USER),
         lambda: store.get_session("s1"),
         lambda: store.list_sessions(),
