@@ -170,7 +170,7 @@ class MemoryBackend:
         limit: int | None,
     ) -> list[StoredEvent]:
         events = self._session(session_id).events
-        low = after or 0
+        low = max(after or 0, 0)  # a negative slice start would count from the end
         high = len(events) if upto is None else min(upto, len(events))
         chosen = events[low:high] if high > low else []
         if backwards:
