@@ -1,12 +1,13 @@
 """Executing the function calls of one step: claim → run (concurrently) → merge → append.
 
 The same path serves the model's calls and the calls a resume planner asks for (with the human's
-confirmation per call), so both write the same shapes (``.notes/PROTOCOL.md`` §3-§5).
+confirmation per call), so both write the same shapes (``docs/protocol.md`` §3-§5).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
 
 @dataclass(frozen=True, kw_only=True)
 class ClaimedCalls:
-    """Calls whose execution-started event is in the log (PROTOCOL.md §3); run them next."""
+    """Calls whose execution-started event is in the log (docs/protocol.md §3); run them next."""
 
     calls: tuple[PlannedCall, ...]
     """The claimed calls, in order."""
@@ -129,8 +130,8 @@ async def run_claimed(
     ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
     gets the planned confirmation and the idempotency key of (session, call id). Appends, in one
     atomic batch: the response event, the confirmation-request event, the display-text event.
-    If another writer appended while the tools ran, the batch goes after its events unless they
-    claimed or answered one of these calls (then ``SessionConflictError``).
+    If another writer appended while the tools ran, the batch goes after its events, without the
+    outcome of any call those events answered (a call is answered once; see ``_append_answers``).
     """
     planned = list(claimed.calls)
     appended: list[Event] = [claimed.claim] if claimed.claim is not None else []
@@ -182,11 +183,44 @@ async def run_claimed(
             apply_delta(state, outcome.actions.state_delta)
             outcomes.append(outcome)
 
+    answers = await _append_answers(ctx, planned, outcomes, table)
+    appended.extend(answers.events)
+    return StepExecution(
+        outcomes=tuple(outcomes),
+        events=tuple(appended),
+        pending_call_ids=answers.merged.pending_call_ids,
+        confirmation_call_ids=answers.confirmation_call_ids,
+        skip_summarization=answers.merged.actions.skip_summarization,
+        display_text=answers.display,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Answers:
+    """The answer batch of one step, built from the outcomes not answered by another writer."""
+
+    batch: tuple[Event, ...]
+    merged: MergedResponses
+    confirmation_call_ids: tuple[str, ...]
+    display: str
+    events: tuple[Event, ...] = ()
+
+
+def _answers(
+    ctx: InvocationContext,
+    planned: Sequence[PlannedCall],
+    outcomes: Sequence[CallOutcome],
+    table: Mapping[str, Tool],
+) -> _Answers:
+    """Build the response event, the confirmation-request event and the display-text event."""
     merged = merge_outcomes(outcomes)
     batch: list[Event] = []
     if merged.responses or not merged.actions.is_empty():
         batch.append(ctx.new_event(content=merged.content(), actions=merged.actions))
-    confirmation = confirmation_request_event(ctx, [p.call for p in planned], outcomes)
+    kept = {o.call_id for o in outcomes}
+    confirmation = confirmation_request_event(
+        ctx, [p.call for p in planned if p.call.id in kept], outcomes
+    )
     if confirmation is not None:
         batch.append(confirmation)
     display = "" if confirmation is not None else _display_text(table, outcomes, merged)
@@ -196,43 +230,57 @@ async def run_claimed(
                 content=Content(role="model", parts=(Part(text=display),)), turn_complete=True
             )
         )
-    if batch:
-        appended.extend(await _append_answers(ctx, claimed, batch))
-    return StepExecution(
-        outcomes=tuple(outcomes),
-        events=tuple(appended),
-        pending_call_ids=merged.pending_call_ids,
+    return _Answers(
+        batch=tuple(batch),
+        merged=merged,
         confirmation_call_ids=tuple(confirmation.long_running_tool_ids) if confirmation else (),
-        skip_summarization=merged.actions.skip_summarization,
-        display_text=display,
+        display=display,
     )
 
 
-_ANSWER_ATTEMPTS = 3
+_ANSWER_ATTEMPTS = 32
+"""Re-reads before giving up on recording answers; each conflict means another writer's append
+succeeded, so this only runs out when the session is flooded with writes."""
 
 
 async def _append_answers(
-    ctx: InvocationContext, claimed: ClaimedCalls, batch: list[Event]
-) -> list[Event]:
-    """Append the answers of calls this invocation claimed, even if the session moved meanwhile.
+    ctx: InvocationContext,
+    planned: Sequence[PlannedCall],
+    outcomes: Sequence[CallOutcome],
+    table: Mapping[str, Tool],
+) -> _Answers:
+    """Append what the claimed calls produced, even if the session moved while they ran.
 
-    The tools already ran, so their results are facts to record, not decisions to re-make: when
-    another writer appended while they ran (a user message, say), the answers go after its events
-    — unless one of those events claimed or answered the same calls, which raises the conflict.
+    The tools already ran, so their results are facts to record, not decisions to re-make. When
+    another writer appended meanwhile (a user message, another process's claim of one of these
+    calls — an idempotent re-run by a process that took this one for crashed — or its answer),
+    re-read what it appended and append at the new head, leaving out the outcome of every call
+    the log now answers: a call is answered once, the first answer wins, and a duplicate is never
+    appended. Another writer's *claim* changes nothing: dropping this invocation's answer because
+    of it would leave a call that ran with no response (in doubt forever).
+
+    The append that succeeds is made at the version the check read, so no answer can land
+    between the check and the append. Raises ``SessionConflictError`` only after
+    ``_ANSWER_ATTEMPTS`` consecutive conflicts.
     """
-    ids = {p.call.id for p in claimed.calls}
+    answered: set[str] = set()
     for attempt in range(_ANSWER_ATTEMPTS):
+        kept = [o for o in outcomes if o.call_id not in answered]
+        answers = _answers(ctx, planned, kept, table)
+        if not answers.batch:
+            return answers
         try:
-            return await ctx.append(*batch)
+            stored = await ctx.append(*answers.batch)
         except SessionConflictError:
             if attempt == _ANSWER_ATTEMPTS - 1:
                 raise
             newer = await ctx.store.read(ctx.session_id, after=ctx.version)
             for event in newer:
-                touched = set(event.started_call_ids) | {r.id for r in event.function_responses()}
-                if touched & ids:
-                    raise
-            await ctx.refresh()
+                answered.update(r.id for r in event.function_responses())
+            # Move exactly to what was checked: an event newer than that conflicts again.
+            await ctx.refresh(upto=newer[-1].seq if newer else None)
+            continue
+        return dataclasses.replace(answers, events=tuple(stored))
     raise AssertionError("unreachable")
 
 
@@ -243,7 +291,7 @@ def confirmation_request_event(
 
     One ``REQUEST_CONFIRMATION_FUNCTION`` call per requested confirmation, in call order, each with
     a new ``confirm-…`` id, the original call (id, name, the model's args) and the requested
-    confirmation; the new ids are the event's ``long_running_tool_ids`` (PROTOCOL.md §5).
+    confirmation; the new ids are the event's ``long_running_tool_ids`` (docs/protocol.md §5).
     """
     by_id = {call.id: call for call in calls}
     parts: list[Part] = []

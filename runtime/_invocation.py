@@ -262,9 +262,13 @@ class InvocationContext:
         """Yield the session's events up to ``version``, newest first, reading pages lazily."""
         return self.store.iter_backwards(self.session_id, upto=self.version)
 
-    async def refresh(self) -> None:
-        """Forget what was read and move ``version`` to the session's head (after a conflict)."""
-        self.version = await self.store.version(self.session_id)
+    async def refresh(self, *, upto: int | None = None) -> None:
+        """Forget what was read and move ``version`` to ``upto`` (default: the session's head).
+
+        Used after a conflict; pass ``upto`` = the newest event the caller has checked so that a
+        later append conflicts again if anything newer arrived meanwhile.
+        """
+        self.version = upto if upto is not None else await self.store.version(self.session_id)
         self._cache = None
         self._readonly = None
         self._state = None

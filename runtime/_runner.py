@@ -83,8 +83,10 @@ class Runner:
     (``user`` for the user's message) and the branch; every append is checked against the
     version the runner last saw. A session moved by another writer stops the invocation with
     ``SessionConflictError`` before anything is overwritten or any claimed call runs twice — with
-    one exception: the answers of calls this invocation claimed and ran are appended after the
-    other writer's events, unless those events claimed or answered the same calls. A conflict
+    one exception: the answers of calls this invocation claimed and ran are facts, appended after
+    the other writer's events (even its claim of the same call), leaving out only the calls
+    those events already answered, so no call that ran is left unanswered and none is answered
+    twice. A conflict
     on the resume planner's claim re-plans on the new head. The runner keeps no per-session
     state between invocations: by default every invocation first recovers what the log says is
     owed (answered confirmations, never-started or idempotent crashed calls) and pauses on calls

@@ -1,8 +1,8 @@
 """Confirmation recovery: which confirmed or rejected original calls the log says to run now.
 
-A pure, sans-IO processor fed the session's events newest first (PROTOCOL.md §5, §6). It stops as
-soon as every answered confirmation is resolved to the original call its agent emitted, so the cost
-does not grow with the history.
+A pure, sans-IO processor fed the session's events newest first (docs/protocol.md §5, §6). It
+stops as soon as every answered confirmation is resolved to the original call its agent emitted,
+so the cost does not grow with the history.
 
 The rules:
 

@@ -1,4 +1,4 @@
-"""Reading the log's event shapes (PROTOCOL.md): the small pure helpers every processor shares.
+"""Reading the log's event shapes (docs/protocol.md): the small pure helpers every processor shares.
 
 Nothing here does I/O. Parsing functions never raise on bad data from the log: they return an
 error string that names what is wrong, because a malformed answer is user input, not a bug.
@@ -100,7 +100,8 @@ def confirmation_calls(event: Event) -> Iterator[FunctionCall]:
 
 
 def is_model_turn(event: Event, agent_name: str) -> bool:
-    """True for a model turn of ``agent_name`` (PROTOCOL.md §2, §8), not a confirmation request."""
+    """True for a model turn of ``agent_name`` (docs/protocol.md §2, §8), not a confirmation
+    request."""
     if event.author != agent_name or event.content is None or event.content.role != "model":
         return False
     return not any(True for _ in confirmation_calls(event))
@@ -109,7 +110,7 @@ def is_model_turn(event: Event, agent_name: str) -> bool:
 def parse_confirmation_answer(response: Mapping[str, Any]) -> ToolConfirmation | str:
     """Return the ToolConfirmation an answer carries, or a sentence saying why it is malformed.
 
-    Accepted shapes (PROTOCOL.md §6): ``{"confirmed": bool, "payload": …}`` (``hint`` allowed),
+    Accepted shapes (docs/protocol.md §6): ``{"confirmed": bool, "payload": …}`` (``hint`` allowed),
     or ``{"response": "<that mapping as a JSON string>"}`` as web clients send it.
     """
     if set(response) == {"response"} and isinstance(response["response"], str):
@@ -139,7 +140,7 @@ def parse_confirmation_request(
 ) -> tuple[FunctionCall, ToolConfirmation] | str:
     """Return (embedded original call, requested confirmation) of a confirmation request.
 
-    Returns a sentence saying what is wrong when ``args`` do not have the PROTOCOL.md §5 shape.
+    Returns a sentence saying what is wrong when ``args`` do not have the docs/protocol.md §5 shape.
     """
     original = call.args.get("originalFunctionCall")
     if not isinstance(original, Mapping):

@@ -149,7 +149,7 @@ async def submit_response(
 ) -> Event:
     """Append the result of a pending call (long-running, deferred or in doubt) and return it.
 
-    The event is PROTOCOL.md §7: author ``author``, role ``user``, one function response with
+    The event is docs/protocol.md §7: author ``author``, role ``user``, one function response with
     the call's id and tool name. Raises ``UnknownCallError`` when no agent of the session made
     that call, ``CallAlreadyAnsweredError`` when it already has its response, ConcurrencyError
     when other writers kept moving the session for ``attempts`` tries, SessionNotFoundError.
@@ -181,7 +181,7 @@ async def answer_confirmation(
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
 ) -> Event:
-    """Append the answer to an open confirmation request and return it (PROTOCOL.md §6).
+    """Append the answer to an open confirmation request and return it (docs/protocol.md §6).
 
     Raises ``UnknownCallError`` for an id no agent requested, ``CallAlreadyAnsweredError`` when
     the confirmation was answered before, ConcurrencyError and SessionNotFoundError as
@@ -215,6 +215,9 @@ async def rerun_call(
     attempts: int = DEFAULT_ATTEMPTS,
 ) -> Event:
     """Decide that an in-doubt call may run again; append the decision and return it.
+
+    The event is docs/protocol.md §9: author ``author``, no content,
+    ``custom_metadata={"rerun_call_ids": [call_id]}``.
 
     The decision allows one more execution on the agent's next run (the resume planner honors a
     decision newer than the call's last claim). To keep the call from running again, supply its

@@ -6,7 +6,7 @@ call:
 
 - a call with a response anywhere after it is never planned (dedup);
 - never started (crash after the model event, or a confirmed call not yet claimed) → execute;
-- started (PROTOCOL.md §3) but unanswered → a long-running call is *waiting* for its result; an
+- started (docs/protocol.md §3) but unanswered → a long-running call is *waiting* for its result; an
   idempotent tool is executed again (same idempotency key: session + call id); a call a human
   decided to re-run (``RERUN_DECISION_KEY`` event newer than its last claim) is executed again;
   anything else is *in doubt* and the invocation pauses until someone decides.
@@ -42,9 +42,9 @@ ResumeReason = Literal["not_started", "confirmed", "rejected", "idempotent_rerun
 """Why a call is executed on resume (stable strings)."""
 
 RERUN_DECISION_KEY = "rerun_call_ids"
-"""``custom_metadata`` key of a resume-decision event: the in-doubt call ids a human allowed to
-run again. Such an event has no content; it counts only if it is newer than the call's last
-claim, so every decision allows one more execution."""
+"""``custom_metadata`` key of a resume-decision event (docs/protocol.md §9): the in-doubt call ids
+a human allowed to run again. Such an event has no content; it counts only if it is newer than
+the call's last claim, so every decision allows one more execution."""
 
 
 def rerun_call_ids(event: Event) -> tuple[str, ...]:

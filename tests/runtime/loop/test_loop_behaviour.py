@@ -444,37 +444,79 @@ async def test_answers_of_claimed_calls_are_kept_when_a_user_writes_meanwhile(
     assert [c.role for c in model.requests[1].contents] == ["user", "model", "user", "user"]
 
 
-async def test_answers_are_not_appended_when_another_process_answered_the_same_call(
+def _answer(call_id: str, name: str, response: dict[str, Any]) -> Event:
+    part = Part(function_response=FunctionResponse(id=call_id, name=name, response=response))
+    return Event(author="user", content=Content(role="user", parts=(part,)))
+
+
+async def test_a_call_another_writer_answered_meanwhile_is_not_answered_twice(
     store: EventStore,
 ) -> None:
     @function_tool
-    async def contested(city: str) -> str:
+    async def contested(city: str, tool_context: ToolContext) -> str:
         """Another process answers this very call while it runs."""
-        await store.append(
-            "s",
-            Event(
-                author="user",
-                content=Content(
-                    role="user",
-                    parts=(
-                        Part(
-                            function_response=FunctionResponse(
-                                id="c1", name="contested", response={"r": "theirs"}
-                            )
-                        ),
-                    ),
-                ),
-            ),
-            expected_version=None,
-        )
+        tool_context.state["mine"] = True
+        await store.append("s", _answer("c1", "contested", {"r": "theirs"}), expected_version=None)
         return "mine"
 
-    runner, _ = await make(
-        store, [ModelResponse.calling(call("c1", "contested", city="Oslo"))], tools=[contested]
+    runner, model = await make(
+        store,
+        [ModelResponse.calling(call("c1", "contested", city="Oslo")), "done"],
+        tools=[contested],
     )
-    with pytest.raises(SessionConflictError):
-        await runner.run(session_id="s", user_id="u", new_message="go")
-    answers = [
-        r.response for e in (await store.get_session("s")).events for r in e.function_responses()
-    ]
+    result = await runner.run(session_id="s", user_id="u", new_message="go")
+    history = (await store.get_session("s")).events
+    answers = [r.response for e in history for r in e.function_responses()]
     assert answers == [{"r": "theirs"}]
+    # Nothing of the dropped outcome was recorded (not even its state delta), and the loop went
+    # on from the log: the model saw the answer that was appended first.
+    assert [e.seq for e in result.events] == [1, 2, 3, 5]
+    assert "mine" not in (await store.get_session("s")).state
+    assert result.status == "completed"
+    assert model.requests[1].contents[-1].parts[0].function_response is not None
+    assert model.requests[1].contents[-1].parts[0].function_response.response == {"r": "theirs"}
+
+
+async def test_only_the_calls_another_writer_answered_are_left_out_of_the_answer(
+    store: EventStore,
+) -> None:
+    @function_tool
+    async def first(n: int) -> int:
+        """Answered by another writer while it runs."""
+        await store.append("s", _answer("c1", "first", {"r": "theirs"}), expected_version=None)
+        return n
+
+    runner, _ = await make(
+        store,
+        [ModelResponse.calling(call("c1", "first", n=1), call("c2", "add", a=2, b=3)), "done"],
+        tools=[first, add],
+    )
+    await runner.run(session_id="s", user_id="u", new_message="go")
+    history = (await store.get_session("s")).events
+    answers = [(r.id, r.response) for e in history for r in e.function_responses()]
+    assert answers == [("c1", {"r": "theirs"}), ("c2", {"result": 5})]
+    assert (await store.get_session("s")).state == {"total": 5}
+
+
+async def test_answers_are_kept_when_another_writer_claims_the_same_call_meanwhile(
+    store: EventStore,
+) -> None:
+    """Another process took the live claim for a crash and claimed the call again: the answer
+    of the run that happened is still recorded (a call that ran is never left unanswered)."""
+
+    @function_tool
+    async def paid(amount: int) -> dict[str, int]:
+        """Runs while another process re-claims the same call."""
+        await store.append(
+            "s", Event(author=AGENT, started_call_ids=("c1",)), expected_version=None
+        )
+        return {"charged": amount}
+
+    runner, _ = await make(
+        store, [ModelResponse.calling(call("c1", "paid", amount=300)), "done"], tools=[paid]
+    )
+    result = await runner.run(session_id="s", user_id="u", new_message="go")
+    history = (await store.get_session("s")).events
+    assert [e.started_call_ids for e in history if e.started_call_ids] == [("c1",), ("c1",)]
+    assert [(e.seq, r.id) for e in history for r in e.function_responses()] == [(5, "c1")]
+    assert result.status == "completed"

@@ -1,4 +1,4 @@
-"""Builders for hand-written histories in the PROTOCOL.md shapes (tests only)."""
+"""Builders for hand-written histories in the docs/protocol.md shapes (tests only)."""
 
 from __future__ import annotations
 
