@@ -412,19 +412,32 @@ class EventStore:
         return self._decode_all(rows)
 
     async def iter_backwards(
-        self, session_id: str, *, upto: int | None = None, page_size: int = 100
+        self,
+        session_id: str,
+        *,
+        upto: int | None = None,
+        page_size: int = 8,
+        max_page_size: int = 512,
     ) -> AsyncIterator[Event]:
-        """Yield events newest first, reading pages lazily, so a scan can stop early."""
+        """Yield events newest first, reading pages lazily, so a scan can stop early.
+
+        Pages start at ``page_size`` events and double up to ``max_page_size``: a scan that stops
+        after a few events reads (and decodes) only a few, a long one needs few round trips.
+        """
+        if not 1 <= page_size <= max_page_size:
+            raise StoreUsageError("iter_backwards needs 1 <= page_size <= max_page_size.")
         cursor = upto
+        size = page_size
         while True:
-            page = await self.read(session_id, upto=cursor, backwards=True, limit=page_size)
+            page = await self.read(session_id, upto=cursor, backwards=True, limit=size)
             for event in page:
                 yield event
-            if len(page) < page_size:
+            if len(page) < size:
                 return
             cursor = page[-1].seq - 1 if page[-1].seq is not None else 0
             if cursor <= 0:
                 return
+            size = min(size * 2, max_page_size)
 
     async def version(self, session_id: str) -> int:
         """Return the session's version: the ``seq`` of its newest event (0 when empty)."""

@@ -85,7 +85,7 @@ def response(call_id: str, name: str, **payload: Any) -> Part:
 
 
 def paused_weather_log() -> list[Event]:
-    """A weather session as the runtime writes it (see .notes/PROTOCOL.md), paused on a
+    """A weather session as the runtime writes it (see docs/protocol.md), paused on a
     confirmation for ``paid_lookup`` (call c3) with a long-running ``forecast`` (c4) open."""
     return [
         Event(author="user", content=Content(role="user", parts=(
