@@ -379,7 +379,9 @@ class EventStore:
         if not batch:
             raise InvalidEventError("append() needs at least one event.")
         if expected_version is not None and (
-            not isinstance(expected_version, int) or expected_version < 0
+            not isinstance(expected_version, int)
+            or isinstance(expected_version, bool)
+            or expected_version < 0
         ):
             raise StoreUsageError(
                 f"expected_version must be a non-negative int or None, not {expected_version!r}."

@@ -1,8 +1,9 @@
-"""Answering a paused session from the command line: ``confirm`` and ``respond``.
+"""Answering a paused session from the command line: ``confirm``, ``respond`` and ``rerun``.
 
-Both go through the runtime's public answer APIs (``runtime.replay.answer_confirmation`` and
-``submit_response``), so the CLI applies exactly the library's checks: the call exists, it was
-made by an agent, it is still unanswered, and the append is checked against the version read.
+All go through the runtime's public answer APIs (``runtime.replay.answer_confirmation``,
+``submit_response`` and ``rerun_call``), so the CLI applies exactly the library's checks: the
+call exists, it was made by an agent, it is still unanswered, and the append is checked against
+the version read.
 ``runtime`` is imported inside the commands: ``eventstore`` never imports it at import time.
 """
 
@@ -29,7 +30,7 @@ from ._common import (
 )
 from ._render import short_json
 
-__all__ = ["confirm", "parse_json_option", "respond"]
+__all__ = ["confirm", "parse_json_option", "rerun", "respond"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
 
@@ -124,3 +125,31 @@ def respond(
     else:
         typer.echo(f"Result of call {call_id} of session {session_id} recorded (seq "
                    f"{event.seq}); the agent continues on its next run.")
+
+
+def rerun(
+    session_id: SessionArg,
+    call_id: Annotated[str, typer.Argument(help="Id of the call in doubt (see evs pending).",
+                                           show_default=False)],
+    db: DbOption = DEFAULT_DB,
+    json: JsonOption = False,
+) -> None:
+    """Allow a call in doubt (started, never answered: its process may have crashed) to run
+    once more on the agent's next run.
+
+    Use it when the call's side effect did not happen; if it did, record its result with
+    ``evs respond`` instead."""
+
+    async def main() -> Event:
+        from runtime.replay import rerun_call
+
+        return await _answer(db, lambda store: rerun_call(
+            store, session_id=session_id, call_id=call_id))
+
+    event = run(main())
+    if json:
+        print_json({"session_id": session_id, "call_id": call_id, "seq": event.seq,
+                    "event_id": event.id})
+    else:
+        typer.echo(f"Call {call_id} of session {session_id} may run again (decision at seq "
+                   f"{event.seq}); the agent re-runs it on its next run.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ._answer import confirm, respond
+from ._answer import confirm, rerun, respond
 from ._demo import demo
 from ._inspect import pending, sessions, show, state, tail
 from ._maintain import db_current, db_upgrade, export, import_, verify
@@ -34,6 +34,7 @@ app.command("pending")(pending)
 app.command("tail")(tail)
 app.command("confirm")(confirm)
 app.command("respond")(respond)
+app.command("rerun")(rerun)
 app.command("verify")(verify)
 app.command("export")(export)
 app.command("import")(import_)

@@ -258,8 +258,12 @@ def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dic
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
             command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
-        elif entry.kind in ("long_running", "in_doubt"):
+        elif entry.kind == "long_running":
             command = f"{respond} {entry.call.id} --json '{{...}}'"
+        elif entry.kind == "in_doubt":
+            rerun = f"evs rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
+            command = (f"{rerun}   (it did not happen: run it again)   or   "
+                       f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
         items.append({
             "kind": entry.kind,
             "seq": entry.seq,

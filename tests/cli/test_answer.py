@@ -107,3 +107,47 @@ def test_respond_reads_stdin_and_prints_json(paused_db: Path) -> None:
                     "--db", str(paused_db), input='{"ok": true}')
     assert result.exit_code == 0, result.stderr
     assert orjson.loads(result.stdout)["seq"] == 10
+
+
+def _in_doubt_db(db: Path) -> Path:
+    """Session s1: the agent called ``charge`` (c1), claimed it, and no response followed."""
+    from _cli_support import AGENT, call, make_session
+
+    from eventstore import Content, Event, Part
+
+    make_session(str(db), [
+        Event(author="user", content=Content(role="user", parts=(Part(text="pay"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+    ])
+    return db
+
+
+def test_pending_offers_rerun_or_respond_for_a_call_in_doubt(db: Path) -> None:
+    _in_doubt_db(db)
+    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
+    assert item["kind"] == "in_doubt"
+    assert f"evs rerun --db {db} s1 c1" in item["command"]
+    assert f"evs respond --db {db} s1 c1" in item["command"]
+
+
+def test_rerun_records_the_decision(db: Path) -> None:
+    _in_doubt_db(db)
+    result = invoke("rerun", "s1", "c1", "--db", str(db), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["seq"] == 4
+    raw = [orjson.loads(line) for line in
+           invoke("show", "s1", "--db", str(db), "--raw").stdout.splitlines() if line.strip()]
+    assert raw[-1]["payload"]["author"] == "user"
+    assert raw[-1]["payload"]["custom_metadata"] == {"rerun_call_ids": ["c1"]}
+    pending = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
+    assert "in_doubt" not in [p["kind"] for p in pending]
+
+
+def test_rerun_refuses_an_answered_call(paused_db: Path) -> None:
+    before = file_fingerprint(paused_db)
+    result = invoke("rerun", "s1", "c1", "--db", str(paused_db))
+    assert result.exit_code == 1
+    assert "already answered" in result.stderr
+    assert file_fingerprint(paused_db)[0] == before[0]
