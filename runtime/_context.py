@@ -57,6 +57,10 @@ class ArtifactService(Protocol):
         """Return the filenames that have at least one version, sorted."""
         ...
 
+    async def latest_versions(self) -> dict[str, int]:
+        """Return filename -> newest version for every filename ``list`` returns, sorted."""
+        ...
+
 
 class InMemoryArtifactService:
     """An ``ArtifactService`` that keeps every version in a dict; for tests and demos."""
@@ -84,6 +88,10 @@ class InMemoryArtifactService:
     async def list(self) -> list[str]:
         """Return the stored filenames, sorted."""
         return sorted(self._versions)
+
+    async def latest_versions(self) -> dict[str, int]:
+        """Return filename -> newest version, sorted by filename."""
+        return {name: len(self._versions[name]) - 1 for name in sorted(self._versions)}
 
 
 @dataclass(kw_only=True)
@@ -275,6 +283,10 @@ class ToolContext:
     async def list_artifacts(self) -> list[str]:
         """Return the session's artifact filenames, sorted."""
         return await self.artifacts.list()
+
+    async def artifact_versions(self) -> dict[str, int]:
+        """Return filename -> newest version of the session's artifacts, sorted by filename."""
+        return await self.artifacts.latest_versions()
 
     def request_confirmation(self, *, hint: str = "", payload: Any = None) -> ToolConfirmation:
         """Ask a human to confirm this call; records the request and returns it.

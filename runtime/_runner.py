@@ -67,6 +67,11 @@ class StoreArtifactService:
         """Return the session's and its user's artifact filenames, sorted."""
         return sorted(await self._store.list_artifacts(self._session_id))
 
+    async def latest_versions(self) -> dict[str, int]:
+        """Return filename -> newest version of the session's and its user's artifacts."""
+        listed = await self._store.list_artifacts(self._session_id)
+        return {name: max(versions) for name, versions in sorted(listed.items()) if versions}
+
 
 @dataclass(kw_only=True)
 class _Ending:

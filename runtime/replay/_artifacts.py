@@ -2,24 +2,27 @@
 
 1. ``LoadArtifactsTool.process_request`` tells the model which artifacts exist.
 2. The model calls ``load_artifacts(artifact_names=[…])``; the tool answers with the names it
-   found (and a message naming the missing ones). That response is in the log.
+   found, each with the version that was the newest when the tool ran
+   (``{"artifact_versions": {name: version}}``), and a message naming the missing ones. That
+   response is in the log.
 3. On the next request, ``LoadArtifactsProcessor`` finds that response by a backward scan
-   (``LoadedArtifactsScan``, stopping at the agent's newest model turn) and appends the
-   artifacts' contents to that request only; the contents are never copied into the log.
+   (``LoadedArtifactsScan``, stopping at the agent's newest model turn) and appends the contents
+   of exactly those versions to that request only; the contents are never copied into the log.
 
-Because step 3 reads the log, it works the same after a process restart.
+Because step 3 reads only the log (and versions, which are never overwritten), the request is the
+same after a process restart, on a replay, and after a newer version of the artifact was saved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from eventstore import ArtifactNotFoundError, ArtifactRef, Content, Event, Part
 from runtime._context import ToolContext
-from runtime._exceptions import InvalidToolArgumentsError
+from runtime._exceptions import InvalidToolArgumentsError, ToolContextError
 from runtime._invocation import InvocationContext
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 from runtime.tools import ModelRequest
@@ -41,7 +44,7 @@ _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml
 
 
 class LoadedArtifactsScan:
-    """Sans-IO: the artifact names the agent's newest ``load_artifacts`` responses asked for.
+    """Sans-IO: the artifact versions the agent's newest ``load_artifacts`` responses recorded.
 
     Fed events newest first, it looks only at events newer than the agent's newest model turn
     (the request right after the tool answered) and trusts only responses the agent appended.
@@ -50,7 +53,7 @@ class LoadedArtifactsScan:
     def __init__(self, *, agent_name: str, tool_name: str = LOAD_ARTIFACTS) -> None:
         self._agent = agent_name
         self._tool = tool_name
-        self._found: list[list[str]] = []
+        self._found: list[dict[str, int | None]] = []
 
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
@@ -59,23 +62,42 @@ class LoadedArtifactsScan:
         if event.author == self._agent:
             for response in event.function_responses():
                 if response.name == self._tool:
-                    names = response.response.get("artifact_names")
-                    if isinstance(names, list):
-                        self._found.append([n for n in names if isinstance(n, str)])
+                    recorded = _recorded_versions(response.response)
+                    if recorded is not None:
+                        self._found.append(recorded)
         return True
 
-    def result(self) -> tuple[str, ...]:
-        """Return the names to attach, oldest response first, without duplicates."""
-        names: dict[str, None] = {}
+    def result(self) -> dict[str, int | None]:
+        """Return name -> version to attach, oldest response first, each name once.
+
+        The version is the one the tool recorded; ``None`` only for a response written before
+        versions were recorded (then the newest version is attached).
+        """
+        attached: dict[str, int | None] = {}
         for batch in reversed(self._found):
-            names.update(dict.fromkeys(batch))
-        return tuple(names)
+            for name, version in batch.items():
+                attached.setdefault(name, version)
+        return attached
+
+
+def _recorded_versions(response: Mapping[str, Any]) -> dict[str, int | None] | None:
+    versions = response.get("artifact_versions")
+    if isinstance(versions, Mapping):
+        return {
+            name: version
+            for name, version in versions.items()
+            if isinstance(name, str) and isinstance(version, int) and not isinstance(version, bool)
+        }
+    names = response.get("artifact_names")
+    if isinstance(names, list):
+        return {name: None for name in names if isinstance(name, str)}
+    return None
 
 
 def requested_artifacts(
     events_newest_first: Sequence[Event], *, agent_name: str
-) -> tuple[str, ...]:
-    """Pure form of ``LoadedArtifactsScan``: the names to attach to the next request."""
+) -> dict[str, int | None]:
+    """Pure form of ``LoadedArtifactsScan``: name -> version to attach to the next request."""
     scan = LoadedArtifactsScan(agent_name=agent_name)
     feed_all(scan, events_newest_first)
     return scan.result()
@@ -85,9 +107,9 @@ class LoadArtifactsTool:
     """The ``load_artifacts`` tool: lists artifacts for the model and answers its load request.
 
     Guarantees: the request processor lists the session's (and its user's) artifact names in an
-    instruction when there are any; ``run`` answers ``{"artifact_names": [found…]}`` plus
-    ``missing`` and a ``message`` naming the ones that do not exist. It reads, never writes, so it
-    is idempotent.
+    instruction when there are any; ``run`` answers ``{"artifact_names": [found…],
+    "artifact_versions": {name: newest version when it ran}}`` plus ``missing`` and a ``message``
+    naming the ones that do not exist. It reads, never writes, so it is idempotent.
     """
 
     idempotent = True
@@ -136,10 +158,10 @@ class LoadArtifactsTool:
             raise InvalidToolArgumentsError(
                 LOAD_ARTIFACTS, errors=["artifact_names: must be a list of strings"]
             )
-        available = set(await ctx.list_artifacts())
-        found = [n for n in dict.fromkeys(names) if n in available]
+        available = await ctx.artifact_versions()
+        found = {n: available[n] for n in dict.fromkeys(names) if n in available}
         missing = [n for n in dict.fromkeys(names) if n not in available]
-        result: dict[str, Any] = {"artifact_names": found}
+        result: dict[str, Any] = {"artifact_names": list(found), "artifact_versions": found}
         if missing:
             result["missing"] = missing
             result["message"] = (
@@ -152,7 +174,7 @@ class LoadArtifactsTool:
         """Tell the model which artifacts exist and how to load them."""
         try:
             available = await ctx.list_artifacts()
-        except Exception:  # a context without an artifact service has nothing to list
+        except ToolContextError:  # a context without an artifact service has nothing to list
             return
         if available:
             request.instructions.append(
@@ -182,8 +204,9 @@ class LoadArtifactsProcessor:
 
     Put it after the contents processor (``[*default_request_processors(),
     LoadArtifactsProcessor()]``). Guarantees: only the request right after a ``load_artifacts``
-    response gets the contents; a name that cannot be loaded any more gets a sentence saying so;
-    nothing is appended to the log.
+    response gets the contents, of exactly the versions that response recorded (a later save
+    changes nothing); a version that cannot be loaded any more gets a sentence saying so; nothing
+    is appended to the log.
     """
 
     def __init__(self, *, tool_name: str = LOAD_ARTIFACTS) -> None:
@@ -201,15 +224,16 @@ class LoadArtifactsProcessor:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
-        names = scan.result()
-        if not names:
+        versions = scan.result()
+        if not versions:
             return
         parts: list[Part] = []
-        for name in names:
+        for name, version in versions.items():
             try:
-                artifact = await ctx.store.load_artifact(ctx.session_id, name)
+                artifact = await ctx.store.load_artifact(ctx.session_id, name, version=version)
             except ArtifactNotFoundError:
-                parts.append(Part(text=f"Artifact {name} could not be loaded: it does not exist."))
+                which = name if version is None else f"{name} version {version}"
+                parts.append(Part(text=f"Artifact {which} could not be loaded: it does not exist."))
                 continue
             parts.extend(_describe(name, artifact.version, artifact.mime_type, artifact.data))
         request.contents.append(Content(role="user", parts=tuple(parts)))
