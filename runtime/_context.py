@@ -192,6 +192,8 @@ class ReadonlyContext:
     """Head state of the session (read-only)."""
     artifacts: ArtifactService | None = None
     """The session's artifact service, if any."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """The invocation's side-channel metadata (trace ids …); never sent to the model or logged."""
 
 
 class ToolContext:
@@ -228,11 +230,14 @@ class ToolContext:
         self.state = StateView(state if state is not None else {}, self.actions.state_delta)
         """Head state overlaid with this call's delta; writes go to ``actions.state_delta``."""
         self.cancel_event = cancel_event if cancel_event is not None else asyncio.Event()
-        """Set when the invocation is being cancelled; long tools should poll or await it."""
+        """Set when the invocation is being cancelled (the task running it was cancelled); a tool
+        that cannot be interrupted by ``asyncio`` cancellation — a sync tool in a worker thread —
+        should poll ``cancelled`` and stop."""
         self.tool_confirmation = tool_confirmation
         """The human's answer when this call is a re-run after a confirmation, else ``None``."""
         self.metadata: dict[str, Any] = metadata if metadata is not None else {}
-        """A side channel for callbacks and tracing; never sent to the model."""
+        """A side channel for callbacks and tracing (the loop gives each call a copy of the
+        invocation's metadata); never sent to the model and never written to the log."""
         self._artifacts = artifacts
 
     @classmethod
@@ -245,6 +250,7 @@ class ToolContext:
             session_id=readonly.session_id,
             state=readonly.state,
             artifacts=readonly.artifacts,
+            metadata=dict(readonly.metadata),
         )
 
     @property

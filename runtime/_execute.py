@@ -128,8 +128,10 @@ async def run_claimed(
 
     ``tools`` is the execution table (the request's, or ``ctx.resolve_tools()`` when omitted);
     ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
-    gets the planned confirmation and the idempotency key of (session, call id). Appends, in one
-    atomic batch: the response event, the confirmation-request event, the display-text event.
+    gets the planned confirmation, the idempotency key of (session, call id), a copy of
+    ``ctx.metadata`` and its own cancel event, set when the task running the calls is cancelled.
+    Appends, in one atomic batch: the response event, the confirmation-request event, the
+    display-text event.
     If another writer appended while the tools ran, the batch goes after its events, without the
     outcome of any call those events answered (a call is answered once; see ``_append_answers``).
     """
@@ -151,7 +153,10 @@ async def run_claimed(
     plugin_layer = plugin_tool_callbacks(ctx.agent.plugins)
     agent_layer = ctx.agent.callbacks.tool_callbacks()
 
-    async def run_one(item: PlannedCall, state: Mapping[str, Any]) -> CallOutcome:
+    cancel_events = [asyncio.Event() for _ in planned]
+
+    async def run_one(index: int, state: Mapping[str, Any]) -> CallOutcome:
+        item = planned[index]
         tool_ctx = ToolContext(
             function_call_id=item.call.id,
             invocation_id=ctx.invocation_id,
@@ -159,7 +164,9 @@ async def run_claimed(
             session_id=ctx.session_id,
             state=state,
             artifacts=ctx.artifacts,
+            cancel_event=cancel_events[index],
             tool_confirmation=item.confirmation,
+            metadata=dict(ctx.metadata),
         )
         return await execute_function_call(
             item.call,
@@ -169,19 +176,32 @@ async def run_claimed(
             agent_callbacks=agent_layer,
         )
 
-    outcomes: list[CallOutcome]
-    if run_parallel and len(planned) > 1:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(run_one(item, head)) for item in planned]
-        outcomes = [task.result() for task in tasks]
-    else:
-        outcomes = []
+    async def run_all() -> list[CallOutcome]:
+        if run_parallel and len(planned) > 1:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(run_one(i, head)) for i in range(len(planned))]
+            return [task.result() for task in tasks]
+        done: list[CallOutcome] = []
         state = dict(head)
-        for item in planned:
+        for i in range(len(planned)):
             # Sequential calls see the state their predecessors wrote, as they would one by one.
-            outcome = await run_one(item, state)
+            outcome = await run_one(i, state)
             apply_delta(state, outcome.actions.state_delta)
-            outcomes.append(outcome)
+            done.append(outcome)
+        return done
+
+    work = asyncio.ensure_future(run_all())
+    try:
+        # Shielded so that on cancellation the events are set before the tools see the
+        # CancelledError: a tool cleaning up reads ``ctx.cancelled`` as True, and a sync tool in
+        # a worker thread, which asyncio cannot interrupt, can stop by polling it.
+        outcomes = await asyncio.shield(work)
+    except asyncio.CancelledError:
+        for event in cancel_events:
+            event.set()
+        work.cancel()
+        await asyncio.wait([work])
+        raise
 
     answers = await _append_answers(ctx, planned, outcomes, table)
     appended.extend(answers.events)

@@ -11,7 +11,7 @@ Hook points for resume: ``LoopRequestProcessor`` (request building, run in order
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -178,6 +178,7 @@ class InvocationContext:
         invocation_id: str | None = None,
         branch: str | None = None,
         artifacts: ArtifactService | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.store = store
         """The event store."""
@@ -195,6 +196,9 @@ class InvocationContext:
         """Agent path for nested agents (``None`` at the root)."""
         self.artifacts = artifacts
         """The session's artifact service, if any (handed to tool contexts)."""
+        self.metadata: dict[str, Any] = dict(metadata) if metadata is not None else {}
+        """The caller's side channel (trace ids …): model callbacks see it here, every
+        ``ToolContext`` gets a copy; it never reaches a model request or the log."""
         self.version = version
         """``seq`` of the newest event this invocation has seen."""
         self.appended: list[Event] = []
@@ -301,6 +305,7 @@ class InvocationContext:
                 session_id=self.session_id,
                 state=await self.state(),
                 artifacts=self.artifacts,
+                metadata=self.metadata,
             )
             self._readonly = (self.version, readonly)
         return self._readonly[1]

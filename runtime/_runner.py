@@ -147,12 +147,18 @@ class Runner:
         )
 
     async def new_context(
-        self, *, session_id: str, user_id: str, invocation_id: str | None = None
+        self,
+        *,
+        session_id: str,
+        user_id: str,
+        invocation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> InvocationContext:
         """Return a context for a new invocation at the session's current version.
 
-        Raises ``SessionNotFoundError`` when the session does not exist or belongs to another
-        app or user.
+        ``metadata`` is the invocation's side channel (see ``InvocationContext.metadata``).
+        Raises ``SessionNotFoundError`` when the session does not exist or belongs to another app
+        or user.
         """
         info = await self.store.session_info(session_id)
         if info.app_name != self.app_name or info.user_id != user_id:
@@ -169,6 +175,7 @@ class Runner:
             invocation_id=invocation_id,
             branch=self.branch,
             artifacts=StoreArtifactService(self.store, session_id),
+            metadata=metadata,
         )
 
     async def build_request(self, ctx: InvocationContext) -> ModelRequest:
@@ -185,15 +192,19 @@ class Runner:
         user_id: str,
         new_message: str | Content | None = None,
         invocation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Run one invocation to its end and return what it appended and how it ended.
 
         ``new_message`` (text or a user ``Content`` — e.g. a confirmation answer or a
-        long-running result) is appended first; ``None`` resumes from the log alone. Raises
+        long-running result) is appended first; ``None`` resumes from the log alone.
+        ``metadata`` (trace ids and the like) reaches model callbacks (``ctx.metadata``) and a
+        copy of it every ``ToolContext``, never a model request nor the log. Cancelling the task
+        that awaits ``run`` sets the ``cancel_event`` of every running call. Raises
         ``SessionConflictError``, ``SessionNotFoundError``, and whatever the model raises.
         """
         ctx = await self.new_context(
-            session_id=session_id, user_id=user_id, invocation_id=invocation_id
+            session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
         ending = _Ending()
         async for _ in self._drive(ctx, new_message, ending):
@@ -207,14 +218,15 @@ class Runner:
         user_id: str,
         new_message: str | Content | None = None,
         invocation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Event]:
         """Run one invocation, yielding each event right after it was appended (with ``seq``).
 
         Stopping the iteration early stops the invocation between two appends; what was appended
-        stays, and the next run continues from the log.
+        stays, and the next run continues from the log. ``metadata`` as for ``run``.
         """
         ctx = await self.new_context(
-            session_id=session_id, user_id=user_id, invocation_id=invocation_id
+            session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
         async for event in self._drive(ctx, new_message, _Ending()):
             yield event

@@ -144,7 +144,12 @@ class AgentTool:
                 ),
                 expected_version=None,
             )
-            result = await runner.run(session_id=child, user_id=parent.user_id, new_message=request)
+            result = await runner.run(
+                session_id=child,
+                user_id=parent.user_id,
+                new_message=request,
+                metadata=ctx.metadata,
+            )
         else:
             done = _finished_text(events, self.agent.name)
             if done is not None:
@@ -162,7 +167,9 @@ class AgentTool:
                         confirmed=answer.confirmed,
                         payload=answer.payload,
                     )
-            result = await runner.run(session_id=child, user_id=parent.user_id)
+            result = await runner.run(
+                session_id=child, user_id=parent.user_id, metadata=ctx.metadata
+            )
         if result.status == "completed":
             return self._answer(ctx, result.final_text)
         if result.status == "paused_for_confirmation":
