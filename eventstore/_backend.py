@@ -19,6 +19,7 @@ __all__ = [
     "Backend",
     "NewEvent",
     "SessionRecord",
+    "SharedSnapshot",
     "StoredEvent",
     "check_batch_ids",
     "check_retry",
@@ -109,11 +110,25 @@ class ArtifactRecord:
     """Save time (seconds since the epoch)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharedSnapshot:
+    """A cache of the folded ``user:`` (or ``app:``) state of one scope at a global position."""
+
+    position: int
+    """The state is the fold of the scope's shared events with ``position <=`` this."""
+    count: int
+    """How many shared events of the scope that fold covers (a deletion changes it)."""
+    state: bytes
+    """The encoded state (orjson)."""
+
+
 class Backend(Protocol):
     """The storage contract every backend implements.
 
     All methods are coroutines; none blocks the event loop. Errors are the store's own
-    (``eventstore._exceptions``); a driver exception never escapes.
+    (``eventstore._exceptions``); a driver exception never escapes. The shared-state events of
+    one app become visible in ``position`` order (no reader ever sees position ``p + 1`` before
+    ``p``), so a fold of them up to a position never changes later but by a deletion.
     """
 
     url: str
@@ -137,7 +152,8 @@ class Backend(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete the session, its events, snapshots and session-scoped artifacts.
+        """Delete the session, its events, snapshots and session-scoped artifacts, and the
+        shared-state snapshots of its app (its ``user:``/``app:`` deltas leave the fold).
 
         Returns False when there was no such session.
         """
@@ -169,11 +185,34 @@ class Backend(Protocol):
         ...
 
     async def read_shared(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
+        self,
+        *,
+        app_name: str,
+        user_id: str | None,
+        upto_position: int | None,
+        after_position: int | None = None,
     ) -> list[StoredEvent]:
         """Return the events touching ``user:``/``app:`` state of the app's sessions (only the
-        given user's when ``user_id`` is set), with ``position <= upto_position``, in position
-        order."""
+        given user's when ``user_id`` is set), with ``after_position < position <=
+        upto_position``, in position order."""
+        ...
+
+    async def load_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> SharedSnapshot | None:
+        """Return the newest snapshot of the scope (the app's ``app:`` state when ``user_id`` is
+        None, else that user's ``user:`` state) with ``position <= upto_position``."""
+        ...
+
+    async def save_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+    ) -> None:
+        """Store a snapshot of the scope's shared state (a cache: may be dropped).
+
+        Saves nothing unless the scope still has exactly ``snapshot.count`` shared events with
+        ``position <= snapshot.position``: a session deleted since the fold was read would
+        otherwise leave its values in the cache.
+        """
         ...
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
@@ -185,7 +224,7 @@ class Backend(Protocol):
         ...
 
     async def drop_snapshots(self) -> int:
-        """Delete every snapshot; return how many were dropped."""
+        """Delete every snapshot, session and shared; return how many were dropped."""
         ...
 
     async def save_artifact(

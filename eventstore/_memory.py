@@ -15,6 +15,7 @@ from ._backend import (
     ArtifactRecord,
     NewEvent,
     SessionRecord,
+    SharedSnapshot,
     StoredEvent,
     check_batch_ids,
     check_retry,
@@ -46,6 +47,7 @@ class MemoryBackend:
         self._sessions: dict[str, _Session] = {}
         self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
         self._positions = itertools.count(1)
+        self._shared_snapshots: dict[tuple[str, str | None], dict[int, SharedSnapshot]] = {}
         self._closed = False
 
     def _check_open(self) -> None:
@@ -113,6 +115,8 @@ class MemoryBackend:
         if session is None:
             return False
         record = session.record
+        for scope in [k for k in self._shared_snapshots if k[0] == record.app_name]:
+            del self._shared_snapshots[scope]
         for key in [k for k in self._artifacts if k[:3] == (record.app_name, record.user_id,
                                                              session_id)]:
             del self._artifacts[key]
@@ -178,17 +182,48 @@ class MemoryBackend:
         return chosen if limit is None else chosen[:limit]
 
     async def read_shared(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
+        self,
+        *,
+        app_name: str,
+        user_id: str | None,
+        upto_position: int | None,
+        after_position: int | None = None,
     ) -> list[StoredEvent]:
+        """Return the scope's shared-state events in ``(after_position, upto_position]``,
+        in position order."""
         self._check_open()
+        low = after_position or 0
         found = [
             e
             for s in self._sessions.values()
             if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
             for e in s.events
-            if e.shared_state and (upto_position is None or e.position <= upto_position)
+            if e.shared_state and e.position > low
+            and (upto_position is None or e.position <= upto_position)
         ]
         return sorted(found, key=lambda e: e.position)
+
+    async def load_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> SharedSnapshot | None:
+        """Return the scope's newest shared-state snapshot at or below ``upto_position``."""
+        self._check_open()
+        snapshots = self._shared_snapshots.get((app_name, user_id), {})
+        positions = [p for p in snapshots if upto_position is None or p <= upto_position]
+        return snapshots[max(positions)] if positions else None
+
+    async def save_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+    ) -> None:
+        """Keep ``snapshot`` unless the scope's shared events up to its position changed."""
+        self._check_open()
+        covered = await self.read_shared(
+            app_name=app_name, user_id=user_id, upto_position=snapshot.position
+        )
+        if len(covered) == snapshot.count:
+            self._shared_snapshots.setdefault((app_name, user_id), {})[snapshot.position] = (
+                snapshot
+            )
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
         snapshots = self._session(session_id).snapshots
@@ -203,7 +238,8 @@ class MemoryBackend:
 
     async def drop_snapshots(self) -> int:
         self._check_open()
-        dropped = 0
+        dropped = sum(len(s) for s in self._shared_snapshots.values())
+        self._shared_snapshots.clear()
         for session in self._sessions.values():
             dropped += len(session.snapshots)
             session.snapshots.clear()

@@ -5,6 +5,11 @@
   serialized: ``seq`` stays gap-free, and event ``n + 1`` never commits before event ``n``, so a
   reader tailing by ``seq`` cannot skip an event that commits late. Appends to different
   sessions do not wait for each other. The database's unique constraints stay the last guard.
+- **Shared state.** An append carrying ``user:``/``app:`` deltas also takes an advisory lock keyed
+  by the app before its rows get their positions, and holds it until commit, so the app's
+  shared-state events commit in position order and a snapshot of their fold at a position stays
+  right. Deleting a session and saving a shared snapshot take the same lock (see
+  ``save_shared_snapshot``).
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
   wake-up; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
   dropped listener connection delays a tail but loses nothing.
@@ -25,6 +30,7 @@ from ._backend import (
     ArtifactRecord,
     NewEvent,
     SessionRecord,
+    SharedSnapshot,
     StoredEvent,
     check_batch_ids,
     check_retry,
@@ -45,6 +51,7 @@ from ._sqlcommon import (
     scope,
     seq_bound,
     session_record,
+    shared_scope,
     stored_events,
     written,
 )
@@ -62,6 +69,7 @@ POLL_INTERVAL: Final = 1.0
 # First key of the two-key advisory locks, so ours cannot collide with other applications'.
 _LOCK_SESSION: Final = 0x65767331  # "evs1"
 _LOCK_ARTIFACT: Final = 0x65767332  # "evs2"
+_LOCK_SHARED: Final = 0x65767333  # "evs3"
 
 _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
@@ -135,6 +143,8 @@ async def _insert(
     conn: Any, session_id: str, app_name: str, user_id: str, events: Sequence[NewEvent],
     start: int,
 ) -> list[StoredEvent]:
+    if any(e.shared_state for e in events):
+        await _lock_shared(conn, app_name)  # before the rows get their positions
     rows = await conn.fetch(
         _INSERT_SQL, session_id, start - 1, app_name, user_id,
         [e.event_id for e in events], [e.kind for e in events],
@@ -147,6 +157,11 @@ async def _insert(
         written(session_id, e, seq=start + i, position=positions[start + i])
         for i, e in enumerate(events)
     ]
+
+
+async def _lock_shared(conn: Any, app_name: str) -> None:
+    """Take the app's shared-state lock until the transaction ends (see the module docstring)."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SHARED, _lock_key(app_name))
 
 
 class PostgresBackend:
@@ -272,12 +287,21 @@ class PostgresBackend:
 
     async def delete_session(self, session_id: str) -> bool:
         async def job(conn: Any) -> bool:
+            app_name = await conn.fetchval(
+                "SELECT app_name FROM evs_sessions WHERE session_id = $1", session_id
+            )
+            if app_name is None:
+                return False
+            # Its shared-state deltas leave the app's fold: drop the app's shared snapshots,
+            # under the lock that orders this against a snapshot being saved.
+            await _lock_shared(conn, app_name)
             row = await conn.fetchrow(
                 "DELETE FROM evs_sessions WHERE session_id = $1 RETURNING app_name, user_id",
                 session_id,
             )
             if row is None:
                 return False
+            await conn.execute("DELETE FROM evs_shared_snapshots WHERE app_name = $1", app_name)
             await conn.execute(
                 "DELETE FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 "
                 "AND session_scope = $3",
@@ -353,15 +377,21 @@ class PostgresBackend:
         return await self._run(job, what=f"read session {session_id!r}")
 
     async def read_shared(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
+        self,
+        *,
+        app_name: str,
+        user_id: str | None,
+        upto_position: int | None,
+        after_position: int | None = None,
     ) -> list[StoredEvent]:
         sql = (
             f"SELECT session_id, {EVENT_COLUMNS} FROM evs_events WHERE app_name = $1 "
-            "AND shared_state AND position <= $2"
-            + ("" if user_id is None else " AND user_id = $3")
+            "AND shared_state AND position > $2 AND position <= $3"
+            + ("" if user_id is None else " AND user_id = $4")
             + " ORDER BY position"
         )
-        params: list[Any] = [app_name, MAX_POSITION if upto_position is None else upto_position]
+        params: list[Any] = [app_name, after_position or 0,
+                             MAX_POSITION if upto_position is None else upto_position]
         if user_id is not None:
             params.append(user_id)
 
@@ -401,10 +431,56 @@ class PostgresBackend:
 
     async def drop_snapshots(self) -> int:
         async def job(conn: Any) -> int:
-            status = await conn.execute("DELETE FROM evs_snapshots")
-            return int(status.rsplit(" ", 1)[-1])
+            dropped = 0
+            for table in ("evs_snapshots", "evs_shared_snapshots"):
+                status = await conn.execute(f"DELETE FROM {table}")
+                dropped += int(status.rsplit(" ", 1)[-1])
+            return dropped
 
-        return await self._run(job, what="drop snapshots")
+        return await self._run(job, what="drop snapshots", write=True)
+
+    async def load_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> SharedSnapshot | None:
+        async def job(conn: Any) -> SharedSnapshot | None:
+            row = await conn.fetchrow(
+                "SELECT position, event_count, state FROM evs_shared_snapshots "
+                "WHERE app_name = $1 AND user_id = $2 AND position <= $3 "
+                "ORDER BY position DESC LIMIT 1",
+                app_name, shared_scope(user_id),
+                MAX_POSITION if upto_position is None else upto_position,
+            )
+            return None if row is None else SharedSnapshot(
+                position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+            )
+
+        return await self._run(job, what=f"load a shared-state snapshot of app {app_name!r}")
+
+    async def save_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+    ) -> None:
+        count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = $1 AND shared_state "
+                     "AND position <= $2" + ("" if user_id is None else " AND user_id = $3"))
+        count_params: list[Any] = [app_name, snapshot.position]
+        if user_id is not None:
+            count_params.append(user_id)
+
+        async def job(conn: Any) -> None:
+            # Under the lock delete_session takes, and counted in a statement that starts after
+            # it: a session deleted since the fold was read changes the count.
+            await _lock_shared(conn, app_name)
+            if await conn.fetchval(count_sql, *count_params) != snapshot.count:
+                return
+            await conn.execute(
+                "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, "
+                "state) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id, position) "
+                "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+                app_name, shared_scope(user_id), snapshot.position, snapshot.count,
+                snapshot.state,
+            )
+
+        await self._run(job, what=f"save a shared-state snapshot of app {app_name!r}",
+                        write=True)
 
     # -- artifacts -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-__all__ = ["Artifact", "Event", "Session", "Snapshot", "metadata"]
+__all__ = ["Artifact", "Event", "Session", "SharedSnapshot", "Snapshot", "metadata"]
 
 metadata = SQLModel.metadata
 """The metadata holding the ``evs_*`` tables (alembic's ``target_metadata``)."""
@@ -114,6 +114,24 @@ class Snapshot(SQLModel, table=True):
     """Owning session."""
     seq: int = Field(sa_type=sa.Integer(), primary_key=True)
     """The state is the fold of events ``1..seq``."""
+    state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The encoded state (orjson)."""
+
+
+class SharedSnapshot(SQLModel, table=True):
+    """A cache of the ``app:`` state of an app (``user_id`` ``''``) or the ``user:`` state of
+    one of its users at a global ``position``; droppable and rebuilt from the log."""
+
+    __tablename__ = "evs_shared_snapshots"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The app whose sessions' shared-state events are folded."""
+    user_id: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The user whose ``user:`` state this is, or ``''`` for the app's ``app:`` state."""
+    position: int = Field(sa_type=sa.BigInteger(), primary_key=True)
+    """The state is the fold of the scope's shared-state events with ``position <=`` this."""
+    event_count: int = Field(sa_type=sa.Integer(), nullable=False)
+    """How many shared-state events the fold covers (checked before saving, see the backends)."""
     state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded state (orjson)."""
 

@@ -24,6 +24,7 @@ __all__ = [
     "scope",
     "seq_bound",
     "session_record",
+    "shared_scope",
     "stored_event",
     "stored_events",
     "written",
@@ -56,6 +57,11 @@ USER_SCOPE = ""
 def scope(session_id: str | None) -> str:
     """Return the ``session_scope`` column value for an artifact scope."""
     return USER_SCOPE if session_id is None else session_id
+
+
+def shared_scope(user_id: str | None) -> str:
+    """Return ``evs_shared_snapshots.user_id`` for a scope: the user, or ``''`` for ``app:``."""
+    return "" if user_id is None else user_id
 
 
 def session_record(row: Sequence[Any]) -> SessionRecord:

@@ -21,6 +21,12 @@ Design (measured, see ``scripts/bench_store.py``):
 - **Errors.** sqlite3 exceptions are translated in one place (``_translate``) into the store's
   errors; idempotent retries and conflicts take a slower diagnostic path judged by
   ``check_retry``, the rule every backend shares.
+- **Shared-state snapshots.** Every write takes the file's write lock, so positions (rowids)
+  commit in order, as the snapshots of ``user:``/``app:`` state need. Deleting a session drops its
+  app's shared snapshots in the same transaction; a snapshot is saved only if the count of shared
+  events it covers is unchanged. (Rowids are not AUTOINCREMENT: after the newest rows are deleted
+  their positions can be handed out again. A snapshot saved in the moment between such a delete
+  and an insert of exactly as many shared events could be stale; ``rebuild_snapshots`` clears it.)
 - **Live tails.** ``wait_for_events`` wakes at once on this process's appends and polls the
   session's version so that appends by other processes are seen within ``POLL_INTERVAL``.
 """
@@ -38,6 +44,7 @@ from ._backend import (
     ArtifactRecord,
     NewEvent,
     SessionRecord,
+    SharedSnapshot,
     StoredEvent,
     check_batch_ids,
     check_retry,
@@ -59,6 +66,7 @@ from ._sqlcommon import (
     scope,
     seq_bound,
     session_record,
+    shared_scope,
     stored_events,
     written,
 )
@@ -364,8 +372,10 @@ class SQLiteBackend:
                 "AND session_scope = ?",
                 (row[0], row[1], session_id),
             )
-            # Events and snapshots go with the session (ON DELETE CASCADE).
+            # Events and snapshots go with the session (ON DELETE CASCADE); its shared-state
+            # deltas leave the app's fold, so the app's shared snapshots go too.
             conn.execute("DELETE FROM evs_sessions WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM evs_shared_snapshots WHERE app_name = ?", (row[0],))
             return True
 
         deleted = await self._write(job, what=f"delete session {session_id!r}")
@@ -429,16 +439,21 @@ class SQLiteBackend:
         return await self._read(job, what=f"read session {session_id!r}")
 
     async def read_shared(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
+        self,
+        *,
+        app_name: str,
+        user_id: str | None,
+        upto_position: int | None,
+        after_position: int | None = None,
     ) -> list[StoredEvent]:
         sql = (
             "SELECT session_id, " + EVENT_COLUMNS + " FROM evs_events WHERE app_name = ? "
-            "AND shared_state AND position <= ?"
+            "AND shared_state AND position > ? AND position <= ?"
             + ("" if user_id is None else " AND user_id = ?")
             + " ORDER BY position"
         )
         upto = MAX_POSITION if upto_position is None else upto_position
-        params: tuple[Any, ...] = (app_name, upto)
+        params: tuple[Any, ...] = (app_name, after_position or 0, upto)
         if user_id is not None:
             params += (user_id,)
 
@@ -479,9 +494,55 @@ class SQLiteBackend:
 
     async def drop_snapshots(self) -> int:
         def job(conn: sqlite3.Connection) -> int:
-            return conn.execute("DELETE FROM evs_snapshots").rowcount
+            return (conn.execute("DELETE FROM evs_snapshots").rowcount
+                    + conn.execute("DELETE FROM evs_shared_snapshots").rowcount)
 
         return await self._write(job, what="drop snapshots")
+
+    async def load_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, upto_position: int | None
+    ) -> SharedSnapshot | None:
+        params = (app_name, shared_scope(user_id),
+                  MAX_POSITION if upto_position is None else upto_position)
+
+        def job(conn: sqlite3.Connection) -> SharedSnapshot | None:
+            row = conn.execute(
+                "SELECT position, event_count, state FROM evs_shared_snapshots "
+                "WHERE app_name = ? AND user_id = ? AND position <= ? "
+                "ORDER BY position DESC LIMIT 1",
+                params,
+            ).fetchone()
+            return None if row is None else SharedSnapshot(
+                position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+            )
+
+        return await self._read(job, what=f"load a shared-state snapshot of app {app_name!r}")
+
+    async def save_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+    ) -> None:
+        count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = ? AND shared_state "
+                     "AND position <= ?" + ("" if user_id is None else " AND user_id = ?"))
+        count_params: tuple[Any, ...] = (app_name, snapshot.position)
+        if user_id is not None:
+            count_params += (user_id,)
+
+        def job(conn: sqlite3.Connection) -> None:
+            # Checked inside the write transaction: a session deleted since the fold was read
+            # changes the count, and then the fold is stale.
+            if conn.execute(count_sql, count_params).fetchone()[0] != snapshot.count:
+                return
+            conn.execute(
+                "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, "
+                "state) VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
+                "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+                (app_name, shared_scope(user_id), snapshot.position, snapshot.count,
+                 snapshot.state),
+            )
+
+        if self._read_only:
+            return  # a cache: a read-only store does not keep one
+        await self._write(job, what=f"save a shared-state snapshot of app {app_name!r}")
 
     # -- artifacts -----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, Self
 
 import orjson
 
-from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
+from ._backend import Backend, NewEvent, SessionRecord, SharedSnapshot, StoredEvent
 from ._codec import (
     SCHEMA_VERSION,
     decode_event,
@@ -48,8 +48,9 @@ from ._state import (
 __all__ = ["Artifact", "EventStore", "Session", "SessionInfo", "SessionPage"]
 
 DEFAULT_SNAPSHOT_INTERVAL = 200
-"""A snapshot of session state is kept every this many events (state at head replays at most
-this many deltas)."""
+"""A snapshot of session state is kept every this many events, and one of each ``user:`` and
+``app:`` scope every this many shared-state events (a state read replays at most about this many
+deltas per scope)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -499,14 +500,40 @@ class EventStore:
             position = tail[-1].position if tail else await self._position_of(sid, at)
         if at == 0 and record.version > 0:
             return state
-        for user in (False, True):
-            rows = await backend.read_shared(
-                app_name=record.app_name,
-                user_id=record.user_id if user else None,
-                upto_position=position,
+        for user_id in (None, record.user_id):
+            state.update(await self._shared_state(record.app_name, user_id, upto=position))
+        return state
+
+    async def _shared_state(
+        self, app_name: str, user_id: str | None, *, upto: int | None
+    ) -> dict[str, Any]:
+        """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
+        folded up to global position ``upto``: the newest snapshot at or below it plus the
+        shared events after the snapshot."""
+        backend = self._backend
+        snapshot = await backend.load_shared_snapshot(
+            app_name=app_name, user_id=user_id, upto_position=upto
+        )
+        base_position, base_count, state = (
+            (0, 0, {}) if snapshot is None
+            else (snapshot.position, snapshot.count, orjson.loads(snapshot.state))
+        )
+        rows = await backend.read_shared(
+            app_name=app_name, user_id=user_id, after_position=base_position, upto_position=upto
+        )
+        user = user_id is not None
+        for event in self._decode_all(rows):
+            apply_delta(state, shared_part(event.actions.state_delta, user=user))
+        if len(rows) >= self._snapshot_interval:
+            await backend.save_shared_snapshot(
+                app_name=app_name,
+                user_id=user_id,
+                snapshot=SharedSnapshot(
+                    position=rows[-1].position,
+                    count=base_count + len(rows),
+                    state=orjson.dumps(state),
+                ),
             )
-            for event in self._decode_all(rows):
-                apply_delta(state, shared_part(event.actions.state_delta, user=user))
         return state
 
     async def _position_of(self, session_id: str, seq: int) -> int:
@@ -524,7 +551,8 @@ class EventStore:
         return fold_state(session_part(e.actions.state_delta) for e in rows)
 
     async def rebuild_snapshots(self) -> int:
-        """Drop every snapshot (they are a cache; the next state reads rebuild them)."""
+        """Drop every snapshot — of session state and of ``user:``/``app:`` state (they are a
+        cache; the next state reads rebuild them). Returns how many were dropped."""
         return await self._open_backend().drop_snapshots()
 
     # -- artifacts -----------------------------------------------------------------------------

@@ -101,3 +101,25 @@ async def test_sql_schema_postgres_unmigrated_raises_then_auto_upgrades(
     async with await open_store(empty_postgres_url, auto_upgrade=True) as store:
         await store.create_session(app_name="a", user_id="u", session_id="s1")
     assert await current_revision(empty_postgres_url) == head_revision()
+
+
+@pytest.mark.parametrize("backend", [pytest.param("sqlite", id="sqlite"),
+                                     pytest.param("postgres", id="postgres",
+                                                  marks=pytest.mark.postgres)])
+async def test_sql_schema_0001_database_is_outdated_then_upgrades(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'v1.db'}"
+    else:
+        url = request.getfixturevalue("empty_postgres_url")
+    await upgrade(url, "0001")
+    assert head_revision() != "0001"
+    with pytest.raises(SchemaOutdatedError) as info:
+        await open_store(url)
+    assert (info.value.current, info.value.head) == ("0001", head_revision())
+    async with await open_store(url, auto_upgrade=True, snapshot_interval=1) as store:
+        await store.create_session(app_name="a", user_id="u", session_id="s",
+                                   state={"app:x": 1, "user:y": 2})
+        assert await store.state("s") == {"app:x": 1, "user:y": 2}
+    assert await current_revision(url) == head_revision()
