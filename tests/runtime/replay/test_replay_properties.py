@@ -6,10 +6,17 @@ from typing import Any
 
 import orjson
 from _replay_support import AGENT, History, call
-from hypothesis import given, settings
+from hypothesis import event, example, given, settings, target
 from hypothesis import strategies as st
 
-from eventstore import Event, FunctionCall
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+)
 from runtime.replay import (
     RERUN_DECISION_KEY,
     ConfirmationScan,
@@ -163,3 +170,93 @@ def test_properties_no_call_is_planned_twice(steps: list[tuple[Any, ...]]) -> No
     # … and no later plan (no new human input) runs any of them again
     again = plan_resume(history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT)
     assert {p.call.id for p in again.execute} & {p.call.id for p in decision.execute} == set()
+
+
+# -- the confirmed-call path ------------------------------------------------------------------
+# ``step`` alone almost never ends with a valid answer to a real confirmation as the newest user
+# event (a handful of examples in a thousand), so "no call executes twice" needs its own strategy.
+
+ANSWERS = {
+    "yes": {"confirmed": True},
+    "no": {"confirmed": False, "payload": {"why": "no"}},
+    "json": {"response": orjson.dumps({"confirmed": True, "payload": 3}).decode()},
+}
+
+confirmed_ending = st.tuples(
+    st.lists(step, max_size=15),  # any history before
+    st.lists(st.sampled_from(TOOLS), min_size=1, max_size=3),  # calls needing confirmation
+    st.lists(st.sampled_from(["yes", "no", "json"]), min_size=1, max_size=3),  # their answers
+    st.booleans(),  # the user sends the same answers again after they were executed
+)
+
+
+def _answers_event(history: History, answers: list[tuple[str, dict[str, Any]]]) -> None:
+    parts = tuple(
+        Part(
+            function_response=FunctionResponse(
+                id=cid, name=REQUEST_CONFIRMATION_FUNCTION, response=response
+            )
+        )
+        for cid, response in answers
+    )
+    history.add(Event(author="user", content=Content(role="user", parts=parts)))
+
+
+def build_confirmed(
+    ending: tuple[list[tuple[Any, ...]], list[str], list[str], bool],
+) -> tuple[History, dict[str, str]]:
+    """A random history, then calls that asked for confirmation, then one user event answering
+    some of them validly. Returns the history and call id -> how it was answered."""
+    prefix, tools, answers, _ = ending
+    history = build(prefix)
+    base = len(history.events)
+    originals = [call(name, f"t{base}-{i}", n=i) for i, name in enumerate(tools)]
+    for i, original in enumerate(originals):
+        history.needs_confirmation(original, f"confirm-t{base}-{i}")
+    answered = dict(zip([c.id for c in originals], answers, strict=False))
+    _answers_event(
+        history,
+        [
+            (f"confirm-t{base}-{i}", ANSWERS[answered[c.id]])
+            for i, c in enumerate(originals)
+            if c.id in answered
+        ],
+    )
+    return history, answered
+
+
+@settings(max_examples=200, deadline=None)
+@given(confirmed_ending)
+@example(([], ["charge_card"], ["yes"], True))
+@example(([("model", ["charge_card"]), ("claim", 0)], ["charge_card", "render"], ["no"], True))
+def test_properties_a_confirmed_call_executes_once(
+    ending: tuple[list[tuple[Any, ...]], list[str], list[str], bool],
+) -> None:
+    history, answered = build_confirmed(ending)
+    decision = plan_resume(history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT)
+
+    # Not vacuous: every validly answered call is planned, with the human's answer attached.
+    planned = {p.call.id: p for p in decision.execute if p.confirmation is not None}
+    assert set(planned) == set(answered)
+    for call_id, how in answered.items():
+        confirmation = planned[call_id].confirmation
+        assert confirmation is not None
+        assert confirmation.confirmed is (how != "no")
+    event(f"confirmed calls answered in one turn: {len(answered)}")
+    target(float(len(answered)), label="answered confirmations")
+    _check_never_answered(history, decision)
+
+    # The executor claims and answers them; a later plan never runs any of them again …
+    history.claim(*(p.call.id for p in decision.execute))
+    history.respond(*((p.call, {"done": True}) for p in decision.execute))
+    again = plan_resume(history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT)
+    assert {p.call.id for p in again.execute} & set(answered) == set()
+
+    # … not even when the user sends the same answers a second time.
+    if ending[3]:
+        latest_answers = next(e for e in history.newest_first() if e.author == "user")
+        history.add(latest_answers)
+        replayed = plan_resume(
+            history.newest_first(), agent_name=AGENT, idempotent_tools=IDEMPOTENT
+        )
+        assert {p.call.id for p in replayed.execute} & set(answered) == set()

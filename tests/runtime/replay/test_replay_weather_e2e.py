@@ -91,7 +91,7 @@ async def test_weather_e2e_confirmation_answered_by_another_process(tmp_path: Pa
         history = (await store.get_session("s")).events
 
     assert executions == [{"city": "Tokyo", "payload": {"max_cents": 5}}]
-    assert [(e.author, event_kind(e)) for e in history[:9]] == [
+    assert [(e.author, event_kind(e)) for e in history] == [
         ("user", "message"),
         ("weather_agent", "function_call"),
         ("weather_agent", "execution_started"),
@@ -102,6 +102,9 @@ async def test_weather_e2e_confirmation_answered_by_another_process(tmp_path: Pa
         ("weather_agent", "function_response"),
         ("weather_agent", "message"),
     ]
+    assert len(history) == 9  # nothing else: no duplicate claim, response or model turn
+    assert [e.seq for e in history] == list(range(1, 10))
+    assert history[-1].text() == "Tokyo: 22°C and sunny."
     request = history[4].function_calls()[0]
     assert request.name == REQUEST_CONFIRMATION_FUNCTION
     assert request.args["originalFunctionCall"] == {

@@ -97,14 +97,21 @@ async def test_execute_function_call_unknown_tool_only_on_error_callbacks() -> N
     ) -> None:
         seen.append(f"on_error:{tool}:{type(error).__name__}")
 
+    def after(
+        tool: Tool, args: dict[str, Any], ctx: ToolContext, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        seen.append("after")
+        return {"replaced": True}
+
     tool, _ = _weather()
     outcome = await execute_function_call(
         FunctionCall(id="c1", name="wether", args={}),
         tools={"weather": tool},
         ctx=_ctx(),
-        agent_callbacks=ToolCallbacks(before=(before,), on_error=(on_error,)),
+        plugin_callbacks=ToolCallbacks(before=(before,), after=(after,)),
+        agent_callbacks=ToolCallbacks(before=(before,), on_error=(on_error,), after=(after,)),
     )
-    assert seen == ["on_error:None:ToolNotFoundError"]
+    assert seen == ["on_error:None:ToolNotFoundError"]  # neither before nor after ran
     assert outcome.error_kind is ToolErrorKind.NOT_FOUND
     assert outcome.response == {
         "error": {
