@@ -7,7 +7,9 @@ The tree::
     │   ├── ToolDefinitionError          a tool, toolset or request cannot be built as given
     │   │   └── SchemaConversionError    a JSON schema cannot become a declaration
     │   ├── ToolContextError             a ToolContext capability this context does not have
-    │   └── ScriptExhaustedError         a ScriptedModel was asked for more responses than given
+    │   ├── ScriptExhaustedError         a ScriptedModel was asked for more responses than given
+    │   └── RecordingError               a recorded session (runtime.testing) cannot be read;
+    │                                    also a ValueError
     ├── SessionConflictError             another writer moved the session during an invocation
     ├── ReplayError                      an answer or decision the session's log refuses
     │   ├── UnknownCallError             no such call (or confirmation request) in the session
@@ -39,6 +41,7 @@ __all__ = [
     "CallNotInDoubtError",
     "ConfirmationRequired",
     "InvalidToolArgumentsError",
+    "RecordingError",
     "ReplayError",
     "RuntimeUsageError",
     "SchemaConversionError",
@@ -100,6 +103,18 @@ class ToolContextError(RuntimeUsageError):
     def __init__(self, message: str, *, function_call_id: str) -> None:
         super().__init__(message)
         self.function_call_id = function_call_id
+
+
+class RecordingError(RuntimeUsageError, ValueError):
+    """A recorded session given to ``runtime.testing`` cannot be read.
+
+    ``line`` is the 1-based line of the recording that is not a valid event or header. It is also
+    a ``ValueError``: the recording is bad input, like any unparsable value.
+    """
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 # --- failures of one call -------------------------------------------------------------------------

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn, assert_never
 
 from eventstore import Event, EventStore, SessionNotFoundError
 from runtime._agent import Agent
 from runtime._context import ToolContext
 from runtime._exceptions import ConfirmationRequired, InvalidToolArgumentsError
+from runtime._invocation import RunStatus
 from runtime._runner import Runner
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 
@@ -170,16 +171,26 @@ class AgentTool:
             result = await runner.run(
                 session_id=child, user_id=parent.user_id, metadata=ctx.metadata
             )
-        if result.status == "completed":
+        status = result.status
+        if status == "completed":
             return self._answer(ctx, result.final_text)
-        if result.status == "paused_for_confirmation":
+        elif status == "paused_for_confirmation":
             self._interrupt(ctx, child, list(result.pending_call_ids))
+        elif (
+            status == "paused_long_running"
+            or status == "paused_by_planner"
+            or status == "step_limit"
+        ):
+            return self._paused(child, status, result.pause_reason)
+        else:
+            assert_never(status)
+
+    def _paused(self, child: str, status: RunStatus, reason: str | None) -> dict[str, Any]:
         return {
             "error": {
                 "kind": "agent_paused",
                 "tool": self.name,
-                "message": f"Agent {self.name!r} stopped ({result.status}): "
-                f"{result.pause_reason or 'no reason given'}",
+                "message": f"Agent {self.name!r} stopped ({status}): {reason or 'no reason given'}",
             },
             "child_session_id": child,
         }
@@ -189,7 +200,7 @@ class AgentTool:
             ctx.actions.skip_summarization = True
         return {"result": text}
 
-    def _interrupt(self, ctx: ToolContext, child: str, confirmation_ids: list[str]) -> None:
+    def _interrupt(self, ctx: ToolContext, child: str, confirmation_ids: list[str]) -> NoReturn:
         raise ConfirmationRequired(
             f"Agent {self.name!r} needs a confirmation before it can go on.",
             payload={"child_session_id": child, "child_confirmation_ids": confirmation_ids},

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, assert_never
 
 from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
 
@@ -137,14 +137,18 @@ class ConfirmationScan:
             if kind == "answers":
                 self._phase = "turn"
                 self._take_answers(event)
-            elif kind == "plain" and self._phase == "newer":
-                self._phase = "done"  # a plain user message: nothing is being answered
-                return False
-            elif kind != "skip":
+            elif kind == "skip":
+                pass
+            elif kind == "plain" or kind == "other":
                 if self._phase == "newer":
+                    if kind == "plain":
+                        self._phase = "done"  # a plain user message: nothing is being answered
+                        return False
                     self._note_newer(event)
                     return True
                 self._phase = "older"
+            else:
+                assert_never(kind)
         if self._phase == "older":
             self._note_older(event)
         if self._phase != "newer" and self._resolved():

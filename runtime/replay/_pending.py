@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, assert_never
 
 from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
 
@@ -21,6 +21,17 @@ PendingKind = Literal[
     "not_started", "will_rerun", "confirmed_not_run", "confirmation", "long_running", "in_doubt"
 ]
 """What a pending call waits for (stable strings)."""
+
+
+def _report_group(kind: PendingKind) -> PendingKind:
+    """The ``PendingReport`` field a kind is listed in: calls the next run executes are
+    ``unanswered`` (``not_started``); every other kind has its own field."""
+    if kind == "not_started" or kind == "will_rerun" or kind == "confirmed_not_run":
+        return "not_started"
+    elif kind == "confirmation" or kind == "long_running" or kind == "in_doubt":
+        return kind
+    else:
+        assert_never(kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,9 +140,7 @@ def pending(events: Iterable[Event], *, idempotent_tools: Collection[str] = ()) 
     }
 
     def add(kind: PendingKind, entry: _Call, reason: str, **extra: str) -> None:
-        runs = kind in ("not_started", "will_rerun", "confirmed_not_run")
-        group: PendingKind = "not_started" if runs else kind
-        groups[group].append(
+        groups[_report_group(kind)].append(
             PendingCall(
                 kind=kind, call=entry.call, agent=entry.agent, seq=entry.seq, reason=reason, **extra
             )

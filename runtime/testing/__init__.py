@@ -4,6 +4,7 @@
 ``ReplayDivergence`` naming the first event that differs.
 """
 
+from runtime._exceptions import RecordingError
 from runtime._scripted import ScriptedModel, ScriptStep
 from runtime.testing._replay import (
     RecordedModel,
@@ -18,6 +19,7 @@ from runtime.testing._replay import (
 __all__ = [
     "RecordedModel",
     "Recording",
+    "RecordingError",
     "ReplayDivergence",
     "ReplayResult",
     "ScriptStep",

@@ -36,6 +36,7 @@ from eventstore import (
 )
 from runtime._agent import Agent
 from runtime._context import ToolContext
+from runtime._exceptions import RecordingError
 from runtime._invocation import LoopRequestProcessor, ResumePlanner
 from runtime._model import ModelResponse
 from runtime._runner import Runner
@@ -121,7 +122,8 @@ def dump_recording(recording: Recording) -> bytes:
 def load_recording(source: str | os.PathLike[str] | bytes) -> Recording:
     """Read a recording: an ``evs export`` file (path or bytes), or JSON Lines of events only.
 
-    Raises ValueError naming the line that is not a valid event.
+    Raises ``RecordingError`` (a ``ValueError``) naming the line that is not a valid event or
+    header.
     """
     raw = source if isinstance(source, bytes) else Path(source).read_bytes()
     identity: dict[str, str] = {}
@@ -141,7 +143,9 @@ def load_recording(source: str | os.PathLike[str] | bytes) -> Recording:
                 continue
             event = _EVENT.validate_python(mapping)
         except ValueError as exc:
-            raise ValueError(f"line {number} of the recording is not a valid event: {exc}") from exc
+            raise RecordingError(
+                f"Line {number} of the recording is not a valid event: {exc}", line=number
+            ) from exc
         events.append(dataclasses.replace(event, seq=len(events) + 1))
     return Recording(events=tuple(events), **identity)
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from runtime._context import ReadonlyContext, ToolContext
+from runtime._exceptions import ToolDefinitionError
 from runtime.tools._base import RequestProcessor, Tool
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ class FilteredToolset:
         names: Iterable[str] | None = None,
     ) -> None:
         if (predicate is None) == (names is None):
-            raise ValueError("FilteredToolset needs exactly one of predicate= or names=.")
+            raise ToolDefinitionError(
+                f"FilteredToolset over {inner!r} needs exactly one of predicate= or names=, "
+                f"not {'both' if predicate is not None else 'neither'}."
+            )
         self.inner = inner
         """The filtered toolset."""
         if names is not None:

@@ -8,10 +8,19 @@ from typing import Any
 import pytest
 
 from eventstore import EventStore, FunctionCall, open_store
-from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
+from runtime import (
+    Agent,
+    AgentRuntimeError,
+    ModelResponse,
+    Runner,
+    ScriptedModel,
+    ToolContext,
+    function_tool,
+)
 from runtime.replay import ReplayResumePlanner, answer_confirmation
 from runtime.testing import (
     Recording,
+    RecordingError,
     ReplayDivergence,
     dump_recording,
     load_recording,
@@ -115,5 +124,8 @@ async def test_replay_reads_evs_export_format(tmp_path: Path, store: EventStore)
 
 
 def test_replay_bad_line_is_named() -> None:
-    with pytest.raises(ValueError, match="line 1"):
-        load_recording(b'{"author": 3}\n')
+    with pytest.raises(RecordingError, match="Line 2 of the recording") as raised:
+        load_recording(b'{"author": "user"}\n{"author": 3}\n')
+    assert raised.value.line == 2
+    assert isinstance(raised.value, ValueError)  # bad input, for callers that catch ValueError
+    assert isinstance(raised.value, AgentRuntimeError)

@@ -77,9 +77,9 @@ async def test_filtered_toolset_by_names_and_predicate() -> None:
 
 
 def test_filtered_toolset_needs_exactly_one_filter() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(ToolDefinitionError, match=r"exactly one .* not neither"):
         FilteredToolset(ListToolset([]))
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(ToolDefinitionError, match=r"exactly one .* not both"):
         FilteredToolset(ListToolset([]), names=["a"], predicate=lambda c, t: True)
 
 
