@@ -1,4 +1,9 @@
-"""The ``evs`` command line: inspect, verify, export/import, migrate and demo a store.
+"""The store-only ``evs`` commands, and the toolkit the full ``evs`` builds its commands with.
+
+``app`` holds the commands that need nothing but the store: ``sessions``, ``show``, ``state``,
+``tail``, ``verify``, ``export``, ``import`` and ``db``; ``python -m eventstore.cli`` runs it.
+The ``evs`` console script is ``runtime.cli``: this app plus the commands that drive the runtime
+(``eventstore`` never imports ``runtime``).
 
 Every command takes ``--db URL`` (or ``EVS_DATABASE_URL``; default ``./evs.db``) and ``--json``.
 Read commands open the database read-only and never change it. Errors are one line on stderr and
@@ -6,10 +11,44 @@ a non-zero exit status.
 """
 
 from ._app import app
+from ._common import (
+    DEFAULT_DB,
+    CliError,
+    DbOption,
+    JsonOption,
+    console,
+    errors,
+    open_existing,
+    print_json,
+    run,
+    run_app,
+)
+from ._inspect import confirm_command
+from ._render import event_entry, print_event, short_json
+from ._timeline import Timeline, analyze
 
-__all__ = ["app", "main"]
+__all__ = [
+    "DEFAULT_DB",
+    "CliError",
+    "DbOption",
+    "JsonOption",
+    "Timeline",
+    "analyze",
+    "app",
+    "confirm_command",
+    "console",
+    "errors",
+    "event_entry",
+    "main",
+    "open_existing",
+    "print_event",
+    "print_json",
+    "run",
+    "run_app",
+    "short_json",
+]
 
 
 def main() -> None:
-    """Run the ``evs`` command line (the console script's entry point)."""
-    app()
+    """Run the store-only commands (``python -m eventstore.cli``)."""
+    run_app(app)

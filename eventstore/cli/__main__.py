@@ -1,4 +1,4 @@
-"""``python -m eventstore.cli``: the same as the ``evs`` console script."""
+"""``python -m eventstore.cli``: the store-only commands (the ``evs`` script is ``runtime.cli``)."""
 
 from . import main
 

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_DB",
     "EXIT_ERROR",
     "EXIT_FINDINGS",
+    "EXIT_USAGE",
     "CliError",
     "DbOption",
     "JsonOption",
@@ -35,6 +36,7 @@ __all__ = [
     "print_json",
     "require_file",
     "run",
+    "run_app",
     "sqlite_path",
 ]
 
@@ -43,6 +45,9 @@ DEFAULT_DB = "./evs.db"
 
 EXIT_ERROR = 1
 """Exit status of a command that could not do its job (bad input, missing data, database error)."""
+
+EXIT_USAGE = 2
+"""Exit status of a command line that does not parse (unknown command or option, bad value)."""
 
 EXIT_FINDINGS = 3
 """Exit status of ``evs verify`` when the log has integrity problems."""
@@ -137,3 +142,34 @@ def print_json(value: Any) -> None:
         orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
     )
     sys.stdout.flush()
+
+
+def run_app(app: typer.Typer) -> None:
+    """Run a typer app as the ``evs`` console script: usage errors become one line on stderr
+    (``evs: error: …``) and exit status 2, like every other error of the CLI.
+
+    Click's own report is a usage block plus a hint plus the error; scripts and humans get one
+    sentence instead. Running without a command still prints the help.
+    """
+    try:
+        status = app(standalone_mode=False)
+    except typer.Abort:
+        typer.echo("evs: error: aborted.", err=True)
+        raise SystemExit(EXIT_ERROR) from None
+    except Exception as exc:
+        # Click's exceptions are recognised by their shape rather than their class: typer
+        # vendors click in newer releases and uses the click package in older ones.
+        code = getattr(exc, "exit_code", None)
+        message = getattr(exc, "format_message", None)
+        if not isinstance(code, int) or not callable(message):
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            typer.echo(str(message()), err=True)
+            raise SystemExit(code) from None
+        text = " ".join(str(message()).split())
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            text += f" (see: {ctx.command_path} --help)"
+        typer.echo(f"evs: error: {text}", err=True)
+        raise SystemExit(code) from None
+    raise SystemExit(status if isinstance(status, int) else 0)

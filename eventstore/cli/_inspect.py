@@ -1,4 +1,4 @@
-"""Read-only inspection commands: ``sessions``, ``show``, ``state``, ``pending``, ``tail``.
+"""Read-only inspection commands: ``sessions``, ``show``, ``state``, ``tail``.
 
 Each opens the database read-only and never changes it.
 """
@@ -20,7 +20,6 @@ from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
-    CliError,
     DbOption,
     JsonOption,
     console,
@@ -31,7 +30,7 @@ from ._common import (
 from ._render import event_entry, print_event, print_events, short_json
 from ._timeline import analyze
 
-__all__ = ["confirm_command", "pending", "sessions", "show", "state", "tail"]
+__all__ = ["confirm_command", "sessions", "show", "state", "tail"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
 
@@ -210,73 +209,6 @@ async def _state_origins(
                 if key.startswith(prefix):
                     origins[key] = {"session_id": row.session_id, "seq": row.seq}
     return origins
-
-
-def pending(
-    session_id: SessionArg,
-    db: DbOption = DEFAULT_DB,
-    json: JsonOption = False,
-) -> None:
-    """Show what the session is waiting for and why: confirmations, long-running calls,
-    calls in doubt, calls the next run executes."""
-
-    async def main() -> None:
-        async with await open_existing(db, read_only=True) as store:
-            events = await store.read(session_id)
-        items = _pending_items(events, db=db, session_id=session_id)
-        if json:
-            print_json({"session_id": session_id, "pending": items})
-            return
-        out = console()
-        if not items:
-            out.print(f"Nothing is pending in session {session_id}.")
-            return
-        for item in items:
-            label = item["kind"].replace("_", " ")
-            out.print(f"#{item['seq']}  {label}: {item['tool']}({short_json(item['args'])})"
-                          f"  [{item['call_id']}]", style="bold")
-            if item["hint"]:
-                out.print(f"      hint: {item['hint']}")
-            out.print(f"      {item['reason']}")
-            if item["command"]:
-                out.print(f"      {item['command']}")
-
-    run(main())
-
-
-def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dict[str, Any]]:
-    """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
-    with the ``evs`` command that unblocks it."""
-    try:
-        from runtime.replay import pending as runtime_pending
-    except ImportError as exc:
-        raise CliError(f"evs pending needs the runtime package (runtime.replay): {exc}") from exc
-    flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    respond = f"evs respond{flag} {shlex.quote(session_id)}"
-    items: list[dict[str, Any]] = []
-    for entry in runtime_pending(events):
-        command: str | None = None
-        if entry.kind == "confirmation" and entry.confirmation_id:
-            command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
-        elif entry.kind == "long_running":
-            command = f"{respond} {entry.call.id} --json '{{...}}'"
-        elif entry.kind == "in_doubt":
-            rerun = f"evs rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
-            command = (f"{rerun}   (it did not happen: run it again)   or   "
-                       f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
-        items.append({
-            "kind": entry.kind,
-            "seq": entry.seq,
-            "agent": entry.agent,
-            "call_id": entry.call.id,
-            "tool": entry.call.name,
-            "args": entry.call.args,
-            "confirmation_id": entry.confirmation_id,
-            "hint": entry.hint,
-            "reason": entry.reason,
-            "command": command,
-        })
-    return items
 
 
 def tail(

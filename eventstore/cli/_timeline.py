@@ -2,7 +2,8 @@
 the call it is about, and what is still open.
 
 ``analyze(events)`` is a function of the events alone (no I/O), shared by ``evs show``,
-``evs pending`` (when the runtime is not importable) and ``evs verify``.
+``evs tail``, ``evs verify`` and the live timeline of ``evs demo``. What the *runtime* will do
+next (``evs pending``) is ``runtime.replay.pending``'s to say, not this module's.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +29,7 @@ from eventstore import (
     ToolConfirmation,
     open_store,
 )
-from eventstore.cli import app
+from runtime.cli import app
 
 T = TypeVar("T")
 
@@ -48,18 +48,18 @@ def build(url: str, work: Callable[[EventStore], Awaitable[T]]) -> T:
 
 
 def invoke(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
-    """Run ``evs ARGS`` in-process through the typer app."""
+    """Run ``evs ARGS`` in-process through the full typer app (``runtime.cli``)."""
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 
 def evs_subprocess(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m eventstore.cli ARGS`` in a child process."""
+    """Run ``python -m runtime.cli ARGS`` (the full ``evs``) in a child process."""
     full_env = {k: v for k, v in os.environ.items() if k != "EVS_DATABASE_URL"}
     full_env.update({"PYTHONPATH": str(REPO), "COLUMNS": "200", **(env or {})})
     return subprocess.run(
-        [sys.executable, "-m", "eventstore.cli", *args],
+        [sys.executable, "-m", "runtime.cli", *args],
         cwd=cwd or REPO,
         env=full_env,
         capture_output=True,
@@ -142,6 +142,10 @@ def finishing_log() -> list[Event]:
     ]
 
 
+FINISHING_ARTIFACTS = (("report.txt", b"Paris: 21\xc2\xb0C and sunny; rain on Tuesday.\n"),)
+"""The artifact versions ``finishing_log`` refers to (``report.txt`` v0)."""
+
+
 def make_session(
     url: str,
     events: list[Event],
@@ -150,14 +154,18 @@ def make_session(
     app_name: str = "weather",
     user_id: str = "ada",
     state: dict[str, Any] | None = None,
+    artifacts: Sequence[tuple[str, bytes]] = (),
 ) -> None:
-    """Create a session holding ``events`` (appended in one batch) in the database at ``url``."""
+    """Create a session holding ``events`` (appended in one batch) in the database at ``url``,
+    then save ``artifacts`` (filename, bytes; ``text/plain``) in order."""
 
     async def work(store: EventStore) -> None:
         session = await store.create_session(app_name=app_name, user_id=user_id,
                                              session_id=session_id, state=state)
         if events:
             await store.append(session.id, events, expected_version=session.version)
+        for filename, data in artifacts:
+            await store.save_artifact(session.id, filename, data, mime_type="text/plain")
 
     build(url, work)
 

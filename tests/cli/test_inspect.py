@@ -211,7 +211,7 @@ def test_state_of_a_long_session_is_read_only(db: Path) -> None:
 
 def test_tail_exits_cleanly_on_ctrl_c(paused_db: Path) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "eventstore.cli", "tail", "s1", "--db", str(paused_db),
+        [sys.executable, "-m", "runtime.cli", "tail", "s1", "--db", str(paused_db),
          "--after", "8", "--poll", "0.05"],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -6,8 +6,6 @@ The run pauses on a paid call that needs a human's confirmation and prints the `
 command; ``--approve`` answers it in-process, or any other process may (then
 ``evs demo --resume SESSION`` continues). A long-running call is answered later through the
 respond API (``runtime.replay.submit_response``), as a webhook would.
-
-``runtime`` is imported inside the command only: ``eventstore`` never imports it at import time.
 """
 
 from __future__ import annotations
@@ -19,13 +17,23 @@ from typing import Annotated
 import orjson
 import typer
 
-from .._events import Event
-from .._open import open_store
-from .._store import EventStore
-from ._common import DEFAULT_DB, CliError, DbOption, JsonOption, console, run
-from ._inspect import confirm_command
-from ._render import event_entry, print_event
-from ._timeline import analyze
+from eventstore import Event, EventStore, open_store
+from eventstore.cli import (
+    DEFAULT_DB,
+    CliError,
+    DbOption,
+    JsonOption,
+    analyze,
+    confirm_command,
+    console,
+    event_entry,
+    print_event,
+    run,
+)
+from runtime import AgentRuntimeError
+from runtime.replay import answer_confirmation, pending, submit_response
+
+from ._demo_agent import demo_runner, model_turns, script
 
 __all__ = ["DEMO_APP", "DEMO_USER", "demo"]
 
@@ -65,10 +73,6 @@ class _Printer:
 
 async def _drive(store: EventStore, printer: _Printer, session_id: str,
                  message: str | None) -> None:
-    from runtime import AgentRuntimeError
-
-    from ._demo_agent import demo_runner
-
     runner = demo_runner(store, printer.seen, app_name=DEMO_APP)
     try:
         async for event in runner.run_events(session_id=session_id, user_id=DEMO_USER,
@@ -89,10 +93,6 @@ def demo(
     """Run the weather agent demo on the store (schema created/upgraded as needed)."""
 
     async def main() -> str:
-        from runtime.replay import answer_confirmation, pending, submit_response
-
-        from ._demo_agent import model_turns, script
-
         async with await open_store(db, auto_upgrade=True) as store:
             if resume is None:
                 session_id = f"demo-{uuid.uuid4().hex[:8]}"

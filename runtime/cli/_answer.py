@@ -4,7 +4,6 @@ All go through the runtime's public answer APIs (``runtime.replay.answer_confirm
 ``submit_response`` and ``rerun_call``), so the CLI applies exactly the library's checks: the
 call exists, it was made by an agent, it is still unanswered, and the append is checked against
 the version read.
-``runtime`` is imported inside the commands: ``eventstore`` never imports it at import time.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from .._events import Event
-from .._store import EventStore
-from ._common import (
+from eventstore import Event, EventStore
+from eventstore.cli import (
     DEFAULT_DB,
     CliError,
     DbOption,
@@ -27,8 +25,10 @@ from ._common import (
     open_existing,
     print_json,
     run,
+    short_json,
 )
-from ._render import short_json
+from runtime import AgentRuntimeError
+from runtime.replay import answer_confirmation, rerun_call, submit_response
 
 __all__ = ["confirm", "parse_json_option", "rerun", "respond"]
 
@@ -45,8 +45,6 @@ def parse_json_option(option: str, value: str) -> Any:
 
 
 async def _answer(db: str, work: Callable[[EventStore], Awaitable[Event]]) -> Event:
-    from runtime import AgentRuntimeError
-
     async with await open_existing(db, read_only=False) as store:
         try:
             return await work(store)
@@ -75,8 +73,6 @@ def confirm(
         data = parse_json_option("--payload", payload) if payload is not None else None
 
     async def main() -> Event:
-        from runtime.replay import answer_confirmation
-
         return await _answer(db, lambda store: answer_confirmation(
             store, session_id=session_id, confirmation_id=confirmation_id, confirmed=decision,
             payload=data))
@@ -113,8 +109,6 @@ def respond(
                            'wrap a plain value as {"result": ...}.')
 
     async def main() -> Event:
-        from runtime.replay import submit_response
-
         return await _answer(db, lambda store: submit_response(
             store, session_id=session_id, call_id=call_id, response=value))
 
@@ -141,8 +135,6 @@ def rerun(
     ``evs respond`` instead."""
 
     async def main() -> Event:
-        from runtime.replay import rerun_call
-
         return await _answer(db, lambda store: rerun_call(
             store, session_id=session_id, call_id=call_id))
 

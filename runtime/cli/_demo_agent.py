@@ -1,16 +1,16 @@
-"""The demo's agent: tools, the scripted model and the runner (this module imports ``runtime``).
-
-Imported only inside ``evs demo``, never when ``eventstore`` or ``eventstore.cli`` is imported.
-"""
+"""The demo's agent: tools, the scripted model (with a ``load_artifacts`` step) and the runner."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, EventStore, FunctionCall
 from runtime import (
     Agent,
     ConfirmationRequired,
+    LoadArtifactsProcessor,
+    LoadArtifactsTool,
     ModelRequest,
     ModelResponse,
     ReplayResumePlanner,
@@ -22,10 +22,7 @@ from runtime import (
     function_tool,
 )
 
-from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
-from .._store import EventStore
-
-__all__ = ["AGENT", "REPORT", "demo_runner", "has_load_artifacts", "model_turns", "script"]
+__all__ = ["AGENT", "REPORT", "demo_runner", "model_turns", "script"]
 
 AGENT = "weather_agent"
 """Name (and event author) of the demo agent."""
@@ -76,23 +73,6 @@ def long_range_outlook(city: str) -> None:
     return None
 
 
-def _load_artifacts() -> tuple[Any, Any] | None:
-    """The runtime's load_artifacts tool class and request processor, once they are published."""
-    try:
-        from runtime.replay import (  # type: ignore[attr-defined,unused-ignore]
-            LoadArtifactsProcessor,
-            LoadArtifactsTool,
-        )
-    except ImportError:
-        return None
-    return LoadArtifactsTool, LoadArtifactsProcessor
-
-
-def has_load_artifacts() -> bool:
-    """Whether the runtime provides the ``load_artifacts`` tool."""
-    return _load_artifacts() is not None
-
-
 def _final_answer(request: ModelRequest) -> ModelResponse:
     """The last turn: quotes the report when ``load_artifacts`` put it into this request."""
     texts = [p.text for c in request.contents for p in c.parts if p.text]
@@ -119,13 +99,12 @@ def script() -> list[ScriptStep]:
         ModelResponse(function_calls=(
             FunctionCall(id="call-outlook", name="long_range_outlook", args={"city": "Paris"}),
         )),
-    ]
-    if has_load_artifacts():
-        steps.append(ModelResponse(function_calls=(
+        ModelResponse(function_calls=(
             FunctionCall(id="call-load", name="load_artifacts",
                          args={"artifact_names": [REPORT]}),
-        )))
-    steps.append(_final_answer)
+        )),
+        _final_answer,
+    ]
     return steps
 
 
@@ -144,13 +123,8 @@ def model_turns(events: Sequence[Event]) -> int:
 def demo_runner(store: EventStore, events: Sequence[Event], *, app_name: str) -> Runner:
     """Return a runner for the demo agent whose model continues the script where the log
     stands, so any process can resume a demo session."""
-    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook]
-    processors: list[Any] = default_request_processors()
-    loader = _load_artifacts()
-    if loader is not None:
-        tool_class, processor_class = loader
-        tools.append(tool_class())
-        processors.append(processor_class())
+    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
+    processors: list[Any] = [*default_request_processors(), LoadArtifactsProcessor()]
     model = ScriptedModel(script()[model_turns(events):])
     agent = Agent(name=AGENT, model=model, tools=tools,
                   instruction="You are a weather assistant. Use the tools.")
