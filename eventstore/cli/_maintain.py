@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,8 +10,10 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from .._events import Event
 from .._exceptions import SessionExistsError
 from .._open import open_store, resolve_url
+from .._state import USER_PREFIX
 from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
@@ -26,8 +29,17 @@ from ._common import (
     run,
     sqlite_path,
 )
-from ._exchange import ExportFormatError, dump_event, dump_header, parse_export
-from ._verify import Finding, check_log, check_snapshots
+from ._exchange import (
+    Export,
+    ExportedArtifact,
+    ExportFormatError,
+    dump_artifact,
+    dump_event,
+    dump_header,
+    parse_export,
+    referenced_artifacts,
+)
+from ._verify import Finding, check_artifacts, check_log, check_snapshots
 
 __all__ = ["db_current", "db_upgrade", "export", "import_", "verify"]
 
@@ -52,6 +64,7 @@ async def _verify_session(store: EventStore, session_id: str) -> list[Finding]:
                                     limit=None)
     findings, events = check_log(session_id, rows, version=version, decode=store.decode)
     findings += check_snapshots(session_id, events, await _snapshots(store, session_id, version))
+    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return findings
 
 
@@ -62,7 +75,8 @@ def verify(
     json: JsonOption = False,
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
-    responses, confirmations that do not match their call, undecodable rows, stale snapshots.
+    responses, confirmations that do not match their call, undecodable rows, stale snapshots,
+    artifact versions the log refers to that are not stored.
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
@@ -100,22 +114,49 @@ def verify(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+async def _export_artifacts(
+    store: EventStore, session_id: str, events: list[Event]
+) -> list[ExportedArtifact]:
+    """Every version of the session's own artifacts, and versions 0 up to the newest referred
+    to of the ``user:`` artifacts its events refer to (see ``_exchange``)."""
+    stored = await store.list_artifacts(session_id)
+    wanted: dict[str, list[int]] = {}
+    for filename, versions in stored.items():
+        if not filename.startswith(USER_PREFIX):
+            wanted[filename] = versions
+    for filename, newest in referenced_artifacts(events).items():
+        if filename.startswith(USER_PREFIX):
+            wanted[filename] = [v for v in stored.get(filename, []) if v <= newest]
+    found: list[ExportedArtifact] = []
+    for filename, versions in sorted(wanted.items()):
+        for version in versions:
+            artifact = await store.load_artifact(session_id, filename, version=version)
+            found.append(ExportedArtifact(filename=filename, version=artifact.version,
+                                          mime_type=artifact.mime_type,
+                                          created_at=artifact.created_at, data=artifact.data))
+    return found
+
+
 def export(
     session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False)],
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file "
                                                 "instead of stdout.")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry with the other "
+                                       "commands: the export is always JSON Lines.")] = False,
 ) -> None:
-    """Export a session as JSON Lines: a header line, then one event per line (lossless)."""
+    """Export a session as JSON Lines: a header line, one line per event, then one line per
+    artifact version (bytes in base64) — lossless; evs import reads it back."""
 
     async def main() -> list[bytes]:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
             events = await store.read(session_id)
+            artifacts = await _export_artifacts(store, session_id, events)
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=len(events),
-                             created_at=info.created_at)
-        return [header, *(dump_event(e) for e in events)]
+                             created_at=info.created_at, artifacts=len(artifacts))
+        return [header, *(dump_event(e) for e in events), *map(dump_artifact, artifacts)]
 
     lines = run(main())
     data = b"".join(line + b"\n" for line in lines)
@@ -124,6 +165,51 @@ def export(
         sys.stdout.flush()
     else:
         output.write_bytes(data)
+
+
+async def _check_user_artifacts(store: EventStore, parsed: Export) -> list[ExportedArtifact]:
+    """Return the ``user:`` artifact versions the target lacks (to be appended); raise CliError
+    when a version it already holds differs from the export's (it is never overwritten)."""
+    backend = store.backend
+    missing: list[ExportedArtifact] = []
+    held: dict[str, list[int]] = {}
+    for artifact in parsed.artifacts:
+        if not artifact.user_scoped:
+            continue
+        if artifact.filename not in held:
+            listed = await backend.list_artifacts(app_name=parsed.app_name,
+                                                  user_id=parsed.user_id, session_id=None)
+            held[artifact.filename] = listed.get(artifact.filename, [])
+        if artifact.version not in held[artifact.filename]:
+            missing.append(artifact)
+            continue
+        existing = await backend.load_artifact(
+            app_name=parsed.app_name, user_id=parsed.user_id, session_id=None,
+            filename=artifact.filename, version=artifact.version)
+        if existing is None or (existing.data, existing.mime_type) != (artifact.data,
+                                                                      artifact.mime_type):
+            raise CliError(
+                f"User artifact {artifact.filename!r} version {artifact.version} of user "
+                f"{parsed.user_id!r} (app {parsed.app_name!r}) already exists in {store.url} "
+                "with different content; user artifacts are never overwritten, so nothing was "
+                "imported."
+            )
+    return missing
+
+
+async def _save_artifacts(store: EventStore, parsed: Export, session_id: str | None,
+                          artifacts: list[ExportedArtifact]) -> None:
+    """Save the versions in order, each with its original save time; raise CliError if the
+    store numbers one differently (another writer saved a version of it meanwhile)."""
+    for artifact in artifacts:
+        version = await store.backend.save_artifact(
+            app_name=parsed.app_name, user_id=parsed.user_id, session_id=session_id,
+            filename=artifact.filename, mime_type=artifact.mime_type, data=artifact.data,
+            created_at=artifact.created_at)
+        if version != artifact.version:
+            raise CliError(f"Artifact {artifact.filename!r} was saved as version {version}, not "
+                           f"{artifact.version} as exported (another writer saved a version "
+                           "meanwhile); the import was rolled back.")
 
 
 def import_(
@@ -137,7 +223,10 @@ def import_(
 ) -> None:
     """Import an exported session as a new session (never overwrites an existing one).
 
-    Every line is validated before anything is written. A missing SQLite file is created."""
+    Events and session artifacts come back byte for byte with their version numbers. user:
+    artifacts are shared by the user's sessions and never overwritten: versions the database
+    already holds must be identical (they are kept), missing ones are appended. Every line is
+    validated before anything is written. A missing SQLite file is created."""
     try:
         raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     except OSError as exc:
@@ -148,34 +237,49 @@ def import_(
         fail(f"{file}: {exc}")
     target = session_id or parsed.session_id
 
-    async def main() -> int:
+    async def main() -> tuple[int, int]:
         path = sqlite_path(db)
         if path is not None and not path.exists():
             store = await open_store(db, auto_upgrade=True)
         else:
             store = await open_existing(db, read_only=False)
         async with store:
+            user_artifacts = await _check_user_artifacts(store, parsed)
+            options: dict[str, Any] = {}
+            if parsed.created_at is not None and _accepts_created_at(store):
+                options["created_at"] = parsed.created_at
             try:
                 await store.create_session(app_name=parsed.app_name, user_id=parsed.user_id,
-                                           session_id=target)
+                                           session_id=target, **options)
             except SessionExistsError as exc:
                 raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
                                "imported (choose another id with --session-id).") from exc
-            if not parsed.events:
-                return 0
+            own = [a for a in parsed.artifacts if not a.user_scoped]
             try:
-                stored = await store.append(target, parsed.events, expected_version=0)
+                stored = (await store.append(target, parsed.events, expected_version=0)
+                          if parsed.events else [])
+                await _save_artifacts(store, parsed, target, own)
+                # Last, because a user: version once added stays (the session's delete
+                # removes its events and session artifacts only).
+                await _save_artifacts(store, parsed, None, user_artifacts)
             except BaseException:
                 # The session was created for this import only: leave nothing half-imported.
                 await store.delete_session(target)
                 raise
-            return len(stored)
+            return len(stored), len(own) + len(user_artifacts)
 
-    count = run(main())
+    count, artifacts = run(main())
     if json:
-        print_json({"session_id": target, "events": count})
+        print_json({"session_id": target, "events": count, "artifacts": artifacts})
     else:
-        typer.echo(f"Imported {count} events into session {target}.")
+        extra = f" and {artifacts} artifact version(s)" if artifacts else ""
+        typer.echo(f"Imported {count} events{extra} into session {target}.")
+
+
+def _accepts_created_at(store: EventStore) -> bool:
+    """Whether this store's ``create_session`` takes the original ``created_at`` (newer
+    stores); older ones stamp the import time."""
+    return "created_at" in inspect.signature(store.create_session).parameters
 
 
 def _migrate_url(db: str) -> str:

@@ -17,7 +17,7 @@ from .._exceptions import CorruptEventError
 from .._state import fold_state, session_part
 from ._timeline import analyze
 
-__all__ = ["Finding", "check_log", "check_snapshots"]
+__all__ = ["Finding", "check_artifacts", "check_log", "check_snapshots"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,5 +138,32 @@ def check_snapshots(
                 code="snapshot_mismatch",
                 message=f"the state snapshot at seq {snapshot_seq} differs from the fold of the "
                 f"log in keys {', '.join(map(repr, keys))}.",
+            ))
+    return findings
+
+
+def check_artifacts(
+    session_id: str, events: Sequence[Event], stored: Mapping[str, Sequence[int]]
+) -> list[Finding]:
+    """Flag every ``artifact_delta`` entry and artifact part that names a version not in
+    ``stored`` (filename -> versions of the session's and its user's artifacts)."""
+    findings: list[Finding] = []
+    for event in events:
+        named = [(f, v, "artifact_delta") for f, v in event.actions.artifact_delta.items()]
+        if event.content is not None:
+            named += [(p.artifact.filename, p.artifact.version, "an artifact part")
+                      for p in event.content.parts if p.artifact is not None]
+        for filename, version, where in named:
+            versions = stored.get(filename, ())
+            if version in versions:
+                continue
+            have = (f"the stored versions are {', '.join(map(str, versions))}" if versions
+                    else "no version of it is stored")
+            findings.append(Finding(
+                session_id=session_id,
+                seq=event.seq,
+                code="artifact_missing",
+                message=f"{where} names artifact {filename!r} version {version}, which does "
+                f"not exist ({have}).",
             ))
     return findings

@@ -9,6 +9,7 @@ import orjson
 import pytest
 from _cli_support import (
     AGENT,
+    FINISHING_ARTIFACTS,
     build,
     finishing_log,
     invoke,
@@ -28,7 +29,8 @@ def _sql(db: Path, statement: str, *params: object) -> None:
 
 
 def test_verify_clean_database(paused_db: Path) -> None:
-    make_session(str(paused_db), paused_weather_log() + finishing_log(), session_id="s2")
+    make_session(str(paused_db), paused_weather_log() + finishing_log(), session_id="s2",
+                 artifacts=FINISHING_ARTIFACTS)
     result = invoke("verify", "--db", str(paused_db))
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "OK: 2 sessions verified" in result.stdout
@@ -69,23 +71,29 @@ def test_verify_reports_stale_snapshot(db: Path) -> None:
 
 
 def test_export_import_round_trip_is_lossless(tmp_path: Path, db: Path) -> None:
-    make_session(str(db), paused_weather_log() + finishing_log(), state={"units": "metric"})
+    make_session(str(db), paused_weather_log() + finishing_log(), state={"units": "metric"},
+                 artifacts=FINISHING_ARTIFACTS)
     exported = invoke("export", "s1", "--db", str(db))
     assert exported.exit_code == 0, exported.stderr
     lines = exported.stdout_bytes.splitlines()
     header = orjson.loads(lines[0])
     assert (header["app_name"], header["user_id"], header["session_id"]) == ("weather", "ada",
                                                                               "s1")
-    assert header["events"] == len(lines) - 1 == 14
+    assert (header["events"], header["artifacts"]) == (14, 1)
+    assert len(lines) == 1 + 14 + 1
+    assert orjson.loads(lines[-1]) == {"artifact": {
+        "filename": "report.txt", "version": 0, "mime_type": "text/plain",
+        "created_at": orjson.loads(lines[-1])["artifact"]["created_at"],
+        "data": "UGFyaXM6IDIxwrBDIGFuZCBzdW5ueTsgcmFpbiBvbiBUdWVzZGF5Lgo="}}
     dump = tmp_path / "s1.jsonl"
     dump.write_bytes(exported.stdout_bytes)
 
     other = tmp_path / "other.db"
     imported = invoke("import", str(dump), "--db", str(other))  # a new file is created
     assert imported.exit_code == 0, imported.stderr
-    assert "Imported 14 events into session s1" in imported.stdout
+    assert "Imported 14 events and 1 artifact version(s) into session s1" in imported.stdout
     again = invoke("import", str(dump), "--db", str(other), "--session-id", "copy", "--json")
-    assert orjson.loads(again.stdout) == {"session_id": "copy", "events": 14}
+    assert orjson.loads(again.stdout) == {"session_id": "copy", "events": 14, "artifacts": 1}
 
     for sid in ("s1", "copy"):
         out = invoke("export", sid, "--db", str(other)).stdout_bytes.splitlines()

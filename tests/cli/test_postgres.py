@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from _cli_support import finishing_log, invoke, make_session, paused_weather_log
+from _cli_support import (
+    FINISHING_ARTIFACTS,
+    finishing_log,
+    invoke,
+    make_session,
+    paused_weather_log,
+)
 
 from eventstore._migrate import head_revision
 
@@ -24,7 +30,8 @@ def test_cli_on_postgres(empty_postgres_url: str) -> None:
     assert current["current"] == head_revision()
 
     make_session(url, paused_weather_log(), state={"units": "metric"})
-    make_session(url, paused_weather_log() + finishing_log(), session_id="s2")
+    make_session(url, paused_weather_log() + finishing_log(), session_id="s2",
+                 artifacts=FINISHING_ARTIFACTS)
     listed = orjson.loads(invoke("sessions", "--db", url, "--json", "--limit", "1").stdout)
     assert [s["id"] for s in listed["sessions"]] == ["s1"]
     assert listed["next_cursor"] == "s1"

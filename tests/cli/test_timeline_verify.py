@@ -12,14 +12,23 @@ from eventstore import (
     SCHEMA_VERSION,
     Content,
     Event,
+    EventActions,
     EventStore,
     StoredEvent,
     event_kind,
 )
 from eventstore._codec import encode_event
-from eventstore.cli._exchange import ExportFormatError, dump_event, dump_header, parse_export
+from eventstore.cli._exchange import (
+    ExportedArtifact,
+    ExportFormatError,
+    dump_artifact,
+    dump_event,
+    dump_header,
+    parse_export,
+    referenced_artifacts,
+)
 from eventstore.cli._timeline import analyze
-from eventstore.cli._verify import check_log, check_snapshots
+from eventstore.cli._verify import check_artifacts, check_log, check_snapshots
 
 
 def _numbered(events: list[Event]) -> list[Event]:
@@ -195,5 +204,81 @@ def test_export_format_rejects(lines: list[bytes], message: str) -> None:
 def test_export_header_is_json_with_identity() -> None:
     header = orjson.loads(_export_lines([])[0])
     assert header["format"] == "agent-eventstore/session"
-    assert header["version"] == 1
+    assert header["version"] == 2
     assert header["session_id"] == "s1"
+
+
+def _artifact(filename: str, version: int, data: bytes = b"x") -> ExportedArtifact:
+    return ExportedArtifact(filename=filename, version=version, mime_type="text/plain",
+                            created_at=1.5, data=data)
+
+
+def _with_artifacts(*artifacts: ExportedArtifact) -> list[bytes]:
+    return [*_export_lines(_LOG, artifacts=len(artifacts)), *map(dump_artifact, artifacts)]
+
+
+def test_export_format_round_trips_artifacts_sorted_by_name_and_version() -> None:
+    lines = _with_artifacts(_artifact("user:b", 0, b"\x00\xff"), _artifact("a", 1),
+                            _artifact("a", 0, b""))
+    parsed = parse_export(lines)
+    assert parsed.events == _LOG
+    assert parsed.created_at == 1.0
+    assert [(a.filename, a.version, a.data, a.user_scoped) for a in parsed.artifacts] == [
+        ("a", 0, b"", False), ("a", 1, b"x", False), ("user:b", 0, b"\x00\xff", True)]
+
+
+def test_export_format_version_1_is_still_read() -> None:
+    header = orjson.loads(_export_lines(_LOG)[0])
+    header["version"] = 1
+    del header["artifacts"]
+    parsed = parse_export([orjson.dumps(header), *_export_lines(_LOG)[1:]])
+    assert parsed.events == _LOG
+    assert parsed.artifacts == []
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        pytest.param(_with_artifacts(_artifact("a", 0), _artifact("a", 2), _artifact("a", 3)),
+                     r"line 11: artifact 'a' has version 2 but lacks version\(s\) 1;",
+                     id="gap"),
+        pytest.param(_with_artifacts(_artifact("user:p", 1)),
+                     r"artifact 'user:p' has version 1 but lacks version\(s\) 0;",
+                     id="no-version-0"),
+        pytest.param(_with_artifacts(_artifact("a", 0), _artifact("a", 0)),
+                     "line 11: artifact 'a' version 0 already appears on line 10",
+                     id="duplicate"),
+        pytest.param(_with_artifacts(_artifact("a", 0), _artifact("a", 1))[:-1],
+                     "announces 2 artifact versions but the file has 1", id="truncated"),
+        pytest.param([*_export_lines(_LOG, artifacts=1),
+                      b'{"artifact": {"filename": "a", "version": 0, "mime_type": "t", '
+                      b'"created_at": 1, "data": "%%%"}}'],
+                     "line 10: artifact 'a' version 0: 'data' is not valid base64",
+                     id="bad-base64"),
+        pytest.param([*_export_lines(_LOG, artifacts=1),
+                      b'{"artifact": {"filename": "a", "version": -1}}'],
+                     "line 10: artifact 'a' needs an integer 'version' >= 0", id="bad-version"),
+    ],
+)
+def test_export_format_rejects_bad_artifacts(lines: list[bytes], message: str) -> None:
+    with pytest.raises(ExportFormatError, match=message):
+        parse_export(lines)
+
+
+def test_referenced_artifacts_reads_deltas_and_parts() -> None:
+    events = [*paused_weather_log(), *finishing_log(),
+              Event(author=AGENT, actions=EventActions(artifact_delta={"user:p": 2})),
+              Event(author=AGENT, actions=EventActions(artifact_delta={"user:p": 1}))]
+    assert referenced_artifacts(events) == {"report.txt": 0, "user:p": 2}
+
+
+def test_check_artifacts_flags_versions_that_are_not_stored() -> None:
+    events = _numbered(paused_weather_log() + finishing_log())
+    assert check_artifacts("s1", events, {"report.txt": [0]}) == []
+    findings = check_artifacts("s1", events, {"report.txt": [1, 2]})
+    assert [(f.seq, f.code) for f in findings] == [(13, "artifact_missing")] * 2
+    assert findings[0].message == ("artifact_delta names artifact 'report.txt' version 0, which "
+                                   "does not exist (the stored versions are 1, 2).")
+    [missing] = check_artifacts("s1", [dataclasses.replace(events[0], actions=EventActions(
+        artifact_delta={"user:p": 0}))], {})
+    assert "no version of it is stored" in missing.message
