@@ -136,7 +136,12 @@ def _translate(exc: BaseException, *, url: str, what: str, session_id: str | Non
     return StorageError(f"PostgreSQL at {url} failed to {what}: {type(exc).__name__}: {exc}")
 
 
-_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, OverflowError,
+    ValueError,
+)
+"""What asyncpg and the network raise, including OverflowError/ValueError for parameters the
+driver cannot encode."""
 
 
 async def _insert(

@@ -105,7 +105,12 @@ _EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = ?"
 _BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
-def _translate(exc: sqlite3.Error, *, url: str, what: str, session_id: str | None) -> Exception:
+_DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
+"""What the driver raises: its own errors, and OverflowError/ValueError for parameters it
+cannot bind (e.g. an int past 64 bits)."""
+
+
+def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -> Exception:
     """The one place sqlite3 errors become the store's errors."""
     message = str(exc)
     if isinstance(exc, sqlite3.IntegrityError) and session_id is not None:
@@ -294,7 +299,7 @@ class SQLiteBackend:
             )
         try:
             return await driver.run(fn)
-        except sqlite3.Error as exc:
+        except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
 
     async def _write(

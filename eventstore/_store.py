@@ -17,6 +17,13 @@ from typing import Any, Self
 
 import orjson
 
+from ._args import (
+    check_bool,
+    check_int,
+    check_number,
+    check_seq_bound,
+    check_str,
+)
 from ._backend import Backend, NewEvent, SessionRecord, SharedSnapshot, StoredEvent
 from ._codec import (
     SCHEMA_VERSION,
@@ -131,10 +138,14 @@ def _info(record: SessionRecord) -> SessionInfo:
 
 
 def _check_id(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 255:
-        raise StoreUsageError(f"{what} must be a non-empty string of at most 255 characters, "
-                              f"not {value!r}.")
-    return value
+    return str(check_str(value, what))
+
+
+def _check_lookup(session_id: object) -> str:
+    # Any string may be looked up (an unknown one is SessionNotFoundError); others are misuse.
+    if not isinstance(session_id, str):
+        raise StoreUsageError(f"session_id must be a string, not {session_id!r}.")
+    return session_id
 
 
 class EventStore:
@@ -149,8 +160,7 @@ class EventStore:
     def __init__(
         self, backend: Backend, *, snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL
     ) -> None:
-        if snapshot_interval < 1:
-            raise StoreUsageError("snapshot_interval must be at least 1.")
+        check_int(snapshot_interval, "snapshot_interval", minimum=1)
         self._backend = backend
         self._snapshot_interval = snapshot_interval
         self._closed = False
@@ -257,6 +267,8 @@ class EventStore:
         _check_id(app_name, "app_name")
         _check_id(user_id, "user_id")
         sid = _check_id(session_id, "session_id") if session_id is not None else uuid.uuid4().hex
+        if state is not None and not isinstance(state, Mapping):
+            raise StoreUsageError(f"state must be a mapping or None, not {state!r}.")
         now = time.time()
         initial: list[NewEvent] = []
         events: list[Event] = []
@@ -285,7 +297,7 @@ class EventStore:
     async def _record(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
     ) -> SessionRecord:
-        record = await self._open_backend().get_session(session_id)
+        record = await self._open_backend().get_session(_check_lookup(session_id))
         if record is None:
             raise SessionNotFoundError(session_id)
         if app_name is not None and record.app_name != app_name:
@@ -308,10 +320,12 @@ class EventStore:
         ``last=N`` keeps only the newest N events, ``after=SEQ`` only those after SEQ (both may
         be combined). Given ``app_name``/``user_id`` must match, else SessionNotFoundError.
         """
+        check_str(app_name, "app_name", optional=True)
+        check_str(user_id, "user_id", optional=True)
+        last = check_seq_bound(last, "last", minimum=0)
+        after = check_seq_bound(after, "after")
         record = await self._record(session_id, app_name=app_name, user_id=user_id)
         if last is not None:
-            if last < 0:
-                raise StoreUsageError(f"last must be >= 0, not {last}.")
             rows = await self._backend.read(
                 session_id, after=after, upto=record.version, backwards=True, limit=last
             )
@@ -345,8 +359,11 @@ class EventStore:
     ) -> SessionPage:
         """List sessions ordered by id, one page at a time (keyset pagination: ``after`` is
         the previous page's ``next_cursor``)."""
-        if not 1 <= limit <= 10_000:
-            raise StoreUsageError(f"limit must be between 1 and 10000, not {limit}.")
+        check_str(app_name, "app_name", optional=True)
+        check_str(user_id, "user_id", optional=True)
+        if after is not None and not isinstance(after, str):
+            raise StoreUsageError(f"after must be a next_cursor string or None, not {after!r}.")
+        check_int(limit, "limit", minimum=1, maximum=10_000)
         records = await self._open_backend().list_sessions(
             app_name=app_name, user_id=user_id, after=after, limit=limit + 1
         )
@@ -359,7 +376,7 @@ class EventStore:
 
         The only delete the store does. Raises SessionNotFoundError when there is no such session.
         """
-        if not await self._open_backend().delete_session(session_id):
+        if not await self._open_backend().delete_session(_check_lookup(session_id)):
             raise SessionNotFoundError(session_id)
 
     # -- the log -------------------------------------------------------------------------------
@@ -376,7 +393,15 @@ class EventStore:
         SessionNotFoundError; after any error nothing was written.
         """
         backend = self._open_backend()
-        batch = [events] if isinstance(events, Event) else list(events)
+        _check_lookup(session_id)
+        if isinstance(events, Event):
+            batch = [events]
+        elif isinstance(events, Iterable) and not isinstance(events, (str, bytes, Mapping)):
+            batch = list(events)
+        else:
+            raise InvalidEventError(
+                f"append() takes an Event or an iterable of Events, not {type(events).__name__}."
+            )
         if not batch:
             raise InvalidEventError("append() needs at least one event.")
         if expected_version is not None and (
@@ -407,10 +432,13 @@ class EventStore:
     ) -> list[Event]:
         """Return events with ``after < seq <= upto``, oldest first, or newest first when
         ``backwards`` — at most ``limit`` of them, read in one page."""
-        if limit is not None and limit < 0:
-            raise StoreUsageError(f"limit must be >= 0, not {limit}.")
-        rows = await self._open_backend().read(
-            session_id, after=after, upto=upto, backwards=backwards, limit=limit
+        backend = self._open_backend()
+        rows = await backend.read(
+            _check_lookup(session_id),
+            after=check_seq_bound(after, "after"),
+            upto=check_seq_bound(upto, "upto"),
+            backwards=check_bool(backwards, "backwards"),
+            limit=check_seq_bound(limit, "limit", minimum=0),
         )
         return self._decode_all(rows)
 
@@ -427,9 +455,9 @@ class EventStore:
         Pages start at ``page_size`` events and double up to ``max_page_size``: a scan that stops
         after a few events reads (and decodes) only a few, a long one needs few round trips.
         """
-        if not 1 <= page_size <= max_page_size:
-            raise StoreUsageError("iter_backwards needs 1 <= page_size <= max_page_size.")
-        cursor = upto
+        check_int(page_size, "page_size", minimum=1)
+        check_int(max_page_size, "max_page_size", minimum=page_size)
+        cursor = check_seq_bound(upto, "upto")
         size = page_size
         while True:
             page = await self.read(session_id, upto=cursor, backwards=True, limit=size)
@@ -454,7 +482,8 @@ class EventStore:
         Never skips or repeats an event: it re-reads from its cursor after every wake-up (a
         notification or ``poll_interval`` seconds). Ends when the session is deleted.
         """
-        cursor = after
+        cursor = check_seq_bound(after, "after") or 0
+        check_number(poll_interval, "poll_interval")
         while True:
             try:
                 page = await self.read(session_id, after=cursor, limit=500)
@@ -476,6 +505,7 @@ class EventStore:
         ``user:``/``app:`` keys are folded from every session of the user/app up to the global
         position of the event at ``at``, so state at a seq is what the session saw then.
         """
+        check_int(at, "at", optional=True, minimum=-(1 << 63), maximum=1 << 63)
         record = await self._record(session_id)
         if at is None:
             at = record.version
@@ -547,7 +577,7 @@ class EventStore:
 
         The reference the snapshots are checked against (``evs verify`` and the tests).
         """
-        rows = await self.read(session_id, upto=at)
+        rows = await self.read(session_id, upto=check_seq_bound(at, "at", minimum=0))
         return fold_state(session_part(e.actions.state_delta) for e in rows)
 
     async def rebuild_snapshots(self) -> int:
@@ -576,6 +606,7 @@ class EventStore:
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise StoreUsageError(f"Artifact data must be bytes, not {type(data).__name__}.")
+        check_str(mime_type, "mime_type")
         record, scope = await self._artifact_scope(session_id, filename)
         return await self._backend.save_artifact(
             app_name=record.app_name,
@@ -591,6 +622,7 @@ class EventStore:
         self, session_id: str, filename: str, *, version: int | None = None
     ) -> Artifact:
         """Return the latest (or the given) version; raises ArtifactNotFoundError."""
+        check_int(version, "version", optional=True)
         record, scope = await self._artifact_scope(session_id, filename)
         found = await self._backend.load_artifact(
             app_name=record.app_name,
