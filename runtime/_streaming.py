@@ -17,19 +17,26 @@ from typing import Any, Self
 from eventstore import FunctionCall
 from runtime._context import ArtifactService, ToolContext
 from runtime._exceptions import RuntimeUsageError, ToolDefinitionError
-from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 from runtime.tools import StreamingTool, Tool
-from runtime.tools._schema import infer_signature
+from runtime.tools._function import CallableTool
 
 __all__ = ["LiveChunk", "LiveToolStream", "StreamingFunctionTool", "streaming_tool"]
 
 
-class StreamingFunctionTool:
+def _require_async_generator(func: Callable[..., Any], tool_name: str, qualname: str) -> None:
+    if not inspect.isasyncgenfunction(func):
+        raise ToolDefinitionError(
+            f"{qualname!r} is not an async generator function; a streaming tool yields its chunks.",
+            tool_name=tool_name,
+        )
+
+
+class StreamingFunctionTool(CallableTool):
     """A tool backed by an async generator function that yields text chunks.
 
-    Guarantees: arguments are validated against the function's signature (as for function
-    tools); in the normal loop ``run`` joins every chunk, without separators, into
-    ``{"result": text}``; ``run_stream`` yields the chunks as produced (live mode).
+    Guarantees: name, description, declaration and argument validation are those of function
+    tools (``CallableTool``); in the normal loop ``run`` joins every chunk, without separators,
+    into ``{"result": text}``; ``run_stream`` yields the chunks as produced (live mode).
     """
 
     def __init__(
@@ -40,58 +47,23 @@ class StreamingFunctionTool:
         description: str | None = None,
         is_long_running: bool = False,
     ) -> None:
-        tool_name = name if name is not None else getattr(func, "__name__", "")
-        if not inspect.isasyncgenfunction(func):
-            raise ToolDefinitionError(
-                f"{getattr(func, '__qualname__', func)!r} is not an async generator function; "
-                f"a streaming tool yields its chunks.",
-                tool_name=tool_name,
-            )
-        self.func = func
-        """The wrapped async generator function."""
-        self._name = tool_name
-        self._signature = infer_signature(func, tool_name=tool_name)
-        self._description = description if description is not None else self._signature.description
-        self._is_long_running = is_long_running
-        self._declaration = declaration_from_json_schema(
-            tool_name,
-            description=self._description,
-            parameters=self._signature.parameters_json_schema,
+        super().__init__(
+            func,
+            name=name,
+            description=description,
+            is_long_running=is_long_running,
+            check=_require_async_generator,
         )
-
-    @property
-    def name(self) -> str:
-        """The tool name the model calls."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """What the tool does, for the model."""
-        return self._description
-
-    @property
-    def is_long_running(self) -> bool:
-        """Marks the model event's ``long_running_tool_ids``."""
-        return self._is_long_running
-
-    def declaration(self) -> FunctionDeclaration:
-        """Return the declaration inferred from the function's signature."""
-        return self._declaration
 
     def run_stream(self, ctx: ToolContext, args: dict[str, Any]) -> AsyncIterator[str]:
         """Validate ``args`` and return the chunk iterator (raises on invalid arguments)."""
-        kwargs = self._signature.validate(self._name, args)
-        if self._signature.context_parameter is not None:
-            kwargs[self._signature.context_parameter] = ctx
-        return self.func(**kwargs)
+        stream: AsyncIterator[str] = self.func(**self._call_kwargs(ctx, args))
+        return stream
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         """Consume the whole stream and return ``{"result": <chunks joined>}``."""
         chunks = [chunk async for chunk in self.run_stream(ctx, args)]
         return {"result": "".join(chunks)}
-
-    def __repr__(self) -> str:
-        return f"StreamingFunctionTool(name={self._name!r})"
 
 
 def streaming_tool(func: Callable[..., AsyncIterator[str]], /) -> StreamingFunctionTool:

@@ -16,6 +16,7 @@ from runtime.tools._errors import ToolErrorKind, error_response
 from runtime.tools._function import (
     ConfirmationPredicate,
     FunctionTool,
+    ToolOptions,
     ToolsetClass,
     function_tool,
     tool_method,
@@ -55,6 +56,7 @@ __all__ = [
     "ToolCallObserver",
     "ToolCallbacks",
     "ToolErrorKind",
+    "ToolOptions",
     "ToolPredicate",
     "Toolset",
     "ToolsetClass",

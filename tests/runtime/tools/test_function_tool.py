@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -298,3 +298,66 @@ def test_toolset_class_refuses_bad_method_at_definition() -> None:
         class Bad(ToolsetClass):
             @tool_method
             def run(self, *rest: int) -> None: ...
+
+
+def test_tool_options_are_exactly_function_tools_keyword_arguments() -> None:
+    import inspect
+
+    from runtime.tools import ToolOptions
+
+    keywords = [
+        p.name
+        for p in inspect.signature(FunctionTool.__init__).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    assert keywords == list(ToolOptions.__annotations__)
+
+
+async def test_tool_method_passes_every_option_and_refuses_unknown_ones() -> None:
+    class Payments(ToolsetClass):
+        @tool_method(
+            name="pay",
+            description="Pay.",
+            schema={"type": "object", "properties": {"cents": {"type": "integer"}}},
+            requires_confirmation=lambda args: args["cents"] > 100,
+            idempotent=True,
+            is_long_running=True,
+        )
+        def charge(self, cents: int) -> None: ...
+
+    (pay,) = await Payments().tools(
+        ReadonlyContext(invocation_id="i", agent_name="a", session_id="s")
+    )
+    assert isinstance(pay, FunctionTool)
+    assert (pay.name, pay.description, pay.idempotent, pay.is_long_running) == (
+        "pay",
+        "Pay.",
+        True,
+        True,
+    )
+    assert pay.requires_confirmation_for({"cents": 101})
+    assert not pay.requires_confirmation_for({"cents": 5})
+    with pytest.raises(TypeError, match="idempotant"):
+        tool_method(idempotant=True)  # type: ignore[call-overload]
+
+
+def test_streaming_and_function_tools_share_naming_and_declaration() -> None:
+    from runtime import StreamingFunctionTool
+    from runtime.tools._function import CallableTool
+
+    async def shout(text: Annotated[str, "What to shout"]) -> AsyncIterator[str]:
+        """Shout it."""
+        yield text.upper()
+
+    def echo(text: str) -> str:
+        return text
+
+    streaming = StreamingFunctionTool(shout)
+    assert isinstance(streaming, CallableTool)
+    assert isinstance(function_tool(echo), CallableTool)
+    assert (streaming.name, streaming.description) == ("shout", "Shout it.")
+    assert to_openai(streaming.declaration())["function"]["parameters"]["properties"] == {
+        "text": {"type": "string", "description": "What to shout"}
+    }
+    with pytest.raises(ToolDefinitionError, match="is not valid"):
+        StreamingFunctionTool(shout, name="no spaces")
