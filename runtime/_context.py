@@ -9,6 +9,7 @@ anywhere else, so the log stays the only source of truth.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -99,6 +100,9 @@ class ToolActions:
     """The mutable side effects of one call, collected while the tool runs.
 
     Mutable on purpose (tools write to it); freeze it with ``to_event_actions`` when the call ends.
+    It mirrors ``EventActions`` field for field (same names, types and defaults); this module
+    refuses to import when the two drift apart (``_check_mirrors``), and both conversions go
+    over ``EventActions``' fields, so a field added there cannot be dropped here.
     """
 
     state_delta: dict[str, Any] = field(default_factory=dict)
@@ -116,14 +120,49 @@ class ToolActions:
 
     def to_event_actions(self) -> EventActions:
         """Return an immutable ``EventActions`` snapshot (dicts are copied)."""
-        return EventActions(
-            state_delta=dict(self.state_delta),
-            artifact_delta=dict(self.artifact_delta),
-            requested_tool_confirmations=dict(self.requested_tool_confirmations),
-            skip_summarization=self.skip_summarization,
-            escalate=self.escalate,
-            transfer_to_agent=self.transfer_to_agent,
+        return EventActions(**_copied(self))
+
+    @classmethod
+    def from_event_actions(cls, actions: EventActions) -> ToolActions:
+        """Return a mutable copy of ``actions`` (dicts are copied)."""
+        return cls(**_copied(actions))
+
+
+def _copied(actions: ToolActions | EventActions) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(EventActions):
+        value = getattr(actions, spec.name)
+        values[spec.name] = dict(value) if isinstance(value, dict) else value
+    return values
+
+
+def _check_mirrors(mutable: type[Any], frozen: type[Any]) -> None:
+    """Raise ``TypeError`` unless dataclass ``mutable`` has exactly ``frozen``'s fields, with the
+    same type annotations and defaults."""
+
+    def described(cls: type[Any]) -> dict[str, tuple[object, object]]:
+        return {
+            spec.name: (
+                spec.type,
+                spec.default_factory()
+                if spec.default_factory is not dataclasses.MISSING
+                else spec.default,
+            )
+            for spec in dataclasses.fields(cls)
+        }
+
+    ours, theirs = described(mutable), described(frozen)
+    if ours != theirs:
+        missing = sorted(theirs.keys() - ours.keys())
+        extra = sorted(ours.keys() - theirs.keys())
+        changed = sorted(k for k in ours.keys() & theirs.keys() if ours[k] != theirs[k])
+        raise TypeError(
+            f"{mutable.__name__} must mirror {frozen.__name__} field for field: missing "
+            f"{missing}, extra {extra}, different type or default {changed}."
         )
+
+
+_check_mirrors(ToolActions, EventActions)
 
 
 class StateView(MutableMapping[str, Any]):

@@ -137,3 +137,34 @@ async def test_tool_context_cancellation_and_metadata() -> None:
     assert ctx.cancelled
     assert ctx.metadata == {"trace_id": "t-1"}
     assert ctx.actions.to_event_actions().is_empty()
+
+
+def test_tool_actions_mirror_event_actions_field_for_field() -> None:
+    import dataclasses
+
+    from runtime._context import _check_mirrors
+
+    assert [f.name for f in dataclasses.fields(ToolActions)] == [
+        f.name for f in dataclasses.fields(EventActions)
+    ]
+    assert ToolActions().to_event_actions() == EventActions()
+    full = EventActions(
+        state_delta={"k": 1},
+        artifact_delta={"f": 2},
+        requested_tool_confirmations={"c": ToolConfirmation(hint="ok?")},
+        skip_summarization=True,
+        escalate=True,
+        transfer_to_agent="other",
+    )
+    assert all(getattr(full, f.name) for f in dataclasses.fields(EventActions))  # none default
+    copied = ToolActions.from_event_actions(full)
+    assert copied.to_event_actions() == full
+    copied.state_delta["k"] = 9
+    assert full.state_delta == {"k": 1}
+
+    @dataclasses.dataclass(kw_only=True)
+    class Drifted(ToolActions):
+        new_flag: bool = False
+
+    with pytest.raises(TypeError, match=r"extra \['new_flag'\]"):
+        _check_mirrors(Drifted, EventActions)
