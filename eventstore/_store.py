@@ -256,12 +256,16 @@ class EventStore:
         user_id: str,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        created_at: float | None = None,
     ) -> Session:
         """Create a session (with a generated id unless given) and return it.
 
         Initial ``state`` is stored as the session's first event (a state delta authored by
-        ``user``), so that state stays a fold of the log. Raises SessionExistsError when the id
-        is taken, InvalidEventError when the state is not JSON.
+        ``user``), so that state stays a fold of the log. ``created_at`` (seconds since the
+        epoch; now by default) lets an importer keep a session's original creation time; the
+        initial state event gets the same timestamp. Raises SessionExistsError when the id is
+        taken, InvalidEventError when the state is not JSON, StoreUsageError for a negative or
+        non-finite ``created_at``.
         """
         backend = self._open_backend()
         _check_id(app_name, "app_name")
@@ -269,7 +273,11 @@ class EventStore:
         sid = _check_id(session_id, "session_id") if session_id is not None else uuid.uuid4().hex
         if state is not None and not isinstance(state, Mapping):
             raise StoreUsageError(f"state must be a mapping or None, not {state!r}.")
-        now = time.time()
+        now = time.time() if created_at is None else check_number(
+            created_at, "created_at", positive=False
+        )
+        if now < 0:
+            raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
         initial: list[NewEvent] = []
         events: list[Event] = []
         if state:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -735,3 +736,29 @@ async def test_event_copy_is_independent_of_store(store: EventStore) -> None:
     read.actions.state_delta["n"]["x"] = 99  # a caller mutating what it got
     assert (await store.read("s"))[0].actions.state_delta == {"n": {"x": 1}}
     assert await store.state("s") == {"n": {"x": 1}}
+
+
+# -- creation time ---------------------------------------------------------------------------------
+
+
+async def test_create_session_keeps_given_created_at(store: EventStore) -> None:
+    created = await store.create_session(app_name=APP, user_id=USER, session_id="old",
+                                         created_at=1_000_000.5, state={"k": 1})
+    assert (created.created_at, created.updated_at) == (1_000_000.5, 1_000_000.5)
+    info = await store.session_info("old")
+    assert (info.created_at, info.updated_at) == (1_000_000.5, 1_000_000.5)
+    assert (await store.read("old"))[0].timestamp == 1_000_000.5
+    assert (await store.list_sessions()).sessions[0].created_at == 1_000_000.5
+    before = time.time()
+    fresh = await store.create_session(app_name=APP, user_id=USER, session_id="new")
+    assert before <= fresh.created_at <= time.time()
+    assert (await store.session_info("new")).created_at == fresh.created_at
+
+
+@pytest.mark.parametrize("created_at", [-1.0, float("nan"), float("inf"), "1", True])
+async def test_create_session_refuses_bad_created_at(store: EventStore, created_at: object) -> None:
+    with pytest.raises(StoreUsageError, match="created_at"):
+        await store.create_session(app_name=APP, user_id=USER, session_id="x",
+                                   created_at=created_at)  # type: ignore[arg-type]
+    with pytest.raises(SessionNotFoundError):
+        await store.session_info("x")
