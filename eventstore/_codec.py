@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import orjson
@@ -115,10 +116,18 @@ def _check_json_value(value: Any, *, path: str, event_id: str) -> None:
                 )
             _check_json_value(item, path=f"{path}[{key!r}]", event_id=event_id)
         return
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         for index, item in enumerate(value):
             _check_json_value(item, path=f"{path}[{index}]", event_id=event_id)
         return
+    if isinstance(value, (Sequence, AbstractSet)) and not isinstance(value, (bytes, bytearray)):
+        # JSON has only lists: a tuple would be stored as one and read back as a list, so the
+        # event append() returned would differ from the one read() returns.
+        raise InvalidEventError(
+            f"Event {event_id!r}: {path} is a {type(value).__name__}; JSON values take lists "
+            "only — use a list.",
+            event_id=event_id,
+        )
     raise InvalidEventError(
         f"Event {event_id!r}: {path} is a {type(value).__name__}, which is not a JSON value.",
         event_id=event_id,

@@ -339,3 +339,31 @@ def test_codec_round_trips_any_unicode_text(text: str) -> None:
 def test_pydantic_validation_error_is_a_value_error() -> None:
     # The store relies on it to map validation failures to CorruptEventError.
     assert issubclass(pydantic.ValidationError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("build", "path"),
+    [
+        pytest.param(lambda v: Event(author="a", actions=EventActions(state_delta={"k": v})),
+                     "state_delta['k']", id="state-delta"),
+        pytest.param(lambda v: Event(author="a", actions=EventActions(state_delta={"k": [1, v]})),
+                     "state_delta['k'][1]", id="nested-in-list"),
+        pytest.param(lambda v: Event(author="a", content=Content(role="model", parts=(
+            Part(function_call=FunctionCall(id="c", name="f", args={"xs": v})),))),
+                     "['xs']", id="function-call-args"),
+        pytest.param(lambda v: Event(author="a", content=Content(role="user", parts=(
+            Part(function_response=FunctionResponse(id="c", name="f",
+                                                    response={"r": {"deep": v}})),))),
+                     "['r']['deep']", id="function-response"),
+    ],
+)
+@pytest.mark.parametrize("value", [pytest.param((1, 2), id="tuple"),
+                                   pytest.param(frozenset({1}), id="frozenset"),
+                                   pytest.param(range(2), id="range")])
+def test_encode_event_refuses_non_list_sequences_naming_the_path(
+    build: Any, path: str, value: object
+) -> None:
+    with pytest.raises(InvalidEventError, match="use a list") as info:
+        encode_event(build(value))
+    assert path in str(info.value)
+    assert type(value).__name__ in str(info.value)
