@@ -249,6 +249,16 @@ class Runner:
 
     # -- the loop ------------------------------------------------------------------------------
 
+    async def _fresh_pause_reason(self, ctx: InvocationContext) -> str:
+        fresh = await self.resume_planner.plan(ctx, ctx.events_newest_first())
+        if fresh.pause_reason is not None:
+            return fresh.pause_reason
+        return (
+            f"Invocation {ctx.invocation_id!r} paused on calls in doubt, but another writer "
+            f"settled them while it ran the planned calls (session {ctx.session_id!r} is at seq "
+            f"{ctx.version}); nothing is in doubt now: run the session again to continue."
+        )
+
     @staticmethod
     def _result(ctx: InvocationContext, ending: _Ending) -> RunResult:
         return RunResult(
@@ -289,6 +299,13 @@ class Runner:
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
+                return
+            if plan.pause_reason is not None:
+                # The reason was read before the calls ran; another writer may have settled the
+                # calls it names meanwhile (the answers then went past its events), so say what
+                # the log says now. Nothing more runs in this invocation either way.
+                ending.status = "paused_by_planner"
+                ending.reason = await self._fresh_pause_reason(ctx)
                 return
             break
         if plan.pause_reason is not None:

@@ -152,7 +152,9 @@ async def test_race_idempotent_rerun_by_a_second_live_process_is_answered_once(
 
     A claims both calls (seq 3); B re-runs ``call-rate`` (claim seq 4) and blocks in it; A
     finishes and appends its answers after B's claim (seq 5); B finishes, its append conflicts,
-    it re-reads, finds ``call-rate`` answered at seq 5 and appends nothing.
+    it re-reads, finds ``call-rate`` answered at seq 5 and appends nothing. B planned to pause on
+    ``call-charge`` (in doubt when it planned), but A answered it meanwhile: B's pause reason is
+    the log's at B's final version, not the stale one.
     """
     effects: list[str] = []
     a, b = _process("A", stores[0], effects), _process("B", stores[1], effects)
@@ -175,6 +177,10 @@ async def test_race_idempotent_rerun_by_a_second_live_process_is_answered_once(
     result_b = await run_b
     # B appended its claim and nothing else: its answer to call-rate would be a second one.
     assert [e.started_call_ids for e in result_b.events] == [("call-rate",)]
+    assert result_b.status == "paused_by_planner"
+    assert result_b.pause_reason is not None
+    assert "another writer settled them" in result_b.pause_reason
+    assert "rerun_call" not in result_b.pause_reason  # call-charge is no longer in doubt
     assert sorted(e.split()[:2] for e in effects) == [["A", "charge"], ["A", "rate"], ["B", "rate"]]
     assert sorted(await _answers(stores[0])) == [("call-charge", "A"), ("call-rate", "A")]
     events = (await stores[0].get_session("s")).events
