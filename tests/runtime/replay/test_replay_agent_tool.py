@@ -107,3 +107,29 @@ async def test_agent_tool_child_confirmation_pauses_parent_and_resumes(store: Ev
     assert bookings == ["Kyoto"]
     responses = [r for e in second.events for r in e.function_responses()]
     assert [(r.id, r.response) for r in responses] == [("p-1", {"result": "Booked in Kyoto."})]
+
+
+async def test_agent_tool_passes_the_invocation_metadata_to_the_child(store: EventStore) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @function_tool
+    def look(tool_context: ToolContext) -> dict[str, Any]:
+        """Record the side channel the child's call sees."""
+        seen.append(dict(tool_context.metadata))
+        return {"ok": True}
+
+    child = Agent(
+        name="weather_helper",
+        model=ScriptedModel([_call("c-look", "look"), "Sunny."]),
+        tools=[look],
+    )
+    runner = _parent(store, child, _call("p-1", "weather_helper", request="Tokyo?"), "Done.")
+    await runner.create_session(user_id="u", session_id="trip-1")
+    result = await runner.run(
+        session_id="trip-1", user_id="u", new_message="Plan", metadata={"trace_id": "t-42"}
+    )
+
+    assert result.status == "completed"
+    assert seen == [{"trace_id": "t-42"}]
+    child_events = (await store.get_session(child_session_id("trip-1", "p-1"))).events
+    assert all("t-42" not in repr(e) for e in child_events)
