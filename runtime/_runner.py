@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
     ArtifactNotFoundError,
     Content,
     Event,
@@ -311,6 +312,8 @@ class Runner:
         if plan.pause_reason is not None:
             ending.status, ending.reason = "paused_by_planner", plan.pause_reason
             return
+        if new_message is None and await _settled(ctx, ending):
+            return
 
         before, after = plugin_model_callbacks(self.agent.plugins)
         before += self.agent.callbacks.before_model
@@ -359,6 +362,39 @@ class Runner:
                 yield event
             if _stopped(ctx, step, ending):
                 return
+
+
+async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
+    """Decide whether a run with no new message has nothing to ask the model; fill ``ending``.
+
+    Looks at the agent's newest turn (past its own claim events): a final text answer means the
+    session is complete; a turn whose long-running calls or confirmation requests are still
+    unanswered means the session still waits. Anything newer from someone else (a user message,
+    a submitted result, an answer) means the model has something new to see.
+    """
+    async for event in ctx.events_newest_first():
+        if event.content is None and event.started_call_ids and event.author == ctx.agent.name:
+            continue  # a claim: the calls it claims are in the turn before it
+        if event.author != ctx.agent.name or event.content is None:
+            return False
+        calls = event.function_calls()
+        if not calls:
+            if event.content.role != "model" or not event.text():
+                return False
+            ending.final_text = event.text()
+            return True
+        waiting = tuple(c.id for c in calls if c.id in event.long_running_tool_ids)
+        if not waiting or len(waiting) != len(calls):
+            return False
+        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls)
+        ending.status = "paused_for_confirmation" if confirming else "paused_long_running"
+        ending.pending = waiting
+        ending.reason = (
+            f"Session {ctx.session_id!r} still waits for the answer to "
+            f"{', '.join(waiting)}; nothing new arrived since."
+        )
+        return True
+    return False
 
 
 def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:

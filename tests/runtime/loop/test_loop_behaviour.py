@@ -520,3 +520,54 @@ async def test_answers_are_kept_when_another_writer_claims_the_same_call_meanwhi
     assert [e.started_call_ids for e in history if e.started_call_ids] == [("c1",), ("c1",)]
     assert [(e.seq, r.id) for e in history for r in e.function_responses()] == [(5, "c1")]
     assert result.status == "completed"
+
+
+@function_tool(requires_confirmation=True)
+def pay(amount: int) -> dict[str, int]:
+    """Pay an amount (a human confirms first)."""
+    return {"paid": amount}
+
+
+async def test_run_without_a_message_on_a_completed_session_does_not_call_the_model(
+    store: EventStore,
+) -> None:
+    runner, model = await make(store, [ModelResponse.calling(call("a1", "add", a=1, b=2)), "3."])
+    await runner.run(session_id="s", user_id="u", new_message="add")
+    version = await store.version("s")
+    again = await runner.run(session_id="s", user_id="u", new_message=None)
+    assert (again.status, again.final_text, again.events) == ("completed", "3.", ())
+    assert len(model.requests) == 2
+    assert await store.version("s") == version
+
+
+async def test_run_without_a_message_while_a_long_running_call_waits_stays_paused(
+    store: EventStore,
+) -> None:
+    runner, model = await make(
+        store, [ModelResponse.calling(call("j1", "start_job", job="render"))], tools=[start_job]
+    )
+    await runner.run(session_id="s", user_id="u", new_message="render it")
+    version = await store.version("s")
+    again = await runner.run(session_id="s", user_id="u", new_message=None)
+    assert (again.status, again.pending_call_ids, again.events) == (
+        "paused_long_running", ("j1",), ()
+    )
+    assert len(model.requests) == 1
+    assert await store.version("s") == version
+
+
+async def test_run_without_a_message_while_a_confirmation_waits_stays_paused(
+    store: EventStore,
+) -> None:
+    runner, model = await make(
+        store, [ModelResponse.calling(call("p1", "pay", amount=5))], tools=[pay]
+    )
+    first = await runner.run(session_id="s", user_id="u", new_message="pay 5")
+    assert first.status == "paused_for_confirmation"
+    version = await store.version("s")
+    again = await runner.run(session_id="s", user_id="u", new_message=None)
+    assert (again.status, again.pending_call_ids, again.events) == (
+        "paused_for_confirmation", first.pending_call_ids, ()
+    )
+    assert len(model.requests) == 1
+    assert await store.version("s") == version
