@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ._exceptions import StoreUsageError
 from ._memory import MemoryBackend
-from ._store import DEFAULT_SNAPSHOT_INTERVAL, EventStore
+from ._statefold import DEFAULT_SNAPSHOT_INTERVAL
+from ._store import EventStore
 
 __all__ = ["DEFAULT_URL", "open_store", "resolve_url"]
 

@@ -1,21 +1,19 @@
 """The store façade: the public async API over one backend.
 
-It owns the codec (events ↔ bytes), state folding and snapshots, and knows no SQL. Every method is a
-coroutine; the store is used with ``async with`` or closed with ``aclose()``.
+It checks arguments, encodes events for the backend (decoding and state folding with snapshots
+live in ``_statefold``) and knows no SQL. Every method is a coroutine; the store is used with
+``async with`` or closed with ``aclose()``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
-
-import orjson
 
 from ._args import (
     check_bool,
@@ -24,41 +22,20 @@ from ._args import (
     check_seq_bound,
     check_str,
 )
-from ._backend import Backend, NewEvent, SessionRecord, SharedSnapshot, StoredEvent
-from ._codec import (
-    SCHEMA_VERSION,
-    decode_event,
-    decode_trusted,
-    encode_event,
-    event_kind,
-    with_seq,
-)
+from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
+from ._codec import SCHEMA_VERSION, encode_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
     ArtifactNotFoundError,
-    CorruptEventError,
     InvalidEventError,
     SessionNotFoundError,
     StoreClosedError,
     StoreUsageError,
 )
-from ._state import (
-    TEMP_PREFIX,
-    USER_PREFIX,
-    apply_delta,
-    fold_state,
-    has_shared_keys,
-    session_part,
-    shared_part,
-)
+from ._state import TEMP_PREFIX, USER_PREFIX, fold_state, has_shared_keys, session_part
+from ._statefold import DEFAULT_SNAPSHOT_INTERVAL, StateFolder, decode_all, decode_stored
 
 __all__ = ["Artifact", "EventStore", "Session", "SessionInfo", "SessionPage"]
-
-DEFAULT_SNAPSHOT_INTERVAL = 200
-"""A snapshot of session state is kept every this many events, and one of each ``user:`` and
-``app:`` scope every this many shared-state events (a state read replays at most about this many
-deltas per scope)."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
@@ -162,7 +139,7 @@ class EventStore:
     ) -> None:
         check_int(snapshot_interval, "snapshot_interval", minimum=1)
         self._backend = backend
-        self._snapshot_interval = snapshot_interval
+        self._folder = StateFolder(backend, snapshot_interval=snapshot_interval)
         self._closed = False
 
     @property
@@ -228,24 +205,7 @@ class EventStore:
     @staticmethod
     def decode(stored: StoredEvent) -> Event:
         """Decode one stored envelope; raises CorruptEventError naming session and seq."""
-        try:
-            if stored.schema_version == SCHEMA_VERSION:
-                return decode_trusted(stored.payload, seq=stored.seq)
-            return decode_event(stored.payload, schema_version=stored.schema_version,
-                                seq=stored.seq)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptEventError(stored.session_id, stored.seq, repr(exc)) from exc
-
-    def _decode_all(self, rows: Sequence[StoredEvent]) -> list[Event]:
-        # Decoding allocates many small objects; pausing the cyclic GC meanwhile halves the cost.
-        enabled = gc.isenabled()
-        if enabled and len(rows) > 256:
-            gc.disable()
-        try:
-            return [self.decode(row) for row in rows]
-        finally:
-            if enabled:
-                gc.enable()
+        return decode_stored(stored)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -349,8 +309,8 @@ class EventStore:
             created_at=record.created_at,
             updated_at=record.updated_at,
             version=record.version,
-            state=await self._state(record, at=record.version),
-            events=self._decode_all(rows),
+            state=await self._folder.state(record, at=record.version),
+            events=decode_all(rows),
         )
 
     async def session_info(self, session_id: str) -> SessionInfo:
@@ -448,7 +408,7 @@ class EventStore:
             backwards=check_bool(backwards, "backwards"),
             limit=check_seq_bound(limit, "limit", minimum=0),
         )
-        return self._decode_all(rows)
+        return decode_all(rows)
 
     async def iter_backwards(
         self,
@@ -521,64 +481,7 @@ class EventStore:
             raise StoreUsageError(
                 f"Session {session_id!r} has events 1..{record.version}; there is no seq {at}."
             )
-        return await self._state(record, at=at)
-
-    async def _state(self, record: SessionRecord, *, at: int) -> dict[str, Any]:
-        backend = self._backend
-        sid = record.session_id
-        snapshot = await backend.load_snapshot(sid, upto=at)
-        base_seq, state = (0, {}) if snapshot is None else (snapshot[0], orjson.loads(snapshot[1]))
-        tail = await backend.read(sid, after=base_seq, upto=at, backwards=False, limit=None)
-        for event in self._decode_all(tail):
-            apply_delta(state, session_part(event.actions.state_delta))
-        if at == record.version and at - base_seq >= self._snapshot_interval:
-            await backend.save_snapshot(sid, at, orjson.dumps(state))
-        position: int | None = None
-        if at < record.version:
-            position = tail[-1].position if tail else await self._position_of(sid, at)
-        if at == 0 and record.version > 0:
-            return state
-        for user_id in (None, record.user_id):
-            state.update(await self._shared_state(record.app_name, user_id, upto=position))
-        return state
-
-    async def _shared_state(
-        self, app_name: str, user_id: str | None, *, upto: int | None
-    ) -> dict[str, Any]:
-        """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
-        folded up to global position ``upto``: the newest snapshot at or below it plus the
-        shared events after the snapshot."""
-        backend = self._backend
-        snapshot = await backend.load_shared_snapshot(
-            app_name=app_name, user_id=user_id, upto_position=upto
-        )
-        base_position, base_count, state = (
-            (0, 0, {}) if snapshot is None
-            else (snapshot.position, snapshot.count, orjson.loads(snapshot.state))
-        )
-        rows = await backend.read_shared(
-            app_name=app_name, user_id=user_id, after_position=base_position, upto_position=upto
-        )
-        user = user_id is not None
-        for event in self._decode_all(rows):
-            apply_delta(state, shared_part(event.actions.state_delta, user=user))
-        if len(rows) >= self._snapshot_interval:
-            await backend.save_shared_snapshot(
-                app_name=app_name,
-                user_id=user_id,
-                snapshot=SharedSnapshot(
-                    position=rows[-1].position,
-                    count=base_count + len(rows),
-                    state=orjson.dumps(state),
-                ),
-            )
-        return state
-
-    async def _position_of(self, session_id: str, seq: int) -> int:
-        rows = await self._backend.read(
-            session_id, after=None, upto=seq, backwards=True, limit=1
-        )
-        return rows[0].position if rows else 0
+        return await self._folder.state(record, at=at)
 
     async def session_state_fold(self, session_id: str, *, at: int | None = None) -> dict[str, Any]:
         """Return the session-scoped state at ``at`` by a full replay, ignoring snapshots.
