@@ -23,6 +23,7 @@ __all__ = [
     "StoredEvent",
     "check_batch_ids",
     "check_retry",
+    "written",
 ]
 
 
@@ -313,3 +314,21 @@ def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:
                 event_id=event.event_id,
             )
         seen.add(event.event_id)
+
+
+def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> StoredEvent:
+    """The envelope of ``event`` as just written at ``seq``/``position`` (every backend builds
+    the StoredEvents an append returns with this, so all of them return the same fields)."""
+    return StoredEvent(
+        session_id=session_id,
+        seq=seq,
+        position=position,
+        event_id=event.event_id,
+        kind=event.kind,
+        invocation_id=event.invocation_id,
+        author=event.author,
+        timestamp=event.timestamp,
+        shared_state=event.shared_state,
+        schema_version=event.schema_version,
+        payload=event.payload,
+    )

@@ -19,6 +19,7 @@ from ._backend import (
     StoredEvent,
     check_batch_ids,
     check_retry,
+    written,
 )
 from ._exceptions import (
     ConcurrencyError,
@@ -83,6 +84,7 @@ class MemoryBackend:
         )
 
     async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+        """See ``Backend.create_session``."""
         self._check_open()
         if record.session_id in self._sessions:
             raise SessionExistsError(record.session_id)
@@ -92,6 +94,7 @@ class MemoryBackend:
         self._write(session, initial, start=1)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
+        """See ``Backend.get_session``."""
         self._check_open()
         session = self._sessions.get(session_id)
         return None if session is None else self._summary(session)
@@ -99,6 +102,7 @@ class MemoryBackend:
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
     ) -> list[SessionRecord]:
+        """See ``Backend.list_sessions``."""
         self._check_open()
         ids = sorted(
             sid
@@ -110,6 +114,7 @@ class MemoryBackend:
         return [self._summary(self._sessions[sid]) for sid in ids[:limit]]
 
     async def delete_session(self, session_id: str) -> bool:
+        """See ``Backend.delete_session``."""
         self._check_open()
         session = self._sessions.pop(session_id, None)
         if session is None:
@@ -126,32 +131,24 @@ class MemoryBackend:
     def _write(self, session: _Session, events: Sequence[NewEvent], *, start: int) -> list[
         StoredEvent
     ]:
-        written = []
+        stored_batch = []
         for offset, event in enumerate(events):
-            stored = StoredEvent(
-                session_id=session.record.session_id,
-                seq=start + offset,
+            stored = written(
+                session.record.session_id, event, seq=start + offset,
                 position=next(self._positions),
-                event_id=event.event_id,
-                kind=event.kind,
-                invocation_id=event.invocation_id,
-                author=event.author,
-                timestamp=event.timestamp,
-                shared_state=event.shared_state,
-                schema_version=event.schema_version,
-                payload=event.payload,
             )
             session.events.append(stored)
             session.by_id[stored.event_id] = stored
-            written.append(stored)
-        if written:
+            stored_batch.append(stored)
+        if stored_batch:
             session.changed.set()
             session.changed = asyncio.Event()
-        return written
+        return stored_batch
 
     async def append(
         self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
     ) -> list[StoredEvent]:
+        """See ``Backend.append``."""
         session = self._session(session_id)
         check_batch_ids(session_id, events)
         retried = check_retry(session_id, events, session.by_id)
@@ -173,6 +170,7 @@ class MemoryBackend:
         backwards: bool,
         limit: int | None,
     ) -> list[StoredEvent]:
+        """See ``Backend.read``."""
         events = self._session(session_id).events
         low = max(after or 0, 0)  # a negative slice start would count from the end
         high = len(events) if upto is None else min(upto, len(events))
@@ -189,8 +187,7 @@ class MemoryBackend:
         upto_position: int | None,
         after_position: int | None = None,
     ) -> list[StoredEvent]:
-        """Return the scope's shared-state events in ``(after_position, upto_position]``,
-        in position order."""
+        """See ``Backend.read_shared``."""
         self._check_open()
         low = after_position or 0
         found = [
@@ -206,7 +203,7 @@ class MemoryBackend:
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:
-        """Return the scope's newest shared-state snapshot at or below ``upto_position``."""
+        """See ``Backend.load_shared_snapshot``."""
         self._check_open()
         snapshots = self._shared_snapshots.get((app_name, user_id), {})
         positions = [p for p in snapshots if upto_position is None or p <= upto_position]
@@ -215,7 +212,7 @@ class MemoryBackend:
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
-        """Keep ``snapshot`` unless the scope's shared events up to its position changed."""
+        """See ``Backend.save_shared_snapshot``."""
         self._check_open()
         covered = await self.read_shared(
             app_name=app_name, user_id=user_id, upto_position=snapshot.position
@@ -226,6 +223,7 @@ class MemoryBackend:
             )
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+        """See ``Backend.load_snapshot``."""
         snapshots = self._session(session_id).snapshots
         seqs = [s for s in snapshots if upto is None or s <= upto]
         if not seqs:
@@ -234,9 +232,11 @@ class MemoryBackend:
         return best, snapshots[best]
 
     async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+        """See ``Backend.save_snapshot``."""
         self._session(session_id).snapshots[seq] = state
 
     async def drop_snapshots(self) -> int:
+        """See ``Backend.drop_snapshots``."""
         self._check_open()
         dropped = sum(len(s) for s in self._shared_snapshots.values())
         self._shared_snapshots.clear()
@@ -256,6 +256,7 @@ class MemoryBackend:
         data: bytes,
         created_at: float,
     ) -> int:
+        """See ``Backend.save_artifact``."""
         self._check_open()
         versions = self._artifacts.setdefault((app_name, user_id, session_id, filename), [])
         record = ArtifactRecord(
@@ -272,6 +273,7 @@ class MemoryBackend:
         self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
         version: int | None,
     ) -> ArtifactRecord | None:
+        """See ``Backend.load_artifact``."""
         self._check_open()
         versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
         if not versions:
@@ -283,6 +285,7 @@ class MemoryBackend:
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
+        """See ``Backend.list_artifacts``."""
         self._check_open()
         return {
             key[3]: [r.version for r in records]
@@ -291,6 +294,7 @@ class MemoryBackend:
         }
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
+        """See ``Backend.wait_for_events``."""
         session = self._session(session_id)
         if len(session.events) > after:
             return
@@ -300,4 +304,5 @@ class MemoryBackend:
             return
 
     async def aclose(self) -> None:
+        """See ``Backend.aclose``."""
         self._closed = True

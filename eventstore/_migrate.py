@@ -9,7 +9,9 @@ it is opened with ``auto_upgrade=True``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
@@ -25,6 +27,28 @@ __all__ = [
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 """Alembic's script location inside the installed package."""
+
+
+def _migration_errors() -> tuple[type[BaseException], ...]:
+    """What alembic, SQLAlchemy and the drivers underneath raise when a database fails.
+
+    SQLAlchemy wraps driver errors in ``DBAPIError`` (a ``SQLAlchemyError``); a refused or
+    broken connection can still surface as ``OSError``/``TimeoutError``.
+    """
+    from alembic.util import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (CommandError, SQLAlchemyError, OSError, TimeoutError)
+
+
+@contextlib.contextmanager
+def _translating(url: str, what: str) -> Iterator[None]:
+    """The one place migration errors become StorageError (``raise … from exc``)."""
+    errors = _migration_errors()
+    try:
+        yield
+    except errors as exc:
+        raise StorageError(f"{what} of {url} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _config(url: str | None = None) -> object:
@@ -90,15 +114,13 @@ async def current_revision(url: str) -> str | None:
     def read(connection: Connection) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
-    try:
+    with _translating(url, "Reading the schema revision"):
         engine = create_async_engine(url, poolclass=pool.NullPool)
         try:
             async with engine.connect() as connection:
                 return await connection.run_sync(read)
         finally:
             await engine.dispose()
-    except Exception as exc:
-        raise StorageError(f"Cannot read the schema revision of {url}: {exc}") from exc
 
 
 async def upgrade(url: str, revision: str = "head") -> None:
@@ -112,7 +134,5 @@ async def upgrade(url: str, revision: str = "head") -> None:
 
     config = _config(url)
     assert isinstance(config, Config)
-    try:
+    with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(command.upgrade, config, revision)
-    except Exception as exc:
-        raise StorageError(f"Upgrading the schema of {url} failed: {exc}") from exc

@@ -34,6 +34,7 @@ from ._backend import (
     StoredEvent,
     check_batch_ids,
     check_retry,
+    written,
 )
 from ._exceptions import (
     ConcurrencyError,
@@ -53,7 +54,6 @@ from ._sqlcommon import (
     session_record,
     shared_scope,
     stored_events,
-    written,
 )
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]

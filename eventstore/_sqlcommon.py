@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from ._backend import NewEvent, SessionRecord, StoredEvent
+from ._backend import SessionRecord, StoredEvent
 from ._exceptions import SessionNotFoundError
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "shared_scope",
     "stored_event",
     "stored_events",
-    "written",
 ]
 
 EVENT_COLUMNS = (
@@ -98,23 +97,6 @@ def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
 def stored_events(session_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredEvent]:
     """Build StoredEvents from ``EVENT_COLUMNS`` rows."""
     return [stored_event(session_id, row) for row in rows]
-
-
-def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> StoredEvent:
-    """The envelope of ``event`` as just written at ``seq``/``position``."""
-    return StoredEvent(
-        session_id=session_id,
-        seq=seq,
-        position=position,
-        event_id=event.event_id,
-        kind=event.kind,
-        invocation_id=event.invocation_id,
-        author=event.author,
-        timestamp=event.timestamp,
-        shared_state=event.shared_state,
-        schema_version=event.schema_version,
-        payload=event.payload,
-    )
 
 
 class Wakeups:

@@ -48,6 +48,7 @@ from ._backend import (
     StoredEvent,
     check_batch_ids,
     check_retry,
+    written,
 )
 from ._exceptions import (
     ConcurrencyError,
@@ -68,7 +69,6 @@ from ._sqlcommon import (
     session_record,
     shared_scope,
     stored_events,
-    written,
 )
 from ._sqlite_driver import Driver as _Driver
 

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.util import CommandError
 from sqlalchemy import pool
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from eventstore import SchemaOutdatedError, open_store
+from eventstore import SchemaOutdatedError, StorageError, open_store
 from eventstore._migrate import current_revision, head_revision, upgrade
 from eventstore._schema import metadata
 
@@ -123,3 +125,20 @@ async def test_sql_schema_0001_database_is_outdated_then_upgrades(
                                    state={"app:x": 1, "user:y": 2})
         assert await store.state("s") == {"app:x": 1, "user:y": 2}
     assert await current_revision(url) == head_revision()
+
+
+async def test_sql_schema_unknown_revision_is_a_storage_error(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"
+    with pytest.raises(StorageError, match="Upgrading the schema") as info:
+        await upgrade(url, "no-such-revision")
+    assert isinstance(info.value.__cause__, CommandError)
+
+
+async def test_sql_schema_unopenable_database_is_a_storage_error(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
+    with pytest.raises(StorageError, match="Reading the schema revision") as info:
+        await current_revision(url)
+    assert isinstance(info.value.__cause__, SQLAlchemyError)
+    with pytest.raises(StorageError, match="Upgrading the schema") as info:
+        await upgrade(url)
+    assert isinstance(info.value.__cause__, SQLAlchemyError)
