@@ -110,3 +110,103 @@ async def test_sql_postgres_concurrent_appends_keep_seq_gap_free(
     finally:
         for s in others:
             await s.aclose()
+
+
+async def _fetch(url: str, sql: str, *args: object) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(_dsn(url))
+    try:
+        return list(await conn.fetch(sql, *args))
+    finally:
+        await conn.close()
+
+
+_LISTENERS_SQL = (
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+    "AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+)
+
+
+async def test_sql_postgres_tail_survives_its_listen_connection_being_killed(
+    empty_postgres_url: str, store: EventStore
+) -> None:
+    session = await store.create_session(app_name="a", user_id="u")
+    writers = [await open_store(empty_postgres_url) for _ in range(4)]
+    per_writer = 50
+    total = len(writers) * per_writer
+    seen: list[int | None] = []
+    a_quarter_seen = asyncio.Event()
+
+    async def tail() -> None:
+        async for event in store.subscribe(session.id, poll_interval=0.2):
+            seen.append(event.seq)
+            if len(seen) == total // 4:
+                a_quarter_seen.set()
+            if len(seen) == total:
+                return
+
+    async def write(n: int, writer: EventStore) -> None:
+        for i in range(per_writer):
+            await writer.append(session.id, _text(f"{n}-{i}"), expected_version=None)
+            await asyncio.sleep(0.01)
+
+    try:
+        tail_task = asyncio.create_task(tail())
+        writing = [asyncio.create_task(write(n, w)) for n, w in enumerate(writers)]
+        async with asyncio.timeout(30):
+            await a_quarter_seen.wait()
+            listeners = [r["pid"] for r in await _fetch(empty_postgres_url, _LISTENERS_SQL)]
+            assert len(listeners) == 1  # the tail's store listens on one connection
+            killed = await _fetch(
+                empty_postgres_url, "SELECT pg_terminate_backend($1)", listeners[0]
+            )
+            assert killed[0][0] is True
+            assert not all(t.done() for t in writing), "the writers finished before the kill"
+            await asyncio.gather(*writing)
+            await tail_task
+        assert seen == list(range(1, total + 1))
+        # The tail listens again, on a new connection.
+        async with asyncio.timeout(10):
+            while not (relisten := await _fetch(empty_postgres_url, _LISTENERS_SQL)):
+                await store.backend.wait_for_events(session.id, after=total, max_wait=0.05)
+        assert [r["pid"] for r in relisten] != listeners
+    finally:
+        for w in writers:
+            await w.aclose()
+
+
+async def test_sql_postgres_lists_a_page_of_100k_sessions_by_index(
+    empty_postgres_url: str, store: EventStore
+) -> None:
+    from eventstore._postgres import _SESSION_SQL
+
+    await _sql(
+        empty_postgres_url,
+        "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
+        "SELECT 's' || lpad(i::text, 6, '0'), 'app' || (i % 3), 'user' || (i % 50), 0 "
+        "FROM generate_series(0, 99999) AS i",
+    )
+    await _sql(empty_postgres_url, "ANALYZE evs_sessions")
+    after = "s050000"
+    for app_name, user_id in [(None, None), ("app1", None), ("app1", "user7")]:
+        page = await store.list_sessions(app_name=app_name, user_id=user_id, after=after,
+                                         limit=100)
+        expected = [
+            f"s{i:06d}" for i in range(50_001, 100_000)
+            if (app_name is None or f"app{i % 3}" == app_name)
+            and (user_id is None or f"user{i % 50}" == user_id)
+        ][:100]
+        assert [s.id for s in page.sessions] == expected, (app_name, user_id)
+        where, params = ["s.session_id > $1"], [after]
+        for column, value in (("app_name", app_name), ("user_id", user_id)):
+            if value is not None:
+                params.append(value)
+                where.append(f"s.{column} = ${len(params)}")
+        plan = "\n".join(
+            r[0] for r in await _fetch(
+                empty_postgres_url,
+                f"EXPLAIN {_SESSION_SQL} WHERE {' AND '.join(where)} "
+                f"ORDER BY s.session_id LIMIT 101",
+                *params,
+            )
+        )
+        assert "Seq Scan on evs_sessions" not in plan, plan
