@@ -139,10 +139,48 @@ def _path_of(url: str) -> str:
     return path
 
 
+def _cannot_open_read_only(exc: sqlite3.Error) -> bool:
+    # WAL readers need the -shm file; where they may not create it, mode=ro fails this way.
+    name = getattr(exc, "sqlite_errorname", "")
+    message = str(exc)
+    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")) or (
+        "attempt to write a readonly database" in message
+        or "unable to open database file" in message
+    )
+
+
+def _connect_read_only(path: str) -> sqlite3.Connection:
+    """Open ``path`` read-only (``mode=ro``), falling back to ``immutable=1`` only when the
+    read-only open fails because the process cannot create the WAL's ``-shm`` file (a
+    directory it cannot write).
+
+    An immutable open takes no locks and does not see changes that concurrent writers make
+    after it opened — fine for inspecting a file, wrong for tailing one. It also ignores a
+    ``-wal`` file, so when a non-empty one exists (committed rows not yet checkpointed into the
+    database file) the original error is raised instead of reading stale data.
+    """
+    uri = Path(path).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
+    except sqlite3.Error as exc:
+        conn.close()
+        if not _cannot_open_read_only(exc):
+            raise
+        try:
+            pending_wal = os.path.getsize(f"{path}-wal") > 0
+        except OSError:
+            pending_wal = False
+        if pending_wal:
+            raise
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+    return conn
+
+
 def _read_revision(path: str) -> str | None:
     if not os.path.exists(path):
         return None
-    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    conn = _connect_read_only(path)
     try:
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.OperationalError as exc:
@@ -217,7 +255,10 @@ class SQLiteBackend:
 
         Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
         unless ``auto_upgrade`` (then it is upgraded first; a file that does not exist is
-        created). ``read_only`` opens the file read-only: writes raise StoreUsageError.
+        created). ``read_only`` opens the file read-only: writes raise StoreUsageError. In a
+        directory the process cannot write (a WAL reader cannot create the ``-shm`` file) it is
+        opened immutable instead, which does not see changes other writers make after the
+        open — fine for inspection (see ``_connect_read_only``).
         ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
         """
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
@@ -262,8 +303,7 @@ class SQLiteBackend:
 
         def reader() -> sqlite3.Connection:
             if self._read_only:
-                uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-                conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+                conn = _connect_read_only(path)
             else:
                 conn = sqlite3.connect(path, isolation_level=None)
                 conn.execute("PRAGMA query_only = ON")

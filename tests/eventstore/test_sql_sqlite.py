@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -152,3 +157,77 @@ async def test_sql_sqlite_wait_sees_another_stores_append(db_path: Path, store: 
 async def test_sql_sqlite_in_memory_url_is_refused() -> None:
     with pytest.raises(StoreUsageError, match="memory"):
         await open_store("sqlite+aiosqlite:///:memory:")
+
+
+_READ_ONLY_CHILD = """
+import asyncio, sqlite3, sys
+from pathlib import Path
+from eventstore import Event, open_store
+
+path = sys.argv[1]
+conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True)
+try:
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    print("mode=ro ok")
+except sqlite3.Error as exc:
+    print("mode=ro failed:", exc)
+conn.close()
+
+async def main():
+    store = await open_store(path, read_only=True)
+    try:
+        session = await store.get_session("s1")
+        print(session.version, session.state["k"])
+        try:
+            await store.append("s1", Event(author="user"), expected_version=None)
+        except Exception as exc:
+            print("append:", type(exc).__name__)
+    finally:
+        await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+def _as_nobody() -> list[str]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a child as another user")
+    if shutil.which("setpriv"):
+        # CAP_DAC_READ_SEARCH lets the child read and traverse (the interpreter may live in
+        # root's home) but never write.
+        return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"]
+    pytest.skip("neither setpriv nor runuser exists")
+
+
+def _run_read_only_child(prefix: list[str], path: Path) -> list[str]:
+    assert not os.path.exists(f"{path}-wal")  # checkpointed when the writer closed
+    path.chmod(0o644)
+    child = subprocess.run(
+        [*prefix, sys.executable, "-c", _READ_ONLY_CHILD, str(path)],
+        capture_output=True, text=True, timeout=60, cwd=path.parent, check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing created
+    return child.stdout.splitlines()
+
+
+async def test_sql_sqlite_read_only_open_in_an_unwritable_directory() -> None:
+    prefix = _as_nobody()
+    # Not tmp_path: its parents are private to root; the child must reach the file.
+    directory = Path(tempfile.mkdtemp(prefix="evs-ro-", dir="/tmp"))
+    try:
+        os.chmod(directory, 0o755)
+        path = directory / "evs.db"
+        store = await open_store(path, auto_upgrade=True)
+        await store.create_session(app_name="a", user_id="u", session_id="s1", state={"k": 7})
+        await store.append("s1", _text("hello"), expected_version=1)
+        await store.aclose()
+        lines = await asyncio.to_thread(_run_read_only_child, prefix, path)
+        # The premise: a plain read-only open of this WAL database fails here.
+        assert lines[0].startswith("mode=ro failed:"), lines
+        assert lines[1:] == ["2 7", "append: StoreUsageError"], lines
+    finally:
+        shutil.rmtree(directory)
