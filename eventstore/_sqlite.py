@@ -37,7 +37,6 @@ import asyncio
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ._backend import (
@@ -70,6 +69,12 @@ from ._sqlcommon import (
     shared_scope,
     stored_events,
 )
+from ._sqlite_driver import (
+    BUSY_TIMEOUT_MS,
+    connect_read_only,
+    connect_reader,
+    connect_writer,
+)
 from ._sqlite_driver import Driver as _Driver
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
@@ -78,8 +83,6 @@ T = TypeVar("T")
 
 POLL_INTERVAL: Final = 0.1
 """Seconds between version polls while waiting for another process's appends."""
-
-_BUSY_TIMEOUT_MS: Final = 30_000
 
 _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
@@ -123,7 +126,7 @@ def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -
                             f"({message}).")
     if "locked" in message or "busy" in message:
         return StorageError(f"SQLite {url} stayed locked by another writer for more than "
-                            f"{_BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).")
+                            f"{BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).")
     return StorageError(f"SQLite {url} failed to {what}: {type(exc).__name__}: {message}")
 
 
@@ -139,48 +142,10 @@ def _path_of(url: str) -> str:
     return path
 
 
-def _cannot_open_read_only(exc: sqlite3.Error) -> bool:
-    # WAL readers need the -shm file; where they may not create it, mode=ro fails this way.
-    name = getattr(exc, "sqlite_errorname", "")
-    message = str(exc)
-    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")) or (
-        "attempt to write a readonly database" in message
-        or "unable to open database file" in message
-    )
-
-
-def _connect_read_only(path: str) -> sqlite3.Connection:
-    """Open ``path`` read-only (``mode=ro``), falling back to ``immutable=1`` only when the
-    read-only open fails because the process cannot create the WAL's ``-shm`` file (a
-    directory it cannot write).
-
-    An immutable open takes no locks and does not see changes that concurrent writers make
-    after it opened — fine for inspecting a file, wrong for tailing one. It also ignores a
-    ``-wal`` file, so when a non-empty one exists (committed rows not yet checkpointed into the
-    database file) the original error is raised instead of reading stale data.
-    """
-    uri = Path(path).resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
-    except sqlite3.Error as exc:
-        conn.close()
-        if not _cannot_open_read_only(exc):
-            raise
-        try:
-            pending_wal = os.path.getsize(f"{path}-wal") > 0
-        except OSError:
-            pending_wal = False
-        if pending_wal:
-            raise
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
-    return conn
-
-
 def _read_revision(path: str) -> str | None:
     if not os.path.exists(path):
         return None
-    conn = _connect_read_only(path)
+    conn = connect_read_only(path)
     try:
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.OperationalError as exc:
@@ -258,7 +223,7 @@ class SQLiteBackend:
         created). ``read_only`` opens the file read-only: writes raise StoreUsageError. In a
         directory the process cannot write (a WAL reader cannot create the ``-shm`` file) it is
         opened immutable instead, which does not see changes other writers make after the
-        open — fine for inspection (see ``_connect_read_only``).
+        open — fine for inspection (see ``connect_read_only``).
         ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
         """
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
@@ -294,21 +259,10 @@ class SQLiteBackend:
         path = self._path
 
         def writer() -> sqlite3.Connection:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {synchronous}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            return conn
+            return connect_writer(path, synchronous=synchronous)
 
         def reader() -> sqlite3.Connection:
-            if self._read_only:
-                conn = _connect_read_only(path)
-            else:
-                conn = sqlite3.connect(path, isolation_level=None)
-                conn.execute("PRAGMA query_only = ON")
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            return conn
+            return connect_reader(path, read_only=self._read_only)
 
         try:
             if not self._read_only:

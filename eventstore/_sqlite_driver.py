@@ -2,22 +2,93 @@
 
 aiosqlite hops to its thread once per statement and has no public way to run a whole function
 there; an append done that way costs several hops (~100 µs each). A ``Driver`` runs a whole job —
-a plain function of the connection, e.g. a complete transaction — in one hop.
+a plain function of the connection, e.g. a complete transaction — in one hop. The functions that
+open those connections (writer, reader, read-only) live here too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Final, TypeVar
 
-__all__ = ["Driver"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Driver",
+    "connect_read_only",
+    "connect_reader",
+    "connect_writer",
+]
 
 T = TypeVar("T")
+
+BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a connection waits for another writer's lock before failing."""
+
+
+def connect_writer(path: str, *, synchronous: str) -> sqlite3.Connection:
+    """Open the writer connection: autocommit (explicit transactions), WAL, foreign keys."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def connect_reader(path: str, *, read_only: bool) -> sqlite3.Connection:
+    """Open the reader connection (``query_only``, or a read-only open of the file)."""
+    if read_only:
+        conn = connect_read_only(path)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA query_only = ON")
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _cannot_open_read_only(exc: sqlite3.Error) -> bool:
+    # WAL readers need the -shm file; where they may not create it, mode=ro fails this way.
+    name = getattr(exc, "sqlite_errorname", "")
+    message = str(exc)
+    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")) or (
+        "attempt to write a readonly database" in message
+        or "unable to open database file" in message
+    )
+
+
+def connect_read_only(path: str) -> sqlite3.Connection:
+    """Open ``path`` read-only (``mode=ro``), falling back to ``immutable=1`` only when the
+    read-only open fails because the process cannot create the WAL's ``-shm`` file (a
+    directory it cannot write).
+
+    An immutable open takes no locks and does not see changes that concurrent writers make
+    after it opened — fine for inspecting a file, wrong for tailing one. It also ignores a
+    ``-wal`` file, so when a non-empty one exists (committed rows not yet checkpointed into the
+    database file) the original error is raised instead of reading stale data.
+    """
+    uri = Path(path).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
+    except sqlite3.Error as exc:
+        conn.close()
+        if not _cannot_open_read_only(exc):
+            raise
+        try:
+            pending_wal = os.path.getsize(f"{path}-wal") > 0
+        except OSError:
+            pending_wal = False
+        if pending_wal:
+            raise
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+    return conn
 
 
 class Driver:
