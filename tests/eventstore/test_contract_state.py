@@ -209,10 +209,9 @@ async def test_subscribe_yields_existing_then_new_events(store: EventStore) -> N
     assert received == [2, 3, 4, 5, 6, 7, 8]
 
 
-async def test_subscribe_sees_appends_of_another_store(store_factory: StoreFactory) -> None:
-    factory = store_factory
-    if not factory.persistent:
-        pytest.skip("a second memory store does not share the first one's data")
+async def test_subscribe_sees_appends_of_another_store(sql_factory: StoreFactory) -> None:
+    # SQL backends only: a second memory store does not share the first one's data.
+    factory = sql_factory
     reader: EventStore = await factory()
     writer: EventStore = await factory()
     await reader.create_session(app_name=APP, user_id=USER, session_id="s")
@@ -282,10 +281,9 @@ async def test_closed_store_raises_store_closed(store_factory: StoreFactory) -> 
             pass
 
 
-async def test_reopened_store_sees_everything(store_factory: StoreFactory) -> None:
-    factory = store_factory
-    if not factory.persistent:
-        pytest.skip("the memory backend keeps nothing after close")
+async def test_reopened_store_sees_everything(sql_factory: StoreFactory) -> None:
+    # SQL backends only: the memory backend keeps nothing after close.
+    factory = sql_factory
     first: EventStore = await factory(snapshot_interval=2)
     await first.create_session(app_name=APP, user_id=USER, session_id="s", state={"a": 1})
     await first.create_session(app_name=APP, user_id="bob", session_id="t")
@@ -308,10 +306,9 @@ async def test_reopened_store_sees_everything(store_factory: StoreFactory) -> No
     assert appended[0].seq == 5
 
 
-async def test_two_stores_on_one_database_agree(store_factory: StoreFactory) -> None:
-    factory = store_factory
-    if not factory.persistent:
-        pytest.skip("two memory stores are two databases")
+async def test_two_stores_on_one_database_agree(sql_factory: StoreFactory) -> None:
+    # SQL backends only: two memory stores are two databases.
+    factory = sql_factory
     one: EventStore = await factory()
     two: EventStore = await factory()
     await one.create_session(app_name=APP, user_id=USER, session_id="s")
