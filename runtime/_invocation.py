@@ -263,7 +263,13 @@ class InvocationContext:
         return self._cache
 
     def events_newest_first(self) -> AsyncIterator[Event]:
-        """Yield the session's events up to ``version``, newest first, reading pages lazily."""
+        """Yield the session's events up to ``version``, newest first.
+
+        From the events already read when there are (no I/O), else from the store in lazily
+        read pages, so that a scan that stops early reads little.
+        """
+        if self._cache is not None:
+            return _newest_first(self._cache, len(self._cache))
         return self.store.iter_backwards(self.session_id, upto=self.version)
 
     async def refresh(self, *, upto: int | None = None) -> None:
@@ -337,3 +343,9 @@ class InvocationContext:
             f"invocation_id={self.invocation_id!r}, agent={self.agent.name!r}, "
             f"version={self.version})"
         )
+
+
+async def _newest_first(events: list[Event], count: int) -> AsyncIterator[Event]:
+    # ``count`` is fixed when the scan starts: events appended meanwhile are not part of it.
+    for index in range(count - 1, -1, -1):
+        yield events[index]
