@@ -58,7 +58,11 @@ class StoredEvent:
     seq: int
     """Position within the session: 1, 2, 3 … with no gap."""
     position: int
-    """Global append order across all sessions of the store (increasing, gaps allowed)."""
+    """Where the event stands among its app's ``user:``/``app:`` state changes: shared-state
+    events of one app have distinct, increasing positions in commit order, and any event's
+    position is at least that of every shared-state event of its app committed before it and
+    below that of every one committed after. (Memory and PostgreSQL use one global counter;
+    SQLite counts the app's shared-state events, so other events may share a position.)"""
     event_id: str
     """Event id, unique within the session."""
     kind: str

@@ -47,10 +47,13 @@ from ._migrate import check_revision, head_revision, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
+    NEWEST_ROW_KEY,
     SESSION_COLUMNS,
     Wakeups,
+    row_key,
     scope,
     seq_bound,
+    seq_of_row_key,
     session_record,
     shared_scope,
     stored_events,
@@ -73,22 +76,20 @@ _LOCK_SHARED: Final = 0x65767333  # "evs3"
 
 _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
-LEFT JOIN evs_events e ON e.session_id = s.session_id
-  AND e.seq = (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
-_HEAD_SQL = """
-SELECT s.app_name, s.user_id,
-  (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id),
+_HEAD_SQL = f"""
+SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
           AND event_id = ANY($2::varchar[]))
 FROM evs_sessions s WHERE s.session_id = $1
 """
 _INSERT_SQL = f"""
 WITH ins AS (
-  INSERT INTO evs_events (session_id, seq, event_id, kind, invocation_id, author, timestamp,
-    shared_state, app_name, user_id, schema_version, payload)
-  SELECT $1, $2 + t.n, t.event_id, t.kind, t.invocation_id, t.author, t.ts, t.shared, $3, $4,
-    t.version, t.payload
+  INSERT INTO evs_events (row_key, session_id, seq, event_id, kind, invocation_id, author,
+    timestamp, shared_state, app_name, user_id, schema_version, payload)
+  SELECT ($13::bigint << 32) | ($2 + t.n), $1, $2 + t.n, t.event_id, t.kind, t.invocation_id,
+    t.author, t.ts, t.shared, $3, $4, t.version, t.payload
   FROM unnest($5::varchar[], $6::varchar[], $7::varchar[], $8::varchar[], $9::float8[],
               $10::bool[], $11::int[], $12::bytea[])
     WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload, n)
@@ -97,9 +98,10 @@ WITH ins AS (
 SELECT seq, position, pg_notify('{CHANNEL}', $1) FROM ins
 """
 _READ_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 "
-    "ORDER BY seq {order} LIMIT $4"
+    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
+    "ORDER BY row_key {order} LIMIT $3"
 )
+_KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
 _EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = $1"
 
 
@@ -145,8 +147,8 @@ driver cannot encode."""
 
 
 async def _insert(
-    conn: Any, session_id: str, app_name: str, user_id: str, events: Sequence[NewEvent],
-    start: int,
+    conn: Any, session_id: str, app_name: str, user_id: str, session_key: int,
+    events: Sequence[NewEvent], start: int,
 ) -> list[StoredEvent]:
     if any(e.shared_state for e in events):
         await _lock_shared(conn, app_name)  # before the rows get their positions
@@ -155,7 +157,7 @@ async def _insert(
         [e.event_id for e in events], [e.kind for e in events],
         [e.invocation_id for e in events], [e.author for e in events],
         [e.timestamp for e in events], [e.shared_state for e in events],
-        [e.schema_version for e in events], [e.payload for e in events],
+        [e.schema_version for e in events], [e.payload for e in events], session_key,
     )
     positions = {row[0]: row[1] for row in rows}
     return [
@@ -253,13 +255,13 @@ class PostgresBackend:
         check_batch_ids(sid, initial)
 
         async def job(conn: Any) -> None:
-            await conn.execute(
+            key = await conn.fetchval(
                 "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
-                "VALUES ($1, $2, $3, $4)",
+                "VALUES ($1, $2, $3, $4) RETURNING session_key",
                 sid, record.app_name, record.user_id, record.created_at,
             )
             if initial:
-                await _insert(conn, sid, record.app_name, record.user_id, initial, 1)
+                await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1)
 
         await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
 
@@ -336,8 +338,8 @@ class PostgresBackend:
             head = await conn.fetchrow(_HEAD_SQL, session_id, ids)
             if head is None:
                 raise SessionNotFoundError(session_id)
-            app_name, user_id, version, known = head
-            actual = version or 0
+            app_name, user_id, key, newest, known = head
+            actual = seq_of_row_key(newest)
             if known or (expected_version is not None and expected_version != actual):
                 rows = await conn.fetch(
                     f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = $1 "
@@ -353,7 +355,7 @@ class PostgresBackend:
                 raise ConcurrencyError(
                     session_id, expected_version=expected_version, actual_version=actual
                 )
-            return await _insert(conn, session_id, app_name, user_id, events, actual + 1)
+            return await _insert(conn, session_id, app_name, user_id, key, events, actual + 1)
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
@@ -371,12 +373,13 @@ class PostgresBackend:
     ) -> list[StoredEvent]:
         sql = _READ_SQL.format(order="DESC" if backwards else "ASC")
 
+        low, high = seq_bound(after or 0), seq_bound(upto)
+
         async def job(conn: Any) -> list[StoredEvent]:
-            rows = await conn.fetch(
-                sql, session_id, seq_bound(after or 0), seq_bound(upto), limit
-            )
-            if not rows and await conn.fetchval(_EXISTS_SQL, session_id) is None:
+            key = await conn.fetchval(_KEY_SQL, session_id)
+            if key is None:
                 raise SessionNotFoundError(session_id)
+            rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
             return stored_events(session_id, rows)
 
         return await self._run(job, what=f"read session {session_id!r}")
@@ -578,11 +581,12 @@ class PostgresBackend:
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         async def version(conn: Any) -> int | None:
             row = await conn.fetchrow(
-                "SELECT (SELECT max(seq) FROM evs_events WHERE session_id = $1), "
-                "EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1)",
+                f"SELECT {NEWEST_ROW_KEY} FROM evs_sessions s WHERE s.session_id = $1",
                 session_id,
             )
-            return (row[0] or 0) if row[1] else None
+            if row is None:
+                return None
+            return seq_of_row_key(row[0])
 
         async def read_version() -> int | None:
             # Listening before the version is read, so no notification is missed.

@@ -18,17 +18,30 @@ __all__ = ["Artifact", "Event", "Session", "SharedSnapshot", "Snapshot", "metada
 metadata = SQLModel.metadata
 """The metadata holding the ``evs_*`` tables (alembic's ``target_metadata``)."""
 
-_POSITION = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+_INTEGER_KEY = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+"""A 64-bit key; spelled INTEGER on SQLite, where an INTEGER PRIMARY KEY is the rowid."""
+
+SEQ_BITS = 32
+"""``evs_events.row_key`` is ``session_key << SEQ_BITS | seq`` (``seq`` < 2**31)."""
 
 
 class Session(SQLModel, table=True):
     """One session: its identity. Version and last update are derived from its events."""
 
     __tablename__ = "evs_sessions"
-    __table_args__ = (sa.Index("ix_evs_sessions_app_user", "app_name", "user_id", "session_id"),)
+    __table_args__ = (
+        sa.Index("ix_evs_sessions_app_user", "app_name", "user_id", "session_id"),
+        sa.Index("uq_evs_sessions_key", "session_key", unique=True),
+    )
 
     session_id: str = Field(sa_type=sa.String(255), primary_key=True)
     """Session id, unique in the store."""
+    session_key: int | None = Field(
+        default=None,
+        sa_column=sa.Column("session_key", _INTEGER_KEY, sa.Identity(), nullable=False),
+    )
+    """A small integer naming the session inside the database (the high bits of its events'
+    ``row_key``); PostgreSQL draws it from an identity, SQLite takes the largest plus one."""
     app_name: str = Field(sa_type=sa.String(255), nullable=False)
     """Application the session belongs to."""
     user_id: str = Field(sa_type=sa.String(255), nullable=False)
@@ -38,11 +51,15 @@ class Session(SQLModel, table=True):
 
 
 class Event(SQLModel, table=True):
-    """One stored event: the envelope columns and the encoded payload. Rows are never updated."""
+    """One stored event: the envelope columns and the encoded payload. Rows are never updated.
+
+    The primary key ``row_key`` (``session_key << 32 | seq``) keeps each session's events
+    together in ``seq`` order and makes ``(session, seq)`` unique without an index of its own:
+    on SQLite it is the rowid, so an append writes the row and one index (the event-id guard).
+    """
 
     __tablename__ = "evs_events"
     __table_args__ = (
-        sa.UniqueConstraint("session_id", "seq", name="uq_evs_events_session_seq"),
         sa.UniqueConstraint("session_id", "event_id", name="uq_evs_events_session_event"),
         # Partial: only the few events touching user:/app: state pay for this index.
         sa.Index(
@@ -54,13 +71,15 @@ class Event(SQLModel, table=True):
         ),
     )
 
+    row_key: int = Field(
+        sa_column=sa.Column("row_key", _INTEGER_KEY, primary_key=True, autoincrement=False)
+    )
+    """``session_key << 32 | seq``: the session's events in ``seq`` order."""
     position: int | None = Field(
         default=None,
-        sa_column=sa.Column(
-            "position", _POSITION, sa.Identity(), primary_key=True, autoincrement=True
-        ),
+        sa_column=sa.Column("position", sa.BigInteger(), sa.Identity(), nullable=False),
     )
-    """Global append order across sessions (increasing; gaps allowed)."""
+    """Orders the app's ``user:``/``app:`` state changes; see ``StoredEvent.position``."""
     session_id: str = Field(
         sa_column=sa.Column(
             "session_id",

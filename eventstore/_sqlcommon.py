@@ -18,12 +18,15 @@ __all__ = [
     "EVENT_COLUMNS",
     "MAX_POSITION",
     "MAX_SEQ",
+    "NEWEST_ROW_KEY",
     "SESSION_COLUMNS",
     "USER_SCOPE",
     "Wakeups",
     "scope",
     "seq_bound",
     "session_record",
+    "row_key",
+    "seq_of_row_key",
     "shared_scope",
     "stored_event",
     "stored_events",
@@ -41,8 +44,24 @@ SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.t
 MAX_SEQ = (1 << 31) - 1
 """The largest ``seq`` a column can hold; stands in for "no upper bound" in range reads."""
 
+NEWEST_ROW_KEY = (
+    "(SELECT max(row_key) FROM evs_events "
+    "WHERE row_key > s.session_key << 32 AND row_key < (s.session_key + 1) << 32)"
+)
+"""The ``row_key`` of the newest event of session row ``s`` (NULL when it has none)."""
+
 MAX_POSITION = (1 << 63) - 1
 """The largest global ``position``; stands in for "no upper bound"."""
+
+
+def row_key(session_key: int, seq: int) -> int:
+    """Return ``evs_events.row_key`` of event ``seq`` of a session (see ``_schema.Event``)."""
+    return (session_key << 32) | seq
+
+
+def seq_of_row_key(key: int | None) -> int:
+    """Return the ``seq`` a ``row_key`` holds (0 for None: a session without events)."""
+    return 0 if key is None else key & 0xFFFFFFFF
 
 
 def seq_bound(value: int | None) -> int:

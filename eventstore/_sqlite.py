@@ -61,10 +61,13 @@ from ._migrate import check_revision, head_revision, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
+    NEWEST_ROW_KEY,
     SESSION_COLUMNS,
     Wakeups,
+    row_key,
     scope,
     seq_bound,
+    seq_of_row_key,
     session_record,
     shared_scope,
     stored_events,
@@ -86,25 +89,25 @@ POLL_INTERVAL: Final = 0.1
 
 _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
-LEFT JOIN evs_events e ON e.session_id = s.session_id
-  AND e.seq = (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
-_HEAD_SQL = """
-SELECT s.app_name, s.user_id, (SELECT max(seq) FROM evs_events WHERE session_id = s.session_id)
+_HEAD_SQL = f"""
+SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
+  (SELECT max(position) FROM evs_events WHERE app_name = s.app_name AND shared_state)
 FROM evs_sessions s WHERE s.session_id = ?
 """
 _INSERT_EVENT_SQL = """
-INSERT INTO evs_events (session_id, seq, event_id, kind, invocation_id, author, timestamp,
-  shared_state, app_name, user_id, schema_version, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
+  timestamp, shared_state, app_name, user_id, schema_version, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _READ_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND seq > ? AND seq <= ? "
-    "ORDER BY seq {order} LIMIT ?"
+    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > ? AND row_key <= ? "
+    "ORDER BY row_key {order} LIMIT ?"
 )
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
-_EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = ?"
+_KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
 _BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
@@ -162,23 +165,44 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+class _Head:
+    """What an append needs to know of a session, read inside its write transaction."""
+
+    __slots__ = ("app_name", "clock", "key", "user_id", "version")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self.app_name: str = row[0]
+        self.user_id: str = row[1]
+        self.key: int = row[2]
+        self.version: int = seq_of_row_key(row[3])
+        # Positions count the app's shared-state events (see StoredEvent.position): with every
+        # write under the file's lock they commit in order, and only the partial index is read.
+        self.clock: int = row[4] or 0
+
+
+def _head(conn: sqlite3.Connection, session_id: str) -> _Head:
+    row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return _Head(row)
+
+
 def _insert(
-    conn: sqlite3.Connection,
-    session_id: str,
-    app_name: str,
-    user_id: str,
-    events: Sequence[NewEvent],
-    start: int,
+    conn: sqlite3.Connection, session_id: str, head: _Head, events: Sequence[NewEvent]
 ) -> list[StoredEvent]:
     out = []
-    for offset, e in enumerate(events):
-        seq = start + offset
-        cur = conn.execute(
+    clock = head.clock
+    for offset, e in enumerate(events, 1):
+        seq = head.version + offset
+        if e.shared_state:
+            clock += 1
+        conn.execute(
             _INSERT_EVENT_SQL,
-            (session_id, seq, e.event_id, e.kind, e.invocation_id, e.author, e.timestamp,
-             e.shared_state, app_name, user_id, e.schema_version, e.payload),
+            (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
+             e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
+             head.user_id, e.schema_version, e.payload),
         )
-        out.append(written(session_id, e, seq=seq, position=cur.lastrowid or 0))
+        out.append(written(session_id, e, seq=seq, position=clock))
     return out
 
 
@@ -325,11 +349,13 @@ class SQLiteBackend:
 
         def job(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, "
+                "created_at) VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 "
+                "FROM evs_sessions), ?, ?, ?)",
                 (sid, record.app_name, record.user_id, record.created_at),
             )
-            _insert(conn, sid, record.app_name, record.user_id, initial, 1)
+            if initial:
+                _insert(conn, sid, _head(conn, sid), initial)
 
         await self._write(job, what=f"create session {sid!r}", session_id=sid)
 
@@ -389,14 +415,11 @@ class SQLiteBackend:
         check_batch_ids(session_id, events)
 
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            head = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-            if head is None:
-                raise SessionNotFoundError(session_id)
-            app_name, user_id, version = head
-            actual = version or 0
+            head = _head(conn, session_id)
+            actual = head.version
             if expected_version is None or expected_version == actual:
                 try:
-                    return _insert(conn, session_id, app_name, user_id, events, actual + 1)
+                    return _insert(conn, session_id, head, events)
                 except sqlite3.IntegrityError:
                     _rollback(conn)  # undo the rows of this batch inserted before the clash
                     retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
@@ -426,13 +449,15 @@ class SQLiteBackend:
         limit: int | None,
     ) -> list[StoredEvent]:
         sql = _READ_BACKWARD_SQL if backwards else _READ_FORWARD_SQL
-        params = (session_id, seq_bound(after or 0), seq_bound(upto),
-                  -1 if limit is None else limit)
+        low, high = seq_bound(after or 0), seq_bound(upto)
+        count = -1 if limit is None else limit
 
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            rows = conn.execute(sql, params).fetchall()
-            if not rows and conn.execute(_EXISTS_SQL, (session_id,)).fetchone() is None:
+            found = conn.execute(_KEY_SQL, (session_id,)).fetchone()
+            if found is None:
                 raise SessionNotFoundError(session_id)
+            key = found[0]
+            rows = conn.execute(sql, (row_key(key, low), row_key(key, high), count)).fetchall()
             return stored_events(session_id, rows)
 
         return await self._read(job, what=f"read session {session_id!r}")
@@ -471,7 +496,7 @@ class SQLiteBackend:
                 (session_id, seq_bound(upto)),
             ).fetchone()
             if row is None:
-                if conn.execute(_EXISTS_SQL, (session_id,)).fetchone() is None:
+                if conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
                     raise SessionNotFoundError(session_id)
                 return None
             return int(row[0]), bytes(row[1])
@@ -616,7 +641,7 @@ class SQLiteBackend:
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         def version(conn: sqlite3.Connection) -> int | None:
             row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-            return None if row is None else (row[2] or 0)
+            return None if row is None else _Head(row).version
 
         await self._wakeups.wait(
             session_id,
