@@ -461,9 +461,12 @@ class EventStore:
                 yield event
                 cursor = event.seq if event.seq is not None else cursor
             if len(page) < 500:
-                await self._open_backend().wait_for_events(
-                    session_id, after=cursor, max_wait=poll_interval
-                )
+                try:
+                    await self._open_backend().wait_for_events(
+                        session_id, after=cursor, max_wait=poll_interval
+                    )
+                except SessionNotFoundError:
+                    return  # deleted between the read and the wait
 
     # -- state ---------------------------------------------------------------------------------
 
