@@ -21,12 +21,17 @@ Design (measured, see ``scripts/bench_store.py``):
 - **Errors.** sqlite3 exceptions are translated in one place (``_translate``) into the store's
   errors; idempotent retries and conflicts take a slower diagnostic path judged by
   ``check_retry``, the rule every backend shares.
-- **Shared-state snapshots.** Every write takes the file's write lock, so positions (rowids)
-  commit in order, as the snapshots of ``user:``/``app:`` state need. Deleting a session drops its
+- **Layout.** Events live in a rowid table keyed ``session_key << 32 | seq`` (revision 0003): a
+  session's events sit together in ``seq`` order, the key makes ``(session, seq)`` unique, and an
+  append writes the row plus one index, the ``(session_id, event_id)`` guard that makes retries
+  idempotent — the WAL pages a commit writes are those of a plain table with one index.
+- **Shared-state positions.** An event's ``position`` is the number of its app's shared-state
+  events committed up to it (read from the partial index inside the write transaction, so
+  shared-state events of an app get 1, 2, 3 … in commit order). Deleting a session drops its
   app's shared snapshots in the same transaction; a snapshot is saved only if the count of shared
-  events it covers is unchanged. (Rowids are not AUTOINCREMENT: after the newest rows are deleted
-  their positions can be handed out again. A snapshot saved in the moment between such a delete
-  and an insert of exactly as many shared events could be stale; ``rebuild_snapshots`` clears it.)
+  events it covers is unchanged. (Deleting the app's newest shared-state events lets their
+  positions be handed out again; events written between that delete and the next shared-state
+  event can then see that event in their time-travel state.)
 - **Live tails.** ``wait_for_events`` wakes at once on this process's appends and polls the
   session's version so that appends by other processes are seen within ``POLL_INTERVAL``.
 """
