@@ -44,6 +44,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
+from . import _sqlite_artifacts as artifacts
+from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     NewEvent,
@@ -74,7 +76,6 @@ from ._sqlcommon import (
     seq_bound,
     seq_of_row_key,
     session_record,
-    shared_scope,
     stored_events,
 )
 from ._sqlite_driver import (
@@ -494,84 +495,37 @@ class SQLiteBackend:
     # -- snapshots -----------------------------------------------------------------------------
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
-        def job(conn: sqlite3.Connection) -> tuple[int, bytes] | None:
-            row = conn.execute(
-                "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
-                "ORDER BY seq DESC LIMIT 1",
-                (session_id, seq_bound(upto)),
-            ).fetchone()
-            if row is None:
-                if conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
-                    raise SessionNotFoundError(session_id)
-                return None
-            return int(row[0]), bytes(row[1])
-
-        return await self._read(job, what=f"load a snapshot of session {session_id!r}")
+        return await self._read(lambda conn: snapshots.load(conn, session_id, upto),
+                                what=f"load a snapshot of session {session_id!r}")
 
     async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
-        def job(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO evs_snapshots (session_id, seq, state) VALUES (?, ?, ?) "
-                "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
-                (session_id, seq, state),
-            )
-
         if self._read_only:
             return  # snapshots are a cache; a read-only store simply does not keep one
-        await self._write(job, what=f"save a snapshot of session {session_id!r}",
+        await self._write(lambda conn: snapshots.save(conn, session_id, seq, state),
+                          what=f"save a snapshot of session {session_id!r}",
                           session_id=session_id)
 
     async def drop_snapshots(self) -> int:
-        def job(conn: sqlite3.Connection) -> int:
-            return (conn.execute("DELETE FROM evs_snapshots").rowcount
-                    + conn.execute("DELETE FROM evs_shared_snapshots").rowcount)
-
-        return await self._write(job, what="drop snapshots")
+        return await self._write(snapshots.drop_all, what="drop snapshots")
 
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:
-        params = (app_name, shared_scope(user_id),
-                  MAX_POSITION if upto_position is None else upto_position)
-
-        def job(conn: sqlite3.Connection) -> SharedSnapshot | None:
-            row = conn.execute(
-                "SELECT position, event_count, state FROM evs_shared_snapshots "
-                "WHERE app_name = ? AND user_id = ? AND position <= ? "
-                "ORDER BY position DESC LIMIT 1",
-                params,
-            ).fetchone()
-            return None if row is None else SharedSnapshot(
-                position=int(row[0]), count=int(row[1]), state=bytes(row[2])
-            )
-
-        return await self._read(job, what=f"load a shared-state snapshot of app {app_name!r}")
+        return await self._read(
+            lambda conn: snapshots.load_shared(conn, app_name, user_id, upto_position),
+            what=f"load a shared-state snapshot of app {app_name!r}",
+        )
 
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
-        count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = ? AND shared_state "
-                     "AND position <= ?" + ("" if user_id is None else " AND user_id = ?"))
-        count_params: tuple[Any, ...] = (app_name, snapshot.position)
-        if user_id is not None:
-            count_params += (user_id,)
-
-        def job(conn: sqlite3.Connection) -> None:
-            # Checked inside the write transaction: a session deleted since the fold was read
-            # changes the count, and then the fold is stale.
-            if conn.execute(count_sql, count_params).fetchone()[0] != snapshot.count:
-                return
-            conn.execute(
-                "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, "
-                "state) VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
-                "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
-                (app_name, shared_scope(user_id), snapshot.position, snapshot.count,
-                 snapshot.state),
-            )
-
         if self._read_only:
             return  # a cache: a read-only store does not keep one
-        await self._write(job, what=f"save a shared-state snapshot of app {app_name!r}")
+        # Counted inside the write transaction, so a concurrent delete cannot slip in between.
+        await self._write(
+            lambda conn: snapshots.save_shared(conn, app_name, user_id, snapshot),
+            what=f"save a shared-state snapshot of app {app_name!r}",
+        )
 
     # -- artifacts -----------------------------------------------------------------------------
 
@@ -587,59 +541,27 @@ class SQLiteBackend:
         created_at: float,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
-
-        def job(conn: sqlite3.Connection) -> int:
-            row = conn.execute(
-                "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-                "mime_type, data, created_at) "
-                "SELECT ?, ?, ?, ?, coalesce(max(version) + 1, 0), ?, ?, ? FROM evs_artifacts "
-                "WHERE app_name = ? AND user_id = ? AND session_scope = ? AND filename = ? "
-                "RETURNING version",
-                (*key, mime_type, data, created_at, *key),
-            ).fetchone()
-            return int(row[0])
-
-        return await self._write(job, what=f"save artifact {filename!r}")
+        return await self._write(
+            lambda conn: artifacts.save(conn, key, mime_type=mime_type, data=data,
+                                        created_at=created_at),
+            what=f"save artifact {filename!r}",
+        )
 
     async def load_artifact(
         self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        where = "app_name = ? AND user_id = ? AND session_scope = ? AND filename = ?"
-        if version is None:
-            sql = f"{where} ORDER BY version DESC LIMIT 1"
-            params: tuple[Any, ...] = key
-        else:
-            sql = f"{where} AND version = ?"
-            params = (*key, version)
-
-        def job(conn: sqlite3.Connection) -> ArtifactRecord | None:
-            row = conn.execute(
-                f"SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE {sql}",
-                params,
-            ).fetchone()
-            if row is None:
-                return None
-            return ArtifactRecord(filename=filename, version=row[0], mime_type=row[1],
-                                  data=bytes(row[2]), created_at=row[3])
-
-        return await self._read(job, what=f"load artifact {filename!r}")
+        return await self._read(lambda conn: artifacts.load(conn, key, version),
+                                what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
-        def job(conn: sqlite3.Connection) -> dict[str, list[int]]:
-            found: dict[str, list[int]] = {}
-            for filename, version in conn.execute(
-                "SELECT filename, version FROM evs_artifacts WHERE app_name = ? AND user_id = ? "
-                "AND session_scope = ? ORDER BY filename, version",
-                (app_name, user_id, scope(session_id)),
-            ):
-                found.setdefault(filename, []).append(version)
-            return found
-
-        return await self._read(job, what="list artifacts")
+        return await self._read(
+            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            what="list artifacts",
+        )
 
     # -- live tails ----------------------------------------------------------------------------
 

@@ -1,0 +1,82 @@
+"""The SQLite backend's snapshot jobs: plain functions of a connection, run on a driver thread.
+
+Snapshots are caches (droppable, rebuilt from the log): ``evs_snapshots`` holds a session's own
+state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''``) or one user's
+``user:`` state at a ``position``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ._backend import SharedSnapshot
+from ._exceptions import SessionNotFoundError
+from ._sqlcommon import MAX_POSITION, seq_bound, shared_scope
+
+__all__ = ["drop_all", "load", "load_shared", "save", "save_shared"]
+
+
+def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
+    """Return ``(seq, state)`` of the session's newest snapshot at or below ``upto``, or None;
+    raises SessionNotFoundError when the session does not exist."""
+    row = conn.execute(
+        "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
+        "ORDER BY seq DESC LIMIT 1",
+        (session_id, seq_bound(upto)),
+    ).fetchone()
+    if row is not None:
+        return int(row[0]), bytes(row[1])
+    if conn.execute("SELECT 1 FROM evs_sessions WHERE session_id = ?", (session_id,)).fetchone():
+        return None
+    raise SessionNotFoundError(session_id)
+
+
+def save(conn: sqlite3.Connection, session_id: str, seq: int, state: bytes) -> None:
+    """Store (or replace) the session's snapshot at ``seq``."""
+    conn.execute(
+        "INSERT INTO evs_snapshots (session_id, seq, state) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
+        (session_id, seq, state),
+    )
+
+
+def drop_all(conn: sqlite3.Connection) -> int:
+    """Delete every snapshot of both kinds; return how many there were."""
+    return (conn.execute("DELETE FROM evs_snapshots").rowcount
+            + conn.execute("DELETE FROM evs_shared_snapshots").rowcount)
+
+
+def load_shared(
+    conn: sqlite3.Connection, app_name: str, user_id: str | None, upto_position: int | None
+) -> SharedSnapshot | None:
+    """Return the scope's newest shared snapshot at or below ``upto_position``, or None."""
+    row = conn.execute(
+        "SELECT position, event_count, state FROM evs_shared_snapshots "
+        "WHERE app_name = ? AND user_id = ? AND position <= ? ORDER BY position DESC LIMIT 1",
+        (app_name, shared_scope(user_id),
+         MAX_POSITION if upto_position is None else upto_position),
+    ).fetchone()
+    return None if row is None else SharedSnapshot(
+        position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+    )
+
+
+def save_shared(
+    conn: sqlite3.Connection, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+) -> None:
+    """Store the shared snapshot unless the scope's count of shared events up to its position
+    changed since the fold was read (a deleted session): then the fold is stale."""
+    count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = ? AND shared_state "
+                 "AND position <= ?" + ("" if user_id is None else " AND user_id = ?"))
+    count_params: tuple[Any, ...] = (app_name, snapshot.position)
+    if user_id is not None:
+        count_params += (user_id,)
+    if conn.execute(count_sql, count_params).fetchone()[0] != snapshot.count:
+        return
+    conn.execute(
+        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
+        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+        (app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state),
+    )
