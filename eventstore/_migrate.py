@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +39,35 @@ def _migration_errors() -> tuple[type[BaseException], ...]:
     from alembic.util import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
-    return (CommandError, SQLAlchemyError, OSError, TimeoutError)
+    return (CommandError, SQLAlchemyError, sqlite3.Error, OSError, TimeoutError)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names (None for other URLs and in-memory SQLite)."""
+    if not url.startswith("sqlite"):
+        return None
+    rest = url.split("://", 1)[-1].split("?", 1)[0]
+    path = rest[1:] if rest.startswith("/") else rest
+    return None if not path or path == ":memory:" else Path(path)
+
+
+def _probe_sqlite(url: str, what: str) -> None:
+    """Open a SQLite file with plain sqlite3 before alembic's async engine does.
+
+    A file that cannot be opened is refused here, with a message naming the cause: an aiosqlite
+    connection that fails to open can outlive the event loop that opened it and then fail in
+    its own thread.
+    """
+    path = _sqlite_file(url)
+    if path is None:
+        return
+    if not path.parent.is_dir():
+        raise StorageError(f"{what} of {url} failed: the directory {path.parent} does not exist.")
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
+    finally:
+        conn.close()
 
 
 @contextlib.contextmanager
@@ -115,6 +144,7 @@ async def current_revision(url: str) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
     with _translating(url, "Reading the schema revision"):
+        await asyncio.to_thread(_probe_sqlite, url, "Reading the schema revision")
         engine = create_async_engine(url, poolclass=pool.NullPool)
         try:
             async with engine.connect() as connection:
@@ -135,4 +165,5 @@ async def upgrade(url: str, revision: str = "head") -> None:
     config = _config(url)
     assert isinstance(config, Config)
     with _translating(url, "Upgrading the schema"):
+        await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
         await asyncio.to_thread(command.upgrade, config, revision)

@@ -15,7 +15,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.util import CommandError
 from sqlalchemy import pool
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import SchemaOutdatedError, StorageError, open_store
@@ -138,7 +137,19 @@ async def test_sql_schema_unopenable_database_is_a_storage_error(tmp_path: Path)
     url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
     with pytest.raises(StorageError, match="Reading the schema revision") as info:
         await current_revision(url)
-    assert isinstance(info.value.__cause__, SQLAlchemyError)
+    assert f"the directory {tmp_path / 'missing-dir'} does not exist" in str(info.value)
     with pytest.raises(StorageError, match="Upgrading the schema") as info:
         await upgrade(url)
-    assert isinstance(info.value.__cause__, SQLAlchemyError)
+    assert f"the directory {tmp_path / 'missing-dir'} does not exist" in str(info.value)
+    assert not (tmp_path / "missing-dir").exists()
+
+
+async def test_sql_schema_unreadable_file_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()  # a directory where the database file should be
+    url = f"sqlite+aiosqlite:///{tmp_path / 'dir.db'}"
+    with pytest.raises(StorageError, match="Reading the schema revision") as info:
+        await current_revision(url)
+    assert isinstance(info.value.__cause__, sqlite3.Error)
+    with pytest.raises(StorageError, match="Upgrading the schema") as info:
+        await upgrade(url)
+    assert isinstance(info.value.__cause__, sqlite3.Error)
