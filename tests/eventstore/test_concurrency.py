@@ -139,3 +139,64 @@ async def test_concurrency_one_store_many_tasks(store_factory: StoreFactory) -> 
     events = await store.read("s")
     assert len(events) == 1
     assert events[0].id == f"e{outcomes.index(True)}"
+
+
+async def test_concurrency_processes_share_user_and_app_state(sql_factory: StoreFactory) -> None:
+    """Three processes create sessions of one app and change its shared state at once: every
+    session gets its own events, the app's shared-state events get distinct positions in each
+    writer's order, and each session's state at every seq is the fold up to its position."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    names, per_process = ["pa", "pb", "pc"], 8
+    processes = []
+    for name in names:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(CHILD), "share", sql_factory.url, "shared-app", name,
+            str(per_process), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdout is not None
+        assert (await asyncio.wait_for(process.stdout.readline(), 60)).strip() == b"ready"
+        processes.append(process)
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write(b"go\n")
+        await process.stdin.drain()
+    appended: dict[str, list[str]] = {}
+    async with asyncio.timeout(120):
+        for name, process in zip(names, processes, strict=True):
+            out, _ = await process.communicate()
+            assert process.returncode == 0
+            appended[name] = json.loads(out.decode().strip().splitlines()[-1])["appended"]
+
+    store = await sql_factory()
+    backend = store._backend
+    rows = {}
+    for name in names:
+        for n in range(per_process):
+            sid = f"{name}-s{n}"
+            stored = await backend.read(sid, after=None, upto=None, backwards=False, limit=None)
+            assert [r.seq for r in stored] == list(range(1, 5))
+            assert all(r.event_id.startswith(f"{name}-e") for r in stored)
+            rows.update({r.event_id: r for r in stored})
+    shared = sorted((r for r in rows.values() if r.shared_state), key=lambda r: r.position)
+    positions = [r.position for r in shared]
+    assert len(set(positions)) == len(positions) == len(names) * per_process * 2
+    for name in names:
+        mine = [rows[event_id].position for event_id in appended[name]]
+        assert mine == sorted(mine), f"{name}'s positions go back in its own append order"
+        shared_mine = [rows[e].position for e in appended[name] if rows[e].shared_state]
+        assert len(set(shared_mine)) == len(shared_mine)
+    # The fold at each seq: the session's own keys, and the app's newest shared values at or
+    # below the event's position (at the session's head: the newest there are).
+    for event_id, row in rows.items():
+        head = row.seq == 4
+        seen = [r for r in shared if head or r.position <= row.position]
+        owner = row.session_id.split("-s")[0]
+        by_owner = [r for r in seen if r.event_id.startswith(f"{owner}-")]
+        state = await store.state(row.session_id, at=row.seq)
+        assert state["n"] == int(event_id.split("-e")[1])
+        assert state.get("app:last") == (seen[-1].event_id.replace("-e", "-") if seen else None)
+        assert state.get("user:last") == (
+            by_owner[-1].event_id.replace("-e", "-") if by_owner else None
+        )
