@@ -26,6 +26,8 @@ from typing import Any, Final, TypeVar
 
 import asyncpg
 
+from . import _postgres_artifacts as artifacts
+from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     NewEvent,
@@ -55,7 +57,6 @@ from ._sqlcommon import (
     seq_bound,
     seq_of_row_key,
     session_record,
-    shared_scope,
     stored_events,
 )
 
@@ -102,7 +103,6 @@ _READ_SQL = (
     "ORDER BY row_key {order} LIMIT $3"
 )
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
-_EXISTS_SQL = "SELECT 1 FROM evs_sessions WHERE session_id = $1"
 
 
 def _lock_key(text: str) -> int:
@@ -412,80 +412,33 @@ class PostgresBackend:
     # -- snapshots -----------------------------------------------------------------------------
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
-        async def job(conn: Any) -> tuple[int, bytes] | None:
-            row = await conn.fetchrow(
-                "SELECT seq, state FROM evs_snapshots WHERE session_id = $1 AND seq <= $2 "
-                "ORDER BY seq DESC LIMIT 1",
-                session_id, seq_bound(upto),
-            )
-            if row is None:
-                if await conn.fetchval(_EXISTS_SQL, session_id) is None:
-                    raise SessionNotFoundError(session_id)
-                return None
-            return int(row[0]), bytes(row[1])
-
-        return await self._run(job, what=f"load a snapshot of session {session_id!r}")
+        return await self._run(lambda conn: snapshots.load(conn, session_id, upto),
+                               what=f"load a snapshot of session {session_id!r}")
 
     async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
-        async def job(conn: Any) -> None:
-            await conn.execute(
-                "INSERT INTO evs_snapshots (session_id, seq, state) VALUES ($1, $2, $3) "
-                "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
-                session_id, seq, state,
-            )
-
-        await self._run(job, what=f"save a snapshot of session {session_id!r}",
+        await self._run(lambda conn: snapshots.save(conn, session_id, seq, state),
+                        what=f"save a snapshot of session {session_id!r}",
                         session_id=session_id)
 
     async def drop_snapshots(self) -> int:
-        async def job(conn: Any) -> int:
-            dropped = 0
-            for table in ("evs_snapshots", "evs_shared_snapshots"):
-                status = await conn.execute(f"DELETE FROM {table}")
-                dropped += int(status.rsplit(" ", 1)[-1])
-            return dropped
-
-        return await self._run(job, what="drop snapshots", write=True)
+        return await self._run(snapshots.drop_all, what="drop snapshots", write=True)
 
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:
-        async def job(conn: Any) -> SharedSnapshot | None:
-            row = await conn.fetchrow(
-                "SELECT position, event_count, state FROM evs_shared_snapshots "
-                "WHERE app_name = $1 AND user_id = $2 AND position <= $3 "
-                "ORDER BY position DESC LIMIT 1",
-                app_name, shared_scope(user_id),
-                MAX_POSITION if upto_position is None else upto_position,
-            )
-            return None if row is None else SharedSnapshot(
-                position=int(row[0]), count=int(row[1]), state=bytes(row[2])
-            )
-
-        return await self._run(job, what=f"load a shared-state snapshot of app {app_name!r}")
+        return await self._run(
+            lambda conn: snapshots.load_shared(conn, app_name, user_id, upto_position),
+            what=f"load a shared-state snapshot of app {app_name!r}",
+        )
 
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
-        count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = $1 AND shared_state "
-                     "AND position <= $2" + ("" if user_id is None else " AND user_id = $3"))
-        count_params: list[Any] = [app_name, snapshot.position]
-        if user_id is not None:
-            count_params.append(user_id)
-
         async def job(conn: Any) -> None:
             # Under the lock delete_session takes, and counted in a statement that starts after
             # it: a session deleted since the fold was read changes the count.
             await _lock_shared(conn, app_name)
-            if await conn.fetchval(count_sql, *count_params) != snapshot.count:
-                return
-            await conn.execute(
-                "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, "
-                "state) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id, position) "
-                "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
-                app_name, shared_scope(user_id), snapshot.position, snapshot.count,
-                snapshot.state,
-            )
+            await snapshots.save_shared(conn, app_name, user_id, snapshot)
 
         await self._run(job, what=f"save a shared-state snapshot of app {app_name!r}",
                         write=True)
@@ -509,16 +462,8 @@ class PostgresBackend:
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
             )
-            version = await conn.fetchval(
-                "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-                "mime_type, data, created_at) "
-                "SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, "
-                "coalesce(max(version) + 1, 0), $5, $6, $7 "
-                "FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 AND session_scope = $3 "
-                "AND filename = $4 RETURNING version",
-                *key, mime_type, data, created_at,
-            )
-            return int(version)
+            return await artifacts.save(conn, key, mime_type=mime_type, data=data,
+                                        created_at=created_at)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
 
@@ -527,38 +472,16 @@ class PostgresBackend:
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        sql = ("SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE "
-               "app_name = $1 AND user_id = $2 AND session_scope = $3 AND filename = $4 ")
-        if version is None:
-            sql += "ORDER BY version DESC LIMIT 1"
-            params: tuple[Any, ...] = key
-        else:
-            sql += "AND version = $5"
-            params = (*key, version)
-
-        async def job(conn: Any) -> ArtifactRecord | None:
-            row = await conn.fetchrow(sql, *params)
-            if row is None:
-                return None
-            return ArtifactRecord(filename=filename, version=row[0], mime_type=row[1],
-                                  data=bytes(row[2]), created_at=row[3])
-
-        return await self._run(job, what=f"load artifact {filename!r}")
+        return await self._run(lambda conn: artifacts.load(conn, key, version),
+                               what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
-        async def job(conn: Any) -> dict[str, list[int]]:
-            found: dict[str, list[int]] = {}
-            for row in await conn.fetch(
-                "SELECT filename, version FROM evs_artifacts WHERE app_name = $1 "
-                "AND user_id = $2 AND session_scope = $3 ORDER BY filename, version",
-                app_name, user_id, scope(session_id),
-            ):
-                found.setdefault(row[0], []).append(row[1])
-            return found
-
-        return await self._run(job, what="list artifacts")
+        return await self._run(
+            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            what="list artifacts",
+        )
 
     # -- live tails ----------------------------------------------------------------------------
 

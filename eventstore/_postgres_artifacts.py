@@ -1,0 +1,61 @@
+"""The PostgreSQL backend's artifact queries: coroutines of an asyncpg connection.
+
+An artifact version is one row of ``evs_artifacts``. ``save`` takes the next version (0, 1,
+2 …); the caller holds the artifact's advisory lock for the transaction, so concurrent saves
+never collide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._backend import ArtifactRecord
+
+__all__ = ["ArtifactKey", "list_versions", "load", "save"]
+
+ArtifactKey = tuple[str, str, str, str]
+"""``(app_name, user_id, session_scope, filename)``: the columns naming one artifact."""
+
+_WHERE = "app_name = $1 AND user_id = $2 AND session_scope = $3 AND filename = $4"
+
+
+async def save(
+    conn: Any, key: ArtifactKey, *, mime_type: str, data: bytes, created_at: float
+) -> int:
+    """Insert the next version of the artifact ``key`` names and return its number."""
+    version = await conn.fetchval(
+        "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
+        "mime_type, data, created_at) "
+        "SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, "
+        f"coalesce(max(version) + 1, 0), $5, $6, $7 FROM evs_artifacts WHERE {_WHERE} "
+        "RETURNING version",
+        *key, mime_type, data, created_at,
+    )
+    return int(version)
+
+
+async def load(conn: Any, key: ArtifactKey, version: int | None) -> ArtifactRecord | None:
+    """Return version ``version`` of the artifact (the newest when None), or None."""
+    sql = f"SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE {_WHERE} "
+    if version is None:
+        row = await conn.fetchrow(sql + "ORDER BY version DESC LIMIT 1", *key)
+    else:
+        row = await conn.fetchrow(sql + "AND version = $5", *key, version)
+    if row is None:
+        return None
+    return ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=bytes(row[2]),
+                          created_at=row[3])
+
+
+async def list_versions(
+    conn: Any, app_name: str, user_id: str, session_scope: str
+) -> dict[str, list[int]]:
+    """Return every filename of the scope with its versions, oldest first."""
+    found: dict[str, list[int]] = {}
+    for row in await conn.fetch(
+        "SELECT filename, version FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 "
+        "AND session_scope = $3 ORDER BY filename, version",
+        app_name, user_id, session_scope,
+    ):
+        found.setdefault(row[0], []).append(row[1])
+    return found
