@@ -299,7 +299,8 @@ class MemoryBackend:
         if len(session.events) > after:
             return
         try:
-            await asyncio.wait_for(session.changed.wait(), max_wait)
+            async with asyncio.timeout(max_wait):  # not wait_for: see Wakeups.wait
+                await session.changed.wait()
         except TimeoutError:
             return
 

@@ -168,5 +168,8 @@ class Wakeups:
             remaining = deadline - loop.time()
             if current > after or remaining <= 0:
                 return
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+            # arrives as the wait ends (a Ctrl-C would then leave a tail running).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), min(remaining, self._poll_interval))
+                async with asyncio.timeout(min(remaining, self._poll_interval)):
+                    await changed.wait()

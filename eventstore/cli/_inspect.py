@@ -250,7 +250,8 @@ def tail(
             # Earlier events are read for pairing calls with responses, not printed.
             seen = await store.read(session_id, upto=start) if start else []
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(follow(store, start, seen), timeout)
+                async with asyncio.timeout(timeout):
+                    await follow(store, start, seen)
 
     try:
         run(main())
