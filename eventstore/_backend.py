@@ -59,10 +59,12 @@ class StoredEvent:
     """Position within the session: 1, 2, 3 … with no gap."""
     position: int
     """Where the event stands among its app's ``user:``/``app:`` state changes: shared-state
-    events of one app have distinct, increasing positions in commit order, and any event's
-    position is at least that of every shared-state event of its app committed before it and
-    below that of every one committed after. (Memory and PostgreSQL use one global counter;
-    SQLite counts the app's shared-state events, so other events may share a position.)"""
+    events of one app get distinct, increasing positions in commit order, never handed out
+    twice; any event's position is at least that of every shared-state event of its app that
+    committed before its append began, and below that of every one whose append began after it
+    committed. So the fold of the shared-state events up to an event's position never changes
+    (but by a deletion). The SQL backends number each app's shared-state events and give other
+    events the current number; the memory backend uses one counter for every event."""
     event_id: str
     """Event id, unique within the session."""
     kind: str

@@ -6,10 +6,11 @@
   reader tailing by ``seq`` cannot skip an event that commits late. Appends to different
   sessions do not wait for each other. The database's unique constraints stay the last guard.
 - **Shared state.** An append carrying ``user:``/``app:`` deltas also takes an advisory lock keyed
-  by the app before its rows get their positions, and holds it until commit, so the app's
-  shared-state events commit in position order and a snapshot of their fold at a position stays
-  right. Deleting a session and saving a shared snapshot take the same lock (see
-  ``save_shared_snapshot``).
+  by the app, numbers its shared-state events after the app's counter (``evs_app_positions``)
+  and holds the lock until commit, so the app's shared-state events commit in position order and
+  a snapshot of their fold at a position stays right. Other appends take the counter's committed
+  value without the lock. Deleting a session and saving a shared snapshot take the same lock
+  (see ``save_shared_snapshot``).
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
   wake-up; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
   dropped listener connection delays a tail but loses nothing.
@@ -87,17 +88,23 @@ FROM evs_sessions s WHERE s.session_id = $1
 """
 _INSERT_SQL = f"""
 WITH ins AS (
-  INSERT INTO evs_events (row_key, session_id, seq, event_id, kind, invocation_id, author,
-    timestamp, shared_state, app_name, user_id, schema_version, payload)
-  SELECT ($13::bigint << 32) | ($2 + t.n), $1, $2 + t.n, t.event_id, t.kind, t.invocation_id,
-    t.author, t.ts, t.shared, $3, $4, t.version, t.payload
+  INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
+    author, timestamp, shared_state, app_name, user_id, schema_version, payload)
+  SELECT ($13::bigint << 32) | ($2 + t.n), t.position, $1, $2 + t.n, t.event_id, t.kind,
+    t.invocation_id, t.author, t.ts, t.shared, $3, $4, t.version, t.payload
   FROM unnest($5::varchar[], $6::varchar[], $7::varchar[], $8::varchar[], $9::float8[],
-              $10::bool[], $11::int[], $12::bytea[])
-    WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload, n)
-  RETURNING seq, position
+              $10::bool[], $11::int[], $12::bytea[], $14::bigint[])
+    WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload,
+                         position, n)
+  RETURNING seq
 )
-SELECT seq, position, pg_notify('{CHANNEL}', $1) FROM ins
+SELECT seq, pg_notify('{CHANNEL}', $1) FROM ins
 """
+_APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
+_SET_APP_POSITION_SQL = (
+    "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
+    "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
+)
 _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
     "ORDER BY row_key {order} LIMIT $3"
@@ -150,18 +157,32 @@ async def _insert(
     conn: Any, session_id: str, app_name: str, user_id: str, session_key: int,
     events: Sequence[NewEvent], start: int,
 ) -> list[StoredEvent]:
-    if any(e.shared_state for e in events):
-        await _lock_shared(conn, app_name)  # before the rows get their positions
+    shared = any(e.shared_state for e in events)
+    if shared:
+        # Shared-state appends of one app take positions and commit one at a time, in order.
+        await _lock_shared(conn, app_name)
+    # A statement after the lock: it sees every position committed before the lock was granted.
+    # Without the lock (no shared state here) the event takes the newest committed position:
+    # a shared-state event still in flight gets a larger one, so neither fold ever changes.
+    clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
+    positions = []
+    for e in events:
+        if e.shared_state:
+            clock += 1
+        positions.append(clock)
     rows = await conn.fetch(
         _INSERT_SQL, session_id, start - 1, app_name, user_id,
         [e.event_id for e in events], [e.kind for e in events],
         [e.invocation_id for e in events], [e.author for e in events],
         [e.timestamp for e in events], [e.shared_state for e in events],
         [e.schema_version for e in events], [e.payload for e in events], session_key,
+        positions,
     )
-    positions = {row[0]: row[1] for row in rows}
+    assert len(rows) == len(events)
+    if shared:
+        await conn.execute(_SET_APP_POSITION_SQL, app_name, clock)
     return [
-        written(session_id, e, seq=start + i, position=positions[start + i])
+        written(session_id, e, seq=start + i, position=positions[i])
         for i, e in enumerate(events)
     ]
 

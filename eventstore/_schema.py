@@ -13,7 +13,15 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-__all__ = ["Artifact", "Event", "Session", "SharedSnapshot", "Snapshot", "metadata"]
+__all__ = [
+    "AppPosition",
+    "Artifact",
+    "Event",
+    "Session",
+    "SharedSnapshot",
+    "Snapshot",
+    "metadata",
+]
 
 metadata = SQLModel.metadata
 """The metadata holding the ``evs_*`` tables (alembic's ``target_metadata``)."""
@@ -75,10 +83,7 @@ class Event(SQLModel, table=True):
         sa_column=sa.Column("row_key", _INTEGER_KEY, primary_key=True, autoincrement=False)
     )
     """``session_key << 32 | seq``: the session's events in ``seq`` order."""
-    position: int | None = Field(
-        default=None,
-        sa_column=sa.Column("position", sa.BigInteger(), sa.Identity(), nullable=False),
-    )
+    position: int = Field(sa_type=sa.BigInteger(), nullable=False)
     """Orders the app's ``user:``/``app:`` state changes; see ``StoredEvent.position``."""
     session_id: str = Field(
         sa_column=sa.Column(
@@ -113,6 +118,18 @@ class Event(SQLModel, table=True):
     """Payload schema version."""
     payload: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded event (orjson)."""
+
+
+class AppPosition(SQLModel, table=True):
+    """The newest ``position`` handed to a shared-state event of an app. It only grows
+    (deleting sessions leaves it), so a position is never handed out twice."""
+
+    __tablename__ = "evs_app_positions"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The app."""
+    position: int = Field(sa_type=sa.BigInteger(), nullable=False)
+    """Its newest shared-state event's position (every other event takes the current one)."""
 
 
 class Snapshot(SQLModel, table=True):

@@ -25,13 +25,12 @@ Design (measured, see ``scripts/bench_store.py``):
   session's events sit together in ``seq`` order, the key makes ``(session, seq)`` unique, and an
   append writes the row plus one index, the ``(session_id, event_id)`` guard that makes retries
   idempotent — the WAL pages a commit writes are those of a plain table with one index.
-- **Shared-state positions.** An event's ``position`` is the number of its app's shared-state
-  events committed up to it (read from the partial index inside the write transaction, so
-  shared-state events of an app get 1, 2, 3 … in commit order). Deleting a session drops its
-  app's shared snapshots in the same transaction; a snapshot is saved only if the count of shared
-  events it covers is unchanged. (Deleting the app's newest shared-state events lets their
-  positions be handed out again; events written between that delete and the next shared-state
-  event can then see that event in their time-travel state.)
+- **Shared-state positions.** An app's shared-state events are numbered 1, 2, 3 … by its counter
+  in ``evs_app_positions``, read and advanced inside the write transaction (every write holds
+  the file's lock, so positions are handed out and committed in order); every other event takes
+  the counter's current value. Deleting sessions never lowers the counter, so no position is
+  handed out twice. Deleting a session drops its app's shared snapshots in the same
+  transaction; a snapshot is saved only if the count of shared events it covers is unchanged.
 - **Live tails.** ``wait_for_events`` wakes at once on this process's appends and polls the
   session's version so that appends by other processes are seen within ``POLL_INTERVAL``.
 """
@@ -99,17 +98,24 @@ LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
 _HEAD_SQL = f"""
 SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  (SELECT max(position) FROM evs_events WHERE app_name = s.app_name AND shared_state)
+  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
 FROM evs_sessions s WHERE s.session_id = ?
 """
+_SET_APP_POSITION_SQL = (
+    "INSERT INTO evs_app_positions (app_name, position) VALUES (?, ?) "
+    "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
+)
 _INSERT_EVENT_SQL = """
 INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
   timestamp, shared_state, app_name, user_id, schema_version, payload)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+# One statement, so the session key and the rows come from one snapshot: a key freed by a
+# deleted session and taken by a new one can never mix two sessions' events.
 _READ_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > ? AND row_key <= ? "
-    "ORDER BY row_key {order} LIMIT ?"
+    f"SELECT {EVENT_COLUMNS} FROM evs_events, "
+    "(SELECT session_key << 32 AS base FROM evs_sessions WHERE session_id = ?) "
+    "WHERE row_key > base + ? AND row_key <= base + ? ORDER BY row_key {order} LIMIT ?"
 )
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
@@ -181,8 +187,8 @@ class _Head:
         self.user_id: str = row[1]
         self.key: int = row[2]
         self.version: int = seq_of_row_key(row[3])
-        # Positions count the app's shared-state events (see StoredEvent.position): with every
-        # write under the file's lock they commit in order, and only the partial index is read.
+        # The app's newest shared-state position (see StoredEvent.position): every write holds
+        # the file's lock, so positions are handed out and committed in order.
         self.clock: int = row[4] or 0
 
 
@@ -209,6 +215,8 @@ def _insert(
              head.user_id, e.schema_version, e.payload),
         )
         out.append(written(session_id, e, seq=seq, position=clock))
+    if clock != head.clock:
+        conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
     return out
 
 
@@ -459,11 +467,9 @@ class SQLiteBackend:
         count = -1 if limit is None else limit
 
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            found = conn.execute(_KEY_SQL, (session_id,)).fetchone()
-            if found is None:
+            rows = conn.execute(sql, (session_id, low, high, count)).fetchall()
+            if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
                 raise SessionNotFoundError(session_id)
-            key = found[0]
-            rows = conn.execute(sql, (row_key(key, low), row_key(key, high), count)).fetchall()
             return stored_events(session_id, rows)
 
         return await self._read(job, what=f"read session {session_id!r}")

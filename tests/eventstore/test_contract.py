@@ -224,6 +224,21 @@ async def test_delete_session_removes_events_and_session_artifacts(store: EventS
     assert (await store.append("gone", text_event(id="e1"), expected_version=0))[0].seq == 1
 
 
+async def test_delete_newest_session_then_create_keeps_sessions_apart(store: EventStore) -> None:
+    # On SQL backends the new session may take the deleted one's internal key.
+    await _session_with(store, 2, sid="first")
+    await _session_with(store, 3, sid="newest")
+    await store.delete_session("newest")
+    await store.create_session(app_name=APP, user_id="other", session_id="next")
+    await store.append("next", text_event("mine", id="n1"), expected_version=0)
+    with pytest.raises(SessionNotFoundError):
+        await store.read("newest")
+    assert [e.id for e in await store.read("next")] == ["n1"]
+    assert [e.id for e in await store.read("next", backwards=True)] == ["n1"]
+    assert [e.id for e in await store.read("first")] == ["e1", "e2"]
+    assert (await store.session_info("next")).version == 1
+
+
 async def test_delete_session_missing_raises(store: EventStore) -> None:
     with pytest.raises(SessionNotFoundError):
         await store.delete_session("nope")

@@ -154,3 +154,55 @@ async def test_shared_state_deleting_a_session_drops_its_deltas_from_the_cache(
     assert await store.state("keep") == {"app:x": 14, "user:y": 1, "user:z": 4}
     await store.delete_session("gone")
     assert await store.state("keep") == {"app:x": 1, "user:y": 1}
+
+
+async def test_shared_state_past_folds_stay_put_after_deleting_the_newest_changes(
+    store_factory: StoreFactory,
+) -> None:
+    """Deleting the session that made an app's newest shared-state change frees no position:
+    a change made afterwards never shows up in the state of an event written before it."""
+    store = await store_factory()
+    for sid in ("s1", "s2", "s3"):
+        await store.create_session(app_name="app", user_id="u", session_id=sid)
+    await store.append("s1", delta_event({"app:x": "old"}), expected_version=0)
+    await store.append("s2", delta_event({"k": 1}), expected_version=0)
+    await store.append("s2", delta_event({"k": 2}), expected_version=1)
+    assert await store.state("s2", at=1) == {"k": 1, "app:x": "old"}
+    await store.delete_session("s1")
+    assert await store.state("s2", at=1) == {"k": 1}
+    await store.append("s3", delta_event({"app:x": "later"}), expected_version=0)
+    assert await store.state("s2", at=1) == {"k": 1}
+    assert await store.state("s2") == {"k": 2, "app:x": "later"}
+
+
+async def test_shared_state_snapshot_racing_a_delete_and_new_changes_is_not_kept(
+    store_factory: StoreFactory,
+) -> None:
+    """Between a fold's read and its snapshot save, the session holding the newest change is
+    deleted and as many new changes are made: the stale fold must not be saved."""
+    store = await store_factory(snapshot_interval=2)
+    for sid in ("s1", "s2", "s3"):
+        await store.create_session(app_name="app", user_id="u", session_id=sid)
+    await store.append("s1", delta_event({"app:x": 1}), expected_version=0)
+    await store.append("s2", delta_event({"app:x": 2}), expected_version=0)
+    await store.append("s1", delta_event({"k": 1}), expected_version=1)
+    backend = store._backend
+    save = backend.save_shared_snapshot
+    raced = False
+
+    async def racing_save(**kwargs: Any) -> None:
+        nonlocal raced
+        if not raced:  # another writer, between the fold's read and its save
+            raced = True
+            await store.delete_session("s2")
+            await store.append("s3", delta_event({"app:x": 3}), expected_version=0)
+        await save(**kwargs)
+
+    backend.save_shared_snapshot = racing_save  # type: ignore[method-assign]
+    try:
+        assert await store.state("s1") == {"k": 1, "app:x": 2}  # the fold read before the race
+    finally:
+        backend.save_shared_snapshot = save  # type: ignore[method-assign]
+    assert raced
+    assert await store.state("s3") == {"app:x": 3}
+    assert await store.state("s1") == {"k": 1, "app:x": 3}

@@ -210,3 +210,37 @@ async def test_sql_postgres_lists_a_page_of_100k_sessions_by_index(
             )
         )
         assert "Seq Scan on evs_sessions" not in plan, plan
+
+
+async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared-state change whose commit is held back while another session appends: the
+    other session's state at that event is the same before and after the change commits."""
+    from eventstore import EventActions, _postgres
+
+    for sid in ("a", "b"):
+        await store.create_session(app_name="app", user_id="u", session_id=sid)
+    inserted, release = asyncio.Event(), asyncio.Event()
+    insert = _postgres._insert
+
+    async def held_insert(conn: object, session_id: str, *args: object) -> object:
+        rows = await insert(conn, session_id, *args)  # type: ignore[arg-type]
+        if session_id == "a":  # rows written with their positions; the commit waits
+            inserted.set()
+            await release.wait()
+        return rows
+
+    monkeypatch.setattr(_postgres, "_insert", held_insert)
+    change = Event(author="x", actions=EventActions(state_delta={"app:x": "late"}))
+    held = asyncio.create_task(store.append("a", change, expected_version=0))
+    await asyncio.wait_for(inserted.wait(), 30)
+    for n in (1, 2):
+        event = Event(author="y", actions=EventActions(state_delta={"k": n}))
+        await store.append("b", event, expected_version=n - 1)
+    before = await store.state("b", at=1)
+    release.set()
+    await held
+    assert before == {"k": 1}
+    assert await store.state("b", at=1) == before
+    assert await store.state("b") == {"k": 2, "app:x": "late"}
