@@ -83,7 +83,8 @@ LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 _HEAD_SQL = f"""
 SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
-          AND event_id = ANY($2::varchar[]))
+          AND event_id = ANY($2::varchar[])),
+  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
 FROM evs_sessions s WHERE s.session_id = $1
 """
 _INSERT_SQL = f"""
@@ -155,16 +156,19 @@ driver cannot encode."""
 
 async def _insert(
     conn: Any, session_id: str, app_name: str, user_id: str, session_key: int,
-    events: Sequence[NewEvent], start: int,
+    events: Sequence[NewEvent], start: int, *, clock: int | None = None,
 ) -> list[StoredEvent]:
+    """Insert ``events`` at ``start``; ``clock`` is the app's committed position if the caller
+    read it already (it is re-read under the lock when the batch changes shared state)."""
     shared = any(e.shared_state for e in events)
     if shared:
         # Shared-state appends of one app take positions and commit one at a time, in order.
         await _lock_shared(conn, app_name)
-    # A statement after the lock: it sees every position committed before the lock was granted.
-    # Without the lock (no shared state here) the event takes the newest committed position:
-    # a shared-state event still in flight gets a larger one, so neither fold ever changes.
-    clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
+    if shared or clock is None:
+        # After the lock, a statement sees every position committed before it was granted.
+        # Without the lock (no shared state here) the events take the newest committed
+        # position: a shared-state event still in flight gets a larger one, so no fold changes.
+        clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
     positions = []
     for e in events:
         if e.shared_state:
@@ -359,7 +363,7 @@ class PostgresBackend:
             head = await conn.fetchrow(_HEAD_SQL, session_id, ids)
             if head is None:
                 raise SessionNotFoundError(session_id)
-            app_name, user_id, key, newest, known = head
+            app_name, user_id, key, newest, known, clock = head
             actual = seq_of_row_key(newest)
             if known or (expected_version is not None and expected_version != actual):
                 rows = await conn.fetch(
@@ -376,7 +380,8 @@ class PostgresBackend:
                 raise ConcurrencyError(
                     session_id, expected_version=expected_version, actual_version=actual
                 )
-            return await _insert(conn, session_id, app_name, user_id, key, events, actual + 1)
+            return await _insert(conn, session_id, app_name, user_id, key, events, actual + 1,
+                                 clock=clock or 0)
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)

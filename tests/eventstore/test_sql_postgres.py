@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
@@ -224,8 +225,8 @@ async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
     inserted, release = asyncio.Event(), asyncio.Event()
     insert = _postgres._insert
 
-    async def held_insert(conn: object, session_id: str, *args: object) -> object:
-        rows = await insert(conn, session_id, *args)  # type: ignore[arg-type]
+    async def held_insert(conn: object, session_id: str, *args: Any, **kwargs: Any) -> object:
+        rows = await insert(conn, session_id, *args, **kwargs)
         if session_id == "a":  # rows written with their positions; the commit waits
             inserted.set()
             await release.wait()
