@@ -268,7 +268,9 @@ class PostgresBackend:
             async with self._pool.acquire() as conn:
                 if not write:
                     return await fn(conn)
-                async with conn.transaction():
+                # READ COMMITTED whatever the server's default: a statement after an advisory
+                # lock must see what the lock's previous holder committed.
+                async with conn.transaction(isolation="read_committed"):
                     return await fn(conn)
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc

@@ -69,11 +69,14 @@ class Event(SQLModel, table=True):
     __tablename__ = "evs_events"
     __table_args__ = (
         sa.UniqueConstraint("session_id", "event_id", name="uq_evs_events_session_event"),
-        # Partial: only the few events touching user:/app: state pay for this index.
+        # Partial: only the few events touching user:/app: state pay for this index. Unique: an
+        # app's shared-state events never share a position (the fold of shared state relies on
+        # it), and the database holds the backends to that.
         sa.Index(
-            "ix_evs_events_shared",
+            "uq_evs_events_shared",
             "app_name",
             "position",
+            unique=True,
             sqlite_where=sa.text("shared_state"),
             postgresql_where=sa.text("shared_state"),
         ),

@@ -2,15 +2,18 @@
 
 Revision 0003 re-keys the events table. A database written at revision 0002 (rows inserted the
 way that revision's code wrote them, sessions interleaved, shared ``user:``/``app:`` state
-changing across sessions) is upgraded, checked against a memory store given the same appends,
-appended to, downgraded to 0002 and upgraded again, with the same checks after each step.
+changing across sessions, a session deleted, shared-state snapshots saved) is upgraded, checked
+against a memory store given the same appends, appended to, downgraded to 0002 and upgraded
+again, with the same checks after each step.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from alembic import command
 from sqlalchemy import pool, text
@@ -18,9 +21,13 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import Event, EventActions, EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
+from eventstore._state import apply_delta, shared_part
 
-# (session, app, user): two sessions of one user, one of another user, one of another app.
-SESSIONS = [("a", "shop", "ann"), ("b", "shop", "ann"), ("c", "shop", "bob"), ("d", "mall", "ann")]
+# (session, app, user): two sessions of one user, one of another user, one of another app, and
+# one deleted before the upgrade.
+SESSIONS = [("a", "shop", "ann"), ("b", "shop", "ann"), ("c", "shop", "bob"), ("d", "mall", "ann"),
+            ("gone", "shop", "bob")]
+KEPT = [sid for sid, _, _ in SESSIONS if sid != "gone"]
 
 
 def _event(n: int) -> Event:
@@ -36,10 +43,11 @@ def _event(n: int) -> Event:
                  actions=EventActions(state_delta=delta), timestamp=1000.0 + n)
 
 
-def _history(count: int, start: int = 0) -> list[tuple[str, Event]]:
+def _history(count: int, start: int = 0, *, sessions: list[str] | None = None
+             ) -> list[tuple[str, Event]]:
     """Appends interleaved across the sessions, in commit order."""
-    return [(SESSIONS[(n * 7 + n // 3) % len(SESSIONS)][0], _event(n))
-            for n in range(start, start + count)]
+    ids = sessions or [sid for sid, _, _ in SESSIONS]
+    return [(ids[(n * 7 + n // 3) % len(ids)], _event(n)) for n in range(start, start + count)]
 
 
 async def _write_at_0002(url: str, history: list[tuple[str, Event]]) -> None:
@@ -65,6 +73,23 @@ async def _write_at_0002(url: str, history: list[tuple[str, Event]]) -> None:
                      "v": new.invocation_id, "au": new.author, "t": new.timestamp,
                      "sh": new.shared_state, "a": apps[sid][0], "u": apps[sid][1],
                      "sv": new.schema_version, "p": new.payload})
+            await conn.execute(text("DELETE FROM evs_events WHERE session_id = 'gone'"))
+            await conn.execute(text("DELETE FROM evs_sessions WHERE session_id = 'gone'"))
+            # Snapshots as 0002 saved them: the fold of the scope's first shared events.
+            for user in (None, "ann"):
+                rows = (await conn.execute(
+                    text("SELECT position, payload FROM evs_events WHERE app_name = 'shop' "
+                         "AND shared_state" + ("" if user is None else " AND user_id = :u")
+                         + " ORDER BY position"), {"u": user})).all()[:6]
+                state: dict[str, Any] = {}
+                for _, payload in rows:
+                    delta = orjson.loads(payload)["actions"]["state_delta"]
+                    apply_delta(state, shared_part(delta, user=user is not None))
+                await conn.execute(
+                    text("INSERT INTO evs_shared_snapshots (app_name, user_id, position, "
+                         "event_count, state) VALUES ('shop', :u, :p, :n, :s)"),
+                    {"u": user or "", "p": rows[-1][0], "n": len(rows),
+                     "s": orjson.dumps(state)})
     finally:
         await engine.dispose()
 
@@ -75,13 +100,14 @@ async def _model(history: list[tuple[str, Event]]) -> EventStore:
         await model.create_session(app_name=app, user_id=user, session_id=sid, created_at=1.0)
     for sid, event in history:
         await model.append(sid, event, expected_version=None)
+    await model.delete_session("gone")
     return model
 
 
 async def _assert_same(url: str, model: EventStore) -> None:
     store = await open_store(url)
     try:
-        for sid, _, _ in SESSIONS:
+        for sid in KEPT:
             expected = await model.read(sid)
             assert await store.read(sid) == expected
             assert await store.read(sid, backwards=True, limit=3) == expected[::-1][:3]
@@ -118,14 +144,14 @@ async def _check_migrations(url: str) -> None:
         assert await current_revision(url) == head_revision()
         await _assert_same(url, model)
 
-        await _append_more(url, model, _history(30, start=60))
+        await _append_more(url, model, _history(30, start=60, sessions=KEPT))
         await _assert_same(url, model)
 
         await _downgrade(url, "0002")
         assert await current_revision(url) == "0002"
         await upgrade(url)
         await _assert_same(url, model)
-        await _append_more(url, model, _history(10, start=90))
+        await _append_more(url, model, _history(10, start=90, sessions=KEPT))
         await _assert_same(url, model)
     finally:
         await model.aclose()

@@ -245,3 +245,34 @@ async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
     assert before == {"k": 1}
     assert await store.state("b", at=1) == before
     assert await store.state("b") == {"k": 2, "app:x": "late"}
+
+
+async def test_sql_postgres_appends_work_when_the_server_defaults_to_repeatable_read(
+    empty_postgres_url: str,
+) -> None:
+    name = empty_postgres_url.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(_dsn(empty_postgres_url))
+    try:
+        await admin.execute(
+            f"ALTER DATABASE \"{name}\" SET default_transaction_isolation = 'repeatable read'"
+        )
+    finally:
+        await admin.close()
+    from eventstore import EventActions
+
+    store = await open_store(empty_postgres_url, auto_upgrade=True)
+    try:
+        sids = [f"s{n}" for n in range(8)]
+        for sid in sids:
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        for round_no in range(3):
+            await asyncio.gather(*(
+                store.append(sid, Event(author="a", actions=EventActions(
+                    state_delta={"app:last": f"{sid}-{round_no}"})), expected_version=round_no)
+                for sid in sids
+            ))
+        rows = [row for sid in sids for row in await store._backend.read(
+            sid, after=None, upto=None, backwards=False, limit=None)]
+        assert sorted(r.position for r in rows) == list(range(1, 25))
+    finally:
+        await store.aclose()

@@ -56,18 +56,19 @@ _SQLITE_EVENT_COLUMNS = """
 """
 
 
-def _sqlite_swap_events(key_columns: str, keys: str, copy: str) -> None:
+_SHARED_INDEX = "ON evs_events (app_name, position) WHERE shared_state"
+"""Revision 0001 names it ix_evs_events_shared; from 0003 on it is unique, uq_evs_events_shared."""
+
+
+def _sqlite_swap_events(key_columns: str, keys: str, copy: str, *, shared_index: str) -> None:
     # Nothing references evs_events, so dropping it is safe even where foreign keys are
     # enforced; evs_sessions, which other tables reference, is only altered in place.
     columns = _SQLITE_EVENT_COLUMNS.format(keys=keys)
     op.execute(f"CREATE TABLE evs_events_next ({key_columns},{columns})")
     op.execute(copy)
-    op.execute("DROP INDEX ix_evs_events_shared")
-    op.execute("DROP TABLE evs_events")
+    op.execute("DROP TABLE evs_events")  # and its indexes
     op.execute("ALTER TABLE evs_events_next RENAME TO evs_events")
-    op.execute(
-        "CREATE INDEX ix_evs_events_shared ON evs_events (app_name, position) WHERE shared_state"
-    )
+    op.execute(f"CREATE {shared_index} {_SHARED_INDEX}")
     op.execute("DELETE FROM evs_shared_snapshots")
 
 
@@ -100,6 +101,7 @@ def _upgrade_sqlite() -> None:
         "sum(e.shared_state) OVER (PARTITION BY e.app_name ORDER BY e.position), "
         f"{_E_COLUMNS} FROM evs_events e JOIN evs_sessions s ON s.session_id = e.session_id "
         "ORDER BY 1",
+        shared_index="UNIQUE INDEX uq_evs_events_shared",
     )
     _create_app_positions()
 
@@ -113,6 +115,7 @@ def _downgrade_sqlite() -> None:
         "PRIMARY KEY (position), CONSTRAINT uq_evs_events_session_seq UNIQUE (session_id, seq)",
         f"INSERT INTO evs_events_next ({_COLUMNS}) SELECT {_E_COLUMNS} FROM evs_events e "
         "ORDER BY e.position, e.shared_state DESC, e.row_key",
+        shared_index="INDEX ix_evs_events_shared",
     )
     op.execute("DROP INDEX uq_evs_sessions_key")
     op.execute("ALTER TABLE evs_sessions DROP COLUMN session_key")
@@ -133,11 +136,15 @@ def _upgrade_postgres() -> None:
     op.execute("ALTER TABLE evs_events ADD CONSTRAINT evs_events_pkey PRIMARY KEY (row_key)")
     op.execute("ALTER TABLE evs_events DROP CONSTRAINT uq_evs_events_session_seq")
     op.execute("ALTER TABLE evs_events ALTER COLUMN position DROP IDENTITY")
+    op.execute("DROP INDEX ix_evs_events_shared")
+    op.execute(f"CREATE UNIQUE INDEX uq_evs_events_shared {_SHARED_INDEX}")
     _create_app_positions()
 
 
 def _downgrade_postgres() -> None:
     op.drop_table("evs_app_positions")
+    op.execute("DROP INDEX uq_evs_events_shared")
+    op.execute(f"CREATE INDEX ix_evs_events_shared {_SHARED_INDEX}")
     # Positions become a unique identity again, numbered in the order shared state needs (at
     # each position the shared-state event that took it, then the events that saw it).
     op.execute(
