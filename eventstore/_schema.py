@@ -125,7 +125,9 @@ class Event(SQLModel, table=True):
 
 class AppPosition(SQLModel, table=True):
     """The newest ``position`` handed to a shared-state event of an app. It only grows
-    (deleting sessions leaves it), so a position is never handed out twice."""
+    (deleting sessions leaves it), so a position is never handed out twice. Derived from the
+    log: the largest position of the app's stored events is always a correct value for it
+    (revision 0003 sets it so), since every event carries the counter as it was."""
 
     __tablename__ = "evs_app_positions"
 
