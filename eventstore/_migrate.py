@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
+from ._sqlcommon import sqlite_file
 
 __all__ = [
     "MIGRATIONS_DIR",
@@ -42,15 +43,6 @@ def _migration_errors() -> tuple[type[BaseException], ...]:
     return (CommandError, SQLAlchemyError, sqlite3.Error, OSError, TimeoutError)
 
 
-def _sqlite_file(url: str) -> Path | None:
-    """The file a SQLite URL names (None for other URLs and in-memory SQLite)."""
-    if not url.startswith("sqlite"):
-        return None
-    rest = url.split("://", 1)[-1].split("?", 1)[0]
-    path = rest[1:] if rest.startswith("/") else rest
-    return None if not path or path == ":memory:" else Path(path)
-
-
 def _probe_sqlite(url: str, what: str) -> None:
     """Open a SQLite file with plain sqlite3 before alembic's async engine does.
 
@@ -58,7 +50,7 @@ def _probe_sqlite(url: str, what: str) -> None:
     connection that fails to open can outlive the event loop that opened it and then fail in
     its own thread.
     """
-    path = _sqlite_file(url)
+    path = sqlite_file(url)
     if path is None:
         return
     if not path.parent.is_dir():

@@ -29,9 +29,6 @@ metadata = SQLModel.metadata
 _INTEGER_KEY = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 """A 64-bit key; spelled INTEGER on SQLite, where an INTEGER PRIMARY KEY is the rowid."""
 
-SEQ_BITS = 32
-"""``evs_events.row_key`` is ``session_key << SEQ_BITS | seq`` (``seq`` < 2**31)."""
-
 
 class Session(SQLModel, table=True):
     """One session: its identity. Version and last update are derived from its events."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ._backend import SessionRecord, StoredEvent
@@ -19,6 +20,7 @@ __all__ = [
     "MAX_POSITION",
     "MAX_SEQ",
     "NEWEST_ROW_KEY",
+    "SEQ_BITS",
     "SESSION_COLUMNS",
     "USER_SCOPE",
     "Wakeups",
@@ -28,6 +30,7 @@ __all__ = [
     "row_key",
     "seq_of_row_key",
     "shared_scope",
+    "sqlite_file",
     "stored_event",
     "stored_events",
 ]
@@ -44,9 +47,13 @@ SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.t
 MAX_SEQ = (1 << 31) - 1
 """The largest ``seq`` a column can hold; stands in for "no upper bound" in range reads."""
 
+SEQ_BITS = 32
+"""``evs_events.row_key`` is ``session_key << SEQ_BITS | seq`` (``seq`` < 2**31)."""
+
 NEWEST_ROW_KEY = (
     "(SELECT max(row_key) FROM evs_events "
-    "WHERE row_key > s.session_key << 32 AND row_key < (s.session_key + 1) << 32)"
+    f"WHERE row_key > s.session_key << {SEQ_BITS} "
+    f"AND row_key < (s.session_key + 1) << {SEQ_BITS})"
 )
 """The ``row_key`` of the newest event of session row ``s`` (NULL when it has none)."""
 
@@ -56,12 +63,24 @@ MAX_POSITION = (1 << 63) - 1
 
 def row_key(session_key: int, seq: int) -> int:
     """Return ``evs_events.row_key`` of event ``seq`` of a session (see ``_schema.Event``)."""
-    return (session_key << 32) | seq
+    return (session_key << SEQ_BITS) | seq
 
 
 def seq_of_row_key(key: int | None) -> int:
     """Return the ``seq`` a ``row_key`` holds (0 for None: a session without events)."""
-    return 0 if key is None else key & 0xFFFFFFFF
+    return 0 if key is None else key & ((1 << SEQ_BITS) - 1)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """Return the file a resolved SQLite URL (``sqlite+aiosqlite:///path``) names, or None for
+    other URLs and in-memory SQLite."""
+    if not url.startswith("sqlite"):
+        return None
+    rest = url.split("://", 1)[-1].split("?", 1)[0]
+    if not rest.startswith("/"):
+        return None
+    path = rest[1:]
+    return None if path in ("", ":memory:") else Path(path)
 
 
 def seq_bound(value: int | None) -> int:

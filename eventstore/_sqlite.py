@@ -75,6 +75,7 @@ from ._sqlcommon import (
     seq_bound,
     seq_of_row_key,
     session_record,
+    sqlite_file,
     stored_events,
 )
 from ._sqlite_driver import (
@@ -146,15 +147,13 @@ def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -
 
 
 def _path_of(url: str) -> str:
-    rest = url.split("://", 1)[1]
-    path = rest[1:] if rest.startswith("/") else rest
-    path = path.split("?", 1)[0]
-    if not path or path == ":memory:":
+    path = sqlite_file(url)
+    if path is None:
         raise StoreUsageError(
             f"{url!r} names an in-memory SQLite database, which every connection sees empty; "
             "use memory:// for an in-memory store or give a file path."
         )
-    return path
+    return str(path)
 
 
 def _read_revision(path: str) -> str | None:

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from .._exceptions import EventStoreError
 from .._open import open_store, resolve_url
+from .._sqlcommon import sqlite_file
 from .._store import EventStore
 
 __all__ = [
@@ -100,16 +101,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def sqlite_path(url: str) -> Path | None:
     """Return the file a SQLite URL names, or None for other URLs and in-memory SQLite."""
-    resolved = resolve_url(url)
-    if not resolved.startswith("sqlite+aiosqlite://"):
-        return None
-    rest = resolved.split("://", 1)[1].split("?", 1)[0]
-    if not rest.startswith("/"):
-        return None
-    path = rest[1:]
-    if path in ("", ":memory:"):
-        return None
-    return Path(path)
+    return sqlite_file(resolve_url(url))
 
 
 async def open_existing(url: str, *, read_only: bool) -> EventStore:
