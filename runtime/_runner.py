@@ -135,6 +135,20 @@ class Runner:
         self.branch = branch
         """Branch set on every event (``None`` for a root agent)."""
 
+    async def __aenter__(self) -> Runner:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what the agent's toolsets and tools hold open (their ``aclose()``, e.g. the client
+        session of an ``MCPToolset``); idempotent. ``async with Runner(...)`` calls it at the end."""
+        for owner in (*self.agent.toolsets, *self.agent.tools):
+            close = getattr(owner, "aclose", None)
+            if callable(close):
+                await close()
+
     async def create_session(
         self,
         *,
