@@ -14,8 +14,9 @@ left, and the next ``client()`` opens a new session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,20 @@ def never_delivered(exc: BaseException | None) -> bool:
     return False
 
 
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with our headers; the HTTP client is closed with the transport (the SDK
+    leaves a client it did not create open)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
 class MCPConnection:
     """A lazily opened client session to one MCP server (see the module docstring).
 
@@ -193,12 +208,7 @@ class MCPConnection:
                 cwd=server.cwd,
             )
         else:
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            target = streamable_http_client(
-                server.url, http_client=create_mcp_http_client(headers=dict(server.headers))
-            )
+            target = _http_transport(server.url, dict(server.headers))
         # Legacy mode is the initialize handshake every server generation serves, and the one in
         # which tools/list_changed arrives as a plain notification on the session. The SDK's
         # response cache stays off: the toolset keeps its own tool list and knows when it is stale.

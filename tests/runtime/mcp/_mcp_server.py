@@ -103,6 +103,8 @@ TOOLS = [
         annotations=types.ToolAnnotations(read_only_hint=False, idempotent_hint=True,
                                           destructive_hint=False),
     ),
+    types.Tool(name="pid", description="The server's process id.", input_schema=_obj({}),
+               annotations=types.ToolAnnotations(read_only_hint=True)),
     types.Tool(name="grow", description="Adds the tool 'extra' and says the list changed.",
                input_schema=_obj({})),
 ]
@@ -169,6 +171,8 @@ def build_server(counter: Path) -> Server[Any]:
             ])
         if name == "slow":
             return types.CallToolResult(content=[text(text="slept")])
+        if name == "pid":
+            return types.CallToolResult(content=[], structured_content={"pid": os.getpid()})
         if name == "grow":
             grown = True
             await ctx.session.send_tool_list_changed()
