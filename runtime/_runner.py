@@ -142,8 +142,8 @@ class Runner:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close what the agent's toolsets and tools hold open (their ``aclose()``, e.g. the client
-        session of an ``MCPToolset``); idempotent. ``async with Runner(...)`` calls it at the end."""
+        """Close what the agent's toolsets and tools hold open (their ``aclose()``, e.g. the
+        client session of an ``MCPToolset``); idempotent. ``async with Runner(...)`` calls it."""
         for owner in (*self.agent.toolsets, *self.agent.tools):
             close = getattr(owner, "aclose", None)
             if callable(close):

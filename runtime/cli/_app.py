@@ -12,6 +12,7 @@ from eventstore.cli import app as store_app
 
 from ._answer import confirm, rerun, respond
 from ._demo import demo
+from ._mcp_server import mcp_server
 from ._pending import pending
 
 __all__ = ["app"]
@@ -32,5 +33,6 @@ app.command("pending")(pending)
 app.command("confirm")(confirm)
 app.command("respond")(respond)
 app.command("rerun")(rerun)
+app.command("mcp-server")(mcp_server)
 # Without a name, typer merges the store app's commands (and its ``db`` group) into this one.
 app.add_typer(store_app)

@@ -1,0 +1,236 @@
+"""``evs mcp-server``: a read-only MCP server over an agent-eventstore database.
+
+It exposes five tools, each annotated ``readOnlyHint``, whose structured output is exactly what
+the matching ``evs … --json`` command prints: ``sessions``, ``show``, ``state``, ``pending`` and
+``verify``. The store is opened read-only (a SQLite file is opened in read-only mode, so not even
+a bug could write), and no tool has a write path. A failed lookup (unknown session …) is an
+``isError`` result with a one-line message, never a crash of the server.
+
+Transports: stdio (the default, for assistants that start the server themselves) and streamable
+HTTP on ``host:port`` (path ``/mcp``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from eventstore import EventStore, EventStoreError
+
+__all__ = ["EVS_TOOLS", "build_evs_server", "serve_http", "serve_stdio"]
+
+_Handler = Callable[[EventStore, Mapping[str, Any]], Awaitable[dict[str, Any]]]
+_READ_ONLY = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required),
+            "additionalProperties": False}
+
+
+_SESSION = {"type": "string", "description": "Session id."}
+_SEQ = {"type": "integer", "minimum": 0}
+
+EVS_TOOLS: tuple[types.Tool, ...] = (
+    types.Tool(
+        name="sessions",
+        description="List sessions (app, user, id, events, last update), one page at a time; "
+        "pass next_cursor as after for the next page.",
+        input_schema=_schema({
+            "app": {"type": "string", "description": "Only this app's sessions."},
+            "user": {"type": "string", "description": "Only this user's sessions."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 10_000, "default": 50},
+            "after": {"type": "string", "description": "Cursor of the previous page."},
+        }),
+        annotations=_READ_ONLY,
+    ),
+    types.Tool(
+        name="show",
+        description="A session's history as a timeline: calls paired with responses, "
+        "confirmations, state deltas, artifacts and errors.",
+        input_schema=_schema({
+            "session_id": _SESSION,
+            "since": {**_SEQ, "minimum": 1, "description": "Start at this seq (inclusive)."},
+            "last": {**_SEQ, "description": "Only the newest N events."},
+        }, ("session_id",)),
+        annotations=_READ_ONLY,
+    ),
+    types.Tool(
+        name="state",
+        description="The session's state (session, user: and app: keys) with the seq that "
+        "last set each key, at head or after a given seq.",
+        input_schema=_schema({"session_id": _SESSION,
+                              "at": {**_SEQ, "description": "State after this seq."}},
+                             ("session_id",)),
+        annotations=_READ_ONLY,
+    ),
+    types.Tool(
+        name="pending",
+        description="What the session waits for and why: confirmations, long-running calls, "
+        "calls in doubt, with the evs command that unblocks each.",
+        input_schema=_schema({"session_id": _SESSION}, ("session_id",)),
+        annotations=_READ_ONLY,
+    ),
+    types.Tool(
+        name="verify",
+        description="Integrity check of one session (or every session): seq gaps, duplicate "
+        "ids, orphan responses, stale snapshots, missing artifacts.",
+        input_schema=_schema({"session_id": _SESSION}),
+        annotations=_READ_ONLY,
+    ),
+)
+"""The tools ``evs mcp-server`` lists, in this order."""
+
+
+async def _sessions(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
+    page = await store.list_sessions(
+        app_name=args.get("app"), user_id=args.get("user"), after=args.get("after"),
+        limit=int(args.get("limit", 50)),
+    )
+    return {
+        "sessions": [
+            {"id": s.id, "app_name": s.app_name, "user_id": s.user_id, "events": s.version,
+             "created_at": s.created_at, "updated_at": s.updated_at}
+            for s in page.sessions
+        ],
+        "next_cursor": page.next_cursor,
+    }
+
+
+async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
+    from eventstore.cli._render import event_entry
+    from eventstore.cli._timeline import analyze
+
+    session_id = str(args["session_id"])
+    info = await store.session_info(session_id)
+    events = await store.read(session_id)
+    timeline = analyze(events)
+    since, last = args.get("since"), args.get("last")
+    shown = [e for e in events if since is None or (e.seq or 0) >= since]
+    if last is not None:
+        shown = shown[len(shown) - last:] if last else []
+    return {
+        "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
+                    "version": info.version},
+        "events": [event_entry(e, timeline) for e in shown],
+    }
+
+
+async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
+    from eventstore.cli._inspect import _state_origins
+
+    session_id, at = str(args["session_id"]), args.get("at")
+    values = await store.state(session_id, at=at)
+    info = await store.session_info(session_id)
+    origin = await _state_origins(store, session_id, at=at)
+    rows = [
+        {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
+        for key, value in sorted(values.items())
+    ]
+    upto = info.version if at is None else at
+    return {"session_id": session_id, "at": upto, "state": values, "keys": rows}
+
+
+def _pending_factory(db: str) -> _Handler:
+    async def pending(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
+        from runtime.cli._pending import _pending_items
+
+        session_id = str(args["session_id"])
+        events = await store.read(session_id)
+        return {"session_id": session_id,
+                "pending": _pending_items(events, db=db, session_id=session_id)}
+
+    return pending
+
+
+async def _verify(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
+    from eventstore.cli._maintain import _verify_session
+
+    session_id = args.get("session_id")
+    findings = []
+    checked = 0
+    if session_id is not None:
+        await store.session_info(str(session_id))
+        findings = await _verify_session(store, str(session_id))
+        checked = 1
+    else:
+        after: str | None = None
+        while True:
+            page = await store.list_sessions(after=after, limit=500)
+            for info in page.sessions:
+                findings += await _verify_session(store, info.id)
+                checked += 1
+            if page.next_cursor is None:
+                break
+            after = page.next_cursor
+    return {"sessions_checked": checked, "ok": not findings,
+            "findings": [f.as_dict() for f in findings]}
+
+
+def build_evs_server(store: EventStore, *, db: str) -> Server[Any]:
+    """Return the low-level MCP server of ``evs mcp-server`` over an open (read-only) store.
+
+    ``db`` is the URL as the user gave it, used in the ``evs`` commands ``pending`` suggests.
+    """
+    import jsonschema
+
+    handlers: dict[str, _Handler] = {
+        "sessions": _sessions, "show": _show, "state": _state,
+        "pending": _pending_factory(db), "verify": _verify,
+    }
+    validators = {t.name: jsonschema.Draft202012Validator(t.input_schema) for t in EVS_TOOLS}
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(EVS_TOOLS))
+
+    def failure(message: str) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        handler = handlers.get(params.name)
+        if handler is None:
+            return failure(
+                f"There is no tool {params.name!r}: evs mcp-server is read-only and offers "
+                f"{', '.join(handlers)}."
+            )
+        args = dict(params.arguments or {})
+        problems = [e.message for e in validators[params.name].iter_errors(args)]
+        if problems:
+            return failure(f"Invalid arguments for {params.name}: {'; '.join(problems)}")
+        try:
+            result = await handler(store, args)
+        except (EventStoreError, ValueError) as exc:
+            return failure(str(exc))
+        text = json.dumps(result, default=str)
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=json.loads(text)
+        )
+
+    return Server("evs", version="1", instructions="Read-only inspection of agent histories "
+                  "stored by agent-eventstore.", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(store: EventStore, *, db: str) -> None:
+    """Serve ``evs mcp-server`` on stdin/stdout until the client closes it."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_evs_server(store, db=db)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(store: EventStore, *, db: str, host: str, port: int) -> None:
+    """Serve ``evs mcp-server`` over streamable HTTP at ``http://host:port/mcp`` until stopped."""
+    import uvicorn
+
+    app = build_evs_server(store, db=db).streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
