@@ -34,14 +34,16 @@ async def main() -> None:
         confirm_destructive=True, connect_timeout=20, call_timeout=30,
     )
     agent = Agent(name="janitor", model=ScriptedModel(script), toolsets=(toolset,))
-    async with await open_store(DB, auto_upgrade=True) as store:
-        async with Runner(agent=agent, store=store, app_name="mcp") as runner:
-            if MODE == "start":
-                await runner.create_session(user_id="ada", session_id=SESSION)
-                result = await runner.run(session_id=SESSION, user_id="ada",
-                                          new_message="Delete the old log.")
-            else:
-                result = await runner.run(session_id=SESSION, user_id="ada", new_message=None)
+    async with (
+        await open_store(DB, auto_upgrade=True) as store,
+        Runner(agent=agent, store=store, app_name="mcp") as runner,
+    ):
+        if MODE == "start":
+            await runner.create_session(user_id="ada", session_id=SESSION)
+            result = await runner.run(session_id=SESSION, user_id="ada",
+                                      new_message="Delete the old log.")
+        else:
+            result = await runner.run(session_id=SESSION, user_id="ada", new_message=None)
     print(json.dumps({"status": result.status, "pending": list(result.pending_call_ids),
                       "final_text": result.final_text, "open": toolset.connection.is_open}))
 

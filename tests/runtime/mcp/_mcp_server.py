@@ -118,7 +118,9 @@ def build_server(counter: Path) -> Server[Any]:
     def listed() -> list[types.Tool]:
         return [*TOOLS, EXTRA] if grown else list(TOOLS)
 
-    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         start = int(params.cursor) if params is not None and params.cursor else 0
         tools = listed()
         page = tools[start:start + PAGE]

@@ -6,10 +6,13 @@ broken server fails a test instead of hanging the run.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 SERVER = Path(__file__).with_name("_mcp_server.py")
@@ -68,3 +71,16 @@ class HttpServer:
             self.process.kill()
             self.process.wait(timeout=10)
         self.process = None
+
+
+async def eventually(condition: Callable[[], bool | Awaitable[bool]], *, within: float) -> None:
+    """Wait until ``condition()`` holds, polling; raise ``TimeoutError`` after ``within`` s."""
+    async with asyncio.timeout(within):
+        while True:
+            value = condition()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return
+            # Polling on purpose: the condition is another process's file or socket state.
+            await asyncio.sleep(0.05)

@@ -7,10 +7,9 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from _extras import require_extra
 
 sdk = require_extra("mcp", "mcp")
 
-from _mcp_support import free_port  # noqa: E402
+from _mcp_support import eventually, free_port  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -74,7 +73,7 @@ def _fingerprint(db: Path) -> tuple[str, ...]:
 
 
 @pytest.fixture
-def evs_db(tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def evs_db(tmp_path: Path) -> tuple[str, dict[str, Any]]:
     """A database with one paused session, and what ``evs <tool> --json`` prints for it."""
     db = str(tmp_path / "inspect.db")
     # A private loop in a worker thread: sync fixtures must not touch pytest-asyncio's loop.
@@ -87,7 +86,7 @@ def evs_db(tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         done = runner.invoke(app, [name, *args, "--db", db, "--json"], catch_exceptions=False)
         assert done.exit_code == 0, done.output
         expected[name] = json.loads(done.stdout)
-    yield db, expected
+    return db, expected
 
 
 async def _check_every_tool(client: Client, db: str, expected: dict[str, Any]) -> None:
@@ -105,13 +104,17 @@ async def _check_every_tool(client: Client, db: str, expected: dict[str, Any]) -
     state = expected["state"]["state"]
     assert state["last_city"] == "Paris"
     [pending] = expected["pending"]["pending"]
-    assert pending["kind"] == "confirmation" and "evs confirm" in pending["command"]
-    assert expected["verify"]["ok"] is True and expected["verify"]["sessions_checked"] == 1
+    assert pending["kind"] == "confirmation"
+    assert "evs confirm" in pending["command"]
+    assert expected["verify"]["ok"] is True
+    assert expected["verify"]["sessions_checked"] == 1
 
     missing = await client.call_tool("show", {"session_id": "no-such-session"})
-    assert missing.is_error and "no-such-session" in missing.content[0].text  # type: ignore[union-attr]
+    assert missing.is_error
+    assert "no-such-session" in missing.content[0].text
     bad = await client.call_tool("state", {"session_id": SESSION, "at": "head"})
-    assert bad.is_error and "Invalid arguments" in bad.content[0].text  # type: ignore[union-attr]
+    assert bad.is_error
+    assert "Invalid arguments" in bad.content[0].text
 
 
 async def test_evs_mcp_server_over_stdio_answers_every_tool_and_never_writes(
@@ -127,7 +130,8 @@ async def test_evs_mcp_server_over_stdio_answers_every_tool_and_never_writes(
         await _check_every_tool(client, db, expected)
         for write in ("confirm", "respond", "rerun", "import", "delete"):
             refused = await client.call_tool(write, {"session_id": SESSION})
-            assert refused.is_error and "read-only" in refused.content[0].text  # type: ignore[union-attr]
+            assert refused.is_error
+            assert "read-only" in refused.content[0].text
     assert _fingerprint(Path(db)) == before
 
 
@@ -138,22 +142,20 @@ async def test_evs_mcp_server_over_streamable_http(
     before = _fingerprint(Path(db))
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 - a server for the whole test, killed after
         [sys.executable, "-m", "runtime.cli", "mcp-server", "--db", db, "--port", str(port)],
         env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        import socket
-
-        while True:
+        def listening() -> bool:
             assert process.poll() is None, "evs mcp-server exited"
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
             except OSError:
-                assert time.monotonic() < deadline, "evs mcp-server did not listen in time"
-                await asyncio.sleep(0.1)
+                return False
+            return True
+
+        await eventually(listening, within=30)
         async with asyncio.timeout(90), Client(f"http://127.0.0.1:{port}/mcp") as client:
             await _check_every_tool(client, db, expected)
     finally:

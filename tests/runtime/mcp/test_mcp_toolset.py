@@ -17,7 +17,7 @@ from _extras import require_extra
 sdk = require_extra("mcp", "mcp")
 
 from _mcp_server import AUDIO, BLOB, PNG  # noqa: E402
-from _mcp_support import HttpServer, executions, server_args  # noqa: E402
+from _mcp_support import HttpServer, eventually, executions, server_args  # noqa: E402
 
 from eventstore import FunctionCall  # noqa: E402
 from runtime import (  # noqa: E402
@@ -122,12 +122,15 @@ async def test_mcp_nested_ref_schema_translates_to_the_ir(make_toolset: Factory)
     params = draw.declaration().parameters
     assert params.required == ("start", "shape")
     start = params.properties["start"]
-    assert start.type is SchemaType.OBJECT and start.required == ("x", "y")
+    assert start.type is SchemaType.OBJECT
+    assert start.required == ("x", "y")
     end = params.properties["shape"].properties["end"]
-    assert end.description == "Where it ends." and set(end.properties) == {"x", "y"}
+    assert end.description == "Where it ends."
+    assert set(end.properties) == {"x", "y"}
     assert params.properties["shape"].properties["kind"].enum == ("line", "box")
     label = params.properties["label"]
-    assert label.nullable and label.type is SchemaType.STRING
+    assert label.nullable
+    assert label.type is SchemaType.STRING
     assert params.properties["unit"].enum == ("px",)
     assert "$ref" not in str(to_openai(draw.declaration()))
 
@@ -140,7 +143,8 @@ async def test_mcp_filters_prefix_and_duplicate_names(make_toolset: Factory) -> 
     assert [t.name for t in await picked.tools(READONLY)] == ["lookup", "upsert", "pid"]
     prefixed = make_toolset(names={"stats"}, prefix="srv_")
     [tool] = await prefixed.tools(READONLY)
-    assert tool.name == "srv_stats" and tool.declaration().name == "srv_stats"
+    assert tool.name == "srv_stats"
+    assert tool.declaration().name == "srv_stats"
     assert tool.server_name == "stats"
     with pytest.raises(ToolDefinitionError, match="'stats' is defined twice"):
         await build_tool_request([named, make_toolset(names={"stats"})], READONLY)
@@ -168,7 +172,8 @@ async def test_mcp_invalid_arguments_never_reach_the_server(
     outcome = await call(make_toolset(), "draw", {"shape": {"kind": "circle"}})
     assert outcome.error_kind == "invalid_arguments"
     message = outcome.response["error"]["message"]
-    assert "'start' is a required property" in message and "circle" in message
+    assert "'start' is a required property" in message
+    assert "circle" in message
     assert executions(counter) == []
 
 
@@ -198,7 +203,8 @@ async def test_mcp_binary_content_is_saved_as_artifacts_and_referenced(
         artifact = kinds[kind]
         assert await ctx.load_artifact(artifact["filename"]) == data
         assert outcome.actions.artifact_delta[artifact["filename"]] == artifact["version"] == 0
-    assert kinds["image"]["filename"].endswith(".png") and "call-pic" in kinds["image"]["filename"]
+    assert kinds["image"]["filename"].endswith(".png")
+    assert "call-pic" in kinds["image"]["filename"]
 
 
 async def test_mcp_cancel_event_cancels_a_slow_call_on_the_server(
@@ -208,16 +214,16 @@ async def test_mcp_cancel_event_cancels_a_slow_call_on_the_server(
     cancel = asyncio.Event()
     ctx = context("call-slow", cancel_event=cancel)
     running = asyncio.ensure_future(call(toolset, "slow", {"seconds": 60}, ctx))
+    await eventually(lambda: "slow-started" in " ".join(executions(counter)), within=20)
+    cancel.set()
     async with asyncio.timeout(20):
-        while "slow-started" not in " ".join(executions(counter)):
-            await asyncio.sleep(0.05)
-        cancel.set()
         outcome = await running
     assert outcome.error_kind == "execution_failed"
     assert "cancelled" in outcome.response["error"]["message"]
-    async with asyncio.timeout(10):
-        while not any(line.startswith("slow-cancelled") for line in executions(counter)):
-            await asyncio.sleep(0.05)
+    await eventually(
+        lambda: any(line.startswith("slow-cancelled") for line in executions(counter)),
+        within=10,
+    )
     # The session still works after a cancelled call.
     assert (await call(toolset, "stats", {"n": 2})).response == {"n": 2, "square": 4}
 
@@ -227,14 +233,14 @@ async def test_mcp_task_cancellation_propagates_and_cancels_on_the_server(
 ) -> None:
     toolset = make_toolset()
     running = asyncio.ensure_future(call(toolset, "slow", {"seconds": 60}, context("c-2")))
-    async with asyncio.timeout(20):
-        while "slow-started" not in " ".join(executions(counter)):
-            await asyncio.sleep(0.05)
-        running.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        while not any(line.startswith("slow-cancelled") for line in executions(counter)):
-            await asyncio.sleep(0.05)
+    await eventually(lambda: "slow-started" in " ".join(executions(counter)), within=20)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await eventually(
+        lambda: any(line.startswith("slow-cancelled") for line in executions(counter)),
+        within=10,
+    )
 
 
 async def test_mcp_before_callback_replaces_the_call(
@@ -248,15 +254,19 @@ async def test_mcp_before_callback_replaces_the_call(
 
     outcome = await call(make_toolset(), "stats", {"n": 5},
                          agent_callbacks=ToolCallbacks(before=(before,)))
-    assert outcome.response == {"cached": True} and seen == ["stats"]
+    assert outcome.response == {"cached": True}
+    assert seen == ["stats"]
     assert executions(counter) == []
 
 
 async def test_mcp_annotations_set_idempotent_and_destructive(make_toolset: Factory) -> None:
     tools = await tools_by_name(make_toolset())
-    assert tools["lookup"].idempotent and not tools["lookup"].destructive
-    assert tools["upsert"].idempotent and not tools["upsert"].destructive
-    assert not tools["delete_file"].idempotent and tools["delete_file"].destructive
+    assert tools["lookup"].idempotent
+    assert not tools["lookup"].destructive
+    assert tools["upsert"].idempotent
+    assert not tools["upsert"].destructive
+    assert not tools["delete_file"].idempotent
+    assert tools["delete_file"].destructive
     assert tools["draw"].destructive  # no annotations: the MCP default is destructive
 
 
@@ -296,9 +306,10 @@ async def test_mcp_tool_list_is_refreshed_on_list_changed(make_toolset: Factory)
     assert "extra" not in await tools_by_name(toolset)
     outcome = await call(toolset, "grow", {})
     assert outcome.response == {"result": "grown"}
-    async with asyncio.timeout(10):
-        while "extra" not in await tools_by_name(toolset):
-            await asyncio.sleep(0.05)
+    async def grown() -> bool:
+        return "extra" in await tools_by_name(toolset)
+
+    await eventually(grown, within=10)
     assert toolset.listings == 2
     assert (await call(toolset, "extra", {})).error_kind is None
 
@@ -307,9 +318,7 @@ async def test_mcp_stdio_server_killed_between_calls_is_reconnected(counter: Pat
     async with MCPToolset.stdio(sys.executable, server_args(counter), call_timeout=30) as toolset:
         first = await call(toolset, "pid", {})
         os.kill(first.response["pid"], signal.SIGKILL)
-        async with asyncio.timeout(10):
-            while toolset.connection.is_open:
-                await asyncio.sleep(0.05)
+        await eventually(lambda: not toolset.connection.is_open, within=10)
         outcome = await call(toolset, "delete_file", {"path": "/tmp/x"})
         assert outcome.error_kind is None, outcome.response
         assert toolset.connection.opened == 2
