@@ -8,9 +8,10 @@ artifacts. Importing this package without the SDK raises one ``ImportError`` nam
 
 try:
     import mcp as _sdk  # noqa: F401
+    import mcp_types as _sdk_types  # noqa: F401 - only in mcp >= 2
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "runtime.mcp needs the MCP SDK: install agent-eventstore[mcp]"
+        f"runtime.mcp needs the MCP SDK 2.x: install agent-eventstore[mcp] ({exc})"
     ) from exc
 
 from runtime.mcp._connection import MCPConnection, StdioServer, StreamableHttpServer
