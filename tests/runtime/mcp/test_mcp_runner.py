@@ -17,7 +17,7 @@ sdk = require_extra("mcp", "mcp")
 from _mcp_support import executions, server_args  # noqa: E402
 
 from eventstore import open_store  # noqa: E402
-from runtime import Agent, ModelResponse, Runner, ScriptedModel  # noqa: E402
+from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext  # noqa: E402
 from runtime.mcp import MCPToolset  # noqa: E402
 from runtime.replay import answer_confirmation  # noqa: E402
 
@@ -54,6 +54,7 @@ async def test_mcp_tools_run_in_the_loop_and_close_with_the_runner(
             result = await runner.run(session_id=session.id, user_id="ada", new_message="go")
             assert toolset.connection.is_open
         assert not toolset.connection.is_open
+        await runner.aclose()  # idempotent
         assert result.status == "completed"
         events = await store.read(session.id)
     responses = [r.response for e in events for r in e.function_responses()]
@@ -62,6 +63,13 @@ async def test_mcp_tools_run_in_the_loop_and_close_with_the_runner(
     assert "disk full" in responses[1]["error"]["message"]
     assert responses[2]["error"]["kind"] == "invalid_arguments"
     assert [line.split()[0] for line in executions(counter)] == ["stats", "fail"]
+    # A closed toolset opens a new session when it is used again.
+    stats = {tool.name: tool for tool in await toolset.list_tools()}["stats"]
+    ctx = ToolContext(function_call_id="c-9", invocation_id="i", agent_name="calc",
+                      session_id="s")
+    assert await stats.run(ctx, {"n": 3}) == {"n": 3, "square": 9}
+    assert toolset.connection.opened == 2
+    await toolset.aclose()
 
 
 @pytest.mark.slow
