@@ -83,3 +83,25 @@ def test_plan_result_artifacts_keep_bytes_and_have_unique_safe_names(
     names = [a.filename for a in planned.artifacts]
     assert len(set(names)) == len(names)
     assert all("/" not in name and name.endswith(".png") for name in names)
+
+
+def test_connection_failures_are_classified_for_the_exactly_once_policy() -> None:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
+
+    from runtime.mcp._connection import connection_dropped, never_delivered
+
+    closed = MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+    expired = MCPError(code=INVALID_REQUEST, message="Session terminated")
+    refused = ExceptionGroup("transport", [ConnectionRefusedError("refused")])
+    assert connection_dropped(closed)
+    assert connection_dropped(expired)
+    assert not connection_dropped(MCPError(code=INVALID_REQUEST, message="bad params"))
+    assert not connection_dropped(ValueError("tool bug"))
+    assert not never_delivered(closed)  # in flight: the server may have run it
+    assert never_delivered(expired)
+    assert never_delivered(refused)
+    wrapped = RuntimeError("outer")
+    wrapped.__cause__ = refused
+    assert never_delivered(wrapped)
+    assert not never_delivered(None)
