@@ -14,7 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         f"runtime.mcp needs the MCP SDK 2.x: install agent-eventstore[mcp] ({exc})"
     ) from exc
 
-from runtime.mcp._connection import MCPConnection, StdioServer, StreamableHttpServer
+from runtime.mcp._connection import MCPConnection, ProtocolMode, StdioServer, StreamableHttpServer
 from runtime.mcp._exceptions import MCPConfigurationError, MCPConnectionError, MCPToolError
 from runtime.mcp._results import PendingArtifact, PlannedResult, map_result, plan_result
 from runtime.mcp._toolset import (
@@ -37,6 +37,7 @@ __all__ = [
     "MCPToolset",
     "PendingArtifact",
     "PlannedResult",
+    "ProtocolMode",
     "StdioServer",
     "StreamableHttpServer",
     "map_result",

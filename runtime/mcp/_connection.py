@@ -19,15 +19,16 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, ToolListChangedNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from runtime.mcp._exceptions import MCPConnectionError
 
-__all__ = ["MCPConnection", "StdioServer", "StreamableHttpServer"]
+__all__ = ["MCPConnection", "ProtocolMode", "StdioServer", "StreamableHttpServer"]
 
 logger = logging.getLogger("runtime.mcp")
 
@@ -130,6 +131,22 @@ async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[An
         yield streams
 
 
+ProtocolMode = Literal["legacy", "auto"]
+"""How a session negotiates: ``"legacy"`` is the initialize handshake every server generation
+serves (``tools/list_changed`` arrives as a notification on the session); ``"auto"`` lets the SDK
+pick the 2026-07-28 stateless protocol when the server offers it (``tools/list_changed`` then
+arrives on a ``subscriptions/listen`` stream the connection opens when the server advertises it)."""
+
+
+def _listens(client: Client) -> bool:
+    tools = client.server_capabilities.tools
+    return (
+        client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        and tools is not None
+        and bool(tools.list_changed)
+    )
+
+
 class MCPConnection:
     """A lazily opened client session to one MCP server (see the module docstring).
 
@@ -145,12 +162,14 @@ class MCPConnection:
         on_tools_changed: Callable[[], None],
         connect_timeout: float,
         read_timeout: float | None,
+        protocol: ProtocolMode = "legacy",
     ) -> None:
         self.server = server
         """What this connection talks to."""
         self._on_tools_changed = on_tools_changed
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._protocol = protocol
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._holder: asyncio.Task[None] | None = None
@@ -163,6 +182,12 @@ class MCPConnection:
     def is_open(self) -> bool:
         """True while a session is open and not known to have dropped."""
         return self._client is not None and not self._dropped(self._client)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version the open session negotiated (``None`` when none is open)."""
+        client = self._client
+        return client.protocol_version if client is not None and self.is_open else None
 
     def _dropped(self, client: Client) -> bool:
         holder = self._holder
@@ -209,12 +234,11 @@ class MCPConnection:
             )
         else:
             target = _http_transport(server.url, dict(server.headers))
-        # Legacy mode is the initialize handshake every server generation serves, and the one in
-        # which tools/list_changed arrives as a plain notification on the session. The SDK's
-        # response cache stays off: the toolset keeps its own tool list and knows when it is stale.
+        # The SDK's response cache stays off: the toolset keeps its own tool list and knows when
+        # it is stale.
         return Client(
             target,
-            mode="legacy",
+            mode=self._protocol,
             cache=None,
             read_timeout_seconds=self._read_timeout,
             message_handler=self._on_message,
@@ -263,7 +287,15 @@ class MCPConnection:
             async with client:
                 if not ready.done():
                     ready.set_result(client)
-                await stop.wait()
+                listener = (
+                    asyncio.create_task(self._listen(client)) if _listens(client) else None
+                )
+                try:
+                    await stop.wait()
+                finally:
+                    if listener is not None:
+                        listener.cancel()
+                        await asyncio.wait({listener})
         except Exception as exc:
             self._failure = exc
             if not ready.done():
@@ -273,6 +305,17 @@ class MCPConnection:
         finally:
             if not ready.done():
                 ready.cancel()
+
+    async def _listen(self, client: Client) -> None:
+        """Forward the tools/list_changed events of a 2026-07-28 session (which has no standing
+        notification stream) until the session ends; a lost stream is logged, not fatal."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._on_tools_changed()
+        except Exception as exc:
+            logger.info("The tools/list_changed stream of %s ended: %r",
+                        self.server.describe(), exc)
 
     async def _close_locked(self) -> None:
         holder, stop = self._holder, self._stop

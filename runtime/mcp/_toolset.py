@@ -45,6 +45,7 @@ from runtime.declarations import (
 )
 from runtime.mcp._connection import (
     MCPConnection,
+    ProtocolMode,
     StdioServer,
     StreamableHttpServer,
     connection_dropped,
@@ -184,7 +185,9 @@ class MCPToolset:
     - ``requires_confirmation`` (``MCPConfirmation``) and ``confirm_destructive`` (also confirm
       every tool that is not annotated read-only or non-destructive);
     - ``connect_timeout`` (seconds to open a session), ``call_timeout`` (seconds per request,
-      ``None``: no limit), ``max_schema_depth`` for the schema translation.
+      ``None``: no limit), ``max_schema_depth`` for the schema translation;
+    - ``protocol``: ``"legacy"`` (the initialize handshake, default) or ``"auto"`` (the SDK may
+      pick the 2026-07-28 stateless protocol) — see ``runtime.mcp.ProtocolMode``.
 
     Raises ``MCPConfigurationError`` for contradictory options.
     """
@@ -201,6 +204,7 @@ class MCPToolset:
         connect_timeout: float = 30.0,
         call_timeout: float | None = None,
         max_schema_depth: int = DEFAULT_MAX_DEPTH,
+        protocol: ProtocolMode = "legacy",
     ) -> None:
         if names is not None and predicate is not None:
             raise MCPConfigurationError(
@@ -229,6 +233,7 @@ class MCPToolset:
             on_tools_changed=self._mark_stale,
             connect_timeout=connect_timeout,
             read_timeout=call_timeout,
+            protocol=protocol,
         )
         self._tools: tuple[MCPTool, ...] | None = None
         self._stale = False

@@ -19,6 +19,9 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -114,6 +117,7 @@ PAGE = 2
 
 def build_server(counter: Path) -> Server[Any]:
     grown = False
+    bus = InMemorySubscriptionBus()
 
     def listed() -> list[types.Tool]:
         return [*TOOLS, EXTRA] if grown else list(TOOLS)
@@ -177,14 +181,17 @@ def build_server(counter: Path) -> Server[Any]:
             return types.CallToolResult(content=[], structured_content={"pid": os.getpid()})
         if name == "grow":
             grown = True
-            await ctx.session.send_tool_list_changed()
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                await bus.publish(ToolsListChanged())
+            else:
+                await ctx.session.send_tool_list_changed()
             return types.CallToolResult(content=[text(text="grown")])
         if name in {"delete_file", "lookup", "upsert", "extra", "recursive"}:
             return types.CallToolResult(content=[text(text=f"{name} done: {json.dumps(args)}")])
         raise ValueError(f"unknown tool {name}")
 
     return Server("evs-test-server", version="1.0", on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+                  on_call_tool=call_tool, on_subscriptions_listen=ListenHandler(bus))
 
 
 def main() -> None:

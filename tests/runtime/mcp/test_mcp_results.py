@@ -21,8 +21,8 @@ from runtime.mcp import MCPToolError, plan_result  # noqa: E402
 EXPECTED_ALL = [
     "IDEMPOTENCY_KEY_META", "MCPConfigurationError", "MCPConfirmation", "MCPConnection",
     "MCPConnectionError", "MCPTool", "MCPToolError", "MCPToolPredicate", "MCPToolset",
-    "PendingArtifact", "PlannedResult", "StdioServer", "StreamableHttpServer", "map_result",
-    "plan_result",
+    "PendingArtifact", "PlannedResult", "ProtocolMode", "StdioServer", "StreamableHttpServer",
+    "map_result", "plan_result",
 ]
 
 

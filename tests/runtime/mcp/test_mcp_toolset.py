@@ -301,9 +301,14 @@ async def test_mcp_confirmation_forms(
         assert outcome.error_kind is None
 
 
-async def test_mcp_tool_list_is_refreshed_on_list_changed(make_toolset: Factory) -> None:
-    toolset = make_toolset()
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_mcp_tool_list_is_refreshed_on_list_changed(
+    make_toolset: Factory, protocol: str
+) -> None:
+    toolset = make_toolset(protocol=protocol)
     assert "extra" not in await tools_by_name(toolset)
+    modern = protocol == "auto"  # the test server speaks both eras; auto picks the newest
+    assert (toolset.connection.protocol_version == "2026-07-28") is modern
     outcome = await call(toolset, "grow", {})
     assert outcome.response == {"result": "grown"}
     async def grown() -> bool:
