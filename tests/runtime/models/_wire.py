@@ -60,7 +60,7 @@ class Wire:
     def _record(self, request: Request) -> None:
         self.bodies.append(orjson.loads(request.get_data()))
         self.paths.append(request.full_path.rstrip("?"))
-        self.headers.append(dict(request.headers))
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
 
     def reply(
         self,
@@ -89,10 +89,11 @@ class Wire:
         events: Sequence[str],
         *,
         gate: threading.Event | None = None,
+        gate_after: int = 0,
         released: list[bool] | None = None,
     ) -> None:
         """Answer the next request to ``path`` with server-sent ``events`` (each a full SSE
-        record). With ``gate``, everything after the first event waits until the test sets it;
+        record). With ``gate``, everything after event ``gate_after`` waits until the test sets it;
         ``released`` then records whether the gate opened (True) or timed out (False)."""
 
         def handler(request: Request) -> Response:
@@ -100,7 +101,7 @@ class Wire:
 
             def produce() -> Iterator[bytes]:
                 for index, event in enumerate(events):
-                    if index == 1 and gate is not None:
+                    if index == gate_after + 1 and gate is not None:
                         opened = gate.wait(timeout=10)
                         if released is not None:
                             released.append(opened)
@@ -198,17 +199,17 @@ def sse(*records: tuple[str | None, Any]) -> list[str]:
 
 
 async def streamed_turn(
-    db: Path, wire: Wire, path: str, events: Sequence[str], model: Model
+    db: Path, wire: Wire, path: str, events: Sequence[str], model: Model, *, gate_after: int = 0
 ) -> tuple[list[str], list[Event], list[bool]]:
     """Stream one text turn through ``Runner.run_events(stream_text=True)``.
 
-    The server holds everything after its first event until the runner has yielded a partial
+    The server holds everything after event ``gate_after`` (the first with text) until the runner has yielded a partial
     event, so a runner that buffered the stream would time out the gate (``released`` False).
     Returns the partial texts, the stored events the runner yielded and the gate's record.
     """
     gate = threading.Event()
     released: list[bool] = []
-    wire.stream(path, events, gate=gate, released=released)
+    wire.stream(path, events, gate=gate, gate_after=gate_after, released=released)
     partials: list[str] = []
     stored: list[Event] = []
     async with await open_store(db, auto_upgrade=True) as store:
@@ -228,11 +229,11 @@ async def streamed_turn(
 
 
 async def cancelled_stream(
-    db: Path, wire: Wire, path: str, events: Sequence[str], model: Model
+    db: Path, wire: Wire, path: str, events: Sequence[str], model: Model, *, gate_after: int = 0
 ) -> list[Event]:
     """Stop consuming a streamed turn after its first partial event; return the stored log."""
     gate = threading.Event()
-    wire.stream(path, events, gate=gate)
+    wire.stream(path, events, gate=gate, gate_after=gate_after)
     async with await open_store(db, auto_upgrade=True) as store:
         await store.create_session(app_name=APP, user_id=USER, session_id="s")
         runner = Runner(agent=Agent(name="chat", model=model), store=store, app_name=APP)

@@ -1,4 +1,4 @@
-"""Fixtures of the model adapter tests: a local HTTP server on 127.0.0.1 speaking each wire format."""
+"""Fixtures of the model adapter tests: a local HTTP server on 127.0.0.1 per wire format."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ async def test_openai_weather_session_end_to_end(tmp_path: Path, wire: Wire) -> 
     assert "Dry all week; highs of 24°C." in bodies[4]["messages"][-1]["content"]
     assert_golden("openai_weather_requests", bodies)
     assert all(p == PATH for p in wire.paths)
-    assert {h["Authorization"] for h in wire.headers} == {"Bearer sk-test"}
+    assert {h["authorization"] for h in wire.headers} == {"Bearer sk-test"}
 
 
 def _error(message: str, code: str, kind: str = "invalid_request_error") -> dict[str, Any]:
@@ -119,7 +119,8 @@ async def test_openai_429_then_success_waits_as_told(tmp_path: Path, wire: Wire)
     wire.reply(PATH, fixture("openai_weather.json")[4])
     response = await model(wire, max_retries=1).generate(_request())
     assert response.text.startswith("Paris: 22°C")
-    assert len(wire.bodies) == 2 and wire.bodies[0] == wire.bodies[1]
+    assert len(wire.bodies) == 2
+    assert wire.bodies[0] == wire.bodies[1]
 
 
 async def test_openai_500_then_success_is_retried_by_the_sdk(tmp_path: Path, wire: Wire) -> None:
