@@ -203,8 +203,9 @@ async def streamed_turn(
 ) -> tuple[list[str], list[Event], list[bool]]:
     """Stream one text turn through ``Runner.run_events(stream_text=True)``.
 
-    The server holds everything after event ``gate_after`` (the first with text) until the runner has yielded a partial
-    event, so a runner that buffered the stream would time out the gate (``released`` False).
+    The server holds everything after event ``gate_after`` (the first with text) until the
+    runner has yielded a partial event, so a runner that buffered the stream would time out the
+    gate (``released`` False).
     Returns the partial texts, the stored events the runner yielded and the gate's record.
     """
     gate = threading.Event()

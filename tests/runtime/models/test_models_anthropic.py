@@ -6,6 +6,7 @@ from _extras import require_extra
 
 sdk = require_extra("anthropic", "anthropic")
 
+import itertools  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -74,7 +75,8 @@ async def test_anthropic_weather_session_end_to_end(tmp_path: Path, wire: Wire) 
     # Both parallel results in one user message, by tool_use_id; the error flagged.
     results = bodies[1]["messages"][-1]
     assert results["role"] == "user"
-    assert [(b["type"], b["tool_use_id"], b.get("is_error", False)) for b in results["content"]] == [
+    blocks = results["content"]
+    assert [(b["type"], b["tool_use_id"], b.get("is_error", False)) for b in blocks] == [
         ("tool_result", "toolu_paris", False),
         ("tool_result", "toolu_atlantis", True),
     ]
@@ -94,7 +96,7 @@ async def test_anthropic_weather_session_end_to_end(tmp_path: Path, wire: Wire) 
     assert [b["type"] for b in last] == ["tool_result", "text"]
     assert "Dry all week; highs of 24°C." in last[1]["text"]
     roles = [m["role"] for m in bodies[4]["messages"]]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
     assert_golden("anthropic_weather_requests", bodies)
     assert all(p == PATH for p in wire.paths)
     # This SDK version sends the key as a bearer token.
