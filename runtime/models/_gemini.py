@@ -238,6 +238,21 @@ class GeminiStreamState:
         )
 
 
+def _error_details(body: Any) -> list[Mapping[str, Any]]:
+    error = body.get("error", body) if isinstance(body, Mapping) else None
+    found = error.get("details") if isinstance(error, Mapping) else None
+    return [d for d in found if isinstance(d, Mapping)] if isinstance(found, list) else []
+
+
+def _retry_delay(details: list[Mapping[str, Any]]) -> float | None:
+    """Return ``google.rpc.RetryInfo``'s ``retryDelay`` (``"7s"``) in seconds, if given."""
+    for detail in details:
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            return parse_retry_after(delay[:-1])
+    return None
+
+
 def _sdk_arguments(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Split a wire body into the SDK's ``contents`` and ``config`` (which it re-assembles)."""
     config: dict[str, Any] = dict(body.get("generationConfig") or {})
@@ -343,13 +358,17 @@ class GeminiModel:
             return exc
         if isinstance(exc, self._errors.APIError):
             message = str(exc.message or exc)
+            details = _error_details(exc.details)
+            status = int(exc.code)
+            if any(d.get("reason") == "API_KEY_INVALID" for d in details):
+                status = 401  # Gemini answers a bad key with 400 INVALID_ARGUMENT
             headers = getattr(exc.response, "headers", None) or {}
             return map_status_error(
                 provider=_PROVIDER,
                 model=self.model,
-                status_code=int(exc.code),
+                status_code=status,
                 message=message,
-                retry_after=parse_retry_after(headers.get("retry-after")),
+                retry_after=_retry_delay(details) or parse_retry_after(headers.get("retry-after")),
                 context_length=any(words in message.lower() for words in _CONTEXT_WORDS),
             )
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "aiohttp"):
