@@ -102,7 +102,12 @@ async def test_gemini_weather_session_end_to_end(tmp_path: Path, wire: Wire) -> 
     assert bodies[2]["contents"][-1]["parts"][0]["functionResponse"] == {
         "id": "fc-forecast",
         "name": "paid_forecast",
-        "response": {"city": "Paris", "days": 7, "report": "paris-forecast.md", "report_version": 0},
+        "response": {
+            "city": "Paris",
+            "days": 7,
+            "report": "paris-forecast.md",
+            "report_version": 0,
+        },
     }
     assert "adk_request_confirmation" not in str(bodies[2])
     assert bodies[3]["contents"][-1]["parts"][0]["functionResponse"]["id"] == "fc-outlook"
@@ -185,7 +190,8 @@ async def test_gemini_context_length_400(tmp_path: Path, wire: Wire) -> None:
 
 
 def _chunk(text: str, finish: str | None = None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"index": 0, "content": {"role": "model", "parts": [{"text": text}]}}
+    content = {"role": "model", "parts": [{"text": text}]}
+    candidate: dict[str, Any] = {"index": 0, "content": content}
     if finish:
         candidate["finishReason"] = finish
     chunk: dict[str, Any] = {
