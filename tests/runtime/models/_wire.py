@@ -263,3 +263,27 @@ async def failed_turn(db: Path, model: Model) -> tuple[BaseException, list[Event
         except Exception as exc:
             return exc, await store.read("s")
     raise AssertionError("the model call did not fail")
+
+
+async def rejected_session(
+    db: Path, wire: Wire, path: str, replies: Sequence[Any], make_model: Callable[[], Model]
+) -> list[Event]:
+    """Run 1 pauses on the paid forecast; another store object rejects it; run 2 sends the
+    rejection to the model (``replies[2]``, then the final ``replies[4]``). Returns the log."""
+    wire.reply(path, replies[0])
+    wire.reply(path, replies[1])
+    async with await open_store(db, auto_upgrade=True) as store:
+        await store.create_session(app_name=APP, user_id=USER, session_id="s")
+        runner = demo_runner(store, [], app_name=APP, model=make_model())
+        first = await runner.run(session_id="s", user_id=USER, new_message=QUESTION)
+    assert first.status == "paused_for_confirmation"
+    async with await open_store(db) as other:
+        await answer_confirmation(
+            other, session_id="s", confirmation_id=first.pending_call_ids[0], confirmed=False
+        )
+    wire.reply(path, replies[4])
+    async with await open_store(db) as store:
+        runner = demo_runner(store, [], app_name=APP, model=make_model())
+        second = await runner.run(session_id="s", user_id=USER)
+        assert second.status == "completed", second
+        return await store.read("s")

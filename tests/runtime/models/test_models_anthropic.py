@@ -18,6 +18,7 @@ from _wire import (  # noqa: E402
     cancelled_stream,
     failed_turn,
     fixture,
+    rejected_session,
     shape,
     sse,
     streamed_turn,
@@ -214,3 +215,15 @@ async def test_anthropic_streams_text_as_it_arrives(tmp_path: Path, wire: Wire) 
 async def test_anthropic_cancelled_stream_stores_nothing(tmp_path: Path, wire: Wire) -> None:
     log = await cancelled_stream(tmp_path / "s.db", wire, PATH, STREAM, model(wire), gate_after=2)
     assert shape(log) == [("user", "message")]
+
+
+async def test_anthropic_sees_a_rejected_confirmation_as_the_calls_error(
+    tmp_path: Path, wire: Wire
+) -> None:
+    await rejected_session(
+        tmp_path / "s.db", wire, PATH, fixture("anthropic_weather.json"), lambda: model(wire)
+    )
+    [block] = wire.bodies[2]["messages"][-1]["content"]
+    assert block["tool_use_id"] == "toolu_forecast"
+    assert block["is_error"] is True
+    assert '"kind":"confirmation_rejected"' in block["content"]

@@ -18,6 +18,7 @@ from _wire import (  # noqa: E402
     cancelled_stream,
     failed_turn,
     fixture,
+    rejected_session,
     shape,
     sse,
     streamed_turn,
@@ -229,3 +230,14 @@ async def test_gemini_streams_text_as_it_arrives(tmp_path: Path, wire: Wire) -> 
 async def test_gemini_cancelled_stream_stores_nothing(tmp_path: Path, wire: Wire) -> None:
     log = await cancelled_stream(tmp_path / "s.db", wire, STREAM_PATH, STREAM, model(wire))
     assert shape(log) == [("user", "message")]
+
+
+async def test_gemini_sees_a_rejected_confirmation_as_the_calls_error(
+    tmp_path: Path, wire: Wire
+) -> None:
+    await rejected_session(
+        tmp_path / "s.db", wire, PATH, fixture("gemini_weather.json"), lambda: model(wire)
+    )
+    [part] = wire.bodies[2]["contents"][-1]["parts"]
+    assert part["functionResponse"]["id"] == "fc-forecast"
+    assert part["functionResponse"]["response"]["error"]["kind"] == "confirmation_rejected"

@@ -18,6 +18,7 @@ from _wire import (  # noqa: E402
     cancelled_stream,
     failed_turn,
     fixture,
+    rejected_session,
     shape,
     sse,
     streamed_turn,
@@ -202,3 +203,20 @@ async def test_openai_cancelled_stream_stores_nothing(tmp_path: Path, wire: Wire
 
 def _request() -> ModelRequest:
     return ModelRequest(contents=[Content(role="user", parts=(Part(text="Weather?"),))])
+
+
+async def test_openai_sees_a_rejected_confirmation_as_the_calls_error(
+    tmp_path: Path, wire: Wire
+) -> None:
+    log = await rejected_session(
+        tmp_path / "s.db", wire, PATH, fixture("openai_weather.json"), lambda: model(wire)
+    )
+    assert len(wire.bodies) == 3
+    [rejection] = [
+        m for m in wire.bodies[2]["messages"] if m.get("tool_call_id") == "call_forecast"
+    ]
+    error = orjson.loads(rejection["content"])["error"]
+    assert error["kind"] == "confirmation_rejected"
+    assert error["tool"] == "paid_forecast"
+    assert wire.bodies[2]["messages"][-1] == rejection
+    assert log[-1].text().startswith("Paris: 22°C")
