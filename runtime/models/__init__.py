@@ -16,7 +16,7 @@ from runtime.models._anthropic import (
     anthropic_request_body,
     anthropic_response,
 )
-from runtime.models._base import DEFAULT_MAX_RETRIES, RAW_ARGUMENTS_KEY
+from runtime.models._base import DEFAULT_MAX_RETRIES, RAW_ARGUMENTS_KEY, NativeTool
 from runtime.models._errors import (
     MissingExtraError,
     ModelAuthenticationError,
@@ -61,6 +61,7 @@ __all__ = [
     "ModelOverloadedError",
     "ModelRateLimitError",
     "ModelResponseError",
+    "NativeTool",
     "OpenAIChatModel",
     "OpenAIStreamState",
     "RAW_ARGUMENTS_KEY",

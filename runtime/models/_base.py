@@ -17,11 +17,14 @@ from typing import Any, Final
 import orjson
 
 from eventstore import ArtifactRef
+from runtime._context import ToolContext
 from runtime._exceptions import ToolDefinitionError
 from runtime.models._errors import MissingExtraError, ModelConfigurationError
+from runtime.tools import ModelRequest
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
+    "NativeTool",
     "RAW_ARGUMENTS_KEY",
     "artifact_placeholder",
     "dump_arguments",
@@ -132,3 +135,41 @@ def unsupported_native_tool(adapter: str, tool: Mapping[str, Any], accepted: str
         f"{adapter} cannot send the native tool {shown}: it accepts {accepted}. Native tools are "
         f"provider-specific; give each agent the ones of its model."
     )
+
+
+class NativeTool:
+    """A provider-native tool (search, code execution …) as an agent tool.
+
+    It has no declaration and no local handler: its ``process_request`` appends ``spec`` (the
+    provider's own JSON, e.g. ``{"googleSearch": {}}`` for Gemini) to ``request.native_tools``,
+    where the adapter sends it as given; an adapter of another provider refuses it with a
+    ``ToolDefinitionError``. The model's use of it happens on the provider's side and is never a
+    function call in the log.
+    """
+
+    def __init__(self, name: str, spec: Mapping[str, Any], *, description: str = "") -> None:
+        self._name = name
+        self._spec = dict(spec)
+        self._description = description or f"Provider-native tool {name}."
+
+    @property
+    def name(self) -> str:
+        """The tool's name in the agent (never called as a function)."""
+        return self._name
+
+    @property
+    def description(self) -> str:
+        """What the tool is, for people reading the agent."""
+        return self._description
+
+    @property
+    def is_long_running(self) -> bool:
+        """Never: the provider runs it within the model call."""
+        return False
+
+    async def process_request(self, ctx: ToolContext, request: ModelRequest) -> None:
+        """Append a copy of the spec to ``request.native_tools``."""
+        request.native_tools.append(dict(self._spec))
+
+    def __repr__(self) -> str:
+        return f"NativeTool({self._name!r}, {self._spec!r})"

@@ -256,6 +256,8 @@ def _retry_delay(details: list[Mapping[str, Any]]) -> float | None:
 def _sdk_arguments(body: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Split a wire body into the SDK's ``contents`` and ``config`` (which it re-assembles)."""
     config: dict[str, Any] = dict(body.get("generationConfig") or {})
+    # The loop runs the tools; the SDK's own function calling must never run anything.
+    config["automatic_function_calling"] = {"disable": True}
     if "systemInstruction" in body:
         config["systemInstruction"] = body["systemInstruction"]
     if "tools" in body:

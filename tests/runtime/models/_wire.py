@@ -253,11 +253,14 @@ async def cancelled_stream(
         return await store.read("s")
 
 
-async def failed_turn(db: Path, model: Model) -> tuple[BaseException, list[Event]]:
+async def failed_turn(
+    db: Path, model: Model, *, tools: Sequence[Any] = ()
+) -> tuple[BaseException, list[Event]]:
     """Run one invocation whose model call fails; return the error and the stored log."""
     async with await open_store(db, auto_upgrade=True) as store:
         await store.create_session(app_name=APP, user_id=USER, session_id="s")
-        runner = Runner(agent=Agent(name="chat", model=model), store=store, app_name=APP)
+        agent = Agent(name="chat", model=model, tools=tools)
+        runner = Runner(agent=agent, store=store, app_name=APP)
         try:
             await runner.run(session_id="s", user_id=USER, new_message="Weather in Paris?")
         except Exception as exc:

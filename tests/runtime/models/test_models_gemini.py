@@ -25,14 +25,16 @@ from _wire import (  # noqa: E402
     weather_session,
 )
 
-from eventstore import Content, Part  # noqa: E402
-from runtime import ModelRequest  # noqa: E402
+from eventstore import Content, Part, open_store  # noqa: E402
+from runtime import Agent, ModelRequest, Runner  # noqa: E402
+from runtime.cli._demo_agent import get_weather  # noqa: E402
 from runtime.models import (  # noqa: E402
     GeminiModel,
     ModelAuthenticationError,
     ModelContextLengthError,
     ModelOverloadedError,
     ModelRateLimitError,
+    NativeTool,
 )
 
 PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
@@ -241,3 +243,22 @@ async def test_gemini_sees_a_rejected_confirmation_as_the_calls_error(
     [part] = wire.bodies[2]["contents"][-1]["parts"]
     assert part["functionResponse"]["id"] == "fc-forecast"
     assert part["functionResponse"]["response"]["error"]["kind"] == "confirmation_rejected"
+
+
+async def test_gemini_gets_a_native_tool_beside_the_declarations(
+    tmp_path: Path, wire: Wire
+) -> None:
+    wire.reply(PATH, fixture("gemini_weather.json")[4])
+    search = NativeTool("google_search", {"googleSearch": {}})
+    agent = Agent(name="a", model=model(wire), tools=[get_weather, search])
+    async with await open_store(tmp_path / "s.db", auto_upgrade=True) as store:
+        runner = Runner(agent=agent, store=store, app_name="w")
+        await runner.create_session(user_id="u", session_id="s")
+        result = await runner.run(session_id="s", user_id="u", new_message="Weather?")
+    assert result.final_text.startswith("Paris: 22°C")
+    [body] = wire.bodies
+    # (The SDK sends native tools before the function declarations.)
+    assert len(body["tools"]) == 2
+    assert {"googleSearch": {}} in body["tools"]
+    [declared] = [t for t in body["tools"] if "functionDeclarations" in t]
+    assert [d["name"] for d in declared["functionDeclarations"]] == ["get_weather"]

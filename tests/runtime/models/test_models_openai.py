@@ -26,12 +26,13 @@ from _wire import (  # noqa: E402
 )
 
 from eventstore import Content, Part  # noqa: E402
-from runtime import ModelRequest  # noqa: E402
+from runtime import ModelRequest, ToolDefinitionError  # noqa: E402
 from runtime.models import (  # noqa: E402
     ModelAuthenticationError,
     ModelContextLengthError,
     ModelOverloadedError,
     ModelRateLimitError,
+    NativeTool,
     OpenAIChatModel,
 )
 
@@ -220,3 +221,14 @@ async def test_openai_sees_a_rejected_confirmation_as_the_calls_error(
     assert error["tool"] == "paid_forecast"
     assert wire.bodies[2]["messages"][-1] == rejection
     assert log[-1].text().startswith("Paris: 22°C")
+
+
+async def test_openai_refuses_another_providers_native_tool_before_any_call(
+    tmp_path: Path, wire: Wire
+) -> None:
+    search = NativeTool("google_search", {"googleSearch": {}})
+    error, log = await failed_turn(tmp_path / "s.db", model(wire), tools=[search])
+    assert isinstance(error, ToolDefinitionError)
+    assert '{"googleSearch":{}}' in str(error)
+    assert wire.bodies == []
+    assert shape(log) == [("user", "message")]
