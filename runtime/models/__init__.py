@@ -30,11 +30,13 @@ from runtime.models._errors import (
     ModelResponseError,
 )
 from runtime.models._gemini import (
+    THOUGHT_SIGNATURE_SENTINEL,
     GeminiModel,
     GeminiStreamState,
     gemini_contents,
     gemini_request_body,
     gemini_response,
+    needs_thought_signatures,
 )
 from runtime.models._openai import (
     OpenAIChatModel,
@@ -65,12 +67,14 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIStreamState",
     "RAW_ARGUMENTS_KEY",
+    "THOUGHT_SIGNATURE_SENTINEL",
     "anthropic_messages",
     "anthropic_request_body",
     "anthropic_response",
     "gemini_contents",
     "gemini_request_body",
     "gemini_response",
+    "needs_thought_signatures",
     "openai_messages",
     "openai_request_body",
     "openai_response",

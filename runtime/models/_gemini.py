@@ -12,13 +12,18 @@ folds streamed replies into the same response. Rules:
   tool is a ``tools`` entry of a Gemini tool such as ``{"googleSearch": {}}`` or
   ``{"codeExecution": {}}``, sent as given; ``settings`` go to ``generationConfig``;
 - thought parts are not part of the stored turn; ``custom_metadata`` holds provider, model
-  version, response id, finish reason and usage.
+  version, response id, finish reason and usage;
+- Gemini 3 and later refuse a replayed ``functionCall`` part without the ``thoughtSignature`` it
+  came with. The log does not keep those opaque signatures, so for these models every replayed
+  call carries Google's documented sentinel ``skip_thought_signature_validator`` instead
+  (``thought_signature_sentinel=True``; ``GeminiModel`` sets it from the model name).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from eventstore import Content, FunctionCall
 from runtime._model import ModelResponse
@@ -44,12 +49,19 @@ from runtime.tools import ModelRequest
 __all__ = [
     "GeminiModel",
     "GeminiStreamState",
+    "THOUGHT_SIGNATURE_SENTINEL",
     "gemini_contents",
     "gemini_request_body",
     "gemini_response",
+    "needs_thought_signatures",
 ]
 
 _PROVIDER = "gemini"
+
+THOUGHT_SIGNATURE_SENTINEL: Final = "skip_thought_signature_validator"
+"""What a replayed call carries in place of the thought signature the log did not keep."""
+
+_MAJOR = re.compile(r"gemini-(\d+)")
 _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count", "context window")
 _NATIVE_TOOLS = frozenset(
     {
@@ -74,7 +86,7 @@ _NATIVE_TOOLS = frozenset(
 )
 
 
-def _parts(content: Content) -> list[dict[str, Any]]:
+def _parts(content: Content, *, sentinel: bool = False) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for part in content.parts:
         if part.text:
@@ -83,9 +95,12 @@ def _parts(content: Content) -> list[dict[str, Any]]:
             parts.append({"text": artifact_placeholder(part.artifact)})
         elif part.function_call is not None:
             call = part.function_call
-            parts.append(
-                {"functionCall": {"id": call.id, "name": call.name, "args": dict(call.args)}}
-            )
+            replayed: dict[str, Any] = {
+                "functionCall": {"id": call.id, "name": call.name, "args": dict(call.args)}
+            }
+            if sentinel:
+                replayed["thoughtSignature"] = THOUGHT_SIGNATURE_SENTINEL
+            parts.append(replayed)
         elif part.function_response is not None:
             answer = part.function_response
             parts.append(
@@ -100,25 +115,38 @@ def _parts(content: Content) -> list[dict[str, Any]]:
     return parts
 
 
-def gemini_contents(request: ModelRequest) -> list[dict[str, Any]]:
+def gemini_contents(
+    request: ModelRequest, *, thought_signature_sentinel: bool = False
+) -> list[dict[str, Any]]:
     """Return the ``contents`` of a request (contents without a sendable part are left out)."""
     contents: list[dict[str, Any]] = []
     for content in request.contents:
-        parts = _parts(content)
+        parts = _parts(content, sentinel=thought_signature_sentinel)
         if parts:
             contents.append({"role": content.role, "parts": parts})
     return contents
 
 
+def needs_thought_signatures(model: str) -> bool:
+    """True for models (Gemini 3 and later) that refuse replayed calls without a signature."""
+    found = _MAJOR.search(model)
+    return found is not None and int(found.group(1)) >= 3
+
+
 def gemini_request_body(
-    request: ModelRequest, *, settings: Mapping[str, Any] | None = None
+    request: ModelRequest,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    thought_signature_sentinel: bool = False,
 ) -> dict[str, Any]:
     """Return the JSON body of ``generateContent`` for ``request`` (a fresh dict).
 
     ``settings`` (``temperature``, ``maxOutputTokens`` …) become ``generationConfig``. Raises
     ``ToolDefinitionError`` for a native tool that is not a Gemini tool entry.
     """
-    body: dict[str, Any] = {"contents": gemini_contents(request)}
+    body: dict[str, Any] = {
+        "contents": gemini_contents(request, thought_signature_sentinel=thought_signature_sentinel)
+    }
     system = join_instructions(request.instructions)
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
@@ -321,7 +349,13 @@ class GeminiModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Return the model's next turn; raises a ``ModelError`` when the call fails."""
-        contents, config = _sdk_arguments(gemini_request_body(request, settings=self.settings))
+        contents, config = _sdk_arguments(
+            gemini_request_body(
+                request,
+                settings=self.settings,
+                thought_signature_sentinel=needs_thought_signatures(self.model),
+            )
+        )
         try:
             reply = await self._client.aio.models.generate_content(
                 model=self.model, contents=contents, config=config
@@ -332,7 +366,13 @@ class GeminiModel:
 
     async def generate_stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """Yield text deltas as they arrive, then the whole turn as a ``ModelResponse``."""
-        contents, config = _sdk_arguments(gemini_request_body(request, settings=self.settings))
+        contents, config = _sdk_arguments(
+            gemini_request_body(
+                request,
+                settings=self.settings,
+                thought_signature_sentinel=needs_thought_signatures(self.model),
+            )
+        )
         state = GeminiStreamState()
         try:
             stream = await self._client.aio.models.generate_content_stream(

@@ -25,7 +25,7 @@ from _wire import (  # noqa: E402
     weather_session,
 )
 
-from eventstore import Content, Part, open_store  # noqa: E402
+from eventstore import Content, FunctionCall, FunctionResponse, Part, open_store  # noqa: E402
 from runtime import Agent, ModelRequest, Runner  # noqa: E402
 from runtime.cli._demo_agent import get_weather  # noqa: E402
 from runtime.models import (  # noqa: E402
@@ -262,3 +262,28 @@ async def test_gemini_gets_a_native_tool_beside_the_declarations(
     assert {"googleSearch": {}} in body["tools"]
     [declared] = [t for t in body["tools"] if "functionDeclarations" in t]
     assert [d["name"] for d in declared["functionDeclarations"]] == ["get_weather"]
+
+
+async def test_gemini_3_gets_replayed_calls_with_the_signature_sentinel(wire: Wire) -> None:
+    path = "/v1beta/models/gemini-3-flash-preview:generateContent"
+    wire.reply(path, fixture("gemini_weather.json")[4])
+    gemini3 = GeminiModel(
+        "gemini-3-flash-preview", api_key="gm-test", base_url=wire.url("/"), max_retries=0
+    )
+    call = FunctionCall(id="fc-1", name="get_weather", args={"city": "Paris"})
+    answer = FunctionResponse(id="fc-1", name="get_weather", response={"temperature_c": 22})
+    request = ModelRequest(
+        contents=[
+            Content(role="user", parts=(Part(text="Weather?"),)),
+            Content(role="model", parts=(Part(function_call=call),)),
+            Content(role="user", parts=(Part(function_response=answer),)),
+        ]
+    )
+    await gemini3.generate(request)
+    [body] = wire.bodies
+    assert body["contents"][1]["parts"] == [
+        {
+            "functionCall": {"id": "fc-1", "name": "get_weather", "args": {"city": "Paris"}},
+            "thoughtSignature": "skip_thought_signature_validator",
+        }
+    ]

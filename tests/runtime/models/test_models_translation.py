@@ -20,6 +20,7 @@ from runtime import ModelRequest, ModelResponse, ToolDefinitionError
 from runtime.declarations import declaration_from_json_schema
 from runtime.models import (
     RAW_ARGUMENTS_KEY,
+    THOUGHT_SIGNATURE_SENTINEL,
     AnthropicStreamState,
     GeminiStreamState,
     ModelResponseError,
@@ -30,6 +31,7 @@ from runtime.models import (
     gemini_contents,
     gemini_request_body,
     gemini_response,
+    needs_thought_signatures,
     openai_messages,
     openai_request_body,
     openai_response,
@@ -378,3 +380,16 @@ def test_streams_that_end_early_are_response_errors() -> None:
         AnthropicStreamState().response()
     with pytest.raises(ModelResponseError, match="no candidate"):
         GeminiStreamState().response()
+
+
+def test_gemini_3_replays_calls_with_the_signature_sentinel() -> None:
+    assert not needs_thought_signatures("gemini-2.5-flash")
+    assert needs_thought_signatures("gemini-3-pro-preview")
+    assert needs_thought_signatures("models/gemini-3.1-flash")
+    body = gemini_request_body(_request(), thought_signature_sentinel=True)
+    calls = [p for c in body["contents"] for p in c["parts"] if "functionCall" in p]
+    assert len(calls) == 2
+    assert {p["thoughtSignature"] for p in calls} == {THOUGHT_SIGNATURE_SENTINEL}
+    assert all(
+        "thoughtSignature" not in p for p in gemini_request_body(_request())["contents"][1]["parts"]
+    )
