@@ -56,7 +56,7 @@ from runtime._invocation import (
     new_invocation_id,
 )
 from runtime._merge import MergedResponses, deep_merge, merge_outcomes
-from runtime._model import Model, ModelResponse, new_call_id
+from runtime._model import Model, ModelResponse, StreamingModel, new_call_id
 from runtime._plugins import Plugin
 from runtime._processors import (
     ContentsProcessor,
@@ -152,6 +152,7 @@ __all__ = [
     "StepExecution",
     "StoreArtifactService",
     "StreamingFunctionTool",
+    "StreamingModel",
     "Tool",
     "ToolActions",
     "ToolCallError",

@@ -15,6 +15,9 @@ The tree::
     │   ├── UnknownCallError             no such call (or confirmation request) in the session
     │   ├── CallAlreadyAnsweredError     the call (or confirmation) already has its response
     │   └── CallNotInDoubtError          a re-run was decided for a call that is not in doubt
+    ├── ModelError (runtime.models)      a model call failed (auth, rate limit, overload, bad
+    │                                    request, context length, connection); tree drawn in
+    │                                    runtime/models/_errors.py
     └── ToolCallError                    one function call failed; the pipeline turns it into a
         │                                structured error response and never re-raises it
         ├── ToolNotFoundError            no tool of that name in the execution table

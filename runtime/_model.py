@@ -8,14 +8,14 @@ model adapter implements.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from eventstore import Content, FunctionCall, Part
 from runtime.tools import ModelRequest
 
-__all__ = ["Model", "ModelRequest", "ModelResponse", "new_call_id"]
+__all__ = ["Model", "ModelRequest", "ModelResponse", "StreamingModel", "new_call_id"]
 
 
 def new_call_id() -> str:
@@ -96,4 +96,19 @@ class Model(Protocol):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Return the model's next turn for ``request``."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream its turn's text as it is generated (for chat UIs).
+
+    ``generate_stream`` yields text deltas (``str``) in order, then exactly one
+    ``ModelResponse``: the whole turn, whose text is the deltas joined. Only that response is
+    stored; the deltas reach ``Runner.run_events(stream_text=True)`` as partial events, never the
+    log. Errors are raised as from ``generate``.
+    """
+
+    def generate_stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Yield the text deltas of the next turn, then the turn itself."""
         ...

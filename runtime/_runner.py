@@ -33,6 +33,7 @@ from runtime._invocation import (
     RunResult,
     RunStatus,
 )
+from runtime._model import ModelResponse, StreamingModel
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
@@ -234,16 +235,21 @@ class Runner:
         new_message: str | Content | None = None,
         invocation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        stream_text: bool = False,
     ) -> AsyncIterator[Event]:
         """Run one invocation, yielding each event right after it was appended (with ``seq``).
 
         Stopping the iteration early stops the invocation between two appends; what was appended
         stays, and the next run continues from the log. ``metadata`` as for ``run``.
+        With ``stream_text`` and a ``StreamingModel``, each model turn's text is also yielded as
+        it arrives, as ``partial=True`` events (no ``seq``) that are never stored; the stored
+        turn follows them, its text their concatenation. Stopping during a stream stores
+        nothing of that turn.
         """
         ctx = await self.new_context(
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
-        async for event in self._drive(ctx, new_message, _Ending()):
+        async for event in self._drive(ctx, new_message, _Ending(), stream_text=stream_text):
             yield event
 
     async def live_tools(self, *, session_id: str, user_id: str) -> LiveToolStream:
@@ -287,7 +293,12 @@ class Runner:
         )
 
     async def _drive(
-        self, ctx: InvocationContext, new_message: str | Content | None, ending: _Ending
+        self,
+        ctx: InvocationContext,
+        new_message: str | Content | None,
+        ending: _Ending,
+        *,
+        stream_text: bool = False,
     ) -> AsyncIterator[Event]:
         if new_message is not None:
             await ctx.append(ctx.new_event(author="user", content=_user_content(new_message)))
@@ -344,7 +355,14 @@ class Runner:
             request = await self.build_request(ctx)
             response = await run_model_callbacks(before, ctx, request)
             if response is None:
-                response = await self.agent.model.generate(request)
+                model = self.agent.model
+                if stream_text and isinstance(model, StreamingModel):
+                    streamed: list[ModelResponse] = []
+                    async for partial in _stream_turn(ctx, model, request, streamed):
+                        yield partial
+                    response = streamed[0]
+                else:
+                    response = await model.generate(request)
             response = await run_model_callbacks(after, ctx, response) or response
             ctx.step += 1
 
@@ -409,6 +427,34 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
         )
         return True
     return False
+
+
+async def _stream_turn(
+    ctx: InvocationContext,
+    model: StreamingModel,
+    request: ModelRequest,
+    streamed: list[ModelResponse],
+) -> AsyncIterator[Event]:
+    """Yield a partial event per text delta of ``model``'s stream; put its response in
+    ``streamed``. Raises ``RuntimeUsageError`` unless the stream ends with exactly one response."""
+    stream = model.generate_stream(request)
+    try:
+        async for item in stream:
+            if isinstance(item, ModelResponse):
+                streamed.append(item)
+            elif item:
+                yield ctx.new_event(
+                    content=Content(role="model", parts=(Part(text=item),)), partial=True
+                )
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    if len(streamed) != 1:
+        raise RuntimeUsageError(
+            f"The stream of model {model!r} gave {len(streamed)} ModelResponse(s); "
+            f"generate_stream must end with exactly one."
+        )
 
 
 def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:

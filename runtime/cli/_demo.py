@@ -30,10 +30,11 @@ from eventstore.cli import (
     print_event,
     run,
 )
-from runtime import AgentRuntimeError
+from runtime import AgentRuntimeError, Model
 from runtime.replay import answer_confirmation, pending, submit_response
 
 from ._demo_agent import demo_runner, model_turns, script
+from ._demo_model import MODEL_HELP, demo_model, finished
 
 __all__ = ["DEMO_APP", "DEMO_USER", "demo"]
 
@@ -45,6 +46,7 @@ DEMO_USER = "demo-user"
 
 QUESTION = ("What's the weather in Paris and in Atlantis? Then get me the detailed paid "
             "forecast for Paris and the long-range outlook, and summarize the report.")
+_LIVE_ROUNDS = 8  # a live model that never answers finally must not loop forever
 OUTLOOK = {"city": "Paris", "outlook": "warmer than usual for the next 30 days",
            "source": "seasonal-model"}
 
@@ -72,8 +74,8 @@ class _Printer:
 
 
 async def _drive(store: EventStore, printer: _Printer, session_id: str,
-                 message: str | None) -> None:
-    runner = demo_runner(store, printer.seen, app_name=DEMO_APP)
+                 message: str | None, model: Model | None = None) -> None:
+    runner = demo_runner(store, printer.seen, app_name=DEMO_APP, model=model)
     try:
         async for event in runner.run_events(session_id=session_id, user_id=DEMO_USER,
                                              new_message=message):
@@ -89,10 +91,20 @@ def demo(
     resume: Annotated[str | None, typer.Option("--resume", help="Continue this demo session "
                                                "(after evs confirm).")] = None,
     json: JsonOption = False,
+    model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
 ) -> None:
     """Run the weather agent demo on the store (schema created/upgraded as needed)."""
 
     async def main() -> str:
+        live = demo_model(model)  # before the session exists: a missing key creates nothing
+        try:
+            return await session(live)
+        finally:
+            close = getattr(live, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def session(live: Model | None) -> str:
         async with await open_store(db, auto_upgrade=True) as store:
             if resume is None:
                 session_id = f"demo-{uuid.uuid4().hex[:8]}"
@@ -110,6 +122,7 @@ def demo(
             printer.note(f"Session {session_id} in {store.url}")
             message: str | None = QUESTION if resume is None else None
             flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+            rounds = 0
             while True:
                 report = pending(printer.seen)
                 if message is None and report.confirmations:
@@ -140,11 +153,18 @@ def demo(
                 elif message is None and report.in_doubt:
                     raise CliError(f"Session {session_id!r} has calls in doubt; see evs "
                                    f"pending {session_id}.")
-                elif message is None and model_turns(printer.seen) >= len(script()):
+                elif message is None and (
+                    model_turns(printer.seen) >= len(script()) if live is None
+                    else finished(printer.seen)
+                ):
                     printer.note(f"Done: session {session_id} is complete. Inspect it with "
                                  f"evs show{flag} {session_id}", style="bold green")
                     return "completed"
-                await _drive(store, printer, session_id, message)
+                elif live is not None and rounds >= _LIVE_ROUNDS:
+                    raise CliError(f"The model did not finish session {session_id!r} in "
+                                   f"{rounds} runs; see evs show {session_id}.")
+                await _drive(store, printer, session_id, message, live)
+                rounds += 1
                 message = None
 
     status = run(main())

@@ -11,6 +11,7 @@ from runtime import (
     ConfirmationRequired,
     LoadArtifactsProcessor,
     LoadArtifactsTool,
+    Model,
     ModelRequest,
     ModelResponse,
     ReplayResumePlanner,
@@ -22,13 +23,23 @@ from runtime import (
     function_tool,
 )
 
-__all__ = ["AGENT", "REPORT", "demo_runner", "model_turns", "script"]
+__all__ = ["AGENT", "INSTRUCTION", "REPORT", "demo_agent", "demo_runner", "model_turns", "script"]
 
 AGENT = "weather_agent"
 """Name (and event author) of the demo agent."""
 
 REPORT = "paris-forecast.md"
 """The artifact the paid forecast saves and the model later loads."""
+
+INSTRUCTION = f"""You are a weather assistant. Use the tools, in this order:
+1. Call get_weather once for every city the user names, all in the same turn (parallel calls).
+   A lookup may fail with an error: do not retry it; mention it in your answer.
+2. Call paid_forecast for the first city with days=7. A human must approve it first; if it is
+   rejected, go on without it.
+3. Call long_range_outlook for that city and wait for its result.
+4. When the forecast saved its report ({REPORT}), call load_artifacts with that name to read it.
+5. Finally answer in a few sentences, quoting one line of the report."""
+"""The demo agent's instruction: leads a real model through the protocol the script follows."""
 
 
 @function_tool(idempotent=True)
@@ -120,13 +131,19 @@ def model_turns(events: Sequence[Event]) -> int:
     )
 
 
-def demo_runner(store: EventStore, events: Sequence[Event], *, app_name: str) -> Runner:
-    """Return a runner for the demo agent whose model continues the script where the log
-    stands, so any process can resume a demo session."""
+def demo_agent(model: Model) -> Agent:
+    """Return the demo agent (its tools and ``INSTRUCTION``) on ``model``."""
     tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
+    return Agent(name=AGENT, model=model, tools=tools, instruction=INSTRUCTION)
+
+
+def demo_runner(
+    store: EventStore, events: Sequence[Event], *, app_name: str, model: Model | None = None
+) -> Runner:
+    """Return a runner for the demo agent on ``model``; by default a scripted model that
+    continues the script where the log stands, so any process can resume a demo session."""
     processors: list[Any] = [*default_request_processors(), LoadArtifactsProcessor()]
-    model = ScriptedModel(script()[model_turns(events):])
-    agent = Agent(name=AGENT, model=model, tools=tools,
-                  instruction="You are a weather assistant. Use the tools.")
-    return Runner(agent=agent, store=store, app_name=app_name, request_processors=processors,
-                  resume_planner=ReplayResumePlanner())
+    if model is None:
+        model = ScriptedModel(script()[model_turns(events):])
+    return Runner(agent=demo_agent(model), store=store, app_name=app_name,
+                  request_processors=processors, resume_planner=ReplayResumePlanner())

@@ -37,6 +37,7 @@ LOOP_NAMES = {
     "StepExecution",
     "StoreArtifactService",
     "StreamingFunctionTool",
+    "StreamingModel",
     "ToolsProcessor",
     "build_contents",
     "claim_calls",
