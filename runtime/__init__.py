@@ -5,6 +5,12 @@ and ``runtime.declarations`` (the provider-neutral declaration IR and its transl
 """
 
 from runtime._agent import Agent, InstructionProvider
+from runtime._agent_tool import (
+    INTERNAL_STATE_PREFIXES,
+    PARENT_LINK_KEY,
+    AgentTool,
+    child_session_id,
+)
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._contents import build_contents
 from runtime._context import (
@@ -69,7 +75,6 @@ from runtime._scripted import ScriptedModel, ScriptStep
 from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration
 from runtime.replay import (
-    AgentTool,
     LoadArtifactsProcessor,
     LoadArtifactsTool,
     PendingCall,
@@ -113,6 +118,7 @@ __all__ = [
     "FilteredToolset",
     "FunctionDeclaration",
     "FunctionTool",
+    "INTERNAL_STATE_PREFIXES",
     "InMemoryArtifactService",
     "InstructionProvider",
     "InstructionsProcessor",
@@ -129,6 +135,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "NoResumePlanner",
+    "PARENT_LINK_KEY",
     "PendingCall",
     "PendingReport",
     "PlannedCall",
@@ -170,6 +177,7 @@ __all__ = [
     "answer_confirmation",
     "build_contents",
     "build_tool_request",
+    "child_session_id",
     "claim_calls",
     "deep_merge",
     "default_request_processors",

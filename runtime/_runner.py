@@ -36,6 +36,7 @@ from runtime._invocation import (
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
+from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
 from runtime.tools import ModelRequest
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -115,10 +116,6 @@ class Runner:
         """The event store."""
         self.app_name = app_name
         """The app whose sessions it runs."""
-        # Imported here: runtime.replay builds on the runner (AgentTool), so a module-level
-        # import would be circular.
-        from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
-
         self.request_processors: tuple[LoopRequestProcessor, ...] = tuple(
             request_processors
             if request_processors is not None

@@ -3,14 +3,9 @@
 Confirmation recovery, the resume planner (dedup and crash policy), the pending report, the
 public answer APIs and load_artifacts. The processors are pure functions of the events they are
 given (newest first, stopping early); I/O stays in the answer APIs and the loop's hooks.
+``AgentTool`` runs a ``Runner``, so it lives beside the runner (``runtime.AgentTool``), not here.
 """
 
-from runtime.replay._agent_tool import (
-    INTERNAL_STATE_PREFIXES,
-    PARENT_LINK_KEY,
-    AgentTool,
-    child_session_id,
-)
 from runtime.replay._artifacts import (
     LOAD_ARTIFACTS,
     LoadArtifactsProcessor,
@@ -42,18 +37,15 @@ from runtime.replay._resume import (
 )
 
 __all__ = [
-    "AgentTool",
     "BackwardScan",
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",
-    "INTERNAL_STATE_PREFIXES",
     "InDoubtCall",
     "LOAD_ARTIFACTS",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
     "LoadedArtifactsScan",
-    "PARENT_LINK_KEY",
     "PendingCall",
     "PendingKind",
     "PendingReport",
@@ -66,7 +58,6 @@ __all__ = [
     "ResumeReason",
     "ResumeScan",
     "answer_confirmation",
-    "child_session_id",
     "decide",
     "feed_all",
     "feed_store",

@@ -6,7 +6,7 @@ from typing import Any
 
 from eventstore import EventStore, FunctionCall
 from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
-from runtime.replay import (
+from runtime import (
     PARENT_LINK_KEY,
     AgentTool,
     ReplayResumePlanner,

@@ -27,10 +27,12 @@ from runtime._invocation import RunStatus
 from runtime._runner import Runner
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 
-from ._confirmations import recover_confirmations
-from ._pending import pending
-from ._planner import ReplayResumePlanner
-from ._respond import answer_confirmation
+from runtime.replay import (
+    ReplayResumePlanner,
+    answer_confirmation,
+    pending,
+    recover_confirmations,
+)
 
 __all__ = ["INTERNAL_STATE_PREFIXES", "PARENT_LINK_KEY", "AgentTool", "child_session_id"]
 
