@@ -26,7 +26,6 @@ from runtime._exceptions import ConfirmationRequired, InvalidToolArgumentsError
 from runtime._invocation import RunStatus
 from runtime._runner import Runner
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
-
 from runtime.replay import (
     ReplayResumePlanner,
     answer_confirmation,

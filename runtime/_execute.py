@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import socket
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,9 +37,11 @@ from runtime.tools import (
 )
 
 __all__ = [
+    "CLAIMED_BY_KEY",
     "ClaimedCalls",
     "StepExecution",
     "claim_calls",
+    "claimant",
     "confirmation_request_event",
     "execute_calls",
     "run_claimed",
@@ -67,6 +72,20 @@ class StepExecution:
     """Visible text produced by ``SkipSummarizationResultDisplayer`` tools (may be empty)."""
 
 
+CLAIMED_BY_KEY = "claimed_by"
+"""``custom_metadata`` key of a claim event: who claimed the calls and when (protocol §3)."""
+
+
+def claimant(invocation_id: str) -> dict[str, Any]:
+    """Return the ``claimed_by`` record of a claim made now by this process."""
+    return {
+        "invocation_id": invocation_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "at": time.time(),
+    }
+
+
 def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
     return call if isinstance(call, PlannedCall) else PlannedCall(call=call)
 
@@ -86,7 +105,9 @@ async def claim_calls(
 ) -> ClaimedCalls:
     """Append the execution-started event for ``calls`` with ``expected_version``.
 
-    Carries ``started_call_ids`` and each call's idempotency key. Raises
+    Carries ``started_call_ids``, each call's idempotency key and who claims them when
+    (``custom_metadata["claimed_by"]``: ``invocation_id``, ``host``, ``pid``, wall-clock ``at``
+    in seconds since the epoch), so a human can tell a crashed claim from a live one. Raises
     ``SessionConflictError`` when another writer moved the session: then nothing was claimed and
     no tool may run.
     """
@@ -96,7 +117,7 @@ async def claim_calls(
     keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
     claim = ctx.new_event(
         started_call_ids=tuple(keys),
-        custom_metadata={"idempotency_keys": keys},
+        custom_metadata={"idempotency_keys": keys, CLAIMED_BY_KEY: claimant(ctx.invocation_id)},
     )
     (stored,) = await ctx.append(claim)
     return ClaimedCalls(calls=planned, claim=stored)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventstore import (
-    REQUEST_CONFIRMATION_FUNCTION,
     ArtifactNotFoundError,
     Content,
     Event,
@@ -36,7 +35,7 @@ from runtime._invocation import (
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
-from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
+from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
 from runtime.tools import ModelRequest
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -364,34 +363,25 @@ class Runner:
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
     """Decide whether a run with no new message has nothing to ask the model; fill ``ending``.
 
-    Looks at the agent's newest turn (past its own claim events): a final text answer means the
-    session is complete; a turn whose long-running calls or confirmation requests are still
-    unanswered means the session still waits. Anything newer from someone else (a user message,
-    a submitted result, an answer) means the model has something new to see.
+    The decision is ``runtime.replay.HeadScan``'s (the one ``pending()`` reports).
     """
+    scan = HeadScan(agent_name=ctx.agent.name)
     async for event in ctx.events_newest_first():
-        if event.content is None and event.started_call_ids and event.author == ctx.agent.name:
-            continue  # a claim: the calls it claims are in the turn before it
-        if event.author != ctx.agent.name or event.content is None:
-            return False
-        calls = event.function_calls()
-        if not calls:
-            if event.content.role != "model" or not event.text():
-                return False
-            ending.final_text = event.text()
-            return True
-        waiting = tuple(c.id for c in calls if c.id in event.long_running_tool_ids)
-        if not waiting or len(waiting) != len(calls):
-            return False
-        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls)
-        ending.status = "paused_for_confirmation" if confirming else "paused_long_running"
-        ending.pending = waiting
-        ending.reason = (
-            f"Session {ctx.session_id!r} still waits for the answer to "
-            f"{', '.join(waiting)}; nothing new arrived since."
-        )
+        if not scan.feed(event):
+            break
+    head = scan.result()
+    if head.status is None:
+        return False
+    if head.status == "completed":
+        ending.final_text = head.final_text
         return True
-    return False
+    ending.status = head.status
+    ending.pending = head.waiting
+    ending.reason = (
+        f"Session {ctx.session_id!r} still waits for the answer to "
+        f"{', '.join(head.waiting)}; nothing new arrived since."
+    )
+    return True
 
 
 def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:

@@ -21,8 +21,16 @@ from runtime import (
     default_request_processors,
     function_tool,
 )
+from runtime.tools import is_idempotent
 
-__all__ = ["AGENT", "REPORT", "demo_runner", "model_turns", "script"]
+__all__ = [
+    "AGENT",
+    "REPORT",
+    "demo_idempotent_tools",
+    "demo_runner",
+    "model_turns",
+    "script",
+]
 
 AGENT = "weather_agent"
 """Name (and event author) of the demo agent."""
@@ -120,10 +128,19 @@ def model_turns(events: Sequence[Event]) -> int:
     )
 
 
+def _demo_tools() -> list[Any]:
+    return [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
+
+
+def demo_idempotent_tools() -> list[str]:
+    """The demo agent's idempotent tools (its tool knowledge, for ``evs pending``)."""
+    return sorted(tool.name for tool in _demo_tools() if is_idempotent(tool))
+
+
 def demo_runner(store: EventStore, events: Sequence[Event], *, app_name: str) -> Runner:
     """Return a runner for the demo agent whose model continues the script where the log
     stands, so any process can resume a demo session."""
-    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
+    tools = _demo_tools()
     processors: list[Any] = [*default_request_processors(), LoadArtifactsProcessor()]
     model = ScriptedModel(script()[model_turns(events):])
     agent = Agent(name=AGENT, model=model, tools=tools,

@@ -1,7 +1,10 @@
 """``evs pending``: what a session is waiting for and why, as the runtime sees it.
 
-The report is ``runtime.replay.pending`` — a pure function of the log — and each item carries
-the ``evs`` command that unblocks it. The database is opened read-only.
+The report is ``runtime.replay.pending`` — a pure function of the log, made of the decision the
+runner itself makes — and each item carries the ``evs`` command that unblocks it. Whether a
+started call is re-run depends on whether its tool is idempotent: the CLI knows it for the demo
+agent's sessions and for the tools named with ``--idempotent``; otherwise it says "unknown".
+The database is opened read-only.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from typing import Annotated, Any
 
 import typer
 
-from eventstore import Event
 from eventstore.cli import (
     DEFAULT_DB,
     DbOption,
@@ -23,27 +25,64 @@ from eventstore.cli import (
     run,
     short_json,
 )
+from runtime.replay import PendingReport
 from runtime.replay import pending as runtime_pending
+
+from ._claims import describe_claim
+from ._demo import DEMO_APP
+from ._demo_agent import demo_idempotent_tools
 
 __all__ = ["pending"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
 
 
+IdempotentOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--idempotent",
+        help="Name a tool of the session's agent that is idempotent (repeatable). Given at "
+        "least once, every other tool counts as not idempotent; without it, a crashed call "
+        "is reported as 'unknown: depends on whether TOOL is idempotent' (the demo agent's "
+        "tools are known).",
+        show_default=False,
+    ),
+]
+
+
+def _tool_knowledge(app_name: str, idempotent: list[str] | None) -> list[str] | None:
+    """The idempotent tools of the agent that runs this session, when the CLI knows them."""
+    if idempotent:
+        return list(idempotent)
+    if app_name == DEMO_APP:
+        return demo_idempotent_tools()
+    return None
+
+
 def pending(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
+    idempotent: IdempotentOption = None,
 ) -> None:
     """Show what the session is waiting for and why: confirmations, long-running calls,
-    calls in doubt, calls the next run executes."""
+    calls in doubt, calls the next run executes, and what the next run does."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
+            info = await store.session_info(session_id)
             events = await store.read(session_id)
-        items = _pending_items(events, db=db, session_id=session_id)
+        report = runtime_pending(
+            events, idempotent_tools=_tool_knowledge(info.app_name, idempotent)
+        )
+        items = _pending_items(report, db=db, session_id=session_id)
+        next_run = {
+            "executes": list(report.next_run.executes),
+            "step": report.next_run.step,
+            "reason": report.next_run.reason,
+        }
         if json:
-            print_json({"session_id": session_id, "pending": items})
+            print_json({"session_id": session_id, "pending": items, "next_run": next_run})
             return
         out = console()
         if not items:
@@ -56,25 +95,28 @@ def pending(
             if item["hint"]:
                 out.print(f"      hint: {item['hint']}")
             out.print(f"      {item['reason']}")
+            if item["claim"]:
+                out.print(f"      {describe_claim(item['claim'])}")
             if item["command"]:
                 out.print(f"      {item['command']}")
+        out.print(f"Next run: {next_run['reason']}")
 
     run(main())
 
 
-def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dict[str, Any]]:
+def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[dict[str, Any]]:
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
     with the ``evs`` command that unblocks it."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
     respond = f"evs respond{flag} {shlex.quote(session_id)}"
     items: list[dict[str, Any]] = []
-    for entry in runtime_pending(events):
+    for entry in report:
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
             command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
         elif entry.kind == "long_running":
             command = f"{respond} {entry.call.id} --json '{{...}}'"
-        elif entry.kind == "in_doubt":
+        elif entry.kind == "in_doubt" or entry.kind == "idempotency_unknown":
             rerun = f"evs rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
             command = (f"{rerun}   (it did not happen: run it again)   or   "
                        f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
@@ -89,5 +131,6 @@ def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dic
             "hint": entry.hint,
             "reason": entry.reason,
             "command": command,
+            "claim": entry.claim,
         })
     return items

@@ -22,11 +22,20 @@ from runtime.replay._confirmations import (
     recover_confirmations,
 )
 from runtime.replay._log import BackwardScan, feed_all, feed_store
-from runtime.replay._pending import PendingCall, PendingKind, PendingReport, pending
+from runtime.replay._pending import (
+    NextRun,
+    NextStep,
+    PendingCall,
+    PendingKind,
+    PendingReport,
+    pending,
+)
 from runtime.replay._planner import ReplayResumePlanner, decide
 from runtime.replay._respond import answer_confirmation, rerun_call, submit_response
 from runtime.replay._resume import (
     RERUN_DECISION_KEY,
+    HeadScan,
+    HeadStatus,
     InDoubtCall,
     ResumeCall,
     ResumeDecision,
@@ -41,11 +50,15 @@ __all__ = [
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",
+    "HeadScan",
+    "HeadStatus",
     "InDoubtCall",
     "LOAD_ARTIFACTS",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
     "LoadedArtifactsScan",
+    "NextRun",
+    "NextStep",
     "PendingCall",
     "PendingKind",
     "PendingReport",

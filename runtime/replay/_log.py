@@ -26,13 +26,19 @@ __all__ = [
     "feed_all",
     "feed_store",
     "is_model_turn",
+    "is_placeholder_response",
+    "is_user_message",
     "parse_confirmation_answer",
     "parse_confirmation_request",
+    "settled_response_ids",
     "tool_calls",
 ]
 
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""
+
+CONFIRMATION_REQUIRED_KIND = "confirmation_required"
+"""``ToolErrorKind.CONFIRMATION_REQUIRED`` as stored (the log's vocabulary, not an import)."""
 
 _ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
 
@@ -105,6 +111,30 @@ def is_model_turn(event: Event, agent_name: str) -> bool:
     if event.author != agent_name or event.content is None or event.content.role != "model":
         return False
     return not any(True for _ in confirmation_calls(event))
+
+
+def is_user_message(event: Event) -> bool:
+    """True for a user-authored event with text (a message, maybe beside answers)."""
+    if event.author != USER_AUTHOR or event.content is None:
+        return False
+    return any(p.text for p in event.content.parts)
+
+
+def is_placeholder_response(response: Mapping[str, Any]) -> bool:
+    """True for the ``confirmation_required`` error a call gets while it waits for a human
+    (docs/protocol.md §5): the call did not run, so it is not settled."""
+    error = response.get("error")
+    return isinstance(error, Mapping) and error.get("kind") == CONFIRMATION_REQUIRED_KIND
+
+
+def settled_response_ids(event: Event) -> Iterator[str]:
+    """Yield the ids of the tool calls this event settles: every function response except
+    confirmation answers and ``confirmation_required`` placeholders."""
+    for response in event.function_responses():
+        if response.name != REQUEST_CONFIRMATION_FUNCTION and not is_placeholder_response(
+            response.response
+        ):
+            yield response.id
 
 
 def parse_confirmation_answer(response: Mapping[str, Any]) -> ToolConfirmation | str:

@@ -126,10 +126,23 @@ def _in_doubt_db(db: Path) -> Path:
 
 def test_pending_offers_rerun_or_respond_for_a_call_in_doubt(db: Path) -> None:
     _in_doubt_db(db)
-    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
+    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json",
+                                 "--idempotent", "lookup").stdout)["pending"]
     assert item["kind"] == "in_doubt"
     assert f"evs rerun --db {db} s1 c1" in item["command"]
     assert f"evs respond --db {db} s1 c1" in item["command"]
+
+
+def test_pending_without_tool_knowledge_says_it_depends_on_idempotency(db: Path) -> None:
+    _in_doubt_db(db)
+    data = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
+    [item] = data["pending"]
+    assert item["kind"] == "idempotency_unknown"
+    assert "unknown: depends on whether 'charge' is idempotent" in item["reason"]
+    assert f"evs rerun --db {db} s1 c1" in item["command"]
+    assert data["next_run"]["step"] == "unknown"
+    text = invoke("pending", "s1", "--db", str(db)).stdout
+    assert "unknown: depends on whether 'charge' is idempotent" in text
 
 
 def test_rerun_records_the_decision(db: Path) -> None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from eventstore import EventStore, FunctionCall
-from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
 from runtime import (
     PARENT_LINK_KEY,
+    Agent,
     AgentTool,
+    ModelResponse,
     ReplayResumePlanner,
+    Runner,
+    ScriptedModel,
+    ToolContext,
     answer_confirmation,
     child_session_id,
+    function_tool,
 )
 
 
