@@ -181,6 +181,7 @@ class AgentTool:
             status == "paused_long_running"
             or status == "paused_by_planner"
             or status == "step_limit"
+            or status == "stale"
         ):
             return self._paused(child, status, result.pause_reason)
         else:

@@ -29,6 +29,7 @@ from runtime._exceptions import SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
+from runtime.replay import CLAIMED_BY_KEY
 from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
@@ -37,7 +38,6 @@ from runtime.tools import (
 )
 
 __all__ = [
-    "CLAIMED_BY_KEY",
     "ClaimedCalls",
     "StepExecution",
     "claim_calls",
@@ -70,10 +70,9 @@ class StepExecution:
     """Some call asked not to call the model again for this step."""
     display_text: str
     """Visible text produced by ``SkipSummarizationResultDisplayer`` tools (may be empty)."""
-
-
-CLAIMED_BY_KEY = "claimed_by"
-"""``custom_metadata`` key of a claim event: who claimed the calls and when (protocol §3)."""
+    dropped_call_ids: tuple[str, ...] = ()
+    """Calls whose outcome was not appended because another writer answered them first: this
+    invocation is stale and must append nothing more."""
 
 
 def claimant(invocation_id: str) -> dict[str, Any]:
@@ -233,6 +232,7 @@ async def run_claimed(
         confirmation_call_ids=answers.confirmation_call_ids,
         skip_summarization=answers.merged.actions.skip_summarization,
         display_text=answers.display,
+        dropped_call_ids=answers.dropped,
     )
 
 
@@ -245,6 +245,7 @@ class _Answers:
     confirmation_call_ids: tuple[str, ...]
     display: str
     events: tuple[Event, ...] = ()
+    dropped: tuple[str, ...] = ()
 
 
 def _answers(
@@ -307,7 +308,8 @@ async def _append_answers(
     answered: set[str] = set()
     for attempt in range(_ANSWER_ATTEMPTS):
         kept = [o for o in outcomes if o.call_id not in answered]
-        answers = _answers(ctx, planned, kept, table)
+        dropped = tuple(o.call_id for o in outcomes if o.call_id in answered)
+        answers = dataclasses.replace(_answers(ctx, planned, kept, table), dropped=dropped)
         if not answers.batch:
             return answers
         try:

@@ -50,6 +50,7 @@ RunStatus: TypeAlias = Literal[
     "paused_long_running",
     "paused_by_planner",
     "step_limit",
+    "stale",
 ]
 """How an invocation ended.
 
@@ -57,7 +58,10 @@ RunStatus: TypeAlias = Literal[
 - ``paused_for_confirmation``: a confirmation request was appended and waits for an answer;
 - ``paused_long_running``: a call has no response yet (long-running or deferred);
 - ``paused_by_planner``: the resume planner asked to pause (e.g. in-doubt calls);
-- ``step_limit``: ``max_steps`` model calls were made without a final response.
+- ``step_limit``: ``max_steps`` model calls were made without a final response;
+- ``stale``: another writer answered calls this invocation ran before it could (its answers
+  were dropped, the first answer wins); it appended nothing more, and the newer writer's
+  invocation carries the session on.
 """
 
 

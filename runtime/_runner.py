@@ -386,6 +386,15 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
 
 def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
     """Decide whether the invocation ends after a step; fill ``ending`` when it does."""
+    if step.dropped_call_ids:
+        ending.status = "stale"
+        ending.pending = ()
+        ending.reason = (
+            f"Invocation {ctx.invocation_id!r} is stale: another writer answered call(s) "
+            f"{', '.join(step.dropped_call_ids)} first, so its answers were dropped and it "
+            f"appends nothing more to session {ctx.session_id!r}."
+        )
+        return True
     if step.confirmation_call_ids:
         ending.status = "paused_for_confirmation"
         ending.pending = step.confirmation_call_ids

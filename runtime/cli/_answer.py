@@ -30,6 +30,8 @@ from eventstore.cli import (
 from runtime import AgentRuntimeError
 from runtime.replay import answer_confirmation, rerun_call, submit_response
 
+from ._claims import DEFAULT_RERUN_MIN_AGE
+
 __all__ = ["confirm", "parse_json_option", "rerun", "respond"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
@@ -127,16 +129,24 @@ def rerun(
                                            show_default=False)],
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
+    force: Annotated[bool, typer.Option("--force", help="Decide even if the call was claimed "
+                                        "less than --min-age seconds ago (its process may "
+                                        "still be running it).")] = False,
+    min_age: Annotated[float, typer.Option("--min-age", help="Refuse a call claimed more "
+                                           "recently than this many seconds, unless --force.",
+                                           min=0)] = DEFAULT_RERUN_MIN_AGE,
 ) -> None:
     """Allow a call in doubt (started, never answered: its process may have crashed) to run
     once more on the agent's next run.
 
     Use it when the call's side effect did not happen; if it did, record its result with
-    ``evs respond`` instead."""
+    ``evs respond`` instead. A call claimed less than --min-age seconds ago (default 300) is
+    refused unless --force: the process that claimed it may still be running it."""
 
     async def main() -> Event:
         return await _answer(db, lambda store: rerun_call(
-            store, session_id=session_id, call_id=call_id))
+            store, session_id=session_id, call_id=call_id,
+            min_claim_age=None if force else min_age))
 
     event = run(main())
     if json:

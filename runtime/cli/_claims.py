@@ -14,9 +14,10 @@ DEFAULT_RERUN_MIN_AGE = 300.0
 
 
 def claim_age(claim: Mapping[str, Any], *, now: float | None = None) -> float | None:
-    """Seconds since the claim was made, ``None`` when the claim does not record its time."""
+    """Seconds since the claim was made (``claimed_by.at``, else the claim event's timestamp);
+    ``None`` when neither is known."""
     by = claim.get("claimed_by")
-    at = by.get("at") if isinstance(by, Mapping) else None
+    at = by.get("at") if isinstance(by, Mapping) else claim.get("timestamp")
     if not isinstance(at, int | float) or isinstance(at, bool):
         return None
     return max(0.0, (time.time() if now is None else now) - float(at))

@@ -21,7 +21,7 @@ from runtime.replay._confirmations import (
     RefusalKind,
     recover_confirmations,
 )
-from runtime.replay._log import BackwardScan, feed_all, feed_store
+from runtime.replay._log import CLAIMED_BY_KEY, BackwardScan, feed_all, feed_store
 from runtime.replay._pending import (
     NextRun,
     NextStep,
@@ -47,6 +47,7 @@ from runtime.replay._resume import (
 
 __all__ = [
     "BackwardScan",
+    "CLAIMED_BY_KEY",
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",

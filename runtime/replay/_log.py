@@ -20,6 +20,7 @@ from eventstore import (
 )
 
 __all__ = [
+    "CLAIMED_BY_KEY",
     "BackwardScan",
     "USER_AUTHOR",
     "confirmation_calls",
@@ -33,6 +34,10 @@ __all__ = [
     "settled_response_ids",
     "tool_calls",
 ]
+
+CLAIMED_BY_KEY = "claimed_by"
+"""``custom_metadata`` key of a claim event (docs/protocol.md §3): who claimed the calls and when
+(``invocation_id``, ``host``, ``pid``, wall-clock ``at`` in seconds since the epoch)."""
 
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""

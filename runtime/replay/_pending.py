@@ -21,6 +21,7 @@ from typing import Any, Literal, assert_never
 from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
 
 from ._log import (
+    CLAIMED_BY_KEY,
     USER_AUTHOR,
     is_user_message,
     parse_confirmation_answer,
@@ -260,8 +261,8 @@ class _Report:
         claim_info: dict[str, Any] | None = None
         if claim is not None and kind in ("in_doubt", "idempotency_unknown", "long_running",
                                           "will_rerun"):
-            claim_info = {"seq": claim.seq}
-            by = claim.custom_metadata.get("claimed_by")
+            claim_info = {"seq": claim.seq, "timestamp": claim.timestamp}
+            by = claim.custom_metadata.get(CLAIMED_BY_KEY)
             if isinstance(by, dict):
                 claim_info["claimed_by"] = dict(by)
         agent = self.index.calls[call.id].agent if call.id in self.index.calls else self.agent
@@ -416,8 +417,8 @@ class _Report:
             if isinstance(parsed, str):
                 continue
             embedded, asked = parsed
-            if embedded.id in self.covered or ix.settled.get(embedded.id, 0) > seq:
-                continue
+            if embedded.id in self.covered or embedded.id in ix.settled:
+                continue  # a call with a response never runs again, whatever asks for it
             stored = ix.calls.get(embedded.id)
             original = stored.call if stored is not None and stored.agent == agent else embedded
             answered = ix.answers.get(cid)

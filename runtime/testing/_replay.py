@@ -8,7 +8,8 @@ appends with what was recorded, event by event. Tools run for real, or are stubb
 recorded responses.
 
 Compared: author, branch, content, actions, long-running and started ids, flags, error fields,
-custom metadata. Ignored: event ids, invocation ids, timestamps. Confirmation-request ids are
+custom metadata. Ignored: event ids, invocation ids, timestamps, who claimed a call and when
+(``custom_metadata.claimed_by``). Confirmation-request ids are
 random per run; they are matched by position and translated both ways.
 """
 
@@ -56,6 +57,7 @@ __all__ = [
 
 _EVENT = pydantic.TypeAdapter(Event)
 _IGNORED = frozenset({"id", "invocation_id", "timestamp", "seq"})
+_IGNORED_PATHS = frozenset({"custom_metadata.claimed_by"})
 _EXPORT_FORMAT = "agent-eventstore/session"
 
 
@@ -262,9 +264,10 @@ def _first_difference(expected: Any, actual: Any, path: str = "") -> tuple[str, 
         for key in [*expected, *(k for k in actual if k not in expected)]:
             if not path and key in _IGNORED:
                 continue
-            found = _first_difference(
-                expected.get(key), actual.get(key), f"{path}.{key}" if path else key
-            )
+            where = f"{path}.{key}" if path else key
+            if where in _IGNORED_PATHS:
+                continue
+            found = _first_difference(expected.get(key), actual.get(key), where)
             if found is not None:
                 return found
         return None

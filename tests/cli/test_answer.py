@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -119,9 +120,50 @@ def _in_doubt_db(db: Path) -> Path:
         Event(author="user", content=Content(role="user", parts=(Part(text="pay"),))),
         Event(author=AGENT, turn_complete=True,
               content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
-        Event(author=AGENT, started_call_ids=("c1",)),
+        Event(author=AGENT, started_call_ids=("c1",), timestamp=time.time() - 3600,
+              custom_metadata={"claimed_by": {"invocation_id": "inv-1", "host": "box",
+                                              "pid": 42, "at": time.time() - 3600}}),
     ])
     return db
+
+
+def test_rerun_refuses_a_young_claim_unless_forced(db: Path) -> None:
+    from _cli_support import AGENT, call, make_session
+
+    from eventstore import Content, Event, Part
+
+    make_session(str(db), [
+        Event(author="user", content=Content(role="user", parts=(Part(text="pay"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c1",),
+              custom_metadata={"claimed_by": {"invocation_id": "inv-7", "host": "box",
+                                              "pid": 42, "at": time.time() - 4}}),
+    ])
+    shown = invoke("pending", "s1", "--db", str(db)).stdout
+    assert "by invocation inv-7 on host box (pid 42) — it may still be running" in shown
+    before = file_fingerprint(db)
+    refused = invoke("rerun", "s1", "c1", "--db", str(db))
+    assert refused.exit_code == 1
+    assert "may still be running" in refused.stderr
+    assert "--force" in refused.stderr
+    assert file_fingerprint(db) == before
+    assert invoke("rerun", "s1", "c1", "--db", str(db), "--min-age", "1").exit_code == 0
+
+
+def test_rerun_force_decides_a_young_claim(db: Path) -> None:
+    from _cli_support import AGENT, call, make_session
+
+    from eventstore import Content, Event
+
+    make_session(str(db), [
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+    ])
+    assert invoke("rerun", "s1", "c1", "--db", str(db)).exit_code == 1
+    forced = invoke("rerun", "s1", "c1", "--db", str(db), "--force")
+    assert forced.exit_code == 0, forced.stderr
 
 
 def test_pending_offers_rerun_or_respond_for_a_call_in_doubt(db: Path) -> None:

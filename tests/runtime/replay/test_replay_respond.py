@@ -13,6 +13,7 @@ from runtime import (
     CallAlreadyAnsweredError,
     CallNotInDoubtError,
     ModelResponse,
+    ResultNotAwaitedError,
     Runner,
     ScriptedModel,
     UnknownCallError,
@@ -160,7 +161,7 @@ async def test_respond_unknown_ids_are_refused_with_typed_errors(store: EventSto
         await answer_confirmation(store, session_id="s", confirmation_id="call-w", confirmed=True)
     with pytest.raises(UnknownCallError, match="use answer_confirmation"):
         await submit_response(store, session_id="s", call_id=cid, response={"x": 1})
-    with pytest.raises(CallAlreadyAnsweredError):
+    with pytest.raises(ResultNotAwaitedError, match="waits for a confirmation"):
         await submit_response(store, session_id="s", call_id="call-w", response={"x": 1})
     with pytest.raises(UnknownCallError):
         await rerun_call(store, session_id="s", call_id="nope")
