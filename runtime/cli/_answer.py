@@ -8,6 +8,7 @@ the version read.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from eventstore import Event, EventStore
+from eventstore import Event, EventStore, InvalidEventError, check_json_value
 from eventstore.cli import (
     DEFAULT_DB,
     CliError,
@@ -38,12 +39,26 @@ SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=Fals
 
 
 def parse_json_option(option: str, value: str) -> Any:
-    """Decode the JSON given to ``option`` (``-`` reads it from stdin); CliError when malformed."""
+    """Decode the JSON given to ``option`` (``-`` reads it from stdin) exactly as the log will
+    carry it; CliError (one line, naming the path) when malformed, nested too deep, or holding
+    an integer outside the 64-bit range (never silently changed into a float)."""
     text = sys.stdin.read() if value == "-" else value
     try:
-        return orjson.loads(text)
+        # orjson first: it refuses NaN/Infinity and bounds the depth without recursing.
+        fast = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise CliError(f"{option} is not valid JSON: {exc}.") from exc
+    try:
+        check_json_value(fast, path=option)
+        # orjson reads integers past 64 bits as floats; the standard parser keeps them exact
+        # (safe to recurse now that the depth is bounded), so the check can refuse them.
+        exact = json.loads(text)
+        check_json_value(exact, path=option)
+    except InvalidEventError as exc:
+        raise CliError(str(exc)) from exc
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise CliError(f"{option} holds a value the log cannot carry: {exc}.") from exc
+    return exact
 
 
 async def _answer(db: str, work: Callable[[EventStore], Awaitable[Event]]) -> Event:

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
-from eventstore import EventActions, FunctionCall, FunctionResponse, ToolConfirmation
+from eventstore import (
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    InvalidEventError,
+    ToolConfirmation,
+    check_json_value,
+)
 from runtime._context import ToolContext
 from runtime._exceptions import (
     ConfirmationRequired,
@@ -293,6 +300,20 @@ class _Execution:
         return None
 
     def _completed(self, response: dict[str, Any] | None) -> CallOutcome:
+        if response is not None:
+            try:
+                check_json_value(response, path="result")
+            except InvalidEventError as exc:
+                # The tool ran: record that it failed to produce a storable result, so the call
+                # is answered (not left in doubt) and the run goes on.
+                kind = ToolErrorKind.EXECUTION_FAILED
+                message = f"Tool {self.call.name!r} returned a result the log cannot store: {exc}"
+                error = ToolResultError(message, tool_name=self.call.name)
+                return self._outcome(
+                    error_response(kind, tool=self.call.name, message=message),
+                    kind,
+                    exception=error,
+                )
         return self._outcome(response, None)
 
     def _outcome(

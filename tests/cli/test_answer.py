@@ -206,3 +206,30 @@ def test_rerun_refuses_an_answered_call(paused_db: Path) -> None:
     assert result.exit_code == 1
     assert "already answered" in result.stderr
     assert file_fingerprint(paused_db)[0] == before[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param('{"a": 123456789012345678901234567890}',
+                     "--json['a'] is the integer 123456789012345678901234567890", id="bigint"),
+        pytest.param('{"a": NaN}', "--json is not valid JSON", id="nan"),
+        pytest.param('{"a": -Infinity}', "--json is not valid JSON", id="inf"),
+        pytest.param('{"a": ' + "[" * 980 + "]" * 980 + "}", "deeper than 200 levels",
+                     id="deep-980"),
+        pytest.param('{"a": ' + "[" * 1023 + "]" * 1023 + "}", "deeper than 200 levels",
+                     id="deep-1023"),
+        pytest.param('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "--json is not valid JSON",
+                     id="deep-5000"),
+        pytest.param('{"a": ' + "9" * 5000 + "}", "--json", id="huge-digits"),
+    ],
+)
+def test_respond_refuses_values_the_log_cannot_carry(paused_db: Path, text: str,
+                                                     words: str) -> None:
+    before = file_fingerprint(paused_db)
+    result = invoke("respond", "s1", "c4", "--json", text, "--db", str(paused_db))
+    assert result.exit_code == 1
+    assert words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert file_fingerprint(paused_db) == before
