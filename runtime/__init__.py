@@ -5,12 +5,7 @@ and ``runtime.declarations`` (the provider-neutral declaration IR and its transl
 """
 
 from runtime._agent import Agent, InstructionProvider
-from runtime._agent_tool import (
-    INTERNAL_STATE_PREFIXES,
-    PARENT_LINK_KEY,
-    AgentTool,
-    child_session_id,
-)
+from runtime._agent_tool import INTERNAL_STATE_PREFIXES, AgentTool
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._contents import build_contents
 from runtime._context import (
@@ -78,12 +73,14 @@ from runtime._scripted import ScriptedModel, ScriptStep
 from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration
 from runtime.replay import (
+    PARENT_LINK_KEY,
     LoadArtifactsProcessor,
     LoadArtifactsTool,
     PendingCall,
     PendingReport,
     ReplayResumePlanner,
     answer_confirmation,
+    child_session_id,
     pending,
     rerun_call,
     submit_response,

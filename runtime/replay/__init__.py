@@ -21,7 +21,14 @@ from runtime.replay._confirmations import (
     RefusalKind,
     recover_confirmations,
 )
-from runtime.replay._log import CLAIMED_BY_KEY, BackwardScan, feed_all, feed_store
+from runtime.replay._log import (
+    CLAIMED_BY_KEY,
+    PARENT_LINK_KEY,
+    BackwardScan,
+    child_session_id,
+    feed_all,
+    feed_store,
+)
 from runtime.replay._pending import (
     NextRun,
     NextStep,
@@ -60,6 +67,7 @@ __all__ = [
     "LoadedArtifactsScan",
     "NextRun",
     "NextStep",
+    "PARENT_LINK_KEY",
     "PendingCall",
     "PendingKind",
     "PendingReport",
@@ -72,6 +80,7 @@ __all__ = [
     "ResumeReason",
     "ResumeScan",
     "answer_confirmation",
+    "child_session_id",
     "decide",
     "feed_all",
     "feed_store",

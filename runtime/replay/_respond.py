@@ -4,13 +4,15 @@ Any process that can open the store may call these: a web handler, a webhook, th
 worker. Each one checks the log (the call exists, it is still pending), then appends one event with
 ``expected_version``; when another writer moved the session in between, it re-reads and checks
 again, so two answers to the same call never both land. The agent acts on the answer on its next
-``Runner.run(...)``.
+``Runner.run(...)``. An id the session does not have is looked up in the child sessions of its
+open ``AgentTool`` calls (a paused child's items are answered where they live, each on its own);
+the parent's next run then continues the child.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +25,7 @@ from eventstore import (
     FunctionCall,
     FunctionResponse,
     Part,
+    SessionNotFoundError,
 )
 from runtime._exceptions import (
     CallAlreadyAnsweredError,
@@ -36,7 +39,9 @@ from runtime._exceptions import (
 
 from ._log import (
     CLAIMED_BY_KEY,
+    PARENT_LINK_KEY,
     USER_AUTHOR,
+    child_session_id,
     feed_store,
     is_placeholder_response,
     is_user_message,
@@ -46,7 +51,7 @@ from ._log import (
 )
 from ._resume import RERUN_DECISION_KEY
 
-__all__ = ["answer_confirmation", "rerun_call", "submit_response"]
+__all__ = ["answer_confirmation", "open_child_sessions", "rerun_call", "submit_response"]
 
 DEFAULT_ATTEMPTS = 5
 """How many times an answer re-checks and retries when other writers keep moving the session."""
@@ -249,6 +254,50 @@ async def _append_checked(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+async def open_child_sessions(store: EventStore, session_id: str) -> list[str]:
+    """Ids of the ``AgentTool`` child sessions of the session's open calls (started, no settled
+    response), in call order: where a paused child's pending items live."""
+    events = await store.read(session_id)
+    settled = {cid for e in events for cid in settled_response_ids(e)}
+    started = {cid for e in events for cid in e.started_call_ids}
+    children: list[str] = []
+    for event in events:
+        for call in event.function_calls():
+            if call.id in settled or call.id not in started:
+                continue
+            child = child_session_id(session_id, call.id)
+            try:
+                first = await store.read(child, limit=4)
+            except SessionNotFoundError:
+                continue
+            link = next((e.custom_metadata.get(PARENT_LINK_KEY) for e in first
+                         if PARENT_LINK_KEY in e.custom_metadata), None)
+            if isinstance(link, Mapping) and link.get("session_id") == session_id:
+                children.append(child)
+    return children
+
+
+async def _routed(
+    store: EventStore, session_id: str, answer: Callable[[str], Awaitable[Event]], depth: int = 0
+) -> Event:
+    """Append in ``session_id``, or, when it has no such call, in the child session of an open
+    ``AgentTool`` call that has it (each child item is answered where it lives)."""
+    try:
+        return await answer(session_id)
+    except UnknownCallError:
+        if depth >= _MAX_CHILD_DEPTH:
+            raise
+        for child in await open_child_sessions(store, session_id):
+            try:
+                return await _routed(store, child, answer, depth + 1)
+            except UnknownCallError:
+                continue
+        raise
+
+
+_MAX_CHILD_DEPTH = 8
+
+
 def _check_attempts(attempts: int) -> None:
     if attempts < 1:
         raise RuntimeUsageError(f"attempts must be at least 1, not {attempts}.")
@@ -285,8 +334,12 @@ async def submit_response(
         )
         return Event(author=author, content=Content(role="user", parts=(part,)))
 
-    return await _append_checked(
-        store, session_id, call_id, expect="call", build=build, attempts=attempts, result=True
+    return await _routed(
+        store,
+        session_id,
+        lambda sid: _append_checked(
+            store, sid, call_id, expect="call", build=build, attempts=attempts, result=True
+        ),
     )
 
 
@@ -322,8 +375,12 @@ async def answer_confirmation(
         )
         return Event(author=author, content=Content(role="user", parts=(part,)))
 
-    return await _append_checked(
-        store, session_id, confirmation_id, expect="confirmation", build=build, attempts=attempts
+    return await _routed(
+        store,
+        session_id,
+        lambda sid: _append_checked(
+            store, sid, confirmation_id, expect="confirmation", build=build, attempts=attempts
+        ),
     )
 
 
@@ -353,13 +410,17 @@ async def rerun_call(
     def build(call: FunctionCall) -> Event:
         return Event(author=author, custom_metadata={RERUN_DECISION_KEY: [call.id]})
 
-    return await _append_checked(
+    return await _routed(
         store,
         session_id,
-        call_id,
-        expect="call",
-        build=build,
-        attempts=attempts,
-        in_doubt_only=True,
-        min_claim_age=min_claim_age,
+        lambda sid: _append_checked(
+            store,
+            sid,
+            call_id,
+            expect="call",
+            build=build,
+            attempts=attempts,
+            in_doubt_only=True,
+            min_claim_age=min_claim_age,
+        ),
     )
