@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from eventstore import EventStore
 from eventstore.cli import (
     DEFAULT_DB,
     DbOption,
@@ -25,7 +26,7 @@ from eventstore.cli import (
     run,
     short_json,
 )
-from runtime.replay import PendingReport
+from runtime.replay import PendingReport, open_child_sessions
 from runtime.replay import pending as runtime_pending
 
 from ._claims import describe_claim
@@ -71,11 +72,10 @@ def pending(
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
-            events = await store.read(session_id)
-        report = runtime_pending(
-            events, idempotent_tools=_tool_knowledge(info.app_name, idempotent)
-        )
-        items = _pending_items(report, db=db, session_id=session_id)
+            knowledge = _tool_knowledge(info.app_name, idempotent)
+            report = runtime_pending(await store.read(session_id), idempotent_tools=knowledge)
+            items = _pending_items(report, db=db, session_id=session_id)
+            items += await _child_items(store, session_id, db=db, knowledge=knowledge)
         next_run = {
             "executes": list(report.next_run.executes),
             "step": report.next_run.step,
@@ -90,6 +90,8 @@ def pending(
             return
         for item in items:
             label = item["kind"].replace("_", " ")
+            if item["session_id"] != session_id:
+                label = f"{label} (child session {item['session_id']})"
             out.print(f"#{item['seq']}  {label}: {item['tool']}({short_json(item['args'])})"
                           f"  [{item['call_id']}]", style="bold")
             if item["hint"]:
@@ -102,6 +104,21 @@ def pending(
         out.print(f"Next run: {next_run['reason']}")
 
     run(main())
+
+
+async def _child_items(
+    store: EventStore, session_id: str, *, db: str, knowledge: list[str] | None, depth: int = 0
+) -> list[dict[str, Any]]:
+    """The pending items of the child sessions of the session's open ``AgentTool`` calls (a
+    paused child keeps its parent call open), each with the command that answers it."""
+    if depth >= 8:
+        return []
+    items: list[dict[str, Any]] = []
+    for child in await open_child_sessions(store, session_id):
+        report = runtime_pending(await store.read(child), idempotent_tools=knowledge)
+        items += _pending_items(report, db=db, session_id=child)
+        items += await _child_items(store, child, db=db, knowledge=knowledge, depth=depth + 1)
+    return items
 
 
 def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[dict[str, Any]]:
@@ -121,6 +138,7 @@ def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[d
             command = (f"{rerun}   (it did not happen: run it again)   or   "
                        f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
         items.append({
+            "session_id": session_id,
             "kind": entry.kind,
             "seq": entry.seq,
             "agent": entry.agent,

@@ -38,7 +38,12 @@ from runtime.replay._pending import (
     pending,
 )
 from runtime.replay._planner import ReplayResumePlanner, decide
-from runtime.replay._respond import answer_confirmation, rerun_call, submit_response
+from runtime.replay._respond import (
+    answer_confirmation,
+    open_child_sessions,
+    rerun_call,
+    submit_response,
+)
 from runtime.replay._resume import (
     RERUN_DECISION_KEY,
     HeadScan,
@@ -84,6 +89,7 @@ __all__ = [
     "decide",
     "feed_all",
     "feed_store",
+    "open_child_sessions",
     "pending",
     "plan_resume",
     "recover_confirmations",

@@ -233,3 +233,42 @@ def test_respond_refuses_values_the_log_cannot_carry(paused_db: Path, text: str,
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
     assert file_fingerprint(paused_db) == before
+
+
+def test_pending_parent_lists_the_paused_childs_items_with_their_commands(db: Path) -> None:
+    import asyncio
+
+    from eventstore import FunctionCall, open_store
+    from runtime import Agent, AgentTool, ModelResponse, Runner, ScriptedModel, function_tool
+
+    @function_tool(requires_confirmation=True)
+    def book(city: str) -> dict[str, str]:
+        """Book.
+
+        Args:
+            city: Where.
+        """
+        return {"booked": city}
+
+    async def build() -> None:
+        async with await open_store(db, auto_upgrade=True) as store:
+            child = Agent(name="booker", tools=[book], model=ScriptedModel([ModelResponse(
+                function_calls=(FunctionCall(id="c-1", name="book", args={"city": "Kyoto"}),))]))
+            parent = Agent(name="planner", tools=[AgentTool(child, store=store)],
+                           model=ScriptedModel([ModelResponse(function_calls=(FunctionCall(
+                               id="p-1", name="booker", args={"request": "Kyoto"}),))]))
+            runner = Runner(agent=parent, store=store, app_name="trip")
+            await runner.create_session(user_id="u", session_id="trip")
+            await runner.run(session_id="trip", user_id="u", new_message="book")
+
+    asyncio.run(build())
+    items = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)["pending"]
+    [confirm] = [i for i in items if i["kind"] == "confirmation"]
+    assert confirm["session_id"] == "trip/p-1"
+    assert confirm["command"].startswith(f"evs confirm --db {db} trip/p-1 confirm-")
+    assert "(child session trip/p-1)" in invoke("pending", "trip", "--db", str(db)).stdout
+    # Answering through the parent's id routes the answer to the child's request.
+    answered = invoke("confirm", "trip", confirm["confirmation_id"], "--yes", "--db", str(db))
+    assert answered.exit_code == 0, answered.stderr
+    items = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)["pending"]
+    assert [i["kind"] for i in items if i["session_id"] == "trip/p-1"] == ["confirmed_not_run"]
