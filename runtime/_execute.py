@@ -25,7 +25,7 @@ from eventstore import (
     apply_delta,
 )
 from runtime._context import ToolContext, idempotency_key
-from runtime._exceptions import SessionConflictError
+from runtime._exceptions import InvalidToolArgumentsError, SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
@@ -34,6 +34,7 @@ from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
     Tool,
+    ToolCallObserver,
     execute_function_call,
 )
 
@@ -174,6 +175,8 @@ async def run_claimed(
     agent_layer = ctx.agent.callbacks.tool_callbacks()
 
     cancel_events = [asyncio.Event() for _ in planned]
+    watchers = [*ctx.observers, *ctx.agent.plugins]
+    observer = _Observers(watchers) if watchers else None
 
     async def run_one(index: int, state: Mapping[str, Any]) -> CallOutcome:
         item = planned[index]
@@ -194,6 +197,7 @@ async def run_claimed(
             ctx=tool_ctx,
             plugin_callbacks=plugin_layer,
             agent_callbacks=agent_layer,
+            observer=observer,
         )
 
     async def run_all() -> list[CallOutcome]:
@@ -234,6 +238,31 @@ async def run_claimed(
         display_text=answers.display,
         dropped_call_ids=answers.dropped,
     )
+
+
+class _Observers(ToolCallObserver):
+    """Fans each hook out to the runner's observers, then the plugins, in order."""
+
+    def __init__(self, observers: Sequence[ToolCallObserver]) -> None:
+        self._observers = tuple(observers)
+
+    def on_call_starting(self, call: FunctionCall, ctx: ToolContext) -> None:
+        for observer in self._observers:
+            observer.on_call_starting(call, ctx)
+
+    def on_call_completed(self, call: FunctionCall, outcome: CallOutcome) -> None:
+        for observer in self._observers:
+            observer.on_call_completed(call, outcome)
+
+    def on_call_failed(
+        self, call: FunctionCall, outcome: CallOutcome, error: BaseException | None
+    ) -> None:
+        for observer in self._observers:
+            observer.on_call_failed(call, outcome, error)
+
+    def on_validation_failed(self, call: FunctionCall, error: InvalidToolArgumentsError) -> None:
+        for observer in self._observers:
+            observer.on_validation_failed(call, error)
 
 
 @dataclass(frozen=True, kw_only=True)

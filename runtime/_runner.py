@@ -36,7 +36,7 @@ from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
-from runtime.tools import ModelRequest
+from runtime.tools import ModelRequest, ToolCallObserver
 
 __all__ = ["Runner", "StoreArtifactService"]
 
@@ -108,6 +108,7 @@ class Runner:
         request_processors: Sequence[LoopRequestProcessor] | None = None,
         resume_planner: ResumePlanner | None = None,
         branch: str | None = None,
+        observers: Sequence[ToolCallObserver] = (),
     ) -> None:
         self.agent = agent
         """The agent this runner runs."""
@@ -130,6 +131,9 @@ class Runner:
         off)."""
         self.branch = branch
         """Branch set on every event (``None`` for a root agent)."""
+        self.observers: tuple[ToolCallObserver, ...] = tuple(observers)
+        """Tracing hooks (started / completed / failed / validation-failed) around every call
+        the runner executes; plugins' observer hooks run after these."""
 
     async def create_session(
         self,
@@ -173,6 +177,7 @@ class Runner:
             branch=self.branch,
             artifacts=StoreArtifactService(self.store, session_id),
             metadata=metadata,
+            observers=self.observers,
         )
 
     async def build_request(self, ctx: InvocationContext) -> ModelRequest:

@@ -273,11 +273,26 @@ class _Execution:
             )
             kind, recovered = ToolErrorKind.EXECUTION_FAILED, None
         if recovered is not None:
-            return self._completed(recovered)
+            # As in ADK: after-tool callbacks see (and may replace) a recovered result too.
+            return await self._finish(tool, recovered) if tool is not None else (
+                self._completed(recovered)
+            )
         name = tool.name if tool is not None else self.call.name
-        return self._outcome(
-            error_response(kind, tool=name, message=message), kind, exception=error
-        )
+        response = error_response(kind, tool=name, message=message)
+        if tool is not None and self.after:
+            try:
+                replaced = await self._first(self.after, tool, self.args, self.ctx, response)
+            except Exception as callback_error:
+                message = (
+                    f"{message} (an after-tool callback then failed: "
+                    f"{type(callback_error).__name__}: {callback_error})"
+                )
+                return self._outcome(
+                    error_response(kind, tool=name, message=message), kind, exception=error
+                )
+            if replaced is not None:
+                return self._completed(replaced)
+        return self._outcome(response, kind, exception=error)
 
     async def _finish(self, tool: Tool, result: dict[str, Any]) -> CallOutcome:
         try:
