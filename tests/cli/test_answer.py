@@ -267,6 +267,13 @@ def test_pending_parent_lists_the_paused_childs_items_with_their_commands(db: Pa
     assert confirm["session_id"] == "trip/p-1"
     assert confirm["command"].startswith(f"evs confirm --db {db} trip/p-1 confirm-")
     assert "(child session trip/p-1)" in invoke("pending", "trip", "--db", str(db)).stdout
+    # evs show shows the link both ways.
+    assert "↓ child session trip/p-1" in invoke("show", "trip", "--db", str(db)).stdout
+    child_view = invoke("show", "trip/p-1", "--db", str(db))
+    assert "Child of session trip (call p-1)" in child_view.stdout
+    assert "↑ child of session trip, call p-1" in child_view.stdout
+    links = orjson.loads(invoke("show", "trip", "--db", str(db), "--json").stdout)["links"]
+    assert links == {"parent": None, "children": {"p-1": "trip/p-1"}}
     # Answering through the parent's id routes the answer to the child's request.
     answered = invoke("confirm", "trip", confirm["confirmation_id"], "--yes", "--db", str(db))
     assert answered.exit_code == 0, answered.stderr

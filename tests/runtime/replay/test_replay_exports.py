@@ -43,3 +43,9 @@ def test_exports_replay_is_sans_io_and_does_not_import_the_runner() -> None:
                 assert node.module not in ("runtime._runner", "runtime._agent_tool"), path.name
     assert runtime.AgentTool.__module__ == "runtime._agent_tool"
     assert not hasattr(runtime.replay, "AgentTool")
+
+
+def test_exports_the_parent_link_key_is_the_one_evs_show_reads() -> None:
+    from eventstore.cli._render import PARENT_LINK_KEY
+
+    assert runtime.replay.PARENT_LINK_KEY == PARENT_LINK_KEY
