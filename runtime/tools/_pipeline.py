@@ -315,20 +315,21 @@ class _Execution:
         return None
 
     def _completed(self, response: dict[str, Any] | None) -> CallOutcome:
-        if response is not None:
-            try:
+        try:
+            if response is not None:
                 check_json_value(response, path="result")
-            except InvalidEventError as exc:
-                # The tool ran: record that it failed to produce a storable result, so the call
-                # is answered (not left in doubt) and the run goes on.
-                kind = ToolErrorKind.EXECUTION_FAILED
-                message = f"Tool {self.call.name!r} returned a result the log cannot store: {exc}"
-                error = ToolResultError(message, tool_name=self.call.name)
-                return self._outcome(
-                    error_response(kind, tool=self.call.name, message=message),
-                    kind,
-                    exception=error,
-                )
+            for key, value in self.ctx.actions.state_delta.items():
+                check_json_value(value, path=f"state[{key!r}]")
+        except InvalidEventError as exc:
+            # The tool ran: record that it failed to produce something storable, so the call is
+            # answered (not left in doubt) and the run goes on; its state changes are dropped.
+            self.ctx.actions.state_delta.clear()
+            kind = ToolErrorKind.EXECUTION_FAILED
+            message = f"Tool {self.call.name!r} produced a value the log cannot store: {exc}"
+            error = ToolResultError(message, tool_name=self.call.name)
+            return self._outcome(
+                error_response(kind, tool=self.call.name, message=message), kind, exception=error
+            )
         return self._outcome(response, None)
 
     def _outcome(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eventstore import EventStore, FunctionCall
-from runtime import Agent, ModelResponse, Runner, ScriptedModel, function_tool
+from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
 from runtime.replay import pending
 
 
@@ -48,3 +48,28 @@ async def test_values_unstorable_tool_result_is_an_execution_failed_response(
         assert response.response["error"]["kind"] == "execution_failed"
         assert words in response.response["error"]["message"]
     assert not pending(events, idempotent_tools=())
+
+
+async def test_values_unstorable_state_value_is_an_execution_failed_response(
+    store: EventStore,
+) -> None:
+    @function_tool
+    def remember(tool_context: ToolContext) -> dict[str, Any]:
+        """Remember something the log cannot hold."""
+        tool_context.state["ok"] = 1
+        tool_context.state["huge"] = 2**70
+        return {"done": True}
+
+    model = ScriptedModel(
+        [ModelResponse(function_calls=(FunctionCall(id="c1", name="remember", args={}),)), "ok"]
+    )
+    runner = Runner(agent=Agent(name="agent", model=model, tools=[remember]), store=store,
+                    app_name="app")
+    await runner.create_session(user_id="u", session_id="s")
+    outcome = await runner.run(session_id="s", user_id="u", new_message="go")
+    assert outcome.status == "completed"
+    events = (await store.get_session("s")).events
+    [response] = [r.response for e in events for r in e.function_responses()]
+    assert response["error"]["kind"] == "execution_failed"
+    assert "state['huge']" in response["error"]["message"]
+    assert "ok" not in await store.state("s")

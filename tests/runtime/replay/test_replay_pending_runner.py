@@ -80,7 +80,9 @@ def _crashed_steps(drawn: Any) -> list[tuple[Any, ...]]:
     return [*steps, *after]
 
 
-async def _run(steps: list[tuple[Any, ...]]) -> tuple[NextRun, tuple[str, ...], int, str]:
+async def _run(
+    steps: list[tuple[Any, ...]],
+) -> tuple[NextRun, tuple[str, ...], int, str, str | None]:
     history = build(steps)
     report = pending(history.events, idempotent_tools=IDEMPOTENT, agent_name=AGENT)
     model = _CountingModel()
@@ -96,13 +98,13 @@ async def _run(steps: list[tuple[Any, ...]]) -> tuple[NextRun, tuple[str, ...], 
         result = await runner.run(session_id="s", user_id="u")
     claims = [e for e in result.events if e.started_call_ids]
     executed = claims[0].started_call_ids if claims else ()
-    return report.next_run, executed, model.calls, result.status
+    return report.next_run, executed, model.calls, result.status, result.pause_reason
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.lists(step, max_size=25), crashed.map(_crashed_steps)))
 def test_pending_next_run_is_what_the_runner_does(steps: list[tuple[Any, ...]]) -> None:
-    predicted, executed, model_calls, status = asyncio.run(_run(steps))
+    predicted, executed, model_calls, status, reason = asyncio.run(_run(steps))
     assert predicted.step != "unknown"  # the report was given the tool knowledge
     assert executed == predicted.executes
     # An executed call may itself hand control back (a long-running tool's deferred result):
@@ -110,6 +112,8 @@ def test_pending_next_run_is_what_the_runner_does(steps: list[tuple[Any, ...]]) 
     handed_back = bool(executed) and status == "paused_long_running" and model_calls == 0
     if predicted.step == "pauses":
         assert (status, model_calls) == ("paused_by_planner", 0) or handed_back
+        if not executed:
+            assert reason == predicted.reason  # the same sentence: the same decision
     elif predicted.step == "completed":
         assert (status, model_calls) == ("completed", 0)
     elif predicted.step == "waits":
