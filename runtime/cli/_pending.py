@@ -3,13 +3,16 @@
 The report is ``runtime.replay.pending`` — a pure function of the log, made of the decision the
 runner itself makes — and each item carries the ``evs`` command that unblocks it. Whether a
 started call is re-run depends on whether its tool is idempotent: the CLI knows it for the demo
-agent's sessions and for the tools named with ``--idempotent``; otherwise it says "unknown".
+agent's sessions, for an agent an installed package registered under the session's app name
+(entry-point group ``agent_eventstore.agents``) and for the tools named with ``--idempotent``;
+otherwise it says "unknown".
 The database is opened read-only.
 """
 
 from __future__ import annotations
 
 import shlex
+from importlib.metadata import entry_points
 from typing import Annotated, Any
 
 import typer
@@ -26,14 +29,16 @@ from eventstore.cli import (
     run,
     short_json,
 )
+from runtime import Agent
 from runtime.replay import PendingReport, open_child_sessions
 from runtime.replay import pending as runtime_pending
+from runtime.tools import is_idempotent
 
 from ._claims import describe_claim
 from ._demo import DEMO_APP
 from ._demo_agent import demo_idempotent_tools
 
-__all__ = ["pending"]
+__all__ = ["AGENTS_ENTRY_POINTS", "pending", "registered_agent_idempotent_tools"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
 
@@ -51,13 +56,34 @@ IdempotentOption = Annotated[
 ]
 
 
+AGENTS_ENTRY_POINTS = "agent_eventstore.agents"
+"""Entry-point group where an app registers its agent under the app's name, e.g. in its
+pyproject: ``[project.entry-points."agent_eventstore.agents"] weather = "myapp.agents:agent"``
+(an ``Agent``, or a callable returning one), so ``evs pending`` knows its tools."""
+
+
+def registered_agent_idempotent_tools(app_name: str) -> list[str] | None:
+    """The idempotent tools of the agent an installed package registered for ``app_name``;
+    ``None`` when none is registered or its tools are not all known without running it
+    (toolsets are resolved per request)."""
+    found = entry_points(group=AGENTS_ENTRY_POINTS, name=app_name)
+    if not found:
+        return None
+    target = next(iter(found)).load()
+    agent = target if isinstance(target, Agent) else target() if callable(target) else None
+    if not isinstance(agent, Agent) or agent.toolsets:
+        return None
+    return sorted(tool.name for tool in agent.tools if is_idempotent(tool))
+
+
 def _tool_knowledge(app_name: str, idempotent: list[str] | None) -> list[str] | None:
-    """The idempotent tools of the agent that runs this session, when the CLI knows them."""
+    """The idempotent tools of the agent that runs this session, when the CLI knows them:
+    ``--idempotent``, the demo agent, or the agent an installed package registered."""
     if idempotent:
         return list(idempotent)
     if app_name == DEMO_APP:
         return demo_idempotent_tools()
-    return None
+    return registered_agent_idempotent_tools(app_name)
 
 
 def pending(

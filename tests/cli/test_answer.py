@@ -279,3 +279,30 @@ def test_pending_parent_lists_the_paused_childs_items_with_their_commands(db: Pa
     assert answered.exit_code == 0, answered.stderr
     items = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)["pending"]
     assert [i["kind"] for i in items if i["session_id"] == "trip/p-1"] == ["confirmed_not_run"]
+
+
+def test_pending_uses_the_tool_knowledge_of_an_agent_an_app_registered(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    dist = tmp_path / "site" / "weather_app-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: weather-app\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[agent_eventstore.agents]\nweather = evs_weather_agents:agent\n"
+    )
+    (tmp_path / "site" / "evs_weather_agents.py").write_text(
+        "from runtime import Agent, ScriptedModel, function_tool\n\n"
+        "@function_tool(idempotent=True)\n"
+        "def charge(amount: int) -> int:\n"
+        '    """Charge (deduplicated by its idempotency key)."""\n'
+        "    return amount\n\n"
+        "agent = Agent(name='weather_agent', model=ScriptedModel([]), tools=[charge])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    _in_doubt_db(db)  # app "weather": a claimed, unanswered call of ``charge``
+    data = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
+    assert [i["kind"] for i in data["pending"]] == ["will_rerun"]
+    assert data["next_run"]["executes"] == ["c1"]
