@@ -5,7 +5,14 @@ backward and live; state is the fold of the log; artifacts are versioned.
 """
 
 from ._backend import ArtifactRecord, Backend, NewEvent, SessionRecord, StoredEvent
-from ._codec import SCHEMA_VERSION, EventKind, event_kind, register_upcaster
+from ._codec import (
+    MAX_JSON_DEPTH,
+    SCHEMA_VERSION,
+    EventKind,
+    check_json_value,
+    event_kind,
+    register_upcaster,
+)
 from ._events import (
     REQUEST_CONFIRMATION_FUNCTION,
     ArtifactRef,
@@ -40,6 +47,7 @@ from ._store import Artifact, EventStore, Session, SessionInfo, SessionPage
 
 __all__ = [
     "DEFAULT_URL",
+    "MAX_JSON_DEPTH",
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
     "Artifact",
@@ -76,6 +84,7 @@ __all__ = [
     "StoredEvent",
     "ToolConfirmation",
     "apply_delta",
+    "check_json_value",
     "event_kind",
     "fold_state",
     "new_event_id",

@@ -32,8 +32,12 @@ from ._events import (
 from ._exceptions import InvalidEventError
 
 __all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_JSON_DEPTH",
     "SCHEMA_VERSION",
     "EventKind",
+    "check_json_value",
     "decode_event",
     "decode_trusted",
     "encode_event",
@@ -93,45 +97,82 @@ def event_kind(event: Event) -> str:
     return EventKind.MESSAGE
 
 
-def _check_json_value(value: Any, *, path: str, event_id: str) -> None:
-    if value is None or isinstance(value, (bool, str, int)):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1 << 63:
-            raise InvalidEventError(
-                f"Event {event_id!r}: {path} is an integer too large for JSON storage.",
-                event_id=event_id,
-            )
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidEventError(
-                f"Event {event_id!r}: {path} is {value!r}, which JSON cannot represent.",
-                event_id=event_id,
-            )
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidEventError(
-                    f"Event {event_id!r}: {path} has a non-string key {key!r}.", event_id=event_id
+MAX_JSON_DEPTH = 200
+"""Deepest nesting of lists and objects in one stored value (a scalar is depth 0). The encoder
+refuses payloads nested past ~250 levels and decoders recurse, so deeper values are refused
+up front, at every depth, with one typed error."""
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+"""The integers the log carries faithfully (JSON readers turn larger ones into floats)."""
+
+
+def _short(path: str) -> str:
+    return path if len(path) <= 120 else f"{path[:80]}…{path[-30:]}"
+
+
+def _value_error(event_id: str | None, path: str, problem: str) -> InvalidEventError:
+    where = f"Event {event_id!r}: " if event_id is not None else ""
+    return InvalidEventError(f"{where}{_short(path)} {problem}", event_id=event_id)
+
+
+def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
+    # Iterative, so no value (however deep) can raise RecursionError instead of a typed error.
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if item is None or isinstance(item, (bool, str)):
+            continue
+        if isinstance(item, int):
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise _value_error(
+                    event_id,
+                    where,
+                    f"is the integer {item}, outside the 64-bit range JSON readers keep exact; "
+                    "store it as a string.",
                 )
-            _check_json_value(item, path=f"{path}[{key!r}]", event_id=event_id)
-        return
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_json_value(item, path=f"{path}[{index}]", event_id=event_id)
-        return
-    if isinstance(value, (Sequence, AbstractSet)) and not isinstance(value, (bytes, bytearray)):
-        # JSON has only lists: a tuple would be stored as one and read back as a list, so the
-        # event append() returned would differ from the one read() returns.
-        raise InvalidEventError(
-            f"Event {event_id!r}: {path} is a {type(value).__name__}; JSON values take lists "
-            "only — use a list.",
-            event_id=event_id,
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise _value_error(
+                    event_id, where, f"is {item!r}, which JSON cannot represent."
+                )
+            continue
+        if isinstance(item, (Mapping, list)) and depth >= MAX_JSON_DEPTH:
+            raise _value_error(
+                event_id, where, f"is nested deeper than {MAX_JSON_DEPTH} levels of lists and "
+                "objects; the log refuses deeper values."
+            )
+        if isinstance(item, Mapping):
+            for key, child in reversed(list(item.items())):
+                if not isinstance(key, str):
+                    raise _value_error(event_id, where, f"has a non-string key {key!r}.")
+                stack.append((child, f"{where}[{key!r}]", depth + 1))
+            continue
+        if isinstance(item, list):
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], f"{where}[{index}]", depth + 1))
+            continue
+        if isinstance(item, (Sequence, AbstractSet)) and not isinstance(item, (bytes, bytearray)):
+            # JSON has only lists: a tuple would be stored as one and read back as a list, so the
+            # event append() returned would differ from the one read() returns.
+            raise _value_error(
+                event_id,
+                where,
+                f"is a {type(item).__name__}; JSON values take lists only — use a list.",
+            )
+        raise _value_error(
+            event_id, where, f"is a {type(item).__name__}, which is not a JSON value."
         )
-    raise InvalidEventError(
-        f"Event {event_id!r}: {path} is a {type(value).__name__}, which is not a JSON value.",
-        event_id=event_id,
-    )
+
+
+def check_json_value(value: Any, *, path: str = "value") -> None:
+    """Raise ``InvalidEventError`` naming ``path`` unless the log can carry ``value`` exactly.
+
+    Accepted: None, bool, str, finite floats, integers in the signed 64-bit range, lists, and
+    mappings with string keys, nested at most ``MAX_JSON_DEPTH`` levels. Never raises
+    RecursionError, however deep the value.
+    """
+    _check_json_value(value, path=path, event_id=None)
 
 
 def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:

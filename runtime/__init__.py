@@ -5,6 +5,7 @@ and ``runtime.declarations`` (the provider-neutral declaration IR and its transl
 """
 
 from runtime._agent import Agent, InstructionProvider
+from runtime._agent_tool import INTERNAL_STATE_PREFIXES, AgentTool
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._contents import build_contents
 from runtime._context import (
@@ -20,10 +21,13 @@ from runtime._exceptions import (
     AgentRuntimeError,
     CallAlreadyAnsweredError,
     CallNotInDoubtError,
+    ClaimTooRecentError,
     ConfirmationRequired,
+    ConfirmationSupersededError,
     InvalidToolArgumentsError,
     RecordingError,
     ReplayError,
+    ResultNotAwaitedError,
     RuntimeUsageError,
     SchemaConversionError,
     ScriptExhaustedError,
@@ -69,13 +73,14 @@ from runtime._scripted import ScriptedModel, ScriptStep
 from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration
 from runtime.replay import (
-    AgentTool,
+    PARENT_LINK_KEY,
     LoadArtifactsProcessor,
     LoadArtifactsTool,
     PendingCall,
     PendingReport,
     ReplayResumePlanner,
     answer_confirmation,
+    child_session_id,
     pending,
     rerun_call,
     submit_response,
@@ -107,12 +112,15 @@ __all__ = [
     "CallAlreadyAnsweredError",
     "CallNotInDoubtError",
     "CallOutcome",
+    "ClaimTooRecentError",
     "ClaimedCalls",
     "ConfirmationRequired",
+    "ConfirmationSupersededError",
     "ContentsProcessor",
     "FilteredToolset",
     "FunctionDeclaration",
     "FunctionTool",
+    "INTERNAL_STATE_PREFIXES",
     "InMemoryArtifactService",
     "InstructionProvider",
     "InstructionsProcessor",
@@ -129,6 +137,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "NoResumePlanner",
+    "PARENT_LINK_KEY",
     "PendingCall",
     "PendingReport",
     "PlannedCall",
@@ -137,6 +146,7 @@ __all__ = [
     "RecordingError",
     "ReplayError",
     "ReplayResumePlanner",
+    "ResultNotAwaitedError",
     "ResumePlan",
     "ResumePlanner",
     "RunResult",
@@ -171,6 +181,7 @@ __all__ = [
     "answer_confirmation",
     "build_contents",
     "build_tool_request",
+    "child_session_id",
     "claim_calls",
     "deep_merge",
     "default_request_processors",

@@ -14,7 +14,10 @@ The tree::
     ├── ReplayError                      an answer or decision the session's log refuses
     │   ├── UnknownCallError             no such call (or confirmation request) in the session
     │   ├── CallAlreadyAnsweredError     the call (or confirmation) already has its response
-    │   └── CallNotInDoubtError          a re-run was decided for a call that is not in doubt
+    │   ├── CallNotInDoubtError          a re-run was decided for a call that is not in doubt
+    │   │   └── ResultNotAwaitedError    a result was submitted for a call that awaits none
+    │   ├── ConfirmationSupersededError  a newer user message superseded the confirmation
+    │   └── ClaimTooRecentError          a re-run was decided while the claimant may still run
     ├── ModelError (runtime.models)      a model call failed (auth, rate limit, overload, bad
     │                                    request, context length, connection); tree drawn in
     │                                    runtime/models/_errors.py
@@ -42,10 +45,13 @@ __all__ = [
     "AgentRuntimeError",
     "CallAlreadyAnsweredError",
     "CallNotInDoubtError",
+    "ClaimTooRecentError",
     "ConfirmationRequired",
+    "ConfirmationSupersededError",
     "InvalidToolArgumentsError",
     "RecordingError",
     "ReplayError",
+    "ResultNotAwaitedError",
     "RuntimeUsageError",
     "SchemaConversionError",
     "ScriptExhaustedError",
@@ -273,3 +279,42 @@ class CallAlreadyAnsweredError(ReplayError):
 
 class CallNotInDoubtError(ReplayError):
     """A re-run was decided for a call that was never started, so nothing is in doubt."""
+
+
+class ResultNotAwaitedError(CallNotInDoubtError):
+    """A result was submitted for a call that awaits none: it was never started (the next run
+    executes it, after a confirmation when its tool needs one) or it waits for a confirmation.
+
+    Results are accepted only for a started, unanswered call (long-running or in doubt).
+    """
+
+
+class ConfirmationSupersededError(ReplayError):
+    """The user sent a newer message after the confirmation request and before any answer, so
+    the request is superseded and can no longer be answered.
+
+    ``message_id`` and ``message_seq`` name the newer message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session_id: str,
+        function_call_id: str,
+        message_id: str,
+        message_seq: int | None,
+    ) -> None:
+        super().__init__(message, session_id=session_id, function_call_id=function_call_id)
+        self.message_id = message_id
+        self.message_seq = message_seq
+
+
+class ClaimTooRecentError(ReplayError):
+    """A re-run was decided for a call whose newest claim is younger than the threshold: the
+    process that claimed it may still be running it. ``age`` is the claim's age in seconds; pass
+    ``min_claim_age=None`` (``evs rerun --force``) to decide anyway."""
+
+    def __init__(self, message: str, *, session_id: str, function_call_id: str, age: float) -> None:
+        super().__init__(message, session_id=session_id, function_call_id=function_call_id)
+        self.age = age

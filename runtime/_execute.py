@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import socket
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,14 +25,16 @@ from eventstore import (
     apply_delta,
 )
 from runtime._context import ToolContext, idempotency_key
-from runtime._exceptions import SessionConflictError
+from runtime._exceptions import InvalidToolArgumentsError, SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
+from runtime.replay import CLAIMED_BY_KEY
 from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
     Tool,
+    ToolCallObserver,
     execute_function_call,
 )
 
@@ -37,6 +42,7 @@ __all__ = [
     "ClaimedCalls",
     "StepExecution",
     "claim_calls",
+    "claimant",
     "confirmation_request_event",
     "execute_calls",
     "run_claimed",
@@ -65,6 +71,19 @@ class StepExecution:
     """Some call asked not to call the model again for this step."""
     display_text: str
     """Visible text produced by ``SkipSummarizationResultDisplayer`` tools (may be empty)."""
+    dropped_call_ids: tuple[str, ...] = ()
+    """Calls whose outcome was not appended because another writer answered them first: this
+    invocation is stale and must append nothing more."""
+
+
+def claimant(invocation_id: str) -> dict[str, Any]:
+    """Return the ``claimed_by`` record of a claim made now by this process."""
+    return {
+        "invocation_id": invocation_id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "at": time.time(),
+    }
 
 
 def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
@@ -86,7 +105,9 @@ async def claim_calls(
 ) -> ClaimedCalls:
     """Append the execution-started event for ``calls`` with ``expected_version``.
 
-    Carries ``started_call_ids`` and each call's idempotency key. Raises
+    Carries ``started_call_ids``, each call's idempotency key and who claims them when
+    (``custom_metadata["claimed_by"]``: ``invocation_id``, ``host``, ``pid``, wall-clock ``at``
+    in seconds since the epoch), so a human can tell a crashed claim from a live one. Raises
     ``SessionConflictError`` when another writer moved the session: then nothing was claimed and
     no tool may run.
     """
@@ -96,7 +117,7 @@ async def claim_calls(
     keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
     claim = ctx.new_event(
         started_call_ids=tuple(keys),
-        custom_metadata={"idempotency_keys": keys},
+        custom_metadata={"idempotency_keys": keys, CLAIMED_BY_KEY: claimant(ctx.invocation_id)},
     )
     (stored,) = await ctx.append(claim)
     return ClaimedCalls(calls=planned, claim=stored)
@@ -154,6 +175,8 @@ async def run_claimed(
     agent_layer = ctx.agent.callbacks.tool_callbacks()
 
     cancel_events = [asyncio.Event() for _ in planned]
+    watchers = [*ctx.observers, *ctx.agent.plugins]
+    observer = _Observers(watchers) if watchers else None
 
     async def run_one(index: int, state: Mapping[str, Any]) -> CallOutcome:
         item = planned[index]
@@ -174,6 +197,7 @@ async def run_claimed(
             ctx=tool_ctx,
             plugin_callbacks=plugin_layer,
             agent_callbacks=agent_layer,
+            observer=observer,
         )
 
     async def run_all() -> list[CallOutcome]:
@@ -212,7 +236,33 @@ async def run_claimed(
         confirmation_call_ids=answers.confirmation_call_ids,
         skip_summarization=answers.merged.actions.skip_summarization,
         display_text=answers.display,
+        dropped_call_ids=answers.dropped,
     )
+
+
+class _Observers(ToolCallObserver):
+    """Fans each hook out to the runner's observers, then the plugins, in order."""
+
+    def __init__(self, observers: Sequence[ToolCallObserver]) -> None:
+        self._observers = tuple(observers)
+
+    def on_call_starting(self, call: FunctionCall, ctx: ToolContext) -> None:
+        for observer in self._observers:
+            observer.on_call_starting(call, ctx)
+
+    def on_call_completed(self, call: FunctionCall, outcome: CallOutcome) -> None:
+        for observer in self._observers:
+            observer.on_call_completed(call, outcome)
+
+    def on_call_failed(
+        self, call: FunctionCall, outcome: CallOutcome, error: BaseException | None
+    ) -> None:
+        for observer in self._observers:
+            observer.on_call_failed(call, outcome, error)
+
+    def on_validation_failed(self, call: FunctionCall, error: InvalidToolArgumentsError) -> None:
+        for observer in self._observers:
+            observer.on_validation_failed(call, error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +274,7 @@ class _Answers:
     confirmation_call_ids: tuple[str, ...]
     display: str
     events: tuple[Event, ...] = ()
+    dropped: tuple[str, ...] = ()
 
 
 def _answers(
@@ -286,7 +337,8 @@ async def _append_answers(
     answered: set[str] = set()
     for attempt in range(_ANSWER_ATTEMPTS):
         kept = [o for o in outcomes if o.call_id not in answered]
-        answers = _answers(ctx, planned, kept, table)
+        dropped = tuple(o.call_id for o in outcomes if o.call_id in answered)
+        answers = dataclasses.replace(_answers(ctx, planned, kept, table), dropped=dropped)
         if not answers.batch:
             return answers
         try:

@@ -11,7 +11,7 @@ Hook points for resume: ``LoopRequestProcessor`` (request building, run in order
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -27,7 +27,7 @@ from eventstore import (
 )
 from runtime._context import ArtifactService, ReadonlyContext
 from runtime._exceptions import SessionConflictError
-from runtime.tools import ModelRequest, Tool
+from runtime.tools import ModelRequest, Tool, ToolCallObserver
 
 if TYPE_CHECKING:
     from runtime._agent import Agent
@@ -50,6 +50,7 @@ RunStatus: TypeAlias = Literal[
     "paused_long_running",
     "paused_by_planner",
     "step_limit",
+    "stale",
 ]
 """How an invocation ended.
 
@@ -57,7 +58,10 @@ RunStatus: TypeAlias = Literal[
 - ``paused_for_confirmation``: a confirmation request was appended and waits for an answer;
 - ``paused_long_running``: a call has no response yet (long-running or deferred);
 - ``paused_by_planner``: the resume planner asked to pause (e.g. in-doubt calls);
-- ``step_limit``: ``max_steps`` model calls were made without a final response.
+- ``step_limit``: ``max_steps`` model calls were made without a final response;
+- ``stale``: another writer answered calls this invocation ran before it could (its answers
+  were dropped, the first answer wins); it appended nothing more, and the newer writer's
+  invocation carries the session on.
 """
 
 
@@ -179,6 +183,7 @@ class InvocationContext:
         branch: str | None = None,
         artifacts: ArtifactService | None = None,
         metadata: Mapping[str, Any] | None = None,
+        observers: Sequence[ToolCallObserver] = (),
     ) -> None:
         self.store = store
         """The event store."""
@@ -201,6 +206,9 @@ class InvocationContext:
         ``ToolContext`` gets a copy; it never reaches a model request or the log."""
         self.version = version
         """``seq`` of the newest event this invocation has seen."""
+        self.observers: tuple[ToolCallObserver, ...] = tuple(observers)
+        """Tracing hooks around every call this invocation executes (the runner's), called
+        before the plugins' own observer hooks."""
         self.appended: list[Event] = []
         """Events appended by this invocation, oldest first."""
         self.step = 0

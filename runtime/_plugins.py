@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from runtime._callbacks import AfterModelCallback, BeforeModelCallback
 from runtime._context import ToolContext
 from runtime._model import ModelResponse
-from runtime.tools import ModelRequest, Tool, ToolCallbacks
+from runtime.tools import ModelRequest, Tool, ToolCallbacks, ToolCallObserver
 
 if TYPE_CHECKING:
     from runtime._invocation import InvocationContext
@@ -16,12 +16,14 @@ if TYPE_CHECKING:
 __all__ = ["Plugin", "plugin_model_callbacks", "plugin_tool_callbacks"]
 
 
-class Plugin:
+class Plugin(ToolCallObserver):
     """Base class of plugins: override the hooks you need; each default returns ``None``.
 
     Guarantees: for every hook, the plugins run in the order given, all before the agent's
     callbacks; the first non-``None`` return of a hook (plugin or agent) wins. Only overridden
-    hooks are called.
+    hooks are called. A plugin is also a ``ToolCallObserver``: its ``on_call_starting``,
+    ``on_call_completed``, ``on_call_failed`` and ``on_validation_failed`` hooks (no-ops by
+    default) see every call the runner executes, after the ``Runner``'s own observers.
     """
 
     name: str = "plugin"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventstore import (
-    REQUEST_CONFIRMATION_FUNCTION,
     ArtifactNotFoundError,
     Content,
     Event,
@@ -37,7 +36,8 @@ from runtime._model import ModelResponse, StreamingModel
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
-from runtime.tools import ModelRequest
+from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
+from runtime.tools import ModelRequest, ToolCallObserver
 
 __all__ = ["Runner", "StoreArtifactService"]
 
@@ -109,6 +109,7 @@ class Runner:
         request_processors: Sequence[LoopRequestProcessor] | None = None,
         resume_planner: ResumePlanner | None = None,
         branch: str | None = None,
+        observers: Sequence[ToolCallObserver] = (),
     ) -> None:
         self.agent = agent
         """The agent this runner runs."""
@@ -116,10 +117,6 @@ class Runner:
         """The event store."""
         self.app_name = app_name
         """The app whose sessions it runs."""
-        # Imported here: runtime.replay builds on the runner (AgentTool), so a module-level
-        # import would be circular.
-        from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
-
         self.request_processors: tuple[LoopRequestProcessor, ...] = tuple(
             request_processors
             if request_processors is not None
@@ -135,6 +132,9 @@ class Runner:
         off)."""
         self.branch = branch
         """Branch set on every event (``None`` for a root agent)."""
+        self.observers: tuple[ToolCallObserver, ...] = tuple(observers)
+        """Tracing hooks (started / completed / failed / validation-failed) around every call
+        the runner executes; plugins' observer hooks run after these."""
 
     async def __aenter__(self) -> Runner:
         return self
@@ -192,6 +192,7 @@ class Runner:
             branch=self.branch,
             artifacts=StoreArtifactService(self.store, session_id),
             metadata=metadata,
+            observers=self.observers,
         )
 
     async def build_request(self, ctx: InvocationContext) -> ModelRequest:
@@ -399,34 +400,25 @@ class Runner:
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
     """Decide whether a run with no new message has nothing to ask the model; fill ``ending``.
 
-    Looks at the agent's newest turn (past its own claim events): a final text answer means the
-    session is complete; a turn whose long-running calls or confirmation requests are still
-    unanswered means the session still waits. Anything newer from someone else (a user message,
-    a submitted result, an answer) means the model has something new to see.
+    The decision is ``runtime.replay.HeadScan``'s (the one ``pending()`` reports).
     """
+    scan = HeadScan(agent_name=ctx.agent.name)
     async for event in ctx.events_newest_first():
-        if event.content is None and event.started_call_ids and event.author == ctx.agent.name:
-            continue  # a claim: the calls it claims are in the turn before it
-        if event.author != ctx.agent.name or event.content is None:
-            return False
-        calls = event.function_calls()
-        if not calls:
-            if event.content.role != "model" or not event.text():
-                return False
-            ending.final_text = event.text()
-            return True
-        waiting = tuple(c.id for c in calls if c.id in event.long_running_tool_ids)
-        if not waiting or len(waiting) != len(calls):
-            return False
-        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls)
-        ending.status = "paused_for_confirmation" if confirming else "paused_long_running"
-        ending.pending = waiting
-        ending.reason = (
-            f"Session {ctx.session_id!r} still waits for the answer to "
-            f"{', '.join(waiting)}; nothing new arrived since."
-        )
+        if not scan.feed(event):
+            break
+    head = scan.result()
+    if head.status is None:
+        return False
+    if head.status == "completed":
+        ending.final_text = head.final_text
         return True
-    return False
+    ending.status = head.status
+    ending.pending = head.waiting
+    ending.reason = (
+        f"Session {ctx.session_id!r} still waits for the answer to "
+        f"{', '.join(head.waiting)}; nothing new arrived since."
+    )
+    return True
 
 
 async def _stream_turn(
@@ -459,6 +451,15 @@ async def _stream_turn(
 
 def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
     """Decide whether the invocation ends after a step; fill ``ending`` when it does."""
+    if step.dropped_call_ids:
+        ending.status = "stale"
+        ending.pending = ()
+        ending.reason = (
+            f"Invocation {ctx.invocation_id!r} is stale: another writer answered call(s) "
+            f"{', '.join(step.dropped_call_ids)} first, so its answers were dropped and it "
+            f"appends nothing more to session {ctx.session_id!r}."
+        )
+        return True
     if step.confirmation_call_ids:
         ending.status = "paused_for_confirmation"
         ending.pending = step.confirmation_call_ids

@@ -23,6 +23,7 @@ from ._common import (
     run,
     run_app,
 )
+from ._exchange import Export, ExportedArtifact, ExportFormatError, dump_artifact, parse_export
 from ._inspect import confirm_command
 from ._render import event_entry, print_event, short_json
 from ._timeline import Timeline, analyze
@@ -31,16 +32,21 @@ __all__ = [
     "DEFAULT_DB",
     "CliError",
     "DbOption",
+    "Export",
+    "ExportFormatError",
+    "ExportedArtifact",
     "JsonOption",
     "Timeline",
     "analyze",
     "app",
     "confirm_command",
     "console",
+    "dump_artifact",
     "errors",
     "event_entry",
     "main",
     "open_existing",
+    "parse_export",
     "print_event",
     "print_json",
     "run",

@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from .._events import Event
+from .._exceptions import SessionNotFoundError
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore
 from ._common import (
@@ -27,7 +28,7 @@ from ._common import (
     print_json,
     run,
 )
-from ._render import event_entry, print_event, print_events, short_json
+from ._render import event_entry, parent_link, print_event, print_events, short_json
 from ._timeline import analyze
 
 __all__ = ["confirm_command", "sessions", "show", "state", "tail"]
@@ -104,7 +105,9 @@ def show(
                 return
             # Pairing needs the whole log even when only a window is shown.
             events = await store.read(session_id)
+            children = await _children(store, session_id, events)
         timeline = analyze(events)
+        parent = next((link for e in events[:4] if (link := parent_link(e)) is not None), None)
         shown = [e for e in events if since is None or (e.seq or 0) >= since]
         if last is not None:
             shown = shown[len(shown) - last:] if last else []
@@ -113,14 +116,41 @@ def show(
                 "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
                             "version": info.version},
                 "events": [event_entry(e, timeline) for e in shown],
+                "links": {
+                    "parent": {"session_id": parent[0], "function_call_id": parent[1]}
+                    if parent else None,
+                    "children": children,
+                },
             })
             return
         out = console()
         out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
                       f"{info.version} events", style="bold")
-        print_events(out, shown, timeline, confirm_command=confirm_command(db, session_id))
+        if parent is not None:
+            out.print(f"Child of session {parent[0]} (call {parent[1]})", style="cyan")
+        print_events(out, shown, timeline, confirm_command=confirm_command(db, session_id),
+                     children=children)
 
     run(main())
+
+
+async def _children(store: EventStore, session_id: str, events: list[Event]) -> dict[str, str]:
+    """Call id -> the child session linked to that call (an agent run as a tool).
+
+    The runtime names a child ``PARENT/CALL``; a candidate counts only when its own first events
+    link back to this session and call.
+    """
+    found: dict[str, str] = {}
+    for event in events:
+        for call in event.function_calls():
+            candidate = f"{session_id}/{call.id}"
+            try:
+                first = await store.read(candidate, limit=4)
+            except SessionNotFoundError:
+                continue
+            if any(parent_link(e) == (session_id, call.id) for e in first):
+                found[call.id] = candidate
+    return found
 
 
 async def _print_raw(

@@ -7,7 +7,7 @@ with the call they answer, confirmation requests with the original call and thei
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -18,7 +18,14 @@ from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from ._timeline import Timeline, is_error_response
 
-__all__ = ["event_entry", "print_event", "print_events", "short_json"]
+__all__ = [
+    "PARENT_LINK_KEY",
+    "event_entry",
+    "parent_link",
+    "print_event",
+    "print_events",
+    "short_json",
+]
 
 _STATUS_TEXT = {
     "answered": "answered",
@@ -115,6 +122,22 @@ def _line(console: Console, *pieces: tuple[str, str]) -> None:
     console.print(text)
 
 
+PARENT_LINK_KEY = "parent"
+"""``custom_metadata`` key of a child session's first event: the parent session and call (an
+agent run as a tool; written by the runtime's ``AgentTool``)."""
+
+
+def parent_link(event: Event) -> tuple[str, str] | None:
+    """The (parent session id, parent call id) a child session's link event names, or None."""
+    link = event.custom_metadata.get(PARENT_LINK_KEY)
+    if not isinstance(link, Mapping):
+        return None
+    session, call = link.get("session_id"), link.get("function_call_id")
+    if isinstance(session, str) and isinstance(call, str):
+        return session, call
+    return None
+
+
 def print_event(
     console: Console,
     event: Event,
@@ -156,6 +179,9 @@ def print_event(
               (f"  [{call.id}]", "dim"), tail)
     if event.started_call_ids:
         _line(console, ("started ", "dim"), (", ".join(event.started_call_ids), "dim"))
+    link = parent_link(event)
+    if link is not None:
+        _line(console, ("↑ ", "bold"), (f"child of session {link[0]}, call {link[1]}", "cyan"))
     asked = event.actions.requested_tool_confirmations
     for response in event.function_responses():
         record = timeline.calls.get(response.id)
@@ -222,8 +248,18 @@ def _print_confirmation(
 
 
 def print_events(
-    console: Console, events: Iterable[Event], timeline: Timeline, *, confirm_command: str
+    console: Console,
+    events: Iterable[Event],
+    timeline: Timeline,
+    *,
+    confirm_command: str,
+    children: Mapping[str, str] | None = None,
 ) -> None:
-    """Print several events of one timeline."""
+    """Print several events of one timeline; ``children`` maps a call id to the child session
+    linked to it (an agent run as a tool), printed under the call."""
     for event in events:
         print_event(console, event, timeline, confirm_command=confirm_command)
+        for call in event.function_calls():
+            child = (children or {}).get(call.id)
+            if child is not None:
+                _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"))

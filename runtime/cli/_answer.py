@@ -8,6 +8,7 @@ the version read.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from eventstore import Event, EventStore
+from eventstore import Event, EventStore, InvalidEventError, check_json_value
 from eventstore.cli import (
     DEFAULT_DB,
     CliError,
@@ -30,18 +31,34 @@ from eventstore.cli import (
 from runtime import AgentRuntimeError
 from runtime.replay import answer_confirmation, rerun_call, submit_response
 
+from ._claims import DEFAULT_RERUN_MIN_AGE
+
 __all__ = ["confirm", "parse_json_option", "rerun", "respond"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
 
 
 def parse_json_option(option: str, value: str) -> Any:
-    """Decode the JSON given to ``option`` (``-`` reads it from stdin); CliError when malformed."""
+    """Decode the JSON given to ``option`` (``-`` reads it from stdin) exactly as the log will
+    carry it; CliError (one line, naming the path) when malformed, nested too deep, or holding
+    an integer outside the 64-bit range (never silently changed into a float)."""
     text = sys.stdin.read() if value == "-" else value
     try:
-        return orjson.loads(text)
+        # orjson first: it refuses NaN/Infinity and bounds the depth without recursing.
+        fast = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise CliError(f"{option} is not valid JSON: {exc}.") from exc
+    try:
+        check_json_value(fast, path=option)
+        # orjson reads integers past 64 bits as floats; the standard parser keeps them exact
+        # (safe to recurse now that the depth is bounded), so the check can refuse them.
+        exact = json.loads(text)
+        check_json_value(exact, path=option)
+    except InvalidEventError as exc:
+        raise CliError(str(exc)) from exc
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise CliError(f"{option} holds a value the log cannot carry: {exc}.") from exc
+    return exact
 
 
 async def _answer(db: str, work: Callable[[EventStore], Awaitable[Event]]) -> Event:
@@ -127,16 +144,24 @@ def rerun(
                                            show_default=False)],
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
+    force: Annotated[bool, typer.Option("--force", help="Decide even if the call was claimed "
+                                        "less than --min-age seconds ago (its process may "
+                                        "still be running it).")] = False,
+    min_age: Annotated[float, typer.Option("--min-age", help="Refuse a call claimed more "
+                                           "recently than this many seconds, unless --force.",
+                                           min=0)] = DEFAULT_RERUN_MIN_AGE,
 ) -> None:
     """Allow a call in doubt (started, never answered: its process may have crashed) to run
     once more on the agent's next run.
 
     Use it when the call's side effect did not happen; if it did, record its result with
-    ``evs respond`` instead."""
+    ``evs respond`` instead. A call claimed less than --min-age seconds ago (default 300) is
+    refused unless --force: the process that claimed it may still be running it."""
 
     async def main() -> Event:
         return await _answer(db, lambda store: rerun_call(
-            store, session_id=session_id, call_id=call_id))
+            store, session_id=session_id, call_id=call_id,
+            min_claim_age=None if force else min_age))
 
     event = run(main())
     if json:

@@ -33,7 +33,7 @@ from eventstore.cli import (
 from runtime import AgentRuntimeError, Model
 from runtime.replay import answer_confirmation, pending, submit_response
 
-from ._demo_agent import demo_runner, model_turns, script
+from ._demo_agent import demo_idempotent_tools, demo_runner, model_turns, script
 from ._demo_model import MODEL_HELP, demo_model, finished
 
 __all__ = ["DEMO_APP", "DEMO_USER", "demo"]
@@ -124,7 +124,7 @@ def demo(
             flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
             rounds = 0
             while True:
-                report = pending(printer.seen)
+                report = pending(printer.seen, idempotent_tools=demo_idempotent_tools())
                 if message is None and report.confirmations:
                     if not approve:
                         printer.note("Paused: a human must confirm the paid call.",

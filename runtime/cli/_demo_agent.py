@@ -22,8 +22,18 @@ from runtime import (
     default_request_processors,
     function_tool,
 )
+from runtime.tools import is_idempotent
 
-__all__ = ["AGENT", "INSTRUCTION", "REPORT", "demo_agent", "demo_runner", "model_turns", "script"]
+__all__ = [
+    "AGENT",
+    "INSTRUCTION",
+    "REPORT",
+    "demo_agent",
+    "demo_idempotent_tools",
+    "demo_runner",
+    "model_turns",
+    "script",
+]
 
 AGENT = "weather_agent"
 """Name (and event author) of the demo agent."""
@@ -131,10 +141,18 @@ def model_turns(events: Sequence[Event]) -> int:
     )
 
 
+def _demo_tools() -> list[Any]:
+    return [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
+
+
+def demo_idempotent_tools() -> list[str]:
+    """The demo agent's idempotent tools (its tool knowledge, for ``evs pending``)."""
+    return sorted(tool.name for tool in _demo_tools() if is_idempotent(tool))
+
+
 def demo_agent(model: Model) -> Agent:
     """Return the demo agent (its tools and ``INSTRUCTION``) on ``model``."""
-    tools: list[Any] = [get_weather, paid_forecast, long_range_outlook, LoadArtifactsTool()]
-    return Agent(name=AGENT, model=model, tools=tools, instruction=INSTRUCTION)
+    return Agent(name=AGENT, model=model, tools=_demo_tools(), instruction=INSTRUCTION)
 
 
 def demo_runner(

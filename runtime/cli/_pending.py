@@ -1,17 +1,23 @@
 """``evs pending``: what a session is waiting for and why, as the runtime sees it.
 
-The report is ``runtime.replay.pending`` — a pure function of the log — and each item carries
-the ``evs`` command that unblocks it. The database is opened read-only.
+The report is ``runtime.replay.pending`` — a pure function of the log, made of the decision the
+runner itself makes — and each item carries the ``evs`` command that unblocks it. Whether a
+started call is re-run depends on whether its tool is idempotent: the CLI knows it for the demo
+agent's sessions, for an agent an installed package registered under the session's app name
+(entry-point group ``agent_eventstore.agents``) and for the tools named with ``--idempotent``;
+otherwise it says "unknown".
+The database is opened read-only.
 """
 
 from __future__ import annotations
 
 import shlex
+from importlib.metadata import entry_points
 from typing import Annotated, Any
 
 import typer
 
-from eventstore import Event
+from eventstore import EventStore
 from eventstore.cli import (
     DEFAULT_DB,
     DbOption,
@@ -23,27 +29,83 @@ from eventstore.cli import (
     run,
     short_json,
 )
+from runtime import Agent
+from runtime.replay import PendingReport, open_child_sessions
 from runtime.replay import pending as runtime_pending
+from runtime.tools import is_idempotent
 
-__all__ = ["pending"]
+from ._claims import describe_claim
+from ._demo import DEMO_APP
+from ._demo_agent import demo_idempotent_tools
+
+__all__ = [
+    "AGENTS_ENTRY_POINTS",
+    "pending",
+    "pending_payload",
+    "registered_agent_idempotent_tools",
+]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+
+
+IdempotentOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--idempotent",
+        help="Name a tool of the session's agent that is idempotent (repeatable). Given at "
+        "least once, every other tool counts as not idempotent; without it, a crashed call "
+        "is reported as 'unknown: depends on whether TOOL is idempotent' (the demo agent's "
+        "tools are known).",
+        show_default=False,
+    ),
+]
+
+
+AGENTS_ENTRY_POINTS = "agent_eventstore.agents"
+"""Entry-point group where an app registers its agent under the app's name, e.g. in its
+pyproject: ``[project.entry-points."agent_eventstore.agents"] weather = "myapp.agents:agent"``
+(an ``Agent``, or a callable returning one), so ``evs pending`` knows its tools."""
+
+
+def registered_agent_idempotent_tools(app_name: str) -> list[str] | None:
+    """The idempotent tools of the agent an installed package registered for ``app_name``;
+    ``None`` when none is registered or its tools are not all known without running it
+    (toolsets are resolved per request)."""
+    found = entry_points(group=AGENTS_ENTRY_POINTS, name=app_name)
+    if not found:
+        return None
+    target = next(iter(found)).load()
+    agent = target if isinstance(target, Agent) else target() if callable(target) else None
+    if not isinstance(agent, Agent) or agent.toolsets:
+        return None
+    return sorted(tool.name for tool in agent.tools if is_idempotent(tool))
+
+
+def _tool_knowledge(app_name: str, idempotent: list[str] | None) -> list[str] | None:
+    """The idempotent tools of the agent that runs this session, when the CLI knows them:
+    ``--idempotent``, the demo agent, or the agent an installed package registered."""
+    if idempotent:
+        return list(idempotent)
+    if app_name == DEMO_APP:
+        return demo_idempotent_tools()
+    return registered_agent_idempotent_tools(app_name)
 
 
 def pending(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
+    idempotent: IdempotentOption = None,
 ) -> None:
     """Show what the session is waiting for and why: confirmations, long-running calls,
-    calls in doubt, calls the next run executes."""
+    calls in doubt, calls the next run executes, and what the next run does."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            events = await store.read(session_id)
-        items = _pending_items(events, db=db, session_id=session_id)
+            payload = await pending_payload(store, session_id, db=db, idempotent=idempotent)
+        items, next_run = payload["pending"], payload["next_run"]
         if json:
-            print_json({"session_id": session_id, "pending": items})
+            print_json(payload)
             return
         out = console()
         if not items:
@@ -51,34 +113,73 @@ def pending(
             return
         for item in items:
             label = item["kind"].replace("_", " ")
+            if item["session_id"] != session_id:
+                label = f"{label} (child session {item['session_id']})"
             out.print(f"#{item['seq']}  {label}: {item['tool']}({short_json(item['args'])})"
                           f"  [{item['call_id']}]", style="bold")
             if item["hint"]:
                 out.print(f"      hint: {item['hint']}")
             out.print(f"      {item['reason']}")
+            if item["claim"]:
+                out.print(f"      {describe_claim(item['claim'])}")
             if item["command"]:
                 out.print(f"      {item['command']}")
+        out.print(f"Next run: {next_run['reason']}")
 
     run(main())
 
 
-def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dict[str, Any]]:
+async def pending_payload(
+    store: EventStore, session_id: str, *, db: str, idempotent: list[str] | None = None
+) -> dict[str, Any]:
+    """What ``evs pending --json`` prints for ``session_id``: the pending items of the session
+    and of its paused children, each with the command that answers it, and the next run."""
+    info = await store.session_info(session_id)
+    knowledge = _tool_knowledge(info.app_name, idempotent)
+    report = runtime_pending(await store.read(session_id), idempotent_tools=knowledge)
+    items = _pending_items(report, db=db, session_id=session_id)
+    items += await _child_items(store, session_id, db=db, knowledge=knowledge)
+    next_run = {
+        "executes": list(report.next_run.executes),
+        "step": report.next_run.step,
+        "reason": report.next_run.reason,
+    }
+    return {"session_id": session_id, "pending": items, "next_run": next_run}
+
+
+async def _child_items(
+    store: EventStore, session_id: str, *, db: str, knowledge: list[str] | None, depth: int = 0
+) -> list[dict[str, Any]]:
+    """The pending items of the child sessions of the session's open ``AgentTool`` calls (a
+    paused child keeps its parent call open), each with the command that answers it."""
+    if depth >= 8:
+        return []
+    items: list[dict[str, Any]] = []
+    for child in await open_child_sessions(store, session_id):
+        report = runtime_pending(await store.read(child), idempotent_tools=knowledge)
+        items += _pending_items(report, db=db, session_id=child)
+        items += await _child_items(store, child, db=db, knowledge=knowledge, depth=depth + 1)
+    return items
+
+
+def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[dict[str, Any]]:
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
     with the ``evs`` command that unblocks it."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
     respond = f"evs respond{flag} {shlex.quote(session_id)}"
     items: list[dict[str, Any]] = []
-    for entry in runtime_pending(events):
+    for entry in report:
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
             command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
         elif entry.kind == "long_running":
             command = f"{respond} {entry.call.id} --json '{{...}}'"
-        elif entry.kind == "in_doubt":
+        elif entry.kind == "in_doubt" or entry.kind == "idempotency_unknown":
             rerun = f"evs rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
             command = (f"{rerun}   (it did not happen: run it again)   or   "
                        f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
         items.append({
+            "session_id": session_id,
             "kind": entry.kind,
             "seq": entry.seq,
             "agent": entry.agent,
@@ -89,5 +190,6 @@ def _pending_items(events: list[Event], *, db: str, session_id: str) -> list[dic
             "hint": entry.hint,
             "reason": entry.reason,
             "command": command,
+            "claim": entry.claim,
         })
     return items

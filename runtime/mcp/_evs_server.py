@@ -139,12 +139,9 @@ async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
 
 def _pending_factory(db: str) -> _Handler:
     async def pending(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-        from runtime.cli._pending import _pending_items
+        from runtime.cli._pending import pending_payload
 
-        session_id = str(args["session_id"])
-        events = await store.read(session_id)
-        return {"session_id": session_id,
-                "pending": _pending_items(events, db=db, session_id=session_id)}
+        return await pending_payload(store, str(args["session_id"]), db=db)
 
     return pending
 

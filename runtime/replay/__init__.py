@@ -3,14 +3,9 @@
 Confirmation recovery, the resume planner (dedup and crash policy), the pending report, the
 public answer APIs and load_artifacts. The processors are pure functions of the events they are
 given (newest first, stopping early); I/O stays in the answer APIs and the loop's hooks.
+``AgentTool`` runs a ``Runner``, so it lives beside the runner (``runtime.AgentTool``), not here.
 """
 
-from runtime.replay._agent_tool import (
-    INTERNAL_STATE_PREFIXES,
-    PARENT_LINK_KEY,
-    AgentTool,
-    child_session_id,
-)
 from runtime.replay._artifacts import (
     LOAD_ARTIFACTS,
     LoadArtifactsProcessor,
@@ -26,12 +21,33 @@ from runtime.replay._confirmations import (
     RefusalKind,
     recover_confirmations,
 )
-from runtime.replay._log import BackwardScan, feed_all, feed_store
-from runtime.replay._pending import PendingCall, PendingKind, PendingReport, pending
+from runtime.replay._log import (
+    CLAIMED_BY_KEY,
+    PARENT_LINK_KEY,
+    BackwardScan,
+    child_session_id,
+    feed_all,
+    feed_store,
+)
+from runtime.replay._pending import (
+    NextRun,
+    NextStep,
+    PendingCall,
+    PendingKind,
+    PendingReport,
+    pending,
+)
 from runtime.replay._planner import ReplayResumePlanner, decide
-from runtime.replay._respond import answer_confirmation, rerun_call, submit_response
+from runtime.replay._respond import (
+    answer_confirmation,
+    open_child_sessions,
+    rerun_call,
+    submit_response,
+)
 from runtime.replay._resume import (
     RERUN_DECISION_KEY,
+    HeadScan,
+    HeadStatus,
     InDoubtCall,
     ResumeCall,
     ResumeDecision,
@@ -42,17 +58,20 @@ from runtime.replay._resume import (
 )
 
 __all__ = [
-    "AgentTool",
     "BackwardScan",
+    "CLAIMED_BY_KEY",
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",
-    "INTERNAL_STATE_PREFIXES",
+    "HeadScan",
+    "HeadStatus",
     "InDoubtCall",
     "LOAD_ARTIFACTS",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
     "LoadedArtifactsScan",
+    "NextRun",
+    "NextStep",
     "PARENT_LINK_KEY",
     "PendingCall",
     "PendingKind",
@@ -70,6 +89,7 @@ __all__ = [
     "decide",
     "feed_all",
     "feed_store",
+    "open_child_sessions",
     "pending",
     "plan_resume",
     "recover_confirmations",

@@ -6,10 +6,14 @@ so the cost does not grow with the history.
 
 The rules:
 
-- Only the newest user turn counts: the newest user-authored events that carry nothing but
-  function responses (consecutive ones form one batch, so two confirmations answered by two
-  submissions both count). A user message with text means nothing is being answered. User events
-  without content (state edits, resume decisions) are skipped.
+- Only the newest user turn counts: the newest user-authored events that carry function
+  responses (consecutive ones form one batch, so two confirmations answered by two submissions
+  both count). An event may carry text beside its answers ("Yes, go ahead" + the answer, as chat
+  clients send it): the answers are acted on and the text is the user's message of that turn. A
+  newest user message with text and no answer means nothing is being answered. User events without
+  content (state edits, resume decisions) are skipped.
+- A user message with text between a confirmation request and its answer *supersedes* the
+  request: the answer is refused (``superseded``, naming the message) and nothing runs.
 - Answers are ``{"confirmed": bool, "payload": …}`` or ``{"response": "<that as JSON>"}``.
 - Only confirmation requests authored by this agent are trusted, and the original call must be a
   call this agent's model emitted; the call is returned with its *stored* arguments, and an
@@ -19,7 +23,8 @@ The rules:
   original call, where the scan stops: ids the runtime mints are unique, so an older duplicate can
   only come from a tampered log, and reading the whole history on every request is not worth it.
 - A confirmation answered before (after its request, before this turn) is refused, and a call that
-  already has a response after its confirmation request is dropped: the tool runs once.
+  already has a response other than its ``confirmation_required`` placeholder anywhere after the
+  call is dropped, whatever requests or answers follow: the tool runs once.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from ._log import (
     confirmation_calls,
     feed_all,
     is_model_turn,
+    is_user_message,
     parse_confirmation_answer,
     parse_confirmation_request,
+    settled_response_ids,
 )
 
 __all__ = [
@@ -49,7 +56,13 @@ __all__ = [
 ]
 
 RefusalKind = Literal[
-    "malformed", "never_issued", "forged", "ambiguous", "mismatch", "already_answered"
+    "malformed",
+    "never_issued",
+    "forged",
+    "ambiguous",
+    "mismatch",
+    "already_answered",
+    "superseded",
 ]
 """Why an answer was refused (stable strings, safe to match on)."""
 
@@ -112,6 +125,8 @@ class _State:
     forged_by: dict[str, str] = field(default_factory=dict)
     handled: set[str] = field(default_factory=set)
     originals: dict[str, FunctionCall] = field(default_factory=dict)
+    settled: set[str] = field(default_factory=set)
+    newer_message: Event | None = None
 
 
 class ConfirmationScan:
@@ -163,17 +178,18 @@ class ConfirmationScan:
             return "other"
         if event.content is None:
             return "skip"  # state edits and resume decisions are not messages
-        parts = event.content.parts
-        if parts and all(p.function_response is not None for p in parts):
+        if any(p.function_response is not None for p in event.content.parts):
             return "answers"
         return "plain"
 
     def _note_newer(self, event: Event) -> None:
         self._s.started.update(event.started_call_ids)
         self._s.responded.update(r.id for r in event.function_responses())
+        self._s.settled.update(settled_response_ids(event))
 
     def _take_answers(self, event: Event) -> None:
         s = self._s
+        s.settled.update(settled_response_ids(event))
         for response in event.function_responses():
             if response.name != REQUEST_CONFIRMATION_FUNCTION:
                 s.responded.add(response.id)
@@ -228,6 +244,10 @@ class ConfirmationScan:
                 if call.id in self._awaited_originals():
                     s.originals.setdefault(call.id, call)
         s.responded.update(r.id for r in event.function_responses())
+        s.settled.update(settled_response_ids(event))
+        if is_user_message(event):
+            # Read newest first, so this ends as the oldest message newer than each request.
+            s.newer_message = event
 
     def _take_request(self, event: Event, call: FunctionCall, index: int) -> None:
         s, cid = self._s, call.id
@@ -246,6 +266,19 @@ class ConfirmationScan:
             )
             return
         original, requested = parsed
+        message = s.newer_message
+        if message is not None and cid not in s.requests:
+            s.refused.setdefault(
+                cid,
+                Refusal(
+                    kind="superseded",
+                    confirmation_id=cid,
+                    function_call_id=original.id,
+                    reason=f"Confirmation {cid!r} was superseded by the user's message "
+                    f"{message.id!r} (seq {message.seq}), sent after the request and before the "
+                    f"answer; call {original.id!r} is not run.",
+                ),
+            )
         known = s.requests.get(cid)
         if known is not None:
             if known.original != original:
@@ -348,7 +381,7 @@ class ConfirmationScan:
                         f"{sorted(cids)}; none is acted on.",
                     )
                 continue
-            if any(c in s.handled for c in cids):
+            if oid in s.settled or any(c in s.handled for c in cids):
                 handled.append(oid)
                 continue
             first = cids[0]

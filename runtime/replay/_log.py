@@ -6,6 +6,7 @@ error string that names what is wrong, because a malformed answer is user input,
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -20,21 +21,47 @@ from eventstore import (
 )
 
 __all__ = [
+    "CLAIMED_BY_KEY",
+    "PARENT_LINK_KEY",
     "BackwardScan",
     "USER_AUTHOR",
+    "child_session_id",
     "confirmation_calls",
     "feed_all",
     "feed_store",
     "is_model_turn",
+    "is_placeholder_response",
+    "is_user_message",
     "parse_confirmation_answer",
     "parse_confirmation_request",
+    "settled_response_ids",
     "tool_calls",
 ]
+
+CLAIMED_BY_KEY = "claimed_by"
+"""``custom_metadata`` key of a claim event (docs/protocol.md §3): who claimed the calls and when
+(``invocation_id``, ``host``, ``pid``, wall-clock ``at`` in seconds since the epoch)."""
+
+PARENT_LINK_KEY = "parent"
+"""``custom_metadata`` key of a child session's first event (``AgentTool``): the parent session,
+call, agent and invocation."""
 
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""
 
+CONFIRMATION_REQUIRED_KIND = "confirmation_required"
+"""``ToolErrorKind.CONFIRMATION_REQUIRED`` as stored (the log's vocabulary, not an import)."""
+
 _ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
+
+
+def child_session_id(parent_session_id: str, call_id: str) -> str:
+    """Return the child session id of one parent call (stable; at most 255 characters)."""
+    readable = f"{parent_session_id}/{call_id}"
+    if len(readable) <= 255:
+        return readable
+    digest = hashlib.sha256(f"{parent_session_id}\0{call_id}".encode()).hexdigest()[:32]
+    return f"{parent_session_id[:200]}/{digest}"
 
 
 class BackwardScan(Protocol):
@@ -105,6 +132,30 @@ def is_model_turn(event: Event, agent_name: str) -> bool:
     if event.author != agent_name or event.content is None or event.content.role != "model":
         return False
     return not any(True for _ in confirmation_calls(event))
+
+
+def is_user_message(event: Event) -> bool:
+    """True for a user-authored event with text (a message, maybe beside answers)."""
+    if event.author != USER_AUTHOR or event.content is None:
+        return False
+    return any(p.text for p in event.content.parts)
+
+
+def is_placeholder_response(response: Mapping[str, Any]) -> bool:
+    """True for the ``confirmation_required`` error a call gets while it waits for a human
+    (docs/protocol.md §5): the call did not run, so it is not settled."""
+    error = response.get("error")
+    return isinstance(error, Mapping) and error.get("kind") == CONFIRMATION_REQUIRED_KIND
+
+
+def settled_response_ids(event: Event) -> Iterator[str]:
+    """Yield the ids of the tool calls this event settles: every function response except
+    confirmation answers and ``confirmation_required`` placeholders."""
+    for response in event.function_responses():
+        if response.name != REQUEST_CONFIRMATION_FUNCTION and not is_placeholder_response(
+            response.response
+        ):
+            yield response.id
 
 
 def parse_confirmation_answer(response: Mapping[str, Any]) -> ToolConfirmation | str:

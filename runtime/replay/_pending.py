@@ -1,42 +1,90 @@
 """What a session is waiting for, and why: a pure report computed from the log alone.
 
-Used by the CLI (``evs pending``) and by anyone who must decide what to answer. Unlike the resume
-planner it reads the whole history, so it also reports calls left behind by older turns.
+Used by the CLI (``evs pending``) and by anyone who must decide what to answer. What the next
+run does is not decided here: it is the resume planner's decision (``plan_resume``) and the
+head rule (``HeadScan``) — the very functions the runner calls — so the report and the runner
+cannot disagree. The report adds what the planner does not act on, read from the whole history:
+open and superseded confirmation requests, long-running calls of older turns, and calls no run
+will execute any more.
+
+Given the agent's tool knowledge (``idempotent_tools``) the report is exact. Without it
+(``None``), a started, unanswered call of a tool that is not long-running is reported as
+``idempotency_unknown``: the next run re-runs it if the tool is idempotent and pauses otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
-from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
 
-from ._log import USER_AUTHOR, parse_confirmation_answer, parse_confirmation_request
-from ._resume import rerun_call_ids
+from ._log import (
+    CLAIMED_BY_KEY,
+    USER_AUTHOR,
+    is_user_message,
+    parse_confirmation_answer,
+    parse_confirmation_request,
+    settled_response_ids,
+)
+from ._resume import HeadScan, ResumeCall, ResumeDecision, plan_resume
 
-__all__ = ["PendingCall", "PendingKind", "PendingReport", "pending"]
+__all__ = ["NextRun", "NextStep", "PendingCall", "PendingKind", "PendingReport", "pending"]
 
 PendingKind = Literal[
-    "not_started", "will_rerun", "confirmed_not_run", "confirmation", "long_running", "in_doubt"
+    "not_started",
+    "will_rerun",
+    "confirmed_not_run",
+    "rejected_not_run",
+    "confirmation",
+    "long_running",
+    "in_doubt",
+    "idempotency_unknown",
+    "refused",
+    "superseded",
+    "abandoned",
 ]
-"""What a pending call waits for (stable strings)."""
+"""What a pending call waits for (stable strings).
+
+- the next run acts on it by itself: ``not_started``, ``will_rerun`` (idempotent or decided
+  re-run), ``confirmed_not_run`` (it runs), ``rejected_not_run`` (it is answered with the
+  rejection, the tool does not run);
+- it waits for someone: ``confirmation``, ``long_running`` (a result), ``in_doubt`` (a decision),
+  ``idempotency_unknown`` (the report was not told whether the tool is idempotent);
+- nothing will act on it: ``refused`` (an answer the next run refuses; it pauses),
+  ``superseded`` (a newer user message came before the answer was acted on), ``abandoned`` (an
+  older turn's call that no run executes any more).
+"""
+
+NextStep = Literal["calls_model", "pauses", "completed", "waits", "unknown"]
+"""What the next run does after executing ``NextRun.executes`` (stable strings).
+
+``calls_model``: it asks the model (unless a call it executes asks for a confirmation or has no
+result yet); ``pauses``: it stops with status ``paused_by_planner``; ``completed``: nothing new
+since the final answer; ``waits``: nothing new since the agent handed back confirmation requests
+or long-running calls; ``unknown``: it depends on whether a tool is idempotent.
+"""
 
 
-def _report_group(kind: PendingKind) -> PendingKind:
-    """The ``PendingReport`` field a kind is listed in: calls the next run executes are
-    ``unanswered`` (``not_started``); every other kind has its own field."""
-    if kind == "not_started" or kind == "will_rerun" or kind == "confirmed_not_run":
-        return "not_started"
-    elif kind == "confirmation" or kind == "long_running" or kind == "in_doubt":
-        return kind
-    else:
-        assert_never(kind)
+def _report_group(kind: PendingKind) -> str:
+    if kind in ("not_started", "will_rerun", "confirmed_not_run", "rejected_not_run"):
+        return "unanswered"
+    elif kind == "confirmation":
+        return "confirmations"
+    elif kind == "long_running":
+        return "long_running"
+    elif kind in ("in_doubt", "idempotency_unknown"):
+        return "in_doubt"
+    elif kind in ("refused", "superseded", "abandoned"):
+        return "not_acted_on"
+    else:  # pragma: no cover - the Literal is closed
+        raise AssertionError(kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
-    """One call the session is waiting on."""
+    """One call the session is waiting on (or that nothing will act on, with why)."""
 
     kind: PendingKind
     """What it waits for."""
@@ -52,6 +100,21 @@ class PendingCall:
     """For confirmations: the id to answer with ``answer_confirmation``."""
     hint: str = ""
     """For confirmations: the hint shown to the human."""
+    claim: dict[str, Any] | None = None
+    """For started calls: the newest claim's ``seq`` and, when recorded, its ``claimed_by``
+    (invocation id, host, pid, wall-clock time)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NextRun:
+    """What ``Runner.run(new_message=None)`` does next, from the same decision the runner makes."""
+
+    executes: tuple[str, ...] = ()
+    """Ids of the calls it claims and runs (confirmed and rejected ones included), in order."""
+    step: NextStep = "calls_model"
+    """What it does after that."""
+    reason: str = ""
+    """A sentence for humans."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,22 +122,32 @@ class PendingReport:
     """Everything the session is waiting on, grouped; each group in log order."""
 
     unanswered: tuple[PendingCall, ...] = ()
-    """Calls that the next run executes by itself: never started, idempotent re-runs, re-runs
-    a human allowed, and answered confirmations not yet acted on."""
+    """Calls the next run acts on by itself: never started, idempotent re-runs, re-runs a human
+    allowed, and answered confirmations (run if confirmed, rejected otherwise)."""
     confirmations: tuple[PendingCall, ...] = ()
     """Open confirmation requests (with their original call)."""
     long_running: tuple[PendingCall, ...] = ()
     """Long-running calls waiting for their result (``submit_response``)."""
     in_doubt: tuple[PendingCall, ...] = ()
-    """Started, unanswered, not idempotent calls waiting for a human decision."""
+    """Started, unanswered calls waiting for a decision (or of unknown idempotency)."""
+    not_acted_on: tuple[PendingCall, ...] = ()
+    """Refused answers, superseded confirmations and abandoned calls: nothing runs them."""
+    next_run: NextRun = NextRun()
+    """What the next run does (the runner's own decision)."""
 
     def __iter__(self) -> Iterator[PendingCall]:
-        """Iterate over every pending call, ordered by ``seq``."""
-        every = [*self.unanswered, *self.confirmations, *self.long_running, *self.in_doubt]
+        """Iterate over every reported call, ordered by ``seq``."""
+        every = [
+            *self.unanswered,
+            *self.confirmations,
+            *self.long_running,
+            *self.in_doubt,
+            *self.not_acted_on,
+        ]
         return iter(sorted(every, key=lambda p: p.seq or 0))
 
     def __bool__(self) -> bool:
-        """True when anything is pending."""
+        """True when anything waits: a call the next run acts on, or a call waiting for someone."""
         return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt)
 
 
@@ -86,6 +159,20 @@ class _Call:
     long_running: bool
 
 
+@dataclass(slots=True)
+class _Log:
+    """The whole history indexed once (oldest first)."""
+
+    calls: dict[str, _Call]
+    requests: dict[str, tuple[FunctionCall, str, int]]
+    responded: dict[str, int]
+    settled: dict[str, int]
+    answers: dict[str, int]
+    claims: dict[str, Event]
+    messages: list[Event]
+    agents: list[str]
+
+
 def _ordered(events: Iterable[Event]) -> list[Event]:
     listed = list(events)
     if len(listed) > 1 and (listed[0].seq or 0) > (listed[-1].seq or 0):
@@ -93,131 +180,299 @@ def _ordered(events: Iterable[Event]) -> list[Event]:
     return listed
 
 
-def pending(events: Iterable[Event], *, idempotent_tools: Collection[str] = ()) -> PendingReport:
+def _index(log: list[Event]) -> _Log:
+    out = _Log({}, {}, {}, {}, {}, {}, [], [])
+    for position, event in enumerate(log, start=1):
+        seq = event.seq if event.seq is not None else position
+        model = event.content is not None and event.content.role == "model"
+        if model and event.author != USER_AUTHOR:
+            if event.author in out.agents:
+                out.agents.remove(event.author)
+            out.agents.append(event.author)
+            for call in event.function_calls():
+                if call.name == REQUEST_CONFIRMATION_FUNCTION:
+                    out.requests.setdefault(call.id, (call, event.author, seq))
+                else:
+                    lr = call.id in event.long_running_tool_ids
+                    out.calls.setdefault(call.id, _Call(call, event.author, seq, lr))
+        for response in event.function_responses():
+            if response.name == REQUEST_CONFIRMATION_FUNCTION:
+                if not isinstance(parse_confirmation_answer(response.response), str):
+                    out.answers.setdefault(response.id, seq)
+            else:
+                out.responded[response.id] = seq
+        for call_id in settled_response_ids(event):
+            out.settled[call_id] = seq
+        for call_id in event.started_call_ids:
+            out.claims[call_id] = event
+        if is_user_message(event):
+            out.messages.append(event)
+    return out
+
+
+def pending(
+    events: Iterable[Event],
+    *,
+    idempotent_tools: Collection[str] | None = None,
+    agent_name: str | None = None,
+) -> PendingReport:
     """Return what the session described by ``events`` is waiting on, with reasons.
 
     ``events`` is the whole log, oldest first (newest first is recognized by ``seq``).
-    ``idempotent_tools`` names tools re-run automatically after a crash; without it every started
-    unanswered call is reported in doubt. Pure: the same events give the same report.
+    ``idempotent_tools`` names the agent's idempotent tools (the runner's knowledge); ``None``
+    means unknown (see the module docstring). ``agent_name`` is the agent the next run runs
+    (default: the author of the newest model turn). ``next_run`` is exactly what
+    ``Runner.run(new_message=None)`` does, given the same tool knowledge. Pure: the same events
+    give the same report.
     """
-    calls: dict[str, _Call] = {}
-    requests: dict[str, tuple[FunctionCall, str, int]] = {}
-    responded: dict[str, int] = {}
-    answers: dict[str, tuple[ToolConfirmation, int]] = {}
-    started: dict[str, int] = {}
-    decided: dict[str, int] = {}
-    for position, event in enumerate(_ordered(events), start=1):
-        seq = event.seq if event.seq is not None else position
-        model = event.content is not None and event.content.role == "model"
-        for call in event.function_calls():
-            if event.author == USER_AUTHOR or not model:
-                continue
-            if call.name == REQUEST_CONFIRMATION_FUNCTION:
-                requests.setdefault(call.id, (call, event.author, seq))
-            else:
-                lr = call.id in event.long_running_tool_ids
-                calls.setdefault(
-                    call.id, _Call(call=call, agent=event.author, seq=seq, long_running=lr)
-                )
-        for response in event.function_responses():
-            if response.name == REQUEST_CONFIRMATION_FUNCTION:
-                parsed = parse_confirmation_answer(response.response)
-                if not isinstance(parsed, str):
-                    answers.setdefault(response.id, (parsed, seq))
-            else:
-                responded[response.id] = seq
-        for call_id in event.started_call_ids:
-            started[call_id] = seq
-        for call_id in rerun_call_ids(event):
-            decided[call_id] = seq
+    log = _ordered(events)
+    index = _index(log)
+    agent = agent_name if agent_name is not None else (index.agents[-1] if index.agents else "")
+    decision = plan_resume(
+        reversed(log), agent_name=agent, idempotent_tools=idempotent_tools or ()
+    )
+    return _Report(index, agent, decision, idempotent_tools, log).build()
 
-    idempotent = frozenset(idempotent_tools)
-    groups: dict[PendingKind, list[PendingCall]] = {
-        "not_started": [],
-        "confirmation": [],
-        "long_running": [],
-        "in_doubt": [],
-    }
 
-    def add(kind: PendingKind, entry: _Call, reason: str, **extra: str) -> None:
-        groups[_report_group(kind)].append(
-            PendingCall(
-                kind=kind, call=entry.call, agent=entry.agent, seq=entry.seq, reason=reason, **extra
-            )
+class _Report:
+    def __init__(
+        self,
+        index: _Log,
+        agent: str,
+        decision: ResumeDecision,
+        idempotent: Collection[str] | None,
+        log: list[Event],
+    ) -> None:
+        self.index, self.agent, self.decision = index, agent, decision
+        self.known = idempotent is not None
+        self.log = log
+        self.groups: dict[str, list[PendingCall]] = {
+            "unanswered": [],
+            "confirmations": [],
+            "long_running": [],
+            "in_doubt": [],
+            "not_acted_on": [],
+        }
+        self.covered: set[str] = set()
+
+    def add(self, kind: PendingKind, call: FunctionCall, seq: int | None, reason: str,
+            **extra: Any) -> None:
+        claim = self.index.claims.get(call.id)
+        claim_info: dict[str, Any] | None = None
+        if claim is not None and kind in ("in_doubt", "idempotency_unknown", "long_running",
+                                          "will_rerun"):
+            claim_info = {"seq": claim.seq, "timestamp": claim.timestamp}
+            by = claim.custom_metadata.get(CLAIMED_BY_KEY)
+            if isinstance(by, dict):
+                claim_info["claimed_by"] = dict(by)
+        agent = self.index.calls[call.id].agent if call.id in self.index.calls else self.agent
+        self.groups[_report_group(kind)].append(
+            PendingCall(kind=kind, call=call, agent=agent, seq=seq, reason=reason,
+                        claim=claim_info, **extra)
+        )
+        self.covered.add(call.id)
+
+    def seq_of(self, call: FunctionCall) -> int | None:
+        known = self.index.calls.get(call.id)
+        return known.seq if known is not None else None
+
+    def build(self) -> PendingReport:
+        self._decided()
+        self._requests()
+        self._older_calls()
+        return PendingReport(
+            unanswered=tuple(self.groups["unanswered"]),
+            confirmations=tuple(self.groups["confirmations"]),
+            long_running=tuple(self.groups["long_running"]),
+            in_doubt=tuple(self.groups["in_doubt"]),
+            not_acted_on=tuple(self.groups["not_acted_on"]),
+            next_run=self._next_run(),
         )
 
-    def after_claim(
-        entry: _Call, since: int, what: str, fresh: PendingKind = "not_started"
-    ) -> None:
-        cid, name = entry.call.id, entry.call.name
-        claim = started.get(cid, 0)
-        if claim <= since:
-            add(fresh, entry, f"{what} never started; the next run executes it.")
-        elif entry.long_running:
-            add(
-                "long_running",
-                entry,
-                f"Long-running call {cid!r} of tool {name!r} is waiting "
-                "for its result; supply it with submit_response().",
-            )
-        elif name in idempotent:
-            add(
-                "will_rerun",
-                entry,
-                f"Call {cid!r} of idempotent tool {name!r} was started at "
-                f"seq {claim} but has no response; the next run executes it again.",
-            )
-        elif decided.get(cid, 0) > claim:
-            add(
-                "will_rerun",
-                entry,
-                f"Call {cid!r} of tool {name!r} is in doubt and a re-run "
-                f"was decided at seq {decided[cid]}; the next run executes it again.",
-            )
-        else:
-            add(
-                "in_doubt",
-                entry,
-                f"Call {cid!r} of tool {name!r} was started at seq {claim} "
-                "but has no response, and the tool is not known to be idempotent: decide with "
-                "rerun_call() or supply its result with submit_response().",
-            )
+    # -- what the next run decides -------------------------------------------------------------
 
-    for entry in calls.values():
-        if responded.get(entry.call.id, 0) <= entry.seq:
-            after_claim(entry, entry.seq, f"Call {entry.call.id!r} of tool {entry.call.name!r}")
-    for cid, (request, agent, seq) in requests.items():
-        request_parsed = parse_confirmation_request(request)
-        if isinstance(request_parsed, str):
-            continue
-        embedded, asked = request_parsed
-        stored = calls.get(embedded.id)
-        original = stored.call if stored is not None and stored.agent == agent else embedded
-        entry = _Call(call=original, agent=agent, seq=seq, long_running=False)
-        answer = answers.get(cid)
-        if answer is None or answer[1] <= seq:
-            add(
-                "confirmation",
-                entry,
-                f"Agent {agent!r} asks to confirm call {original.id!r} "
-                f"of tool {original.name!r}: answer with answer_confirmation(confirmation_id="
-                f"{cid!r}, confirmed=…).",
-                confirmation_id=cid,
-                hint=asked.hint,
+    def _decided(self) -> None:
+        d = self.decision
+        for step in d.execute:
+            self._execute(step)
+        for doubt in d.in_doubt:
+            call = doubt.call
+            claim = self.index.claims.get(call.id)
+            at = f" at seq {claim.seq}" if claim is not None else ""
+            if self.known:
+                self.add("in_doubt", call, self.seq_of(call), doubt.reason)
+            else:
+                self.add(
+                    "idempotency_unknown",
+                    call,
+                    self.seq_of(call),
+                    f"Call {call.id!r} of tool {call.name!r} was started{at} but has no "
+                    f"response; unknown: depends on whether {call.name!r} is idempotent — if it "
+                    "is, the next run executes it again; if not, it is in doubt: decide with "
+                    "rerun_call() or supply its result with submit_response().",
+                )
+        for call in d.waiting:
+            self.add(
+                "long_running",
+                call,
+                self.seq_of(call),
+                f"Long-running call {call.id!r} of tool {call.name!r} is waiting for its "
+                "result; supply it with submit_response().",
             )
-        elif responded.get(original.id, 0) <= answer[1]:
-            verdict = "confirmed" if answer[0].confirmed else "rejected"
-            answered = _Call(call=original, agent=agent, seq=answer[1], long_running=False)
-            after_claim(
-                answered,
-                answer[1],
-                f"Call {original.id!r} of tool {original.name!r} "
-                f"was {verdict} (confirmation {cid!r}) but",
-                "confirmed_not_run",
+        for refusal in d.refusals:
+            request = self.index.requests.get(refusal.confirmation_id)
+            original: FunctionCall | None = None
+            if refusal.function_call_id is not None:
+                stored = self.index.calls.get(refusal.function_call_id)
+                original = stored.call if stored is not None else None
+            if original is None and request is not None:
+                parsed = parse_confirmation_request(request[0])
+                if not isinstance(parsed, str):
+                    original = parsed[0]
+            if original is None:
+                original = FunctionCall(id=refusal.confirmation_id,
+                                        name=REQUEST_CONFIRMATION_FUNCTION, args={})
+            kind: PendingKind = "superseded" if refusal.kind == "superseded" else "refused"
+            self.add(
+                kind,
+                original,
+                request[2] if request is not None else None,
+                f"{refusal.reason} The next run does not act on this answer"
+                + (" and pauses." if kind == "refused" and not d.execute else "."),
+                confirmation_id=refusal.confirmation_id,
             )
-    return PendingReport(
-        unanswered=tuple(groups["not_started"]),
-        confirmations=tuple(groups["confirmation"]),
-        long_running=tuple(groups["long_running"]),
-        in_doubt=tuple(groups["in_doubt"]),
-    )
+            self.covered.add(refusal.confirmation_id)
+
+    def _execute(self, step: ResumeCall) -> None:
+        call, reason = step.call, step.reason
+        where = f"Call {call.id!r} of tool {call.name!r}"
+        if step.confirmation_id is not None:
+            self.covered.add(step.confirmation_id)
+        if reason == "not_started":
+            self.add("not_started", call, self.seq_of(call),
+                     f"{where} never started; the next run executes it.")
+        elif reason == "confirmed":
+            self.add("confirmed_not_run", call, self.seq_of(call),
+                     f"{where} was confirmed (confirmation {step.confirmation_id!r}) but not run "
+                     "yet; the next run executes it.",
+                     confirmation_id=step.confirmation_id)
+        elif reason == "rejected":
+            self.add("rejected_not_run", call, self.seq_of(call),
+                     f"{where} was rejected (confirmation {step.confirmation_id!r}); the next "
+                     "run answers it with the rejection and does not run the tool.",
+                     confirmation_id=step.confirmation_id)
+        elif reason == "idempotent_rerun":
+            self.add("will_rerun", call, self.seq_of(call),
+                     f"{where} of an idempotent tool was started but has no response; the next "
+                     "run executes it again.")
+        elif reason == "rerun_decided":
+            self.add("will_rerun", call, self.seq_of(call),
+                     f"{where} is in doubt and a re-run was decided; the next run executes it "
+                     "again.")
+        else:
+            assert_never(reason)
+
+    def _next_run(self) -> NextRun:
+        d = self.decision
+        executes = tuple(step.call.id for step in d.execute)
+        unknown = [p for p in self.groups["in_doubt"] if p.kind == "idempotency_unknown"]
+        if unknown:
+            names = sorted({p.call.name for p in unknown})
+            return NextRun(
+                executes=executes,
+                step="unknown",
+                reason=f"unknown: depends on whether {', '.join(map(repr, names))} "
+                "is idempotent (the next run re-runs it if it is, and pauses otherwise).",
+            )
+        if d.pause_reason is not None:
+            return NextRun(executes=executes, step="pauses", reason=d.pause_reason)
+        if executes:
+            return NextRun(
+                executes=executes,
+                step="calls_model",
+                reason=f"The next run executes {', '.join(executes)}, then asks the model "
+                "(unless a call asks for a confirmation or has no result yet).",
+            )
+        scan = HeadScan(agent_name=self.agent)
+        for event in reversed(self.log):
+            if not scan.feed(event):
+                break
+        head = scan.result()
+        if head.status == "completed":
+            return NextRun(step="completed", reason="The agent gave its final answer and "
+                           "nothing new arrived since; the next run ends without a model call.")
+        if head.status is not None:
+            return NextRun(step="waits", reason=f"The next run waits for "
+                           f"{', '.join(head.waiting)}; nothing new arrived since.")
+        return NextRun(step="calls_model", reason="The next run asks the model.")
+
+    # -- what the planner does not act on ----------------------------------------------------
+
+    def _requests(self) -> None:
+        ix = self.index
+        for cid, (request, agent, seq) in ix.requests.items():
+            if cid in self.covered or agent == USER_AUTHOR:
+                continue
+            parsed = parse_confirmation_request(request)
+            if isinstance(parsed, str):
+                continue
+            embedded, asked = parsed
+            if embedded.id in self.covered or embedded.id in ix.settled:
+                continue  # a call with a response never runs again, whatever asks for it
+            stored = ix.calls.get(embedded.id)
+            original = stored.call if stored is not None and stored.agent == agent else embedded
+            answered = ix.answers.get(cid)
+            newer = [m for m in ix.messages if (m.seq or 0) > seq]
+            if answered is None and not newer:
+                self.add(
+                    "confirmation", original, seq,
+                    f"Agent {agent!r} asks to confirm call {original.id!r} of tool "
+                    f"{original.name!r}: answer with answer_confirmation(confirmation_id="
+                    f"{cid!r}, confirmed=…).",
+                    confirmation_id=cid, hint=asked.hint,
+                )
+            elif answered is None:
+                m = newer[0]
+                self.add(
+                    "superseded", original, seq,
+                    f"Confirmation {cid!r} was superseded by the user's message {m.id!r} (seq "
+                    f"{m.seq}); it can no longer be answered and call {original.id!r} does not "
+                    "run.",
+                    confirmation_id=cid, hint=asked.hint,
+                )
+            else:
+                self.add(
+                    "superseded", original, seq,
+                    f"Confirmation {cid!r} was answered at seq {answered}, but newer events "
+                    "came before a run acted on the answer; call "
+                    f"{original.id!r} does not run.",
+                    confirmation_id=cid, hint=asked.hint,
+                )
+            self.covered.add(cid)
+
+    def _older_calls(self) -> None:
+        ix = self.index
+        for entry in ix.calls.values():
+            cid, name = entry.call.id, entry.call.name
+            if cid in self.covered or ix.responded.get(cid, 0) > entry.seq:
+                continue
+            claim = ix.claims.get(cid)
+            if entry.long_running and claim is not None:
+                self.add(
+                    "long_running", entry.call, entry.seq,
+                    f"Long-running call {cid!r} of tool {name!r} (an older turn) is waiting "
+                    "for its result; supply it with submit_response().",
+                )
+            elif claim is not None:
+                self.add(
+                    "abandoned", entry.call, entry.seq,
+                    f"Call {cid!r} of tool {name!r} was started at seq {claim.seq} and never "
+                    "answered, and a newer turn followed: no run executes it again. If it took "
+                    "effect, record its result with submit_response().",
+                )
+            else:
+                self.add(
+                    "abandoned", entry.call, entry.seq,
+                    f"Call {cid!r} of tool {name!r} was never started and a newer turn "
+                    "followed: no run executes it.",
+                )

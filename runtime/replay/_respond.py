@@ -4,12 +4,15 @@ Any process that can open the store may call these: a web handler, a webhook, th
 worker. Each one checks the log (the call exists, it is still pending), then appends one event with
 ``expected_version``; when another writer moved the session in between, it re-reads and checks
 again, so two answers to the same call never both land. The agent acts on the answer on its next
-``Runner.run(...)``.
+``Runner.run(...)``. An id the session does not have is looked up in the child sessions of its
+open ``AgentTool`` calls (a paused child's items are answered where they live, each on its own);
+the parent's next run then continues the child.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,18 +25,33 @@ from eventstore import (
     FunctionCall,
     FunctionResponse,
     Part,
+    SessionNotFoundError,
 )
 from runtime._exceptions import (
     CallAlreadyAnsweredError,
     CallNotInDoubtError,
+    ClaimTooRecentError,
+    ConfirmationSupersededError,
+    ResultNotAwaitedError,
     RuntimeUsageError,
     UnknownCallError,
 )
 
-from ._log import USER_AUTHOR, feed_store, parse_confirmation_answer
+from ._log import (
+    CLAIMED_BY_KEY,
+    PARENT_LINK_KEY,
+    USER_AUTHOR,
+    child_session_id,
+    feed_store,
+    is_placeholder_response,
+    is_user_message,
+    parse_confirmation_answer,
+    parse_confirmation_request,
+    settled_response_ids,
+)
 from ._resume import RERUN_DECISION_KEY
 
-__all__ = ["answer_confirmation", "rerun_call", "submit_response"]
+__all__ = ["answer_confirmation", "open_child_sessions", "rerun_call", "submit_response"]
 
 DEFAULT_ATTEMPTS = 5
 """How many times an answer re-checks and retries when other writers keep moving the session."""
@@ -41,31 +59,43 @@ DEFAULT_ATTEMPTS = 5
 
 @dataclass(slots=True)
 class _Lookup:
-    """Newest-first scan for one call: its model event, its newest response and claim."""
+    """Newest-first scan for one call: its model event, its newest response and claim, and the
+    user message closest after it."""
 
     call_id: str
     position: int = 0
     call: FunctionCall | None = None
     response_at: tuple[int, int | None] | None = None
+    placeholder: bool = False
+    settled_at: int | None = None
     claim_at: int | None = None
+    claim: Event | None = None
+    message: Event | None = None
 
     def feed(self, event: Event) -> bool:
         self.position += 1
-        if self.response_at is None:
-            for response in event.function_responses():
-                if response.id == self.call_id and (
-                    response.name != REQUEST_CONFIRMATION_FUNCTION
-                    or not isinstance(parse_confirmation_answer(response.response), str)
-                ):
-                    self.response_at = (self.position, event.seq)
+        for response in event.function_responses():
+            if response.id != self.call_id:
+                continue
+            if self.response_at is None and (
+                response.name != REQUEST_CONFIRMATION_FUNCTION
+                or not isinstance(parse_confirmation_answer(response.response), str)
+            ):
+                self.response_at = (self.position, event.seq)
+                self.placeholder = is_placeholder_response(response.response)
+        if self.settled_at is None and self.call_id in settled_response_ids(event):
+            self.settled_at = event.seq
         if self.claim_at is None and self.call_id in event.started_call_ids:
             self.claim_at = self.position
+            self.claim = event
         model = event.content is not None and event.content.role == "model"
         if model and event.author != USER_AUTHOR:
             for call in event.function_calls():
                 if call.id == self.call_id:
                     self.call = call
                     return False
+        if is_user_message(event):
+            self.message = event  # read newest first: ends as the closest message after the call
         return True
 
     @property
@@ -74,6 +104,90 @@ class _Lookup:
         if self.response_at is None:
             return True
         return self.claim_at is not None and self.claim_at < self.response_at[0]
+
+
+async def _lookup(store: EventStore, session_id: str, call_id: str, version: int) -> _Lookup:
+    lookup = _Lookup(call_id)
+    await feed_store(lookup, store, session_id, upto=version)
+    return lookup
+
+
+async def _check_confirmation(
+    store: EventStore, session_id: str, lookup: _Lookup, version: int
+) -> None:
+    """Refuse answering a superseded request or one whose original call is already settled."""
+    cid = lookup.call_id
+    message = lookup.message
+    if message is not None:
+        raise ConfirmationSupersededError(
+            f"Confirmation {cid!r} of session {session_id!r} was superseded by the user's "
+            f"message {message.id!r} (seq {message.seq}), sent after the request; it can no "
+            "longer be answered. The agent acts on the newer message.",
+            session_id=session_id,
+            function_call_id=cid,
+            message_id=message.id,
+            message_seq=message.seq,
+        )
+    assert lookup.call is not None
+    parsed = parse_confirmation_request(lookup.call)
+    if isinstance(parsed, str):
+        return
+    original = await _lookup(store, session_id, parsed[0].id, version)
+    if original.settled_at is not None:
+        raise CallAlreadyAnsweredError(
+            f"Call {parsed[0].id!r} of session {session_id!r}, which confirmation {cid!r} asks "
+            f"about, was already answered at seq {original.settled_at}; a call with a response "
+            "never runs again.",
+            session_id=session_id,
+            function_call_id=cid,
+            answered_at=original.settled_at,
+        )
+
+
+def _check_result_awaited(session_id: str, lookup: _Lookup) -> None:
+    cid = lookup.call_id
+    if lookup.response_at is not None and lookup.placeholder and not lookup.pending:
+        raise ResultNotAwaitedError(
+            f"Call {cid!r} of session {session_id!r} did not run: it waits for a confirmation "
+            "(see pending()); answer that with answer_confirmation(). A result is accepted only "
+            "for a started, unanswered call.",
+            session_id=session_id,
+            function_call_id=cid,
+        )
+    if lookup.claim_at is None and lookup.pending:
+        raise ResultNotAwaitedError(
+            f"Call {cid!r} of session {session_id!r} was never started, so no result is awaited: "
+            "the next run executes it (after a confirmation when its tool needs one). A result "
+            "is accepted only for a started, unanswered call (long-running or in doubt).",
+            session_id=session_id,
+            function_call_id=cid,
+        )
+
+
+def _check_claim_age(session_id: str, lookup: _Lookup, min_claim_age: float | None) -> None:
+    if not min_claim_age or lookup.claim is None:
+        return
+    by = lookup.claim.custom_metadata.get(CLAIMED_BY_KEY)
+    at = by.get("at") if isinstance(by, Mapping) else None
+    # A claim written before claims recorded ``claimed_by`` still has its event timestamp.
+    when_claimed = float(at) if isinstance(at, int | float) else lookup.claim.timestamp
+    age = max(0.0, time.time() - when_claimed)
+    if age >= min_claim_age:
+        return
+    who = ""
+    if isinstance(by, Mapping):
+        who = (
+            f" by invocation {by.get('invocation_id')!r} on host {by.get('host')!r} "
+            f"(pid {by.get('pid')})"
+        )
+    raise ClaimTooRecentError(
+        f"Call {lookup.call_id!r} of session {session_id!r} was claimed {age:.0f} s ago{who}; "
+        f"it may still be running (threshold {min_claim_age:.0f} s). Wait, or decide anyway "
+        "(evs rerun --force).",
+        session_id=session_id,
+        function_call_id=lookup.call_id,
+        age=age,
+    )
 
 
 async def _append_checked(
@@ -85,11 +199,12 @@ async def _append_checked(
     build: Callable[[FunctionCall], Event],
     attempts: int,
     in_doubt_only: bool = False,
+    result: bool = False,
+    min_claim_age: float | None = None,
 ) -> Event:
     for attempt in range(attempts):
         version = await store.version(session_id)
-        lookup = _Lookup(call_id)
-        await feed_store(lookup, store, session_id, upto=version)
+        lookup = await _lookup(store, session_id, call_id, version)
         call = lookup.call
         is_confirmation = call is not None and call.name == REQUEST_CONFIRMATION_FUNCTION
         if call is None or (expect == "confirmation") != is_confirmation:
@@ -107,6 +222,8 @@ async def _append_checked(
                 session_id=session_id,
                 function_call_id=call_id,
             )
+        if result:
+            _check_result_awaited(session_id, lookup)
         if not lookup.pending:
             at = lookup.response_at[1] if lookup.response_at else None
             raise CallAlreadyAnsweredError(
@@ -116,6 +233,8 @@ async def _append_checked(
                 function_call_id=call_id,
                 answered_at=at,
             )
+        if is_confirmation:
+            await _check_confirmation(store, session_id, lookup, version)
         if in_doubt_only and lookup.claim_at is None:
             raise CallNotInDoubtError(
                 f"Call {call_id!r} of session {session_id!r} was never started, so it is not in "
@@ -123,6 +242,8 @@ async def _append_checked(
                 session_id=session_id,
                 function_call_id=call_id,
             )
+        if in_doubt_only:
+            _check_claim_age(session_id, lookup, min_claim_age)
         try:
             (stored,) = await store.append(session_id, build(call), expected_version=version)
         except ConcurrencyError:
@@ -131,6 +252,50 @@ async def _append_checked(
             continue
         return stored
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def open_child_sessions(store: EventStore, session_id: str) -> list[str]:
+    """Ids of the ``AgentTool`` child sessions of the session's open calls (started, no settled
+    response), in call order: where a paused child's pending items live."""
+    events = await store.read(session_id)
+    settled = {cid for e in events for cid in settled_response_ids(e)}
+    started = {cid for e in events for cid in e.started_call_ids}
+    children: list[str] = []
+    for event in events:
+        for call in event.function_calls():
+            if call.id in settled or call.id not in started:
+                continue
+            child = child_session_id(session_id, call.id)
+            try:
+                first = await store.read(child, limit=4)
+            except SessionNotFoundError:
+                continue
+            link = next((e.custom_metadata.get(PARENT_LINK_KEY) for e in first
+                         if PARENT_LINK_KEY in e.custom_metadata), None)
+            if isinstance(link, Mapping) and link.get("session_id") == session_id:
+                children.append(child)
+    return children
+
+
+async def _routed(
+    store: EventStore, session_id: str, answer: Callable[[str], Awaitable[Event]], depth: int = 0
+) -> Event:
+    """Append in ``session_id``, or, when it has no such call, in the child session of an open
+    ``AgentTool`` call that has it (each child item is answered where it lives)."""
+    try:
+        return await answer(session_id)
+    except UnknownCallError:
+        if depth >= _MAX_CHILD_DEPTH:
+            raise
+        for child in await open_child_sessions(store, session_id):
+            try:
+                return await _routed(store, child, answer, depth + 1)
+            except UnknownCallError:
+                continue
+        raise
+
+
+_MAX_CHILD_DEPTH = 8
 
 
 def _check_attempts(attempts: int) -> None:
@@ -147,12 +312,15 @@ async def submit_response(
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
 ) -> Event:
-    """Append the result of a pending call (long-running, deferred or in doubt) and return it.
+    """Append the result of a call that awaits one and return it.
 
-    The event is docs/protocol.md §7: author ``author``, role ``user``, one function response with
-    the call's id and tool name. Raises ``UnknownCallError`` when no agent of the session made
-    that call, ``CallAlreadyAnsweredError`` when it already has its response, ConcurrencyError
-    when other writers kept moving the session for ``attempts`` tries, SessionNotFoundError.
+    A result is awaited only for a started, unanswered call: a long-running or deferred call, or
+    a call in doubt. The event is docs/protocol.md §7: author ``author``, role ``user``, one
+    function response with the call's id and tool name. Raises ``UnknownCallError`` when no
+    agent of the session made that call, ``CallAlreadyAnsweredError`` when it already has its
+    response, ``ResultNotAwaitedError`` when it was never started or waits for a confirmation,
+    ConcurrencyError when other writers kept moving the session for ``attempts`` tries,
+    SessionNotFoundError.
     """
     _check_attempts(attempts)
     if not isinstance(response, Mapping):
@@ -166,8 +334,12 @@ async def submit_response(
         )
         return Event(author=author, content=Content(role="user", parts=(part,)))
 
-    return await _append_checked(
-        store, session_id, call_id, expect="call", build=build, attempts=attempts
+    return await _routed(
+        store,
+        session_id,
+        lambda sid: _append_checked(
+            store, sid, call_id, expect="call", build=build, attempts=attempts, result=True
+        ),
     )
 
 
@@ -184,8 +356,10 @@ async def answer_confirmation(
     """Append the answer to an open confirmation request and return it (docs/protocol.md §6).
 
     Raises ``UnknownCallError`` for an id no agent requested, ``CallAlreadyAnsweredError`` when
-    the confirmation was answered before, ConcurrencyError and SessionNotFoundError as
-    ``submit_response``. The original call runs (or is rejected) on the agent's next run.
+    the confirmation was answered before or its original call already has a response,
+    ``ConfirmationSupersededError`` when the user sent a message after the request (naming it),
+    ConcurrencyError and SessionNotFoundError as ``submit_response``. The original call runs (or
+    is rejected) on the agent's next run.
     """
     _check_attempts(attempts)
     if not isinstance(confirmed, bool):
@@ -201,8 +375,12 @@ async def answer_confirmation(
         )
         return Event(author=author, content=Content(role="user", parts=(part,)))
 
-    return await _append_checked(
-        store, session_id, confirmation_id, expect="confirmation", build=build, attempts=attempts
+    return await _routed(
+        store,
+        session_id,
+        lambda sid: _append_checked(
+            store, sid, confirmation_id, expect="confirmation", build=build, attempts=attempts
+        ),
     )
 
 
@@ -213,6 +391,7 @@ async def rerun_call(
     call_id: str,
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
+    min_claim_age: float | None = None,
 ) -> Event:
     """Decide that an in-doubt call may run again; append the decision and return it.
 
@@ -221,20 +400,27 @@ async def rerun_call(
 
     The decision allows one more execution on the agent's next run (the resume planner honors a
     decision newer than the call's last claim). To keep the call from running again, supply its
-    result with ``submit_response`` instead. Raises ``UnknownCallError``,
-    ``CallAlreadyAnsweredError``, ``CallNotInDoubtError`` (never started), ConcurrencyError.
+    result with ``submit_response`` instead. With ``min_claim_age`` (seconds), a call whose newest
+    claim is younger (or records no time) is refused with ``ClaimTooRecentError``: its claimant
+    may still be running it. Raises ``UnknownCallError``, ``CallAlreadyAnsweredError``,
+    ``CallNotInDoubtError`` (never started), ``ClaimTooRecentError``, ConcurrencyError.
     """
     _check_attempts(attempts)
 
     def build(call: FunctionCall) -> Event:
         return Event(author=author, custom_metadata={RERUN_DECISION_KEY: [call.id]})
 
-    return await _append_checked(
+    return await _routed(
         store,
         session_id,
-        call_id,
-        expect="call",
-        build=build,
-        attempts=attempts,
-        in_doubt_only=True,
+        lambda sid: _append_checked(
+            store,
+            sid,
+            call_id,
+            expect="call",
+            build=build,
+            attempts=attempts,
+            in_doubt_only=True,
+            min_claim_age=min_claim_age,
+        ),
     )

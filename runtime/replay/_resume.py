@@ -22,13 +22,15 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from eventstore import Event, FunctionCall, ToolConfirmation
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
 
 from ._confirmations import ConfirmationScan, Refusal
 from ._log import feed_all, is_model_turn, tool_calls
 
 __all__ = [
     "RERUN_DECISION_KEY",
+    "HeadScan",
+    "HeadStatus",
     "InDoubtCall",
     "ResumeCall",
     "ResumeDecision",
@@ -220,3 +222,63 @@ def plan_resume(
     scan = ResumeScan(agent_name=agent_name, idempotent_tools=idempotent_tools)
     feed_all(scan, events)
     return scan.result()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadStatus:
+    """Whether a run with no new message has nothing to ask the model (the log's head).
+
+    ``status`` is ``"completed"`` when the agent's newest event is its final text answer,
+    ``"paused_for_confirmation"`` / ``"paused_long_running"`` when its newest turn hands back
+    only confirmation requests or long-running calls that are still unanswered; ``None`` when
+    anything newer (a message, a result, an answer) gives the model something to see.
+    """
+
+    status: Literal["completed", "paused_for_confirmation", "paused_long_running"] | None = None
+    """How a run with nothing to execute ends without calling the model, or ``None``."""
+    final_text: str = ""
+    """The final answer, when completed."""
+    waiting: tuple[str, ...] = ()
+    """The unanswered ids the head waits for, when paused."""
+
+
+class HeadScan:
+    """Sans-IO: reads the log's head (newest first) and decides ``HeadStatus`` for one agent.
+
+    The runner and ``pending()`` both use it, so "does the next run call the model" has one
+    answer. The agent's own claim events are skipped: the calls they claim are in the turn before.
+    """
+
+    def __init__(self, *, agent_name: str) -> None:
+        self._agent = agent_name
+        self._status: HeadStatus | None = None
+
+    def feed(self, event: Event) -> bool:
+        """Take the next older event; return True while more are needed."""
+        if self._status is not None:
+            return False
+        if event.content is None and event.started_call_ids and event.author == self._agent:
+            return True
+        self._status = self._decide(event)
+        return False
+
+    def _decide(self, event: Event) -> HeadStatus:
+        if event.author != self._agent or event.content is None:
+            return HeadStatus()
+        calls = event.function_calls()
+        if not calls:
+            if event.content.role != "model" or not event.text():
+                return HeadStatus()
+            return HeadStatus(status="completed", final_text=event.text())
+        waiting = tuple(c.id for c in calls if c.id in event.long_running_tool_ids)
+        if not waiting or len(waiting) != len(calls):
+            return HeadStatus()
+        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls)
+        return HeadStatus(
+            status="paused_for_confirmation" if confirming else "paused_long_running",
+            waiting=waiting,
+        )
+
+    def result(self) -> HeadStatus:
+        """Return the status from the events fed so far (an empty log gives the model a turn)."""
+        return self._status if self._status is not None else HeadStatus()

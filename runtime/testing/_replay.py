@@ -8,7 +8,8 @@ appends with what was recorded, event by event. Tools run for real, or are stubb
 recorded responses.
 
 Compared: author, branch, content, actions, long-running and started ids, flags, error fields,
-custom metadata. Ignored: event ids, invocation ids, timestamps. Confirmation-request ids are
+custom metadata. Ignored: event ids, invocation ids, timestamps, who claimed a call and when
+(``custom_metadata.claimed_by``). Confirmation-request ids are
 random per run; they are matched by position and translated both ways.
 """
 
@@ -34,6 +35,7 @@ from eventstore import (
     Part,
     open_store,
 )
+from eventstore.cli import ExportedArtifact, ExportFormatError, dump_artifact, parse_export
 from runtime._agent import Agent
 from runtime._context import ToolContext
 from runtime._exceptions import RecordingError
@@ -56,6 +58,7 @@ __all__ = [
 
 _EVENT = pydantic.TypeAdapter(Event)
 _IGNORED = frozenset({"id", "invocation_id", "timestamp", "seq"})
+_IGNORED_PATHS = frozenset({"custom_metadata.claimed_by"})
 _EXPORT_FORMAT = "agent-eventstore/session"
 
 
@@ -71,6 +74,8 @@ class Recording:
     """The session's id (idempotency keys derive from it, so the replay reuses it)."""
     events: tuple[Event, ...] = ()
     """The events, oldest first."""
+    artifacts: tuple[ExportedArtifact, ...] = ()
+    """The artifact versions the export carried (by filename, then version 0, 1, 2 …)."""
 
 
 class ReplayDivergence(AssertionError):
@@ -103,51 +108,74 @@ class ReplayResult:
 
 
 def dump_recording(recording: Recording) -> bytes:
-    """Return the recording as JSON Lines: a header line, then one event per line."""
+    """Return the recording as ``evs export`` writes it: a header line, one event per line, then
+    one line per artifact version."""
     header = {
         "format": _EXPORT_FORMAT,
-        "version": 1,
+        "version": 2,
         "schema_version": SCHEMA_VERSION,
         "app_name": recording.app_name,
         "user_id": recording.user_id,
         "session_id": recording.session_id,
         "events": len(recording.events),
+        "artifacts": len(recording.artifacts),
         "created_at": recording.events[0].timestamp if recording.events else 0.0,
     }
     lines = [orjson.dumps(header)]
     lines += [orjson.dumps(dataclasses.replace(e, seq=None)) for e in recording.events]
+    lines += [dump_artifact(a) for a in recording.artifacts]
     return b"".join(line + b"\n" for line in lines)
 
 
 def load_recording(source: str | os.PathLike[str] | bytes) -> Recording:
-    """Read a recording: an ``evs export`` file (path or bytes), or JSON Lines of events only.
+    """Read a recording: exactly what ``evs export`` writes (path or bytes: header, events,
+    artifact versions), or JSON Lines of events only.
 
-    Raises ``RecordingError`` (a ``ValueError``) naming the line that is not a valid event or
-    header.
+    Raises ``RecordingError`` (a ``ValueError``) naming the line that is not a valid event,
+    header or artifact.
     """
     raw = source if isinstance(source, bytes) else Path(source).read_bytes()
-    identity: dict[str, str] = {}
+    lines = raw.splitlines()
+    first = next((line for line in lines if line.strip()), b"")
+    try:
+        header = orjson.loads(first) if first else None
+    except orjson.JSONDecodeError:
+        header = None
+    if isinstance(header, dict) and header.get("format") == _EXPORT_FORMAT:
+        if header.get("schema_version") != SCHEMA_VERSION:
+            raise RecordingError(
+                f"Line 1 of the recording is not a valid header: schema version "
+                f"{header.get('schema_version')!r}; this code replays {SCHEMA_VERSION} (import "
+                "and re-export it to upgrade)",
+                line=1,
+            )
+        try:
+            export = parse_export(lines)
+        except ExportFormatError as exc:
+            raise RecordingError(
+                f"The recording is not a valid export: {exc}", line=exc.line
+            ) from exc
+        return Recording(
+            app_name=export.app_name,
+            user_id=export.user_id,
+            session_id=export.session_id,
+            events=tuple(
+                dataclasses.replace(e, seq=n) for n, e in enumerate(export.events, start=1)
+            ),
+            artifacts=tuple(export.artifacts),
+        )
     events: list[Event] = []
-    for number, line in enumerate(raw.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            mapping = orjson.loads(line)
-            if isinstance(mapping, dict) and mapping.get("format") == _EXPORT_FORMAT:
-                if mapping.get("schema_version") != SCHEMA_VERSION:
-                    raise ValueError(
-                        f"schema version {mapping.get('schema_version')!r}; this code replays "
-                        f"{SCHEMA_VERSION} (import and re-export it to upgrade)"
-                    )
-                identity = {k: mapping[k] for k in ("app_name", "user_id", "session_id")}
-                continue
-            event = _EVENT.validate_python(mapping)
+            event = _EVENT.validate_python(orjson.loads(line))
         except ValueError as exc:
             raise RecordingError(
                 f"Line {number} of the recording is not a valid event: {exc}", line=number
             ) from exc
         events.append(dataclasses.replace(event, seq=len(events) + 1))
-    return Recording(events=tuple(events), **identity)
+    return Recording(events=tuple(events))
 
 
 class RecordedModel:
@@ -262,9 +290,10 @@ def _first_difference(expected: Any, actual: Any, path: str = "") -> tuple[str, 
         for key in [*expected, *(k for k in actual if k not in expected)]:
             if not path and key in _IGNORED:
                 continue
-            found = _first_difference(
-                expected.get(key), actual.get(key), f"{path}.{key}" if path else key
-            )
+            where = f"{path}.{key}" if path else key
+            if where in _IGNORED_PATHS:
+                continue
+            found = _first_difference(expected.get(key), actual.get(key), where)
             if found is not None:
                 return found
         return None
@@ -396,11 +425,33 @@ async def replay_recording(
     await own.create_session(
         app_name=recording.app_name, user_id=recording.user_id, session_id=recording.session_id
     )
+    await _restore_artifacts(own, recording, agent.name)
     try:
         return await _drive(runner, own, recording, model)
     finally:
         if store is None:
             await own.aclose()
+
+
+async def _restore_artifacts(store: EventStore, recording: Recording, agent_name: str) -> None:
+    """Save the recorded artifact versions the replayed agent does not save itself.
+
+    Versions an agent event recorded in its ``artifact_delta`` are saved again by the tools that
+    run during the replay (so the numbers come out the same); every version saved before the
+    first of those (uploads, ``user:`` artifacts, the app's own files) is restored up front, so
+    tools and ``load_artifacts`` see the recorded bytes.
+    """
+    produced: dict[str, int] = {}
+    for event in recording.events:
+        if event.author == agent_name:
+            for filename, version in event.actions.artifact_delta.items():
+                produced[filename] = min(version, produced.get(filename, version))
+    for artifact in recording.artifacts:
+        if artifact.version >= produced.get(artifact.filename, artifact.version + 1):
+            continue
+        await store.save_artifact(
+            recording.session_id, artifact.filename, artifact.data, mime_type=artifact.mime_type
+        )
 
 
 def _missing(events: Sequence[Event], produced: int) -> ReplayDivergence:

@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
-from eventstore import EventActions, FunctionCall, FunctionResponse, ToolConfirmation
+from eventstore import (
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    InvalidEventError,
+    ToolConfirmation,
+    check_json_value,
+)
 from runtime._context import ToolContext
 from runtime._exceptions import (
     ConfirmationRequired,
@@ -266,11 +273,26 @@ class _Execution:
             )
             kind, recovered = ToolErrorKind.EXECUTION_FAILED, None
         if recovered is not None:
-            return self._completed(recovered)
+            # As in ADK: after-tool callbacks see (and may replace) a recovered result too.
+            return await self._finish(tool, recovered) if tool is not None else (
+                self._completed(recovered)
+            )
         name = tool.name if tool is not None else self.call.name
-        return self._outcome(
-            error_response(kind, tool=name, message=message), kind, exception=error
-        )
+        response = error_response(kind, tool=name, message=message)
+        if tool is not None and self.after:
+            try:
+                replaced = await self._first(self.after, tool, self.args, self.ctx, response)
+            except Exception as callback_error:
+                message = (
+                    f"{message} (an after-tool callback then failed: "
+                    f"{type(callback_error).__name__}: {callback_error})"
+                )
+                return self._outcome(
+                    error_response(kind, tool=name, message=message), kind, exception=error
+                )
+            if replaced is not None:
+                return self._completed(replaced)
+        return self._outcome(response, kind, exception=error)
 
     async def _finish(self, tool: Tool, result: dict[str, Any]) -> CallOutcome:
         try:
@@ -293,6 +315,21 @@ class _Execution:
         return None
 
     def _completed(self, response: dict[str, Any] | None) -> CallOutcome:
+        try:
+            if response is not None:
+                check_json_value(response, path="result")
+            for key, value in self.ctx.actions.state_delta.items():
+                check_json_value(value, path=f"state[{key!r}]")
+        except InvalidEventError as exc:
+            # The tool ran: record that it failed to produce something storable, so the call is
+            # answered (not left in doubt) and the run goes on; its state changes are dropped.
+            self.ctx.actions.state_delta.clear()
+            kind = ToolErrorKind.EXECUTION_FAILED
+            message = f"Tool {self.call.name!r} produced a value the log cannot store: {exc}"
+            error = ToolResultError(message, tool_name=self.call.name)
+            return self._outcome(
+                error_response(kind, tool=self.call.name, message=message), kind, exception=error
+            )
         return self._outcome(response, None)
 
     def _outcome(

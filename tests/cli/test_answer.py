@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
@@ -119,17 +120,71 @@ def _in_doubt_db(db: Path) -> Path:
         Event(author="user", content=Content(role="user", parts=(Part(text="pay"),))),
         Event(author=AGENT, turn_complete=True,
               content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
-        Event(author=AGENT, started_call_ids=("c1",)),
+        Event(author=AGENT, started_call_ids=("c1",), timestamp=time.time() - 3600,
+              custom_metadata={"claimed_by": {"invocation_id": "inv-1", "host": "box",
+                                              "pid": 42, "at": time.time() - 3600}}),
     ])
     return db
 
 
+def test_rerun_refuses_a_young_claim_unless_forced(db: Path) -> None:
+    from _cli_support import AGENT, call, make_session
+
+    from eventstore import Content, Event, Part
+
+    make_session(str(db), [
+        Event(author="user", content=Content(role="user", parts=(Part(text="pay"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c1",),
+              custom_metadata={"claimed_by": {"invocation_id": "inv-7", "host": "box",
+                                              "pid": 42, "at": time.time() - 4}}),
+    ])
+    shown = invoke("pending", "s1", "--db", str(db)).stdout
+    assert "by invocation inv-7 on host box (pid 42) — it may still be running" in shown
+    before = file_fingerprint(db)
+    refused = invoke("rerun", "s1", "c1", "--db", str(db))
+    assert refused.exit_code == 1
+    assert "may still be running" in refused.stderr
+    assert "--force" in refused.stderr
+    assert file_fingerprint(db) == before
+    assert invoke("rerun", "s1", "c1", "--db", str(db), "--min-age", "1").exit_code == 0
+
+
+def test_rerun_force_decides_a_young_claim(db: Path) -> None:
+    from _cli_support import AGENT, call, make_session
+
+    from eventstore import Content, Event
+
+    make_session(str(db), [
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c1", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+    ])
+    assert invoke("rerun", "s1", "c1", "--db", str(db)).exit_code == 1
+    forced = invoke("rerun", "s1", "c1", "--db", str(db), "--force")
+    assert forced.exit_code == 0, forced.stderr
+
+
 def test_pending_offers_rerun_or_respond_for_a_call_in_doubt(db: Path) -> None:
     _in_doubt_db(db)
-    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
+    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json",
+                                 "--idempotent", "lookup").stdout)["pending"]
     assert item["kind"] == "in_doubt"
     assert f"evs rerun --db {db} s1 c1" in item["command"]
     assert f"evs respond --db {db} s1 c1" in item["command"]
+
+
+def test_pending_without_tool_knowledge_says_it_depends_on_idempotency(db: Path) -> None:
+    _in_doubt_db(db)
+    data = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
+    [item] = data["pending"]
+    assert item["kind"] == "idempotency_unknown"
+    assert "unknown: depends on whether 'charge' is idempotent" in item["reason"]
+    assert f"evs rerun --db {db} s1 c1" in item["command"]
+    assert data["next_run"]["step"] == "unknown"
+    text = invoke("pending", "s1", "--db", str(db)).stdout
+    assert "unknown: depends on whether 'charge' is idempotent" in text
 
 
 def test_rerun_records_the_decision(db: Path) -> None:
@@ -151,3 +206,103 @@ def test_rerun_refuses_an_answered_call(paused_db: Path) -> None:
     assert result.exit_code == 1
     assert "already answered" in result.stderr
     assert file_fingerprint(paused_db)[0] == before[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param('{"a": 123456789012345678901234567890}',
+                     "--json['a'] is the integer 123456789012345678901234567890", id="bigint"),
+        pytest.param('{"a": NaN}', "--json is not valid JSON", id="nan"),
+        pytest.param('{"a": -Infinity}', "--json is not valid JSON", id="inf"),
+        pytest.param('{"a": ' + "[" * 980 + "]" * 980 + "}", "deeper than 200 levels",
+                     id="deep-980"),
+        pytest.param('{"a": ' + "[" * 1023 + "]" * 1023 + "}", "deeper than 200 levels",
+                     id="deep-1023"),
+        pytest.param('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "--json is not valid JSON",
+                     id="deep-5000"),
+        pytest.param('{"a": ' + "9" * 5000 + "}", "--json", id="huge-digits"),
+    ],
+)
+def test_respond_refuses_values_the_log_cannot_carry(paused_db: Path, text: str,
+                                                     words: str) -> None:
+    before = file_fingerprint(paused_db)
+    result = invoke("respond", "s1", "c4", "--json", text, "--db", str(paused_db))
+    assert result.exit_code == 1
+    assert words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert file_fingerprint(paused_db) == before
+
+
+def test_pending_parent_lists_the_paused_childs_items_with_their_commands(db: Path) -> None:
+    import asyncio
+
+    from eventstore import FunctionCall, open_store
+    from runtime import Agent, AgentTool, ModelResponse, Runner, ScriptedModel, function_tool
+
+    @function_tool(requires_confirmation=True)
+    def book(city: str) -> dict[str, str]:
+        """Book.
+
+        Args:
+            city: Where.
+        """
+        return {"booked": city}
+
+    async def build() -> None:
+        async with await open_store(db, auto_upgrade=True) as store:
+            child = Agent(name="booker", tools=[book], model=ScriptedModel([ModelResponse(
+                function_calls=(FunctionCall(id="c-1", name="book", args={"city": "Kyoto"}),))]))
+            parent = Agent(name="planner", tools=[AgentTool(child, store=store)],
+                           model=ScriptedModel([ModelResponse(function_calls=(FunctionCall(
+                               id="p-1", name="booker", args={"request": "Kyoto"}),))]))
+            runner = Runner(agent=parent, store=store, app_name="trip")
+            await runner.create_session(user_id="u", session_id="trip")
+            await runner.run(session_id="trip", user_id="u", new_message="book")
+
+    asyncio.run(build())
+    items = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)["pending"]
+    [confirm] = [i for i in items if i["kind"] == "confirmation"]
+    assert confirm["session_id"] == "trip/p-1"
+    assert confirm["command"].startswith(f"evs confirm --db {db} trip/p-1 confirm-")
+    assert "(child session trip/p-1)" in invoke("pending", "trip", "--db", str(db)).stdout
+    # evs show shows the link both ways.
+    assert "↓ child session trip/p-1" in invoke("show", "trip", "--db", str(db)).stdout
+    child_view = invoke("show", "trip/p-1", "--db", str(db))
+    assert "Child of session trip (call p-1)" in child_view.stdout
+    assert "↑ child of session trip, call p-1" in child_view.stdout
+    links = orjson.loads(invoke("show", "trip", "--db", str(db), "--json").stdout)["links"]
+    assert links == {"parent": None, "children": {"p-1": "trip/p-1"}}
+    # Answering through the parent's id routes the answer to the child's request.
+    answered = invoke("confirm", "trip", confirm["confirmation_id"], "--yes", "--db", str(db))
+    assert answered.exit_code == 0, answered.stderr
+    items = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)["pending"]
+    assert [i["kind"] for i in items if i["session_id"] == "trip/p-1"] == ["confirmed_not_run"]
+
+
+def test_pending_uses_the_tool_knowledge_of_an_agent_an_app_registered(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    dist = tmp_path / "site" / "weather_app-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: weather-app\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[agent_eventstore.agents]\nweather = evs_weather_agents:agent\n"
+    )
+    (tmp_path / "site" / "evs_weather_agents.py").write_text(
+        "from runtime import Agent, ScriptedModel, function_tool\n\n"
+        "@function_tool(idempotent=True)\n"
+        "def charge(amount: int) -> int:\n"
+        '    """Charge (deduplicated by its idempotency key)."""\n'
+        "    return amount\n\n"
+        "agent = Agent(name='weather_agent', model=ScriptedModel([]), tools=[charge])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    _in_doubt_db(db)  # app "weather": a claimed, unanswered call of ``charge``
+    data = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
+    assert [i["kind"] for i in data["pending"]] == ["will_rerun"]
+    assert data["next_run"]["executes"] == ["c1"]

@@ -100,3 +100,25 @@ def test_demo_loads_the_report_artifact(db: Path) -> None:
     assert "The report I loaded says: Dry all week; highs of 24°C." in result.stdout
     exported = invoke("export", _session(db), "--db", str(db)).stdout
     assert "Artifact paris-forecast.md (version" not in exported
+
+
+def test_demo_resumes_a_crashed_idempotent_call_that_pending_says_will_rerun(db: Path) -> None:
+    from _cli_support import make_session
+
+    from eventstore import Content, Event, Part
+    from runtime.cli._demo import DEMO_APP, DEMO_USER, QUESTION
+    from runtime.cli._demo_agent import AGENT, script
+
+    first = script()[0]
+    assert not callable(first)
+    make_session(str(db), [
+        Event(author="user", content=Content(role="user", parts=(Part(text=QUESTION),))),
+        Event(author=AGENT, turn_complete=True, content=first.content()),
+        Event(author=AGENT, started_call_ids=("call-paris", "call-atlantis")),  # then a crash
+    ], session_id="demo-crashed", app_name=DEMO_APP, user_id=DEMO_USER)
+    report = orjson.loads(invoke("pending", "demo-crashed", "--db", str(db), "--json").stdout)
+    assert [p["kind"] for p in report["pending"]] == ["will_rerun", "will_rerun"]
+    assert report["next_run"]["executes"] == ["call-paris", "call-atlantis"]
+    resumed = invoke("demo", "--db", str(db), "--resume", "demo-crashed", "--approve")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert "Done: session demo-crashed is complete" in resumed.stdout

@@ -9,6 +9,7 @@ import eventstore
 PUBLIC = {
     "DEFAULT_URL",
     "REQUEST_CONFIRMATION_FUNCTION",
+    "MAX_JSON_DEPTH",
     "SCHEMA_VERSION",
     "Artifact",
     "ArtifactNotFoundError",
@@ -44,6 +45,7 @@ PUBLIC = {
     "StoredEvent",
     "ToolConfirmation",
     "apply_delta",
+    "check_json_value",
     "event_kind",
     "fold_state",
     "new_event_id",

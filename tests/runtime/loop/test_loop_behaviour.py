@@ -468,11 +468,16 @@ async def test_a_call_another_writer_answered_meanwhile_is_not_answered_twice(
     history = (await store.get_session("s")).events
     answers = [r.response for e in history for r in e.function_responses()]
     assert answers == [{"r": "theirs"}]
-    # Nothing of the dropped outcome was recorded (not even its state delta), and the loop went
-    # on from the log: the model saw the answer that was appended first.
-    assert [e.seq for e in result.events] == [1, 2, 3, 5]
+    # Nothing of the dropped outcome was recorded (not even its state delta), and the stale
+    # invocation stopped with a typed result: it appends nothing more.
+    assert [e.seq for e in result.events] == [1, 2, 3]
     assert "mine" not in (await store.get_session("s")).state
-    assert result.status == "completed"
+    assert result.status == "stale"
+    assert "another writer answered call(s) c1 first" in (result.pause_reason or "")
+    assert len(model.requests) == 1
+    # The next run goes on from the log: the model sees the answer that was appended first.
+    again = await runner.run(session_id="s", user_id="u")
+    assert again.status == "completed"
     assert model.requests[1].contents[-1].parts[0].function_response is not None
     assert model.requests[1].contents[-1].parts[0].function_response.response == {"r": "theirs"}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from eventstore import Content, EventStore, FunctionCall, Part
@@ -84,12 +86,20 @@ async def test_weather_agent_history_is_exactly_the_expected_events(store: Event
     assert claim.author == AGENT
     assert claim.content is None
     assert claim.started_call_ids == ("call-paris", "call-atl")
+    claimed_by = claim.custom_metadata["claimed_by"]
     assert claim.custom_metadata == {
         "idempotency_keys": {
             "call-paris": idempotency_key("s1", "call-paris"),
             "call-atl": idempotency_key("s1", "call-atl"),
-        }
+        },
+        "claimed_by": {
+            "invocation_id": claim.invocation_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "at": claimed_by["at"],
+        },
     }
+    assert abs(claimed_by["at"] - claim.timestamp) < 5
 
     assert responses.author == AGENT
     assert responses.content is not None

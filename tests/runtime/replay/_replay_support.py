@@ -19,6 +19,8 @@ from eventstore import (
 )
 
 AGENT = "weather_agent"
+PLACEHOLDER = {"error": {"kind": "confirmation_required", "message": "waits for a human"}}
+"""The response a call gets while it waits for a confirmation (docs/protocol.md §5)."""
 _ids = itertools.count(1)
 
 

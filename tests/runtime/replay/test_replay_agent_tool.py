@@ -5,13 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from eventstore import EventStore, FunctionCall
-from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext, function_tool
-from runtime.replay import (
+from runtime import (
     PARENT_LINK_KEY,
+    Agent,
     AgentTool,
+    ModelResponse,
     ReplayResumePlanner,
-    answer_confirmation,
+    Runner,
+    ScriptedModel,
+    ToolContext,
     child_session_id,
+    function_tool,
 )
 
 
@@ -67,46 +71,6 @@ async def test_agent_tool_child_session_shares_data_but_not_control(store: Event
     assert link["session_id"] == "trip-1"
     assert link["function_call_id"] == "p-1"
     assert (await store.state(child_id))["child_note"] == "kept in the child"
-
-
-async def test_agent_tool_child_confirmation_pauses_parent_and_resumes(store: EventStore) -> None:
-    bookings: list[str] = []
-
-    @function_tool(requires_confirmation=True)
-    def book_hotel(city: str) -> dict[str, Any]:
-        """Book a hotel (costs money).
-
-        Args:
-            city: Where.
-        """
-        bookings.append(city)
-        return {"booked": city}
-
-    child = Agent(
-        name="booker",
-        model=ScriptedModel([_call("c-book", "book_hotel", city="Kyoto"), "Booked in Kyoto."]),
-        tools=[book_hotel],
-    )
-    runner = _parent(store, child, _call("p-1", "booker", request="Book Kyoto"), "All set.")
-    await runner.create_session(user_id="u", session_id="trip-2")
-
-    first = await runner.run(session_id="trip-2", user_id="u", new_message="Book it")
-    assert first.status == "paused_for_confirmation"
-    assert bookings == []
-    request = first.events[-1].function_calls()[0]
-    assert request.args["originalFunctionCall"]["id"] == "p-1"
-    payload = request.args["toolConfirmation"]["payload"]
-    assert payload["child_session_id"] == child_session_id("trip-2", "p-1")
-
-    await answer_confirmation(
-        store, session_id="trip-2", confirmation_id=request.id, confirmed=True
-    )
-    second = await runner.run(session_id="trip-2", user_id="u")
-    assert second.status == "completed"
-    assert second.final_text == "All set."
-    assert bookings == ["Kyoto"]
-    responses = [r for e in second.events for r in e.function_responses()]
-    assert [(r.id, r.response) for r in responses] == [("p-1", {"result": "Booked in Kyoto."})]
 
 
 async def test_agent_tool_passes_the_invocation_metadata_to_the_child(store: EventStore) -> None:

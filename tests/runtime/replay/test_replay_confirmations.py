@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from _replay_support import AGENT, History, call
+from _replay_support import AGENT, PLACEHOLDER, History, call
 
 from eventstore import ToolConfirmation
 from runtime.replay import recover_confirmations
@@ -150,7 +150,7 @@ def test_confirmations_id_mapping_to_different_original_calls_is_ambiguous() -> 
     second = call("get_weather", "call-b", city="Osaka")
     history.model(first, second)
     history.claim(first.id, second.id)
-    history.respond((first, {"error": {}}), (second, {"error": {}}))
+    history.respond((first, PLACEHOLDER), (second, PLACEHOLDER))
     history.request(first, "confirm-dup")
     history.request(second, "confirm-dup")
     history.answer("confirm-dup", True)
@@ -197,7 +197,7 @@ def test_confirmations_parallel_requests_keep_request_order_and_dedupe() -> None
     b = call("get_weather", "call-b", city="Osaka")
     history.model(a, b)
     history.claim(a.id, b.id)
-    history.respond((a, {"error": {}}), (b, {"error": {}}))
+    history.respond((a, PLACEHOLDER), (b, PLACEHOLDER))
     history.request(a, "confirm-a")
     history.request(b, "confirm-b")
     history.request(a, "confirm-a2")

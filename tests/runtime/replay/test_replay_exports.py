@@ -30,3 +30,22 @@ def test_exports_runtime_reexports_the_answer_apis() -> None:
     for name in ("answer_confirmation", "submit_response", "rerun_call", "pending"):
         assert name in runtime.__all__
         assert getattr(runtime, name) is getattr(runtime.replay, name)
+
+
+def test_exports_replay_is_sans_io_and_does_not_import_the_runner() -> None:
+    import ast
+    from pathlib import Path
+
+    package = Path(runtime.replay.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module not in ("runtime._runner", "runtime._agent_tool"), path.name
+    assert runtime.AgentTool.__module__ == "runtime._agent_tool"
+    assert not hasattr(runtime.replay, "AgentTool")
+
+
+def test_exports_the_parent_link_key_is_the_one_evs_show_reads() -> None:
+    from eventstore.cli._render import PARENT_LINK_KEY
+
+    assert runtime.replay.PARENT_LINK_KEY == PARENT_LINK_KEY

@@ -44,6 +44,9 @@ step = st.one_of(
     ),
     st.tuples(st.just("rerun"), st.integers(0, 7)),
     st.tuples(st.just("other_agent"), st.integers(0, 3)),
+    st.tuples(st.just("mixed"), st.integers(0, 7), st.booleans()),
+    st.tuples(st.just("result"), st.integers(0, 7)),
+    st.tuples(st.just("final"), st.integers(0, 3)),
 )
 
 
@@ -80,6 +83,42 @@ def build(steps: list[tuple[Any, ...]]) -> History:
                 Event(
                     author="user",
                     custom_metadata={RERUN_DECISION_KEY: [calls[item[1] % len(calls)].id]},
+                )
+            )
+        elif kind == "final":
+            history.model(text=f"final {item[1]}")
+        elif kind == "result":
+            target = calls[item[1] % len(calls)]
+            history.add(
+                Event(
+                    author="user",
+                    content=Content(
+                        role="user",
+                        parts=(
+                            Part(
+                                function_response=FunctionResponse(
+                                    id=target.id, name=target.name, response={"late": index}
+                                )
+                            ),
+                        ),
+                    ),
+                )
+            )
+        elif kind == "mixed":
+            if not cids:
+                continue
+            cid = cids[item[1] % len(cids)]
+            answer = Part(
+                function_response=FunctionResponse(
+                    id=cid,
+                    name=REQUEST_CONFIRMATION_FUNCTION,
+                    response={"confirmed": item[2]},
+                )
+            )
+            history.add(
+                Event(
+                    author="user",
+                    content=Content(role="user", parts=(Part(text="Yes, go ahead"), answer)),
                 )
             )
         elif kind == "answer":

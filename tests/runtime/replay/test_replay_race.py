@@ -137,12 +137,18 @@ async def test_race_live_claim_reclaimed_by_idempotent_rerun_keeps_the_paid_answ
 
     a.charge_release.set()
     result_a = await run_a
-    assert result_a.status == "completed"
+    # A's answer to call-rate was dropped (B answered first): A is stale and stops after
+    # recording call-charge, the call nobody else answered; it never asks the model.
+    assert result_a.status == "stale"
+    assert "call-rate" in (result_a.pause_reason or "")
+    assert not any(e.content and e.content.role == "model" for e in result_a.events)
 
     assert sorted(e.split()[:2] for e in effects) == [["A", "charge"], ["A", "rate"], ["B", "rate"]]
     assert sorted(await _answers(stores[0])) == [("call-charge", "A"), ("call-rate", "B")]
     events = (await stores[0].get_session("s")).events
-    assert not pending(events, idempotent_tools=("lookup_rate",))
+    report = pending(events, idempotent_tools=("lookup_rate",))
+    assert not report
+    assert report.next_run.step == "calls_model"
 
 
 async def test_race_idempotent_rerun_by_a_second_live_process_is_answered_once(
@@ -177,9 +183,9 @@ async def test_race_idempotent_rerun_by_a_second_live_process_is_answered_once(
     result_b = await run_b
     # B appended its claim and nothing else: its answer to call-rate would be a second one.
     assert [e.started_call_ids for e in result_b.events] == [("call-rate",)]
-    assert result_b.status == "paused_by_planner"
+    assert result_b.status == "stale"
     assert result_b.pause_reason is not None
-    assert "another writer settled them" in result_b.pause_reason
+    assert "another writer answered call(s) call-rate first" in result_b.pause_reason
     assert "rerun_call" not in result_b.pause_reason  # call-charge is no longer in doubt
     assert sorted(e.split()[:2] for e in effects) == [["A", "charge"], ["A", "rate"], ["B", "rate"]]
     assert sorted(await _answers(stores[0])) == [("call-charge", "A"), ("call-rate", "A")]

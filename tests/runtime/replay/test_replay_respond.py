@@ -13,6 +13,7 @@ from runtime import (
     CallAlreadyAnsweredError,
     CallNotInDoubtError,
     ModelResponse,
+    ResultNotAwaitedError,
     Runner,
     ScriptedModel,
     UnknownCallError,
@@ -160,7 +161,7 @@ async def test_respond_unknown_ids_are_refused_with_typed_errors(store: EventSto
         await answer_confirmation(store, session_id="s", confirmation_id="call-w", confirmed=True)
     with pytest.raises(UnknownCallError, match="use answer_confirmation"):
         await submit_response(store, session_id="s", call_id=cid, response={"x": 1})
-    with pytest.raises(CallAlreadyAnsweredError):
+    with pytest.raises(ResultNotAwaitedError, match="waits for a confirmation"):
         await submit_response(store, session_id="s", call_id="call-w", response={"x": 1})
     with pytest.raises(UnknownCallError):
         await rerun_call(store, session_id="s", call_id="nope")
@@ -203,7 +204,8 @@ async def test_respond_in_doubt_call_pauses_until_rerun_decided(store: EventStor
     assert paused.status == "paused_by_planner"
     assert paused.pause_reason is not None
     assert "call-x" in paused.pause_reason
-    assert [p.kind for p in pending((await store.get_session("s")).events)] == ["in_doubt"]
+    events = (await store.get_session("s")).events
+    assert [p.kind for p in pending(events, idempotent_tools=())] == ["in_doubt"]
 
     await rerun_call(store, session_id="s", call_id="call-x")
     resumed = await runner.run(session_id="s", user_id="u")

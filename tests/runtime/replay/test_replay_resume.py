@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _replay_support import AGENT, History, call
+from _replay_support import AGENT, PLACEHOLDER, History, call
 
 from eventstore import Event
 from runtime.replay import RERUN_DECISION_KEY, pending, plan_resume
@@ -138,9 +138,10 @@ def test_pending_reports_every_kind_with_reasons() -> None:
     rerun = call("get_time")
     job = call("render_video")
     paid = call("paid_lookup", city="Osaka")
-    history.model(fresh, doubt, rerun, job, long_running=(job.id,))
-    history.claim(doubt.id, rerun.id, job.id)
-    history.needs_confirmation(paid, "confirm-paid")
+    history.model(fresh, doubt, rerun, job, paid, long_running=(job.id,))
+    history.claim(doubt.id, rerun.id, job.id, paid.id)
+    history.respond((paid, PLACEHOLDER))
+    history.request(paid, "confirm-paid")
     report = pending(history.events, idempotent_tools=("get_time",))
     assert [(p.kind, p.call.id) for p in report.unanswered] == [
         ("not_started", fresh.id),
@@ -153,6 +154,26 @@ def test_pending_reports_every_kind_with_reasons() -> None:
     assert [p.call.id for p in report.in_doubt] == [doubt.id]
     assert all(p.reason.endswith(".") for p in report)
     assert pending(history.newest_first(), idempotent_tools=("get_time",)) == report
+    assert report.next_run.step == "pauses"
+    assert report.next_run.executes == (fresh.id, rerun.id)
+
+
+def test_pending_older_turns_calls_are_abandoned_not_run_by_the_next_run() -> None:
+    history = History()
+    fresh = call("get_weather", city="Tokyo")
+    doubt = call("charge_card", amount=3)
+    job = call("render_video")
+    history.model(fresh, doubt, job, long_running=(job.id,))
+    history.claim(doubt.id, job.id)
+    history.model(text="moving on")
+    report = pending(history.events, idempotent_tools=())
+    assert [(p.kind, p.call.id) for p in report.not_acted_on] == [
+        ("abandoned", fresh.id),
+        ("abandoned", doubt.id),
+    ]
+    assert [p.call.id for p in report.long_running] == [job.id]
+    assert report.next_run.step == "completed"
+    assert report.next_run.executes == ()
 
 
 def test_pending_answered_confirmation_waits_for_the_next_run_then_clears() -> None:
@@ -166,3 +187,32 @@ def test_pending_answered_confirmation_waits_for_the_next_run_then_clears() -> N
     history.claim(paid.id)
     history.respond((paid, {"ok": True}))
     assert not pending(history.events)
+
+
+def test_pending_rejected_confirmation_is_answered_with_the_rejection_not_run() -> None:
+    history = History()
+    paid = call("paid_lookup", city="Osaka")
+    history.needs_confirmation(paid, "confirm-paid")
+    history.answer("confirm-paid", False)
+    (entry,) = pending(history.events, idempotent_tools=())
+    assert entry.kind == "rejected_not_run"
+    assert "does not run the tool" in entry.reason
+    assert "confirmed" not in entry.reason
+
+
+def test_pending_confirmation_embedding_other_args_is_refused_as_the_runner_refuses_it() -> None:
+    history = History()
+    paid = call("paid_lookup", "call-paid", city="Osaka")
+    history.model(paid)
+    history.claim(paid.id)
+    history.respond((paid, PLACEHOLDER))
+    history.request(call("paid_lookup", "call-paid", city="Tokyo"), "confirm-paid")
+    history.answer("confirm-paid", True)
+    report = pending(history.events, idempotent_tools=())
+    assert [(p.kind, p.confirmation_id) for p in report] == [("refused", "confirm-paid")]
+    assert "embeds" in next(iter(report)).reason
+    assert report.next_run.step == "pauses"
+    assert report.next_run.executes == ()
+    decision = plan_resume(history.newest_first(), agent_name=AGENT)
+    assert decision.execute == ()
+    assert decision.pause_reason is not None

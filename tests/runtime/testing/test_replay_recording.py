@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from eventstore import EventStore, FunctionCall, open_store
 from runtime import (
     Agent,
     AgentRuntimeError,
+    LoadArtifactsProcessor,
     ModelResponse,
     Runner,
     ScriptedModel,
     ToolContext,
+    default_request_processors,
     function_tool,
 )
+from runtime.cli._demo_agent import demo_runner
 from runtime.replay import ReplayResumePlanner, answer_confirmation
 from runtime.testing import (
     Recording,
@@ -129,3 +136,27 @@ def test_replay_bad_line_is_named() -> None:
     assert raised.value.line == 2
     assert isinstance(raised.value, ValueError)  # bad input, for callers that catch ValueError
     assert isinstance(raised.value, AgentRuntimeError)
+
+
+def _export_demo_session(db: Path) -> bytes:
+    evs = [sys.executable, "-m", "runtime.cli"]
+    subprocess.run([*evs, "demo", "--approve", "--db", str(db)], capture_output=True, check=True)
+    listed = subprocess.run([*evs, "sessions", "--db", str(db), "--json"], capture_output=True,
+                            check=True)
+    [session] = orjson.loads(listed.stdout)["sessions"]
+    return subprocess.run([*evs, "export", session["id"], "--db", str(db)],
+                          capture_output=True, check=True).stdout
+
+
+async def test_replay_recording_of_an_evs_export_with_artifacts(tmp_path: Path) -> None:
+    """The README's demo session saves an artifact; its export replays, artifacts included."""
+    exported = await asyncio.to_thread(_export_demo_session, tmp_path / "demo.db")
+    recording = load_recording(exported)
+    assert [a.filename for a in recording.artifacts] == ["paris-forecast.md"]
+    assert load_recording(dump_recording(recording)) == recording
+
+    async with await open_store("memory://") as scratch:
+        agent = demo_runner(scratch, [], app_name="x").agent
+    processors = [*default_request_processors(), LoadArtifactsProcessor()]
+    result = await replay_recording(recording, agent=agent, request_processors=processors)
+    assert len(result.events) == len(recording.events)

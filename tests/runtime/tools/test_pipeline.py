@@ -251,7 +251,26 @@ async def test_execute_function_call_on_error_recovers_and_after_replaces() -> N
         agent_callbacks=ToolCallbacks(after=(replace,)),
     )
     assert outcome.error_kind is None
-    assert outcome.response == {"fallback": "TimeoutError"}
+    # As in ADK, the after-tool callback runs after the recovery and replaces its result.
+    assert outcome.response == {"fallback": "TimeoutError", "checked": True}
+
+
+async def test_execute_function_call_after_callback_sees_and_replaces_an_error_response() -> None:
+    def broken() -> None:
+        raise RuntimeError("down")
+
+    seen: list[dict[str, Any]] = []
+
+    def soften(
+        tool: Tool, args: dict[str, Any], ctx: ToolContext, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        seen.append(result)
+        return {"result": "try again later"}
+
+    outcome = await _run(FunctionTool(broken), {}, agent_callbacks=ToolCallbacks(after=(soften,)))
+    assert seen[0]["error"]["kind"] == "execution_failed"
+    assert outcome.error_kind is None
+    assert outcome.response == {"result": "try again later"}
 
 
 async def test_execute_function_call_after_callback_replaces_result() -> None:

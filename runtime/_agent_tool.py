@@ -1,0 +1,279 @@
+"""``AgentTool``: a child agent behind a tool interface, its history a session of its own.
+
+Data plane shared, control plane isolated:
+
+- the child runs in its own session of the same store, app and user, with an id derived from the
+  parent session and the parent's call id (``child_session_id``), so a re-run of the call finds it;
+  its first event is the link to the parent (``custom_metadata["parent"]``), appended in one
+  atomic batch with the request, so a crash at any point resumes the child with its request;
+- it starts with the parent's state minus internal keys (``temp:`` and ``_``-prefixed);
+  ``user:``/``app:`` keys are shared by scope anyway;
+- only the child's final result comes back (``{"result": text}``, the parsed output when an
+  ``output_schema`` is given, or the child's own tool result when it skipped summarization); its
+  escalate/transfer actions stay in its own log and never reach the parent's actions;
+- every kind of child pause (a confirmation, a long-running call, a call in doubt) is an
+  interrupt of the parent call, not an error result: the parent call stays open (no response),
+  the parent pauses, and each of the child's pending items is answered in the child session
+  (``evs pending PARENT`` lists them with their commands). The parent's next run continues the
+  child; the parent call is answered once, with the child's final result, when it completes;
+- cancelling the parent's invocation stops the child at a safe point: the child's current tool
+  step completes and is logged, then the child stops. With ``propagate_cancellation=True`` the
+  cancellation reaches the child's running tools instead (their ``cancel_event`` is set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+import pydantic
+
+from eventstore import (
+    ConcurrencyError,
+    Content,
+    Event,
+    EventStore,
+    Part,
+    SessionExistsError,
+)
+from runtime._agent import Agent
+from runtime._context import ToolContext
+from runtime._exceptions import InvalidToolArgumentsError, ToolResultError
+from runtime._runner import Runner
+from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
+from runtime.replay import PARENT_LINK_KEY, ReplayResumePlanner, child_session_id
+
+__all__ = ["INTERNAL_STATE_PREFIXES", "AgentTool"]
+
+INTERNAL_STATE_PREFIXES = ("temp:", "_")
+"""State keys with these prefixes are not copied into a child agent's session."""
+
+class AgentTool:
+    """Runs ``agent`` as a tool of another agent, in a child session linked to the call.
+
+    Guarantees: the child's session id is ``child_session_id(parent, call)``; a re-run of the same
+    call continues that session instead of starting over (so the tool is idempotent: the child's
+    own log dedups its calls); the parent receives the child's final result and nothing of the
+    child's control flow; a paused child leaves the parent call open (the parent pauses with it)
+    until the child completes. ``input_schema`` (a pydantic model or a JSON schema mapping)
+    replaces the default ``{"request": str}`` parameter; ``output_schema`` validates the child's
+    final answer (JSON) and a mismatch is an ``execution_failed`` response.
+    """
+
+    idempotent = True
+    """Re-running continues the child's session from its log (its calls run at most once)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        store: EventStore,
+        description: str | None = None,
+        skip_summarization: bool = False,
+        input_schema: type[pydantic.BaseModel] | None = None,
+        output_schema: Any = None,
+        propagate_cancellation: bool = False,
+    ) -> None:
+        self.agent = agent
+        """The child agent."""
+        self.store = store
+        """The store both sessions live in."""
+        self.skip_summarization = skip_summarization
+        """Hand the child's answer to the user without another parent model call."""
+        self.input_schema = input_schema
+        """The typed request (a pydantic model); ``None``: ``{"request": str}``."""
+        self.output_schema = output_schema
+        """A type pydantic validates the child's final answer against (read as JSON: a model,
+        ``list[str]``…); ``None``: the text as is."""
+        self._output: pydantic.TypeAdapter[Any] | None = (
+            pydantic.TypeAdapter(output_schema) if output_schema is not None else None
+        )
+        self.propagate_cancellation = propagate_cancellation
+        """Cancelling the parent cancels the child's running tools (default: the child stops
+        after its current step, which completes and is logged)."""
+        self._description = description or f"Ask agent {agent.name!r} to handle a request."
+
+    @property
+    def name(self) -> str:
+        """The child agent's name."""
+        return self.agent.name
+
+    @property
+    def description(self) -> str:
+        """What the parent model reads."""
+        return self._description
+
+    @property
+    def is_long_running(self) -> bool:
+        """No: the child runs within the call (a paused child keeps the call open instead)."""
+        return False
+
+    def defers_response(self) -> bool:
+        """True: a ``None`` result (a paused child) leaves the parent call without a response."""
+        return True
+
+    def declaration(self) -> FunctionDeclaration:
+        """The input schema's parameters, or one required string parameter, ``request``."""
+        schema: Mapping[str, Any]
+        if self.input_schema is None:
+            schema = {
+                "type": "object",
+                "properties": {"request": {"type": "string", "description": "The request."}},
+                "required": ["request"],
+            }
+        else:
+            schema = self.input_schema.model_json_schema()
+        return declaration_from_json_schema(
+            self.name, description=self.description, parameters=dict(schema)
+        )
+
+    def _request_text(self, args: dict[str, Any]) -> str:
+        if self.input_schema is None:
+            request = args.get("request")
+            if not isinstance(request, str):
+                raise InvalidToolArgumentsError(self.name, errors=["request: must be a string"])
+            return request
+        try:
+            model = self.input_schema.model_validate(args)
+        except pydantic.ValidationError as exc:
+            raise InvalidToolArgumentsError(
+                self.name,
+                errors=[f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()],
+            ) from exc
+        return model.model_dump_json()
+
+    def _result(self, ctx: ToolContext, value: str | dict[str, Any]) -> dict[str, Any]:
+        """The parent's response: the child's final text (or its own tool result when it
+        skipped summarization), validated against ``output_schema`` when one is given."""
+        if self.skip_summarization:
+            ctx.actions.skip_summarization = True
+        if self._output is None:
+            return value if isinstance(value, dict) else {"result": value}
+        raw = value if isinstance(value, str) else orjson.dumps(value).decode()
+        try:
+            parsed = self._output.dump_python(self._output.validate_json(raw), mode="json")
+        except pydantic.ValidationError as exc:
+            raise ToolResultError(
+                f"Agent {self.name!r} answered {raw[:200]!r}, which does not fit its output "
+                f"schema: {' '.join(str(exc).split())[:300]}",
+                tool_name=self.name,
+            ) from exc
+        return {"result": parsed}
+
+    async def run(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | None:
+        """Run (or continue) the child; return its result, or ``None`` while it is paused."""
+        request = self._request_text(args)
+        parent = await self.store.session_info(ctx.session_id)
+        child = child_session_id(ctx.session_id, ctx.function_call_id)
+        await self._start(ctx, child, parent.app_name, parent.user_id, request)
+        events = await self.store.read(child)
+        done = _finished(events, self.agent.name)
+        if done is not None:
+            return self._result(ctx, done)
+        runner = Runner(
+            agent=self.agent,
+            store=self.store,
+            app_name=parent.app_name,
+            resume_planner=ReplayResumePlanner(),
+        )
+        await self._drive(runner, child, parent.user_id, ctx)
+        done = _finished(await self.store.read(child), self.agent.name)
+        # Any other ending (a confirmation, a long-running call, a call in doubt, the step
+        # limit) is a pause of the child: the parent call stays open until it completes.
+        return None if done is None else self._result(ctx, done)
+
+    async def _start(
+        self, ctx: ToolContext, child: str, app_name: str, user_id: str, request: str
+    ) -> None:
+        """Create the child session and append link + request in one batch (crash-safe)."""
+        with contextlib.suppress(SessionExistsError):
+            await self.store.create_session(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=child,
+                state=_shared_state(ctx.state),
+            )
+        # The session may already hold its initial state event; the link goes right after it.
+        version = await self.store.version(child)
+        first = await self.store.read(child, limit=4)
+        if any(PARENT_LINK_KEY in e.custom_metadata for e in first):
+            return
+        link = Event(
+            author="user",
+            custom_metadata={
+                PARENT_LINK_KEY: {
+                    "session_id": ctx.session_id,
+                    "function_call_id": ctx.function_call_id,
+                    "agent": ctx.agent_name,
+                    "invocation_id": ctx.invocation_id,
+                }
+            },
+        )
+        message = Event(author="user", content=Content(role="user", parts=(Part(text=request),)))
+        # ConcurrencyError: another run of this call started the child first; continue it.
+        with contextlib.suppress(ConcurrencyError):
+            await self.store.append(child, [link, message], expected_version=version)
+
+    async def _drive(self, runner: Runner, child: str, user_id: str, ctx: ToolContext) -> None:
+        """Run the child's invocation; on cancellation stop it at a safe point (or propagate)."""
+        stream = runner.run_events(session_id=child, user_id=user_id, metadata=ctx.metadata)
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(_consume(stream, stop, runner.agent.name))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if self.propagate_cancellation:
+                task.cancel()
+            else:
+                stop.set()  # the child finishes its current step, then stops between appends
+            await asyncio.wait([task])
+            raise
+
+
+async def _consume(stream: AsyncIterator[Event], stop: asyncio.Event, agent: str) -> None:
+    in_step = False
+    try:
+        async for event in stream:
+            if event.started_call_ids:
+                in_step = True  # a claim: the step's tools are running
+            elif event.author == agent:
+                in_step = False  # its answers (or a model turn) are logged
+            if stop.is_set() and not in_step:
+                return
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _shared_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: value
+        for key, value in state.items()
+        if not key.startswith((*INTERNAL_STATE_PREFIXES, "user:", "app:"))
+    }
+
+
+def _finished(events: list[Event], agent_name: str) -> str | dict[str, Any] | None:
+    """The child's final result when its newest agent event ends it, else ``None``.
+
+    A final text answer, or a response event that skipped summarization (then its single
+    response, or ``{"results": [...]}``), with nothing after it from anyone else.
+    """
+    for event in reversed(events):
+        if event.author != agent_name:
+            return None
+        if event.content is None:
+            continue
+        if event.content.role == "model" and not event.function_calls() and event.text():
+            return event.text()
+        if event.actions.skip_summarization and not event.actions.requested_tool_confirmations:
+            responses = [r.response for r in event.function_responses()]
+            if not responses:
+                return None
+            return responses[0] if len(responses) == 1 else {"results": responses}
+        return None
+    return None
