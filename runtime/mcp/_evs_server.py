@@ -104,12 +104,15 @@ async def _sessions(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any
 
 
 async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._render import event_entry
+    from eventstore.cli._inspect import _children
+    from eventstore.cli._render import event_entry, parent_link
     from eventstore.cli._timeline import analyze
 
     session_id = str(args["session_id"])
     info = await store.session_info(session_id)
     events = await store.read(session_id)
+    children = await _children(store, session_id, events)
+    parent = next((link for e in events[:4] if (link := parent_link(e)) is not None), None)
     timeline = analyze(events)
     since, last = args.get("since"), args.get("last")
     shown = [e for e in events if since is None or (e.seq or 0) >= since]
@@ -119,6 +122,11 @@ async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
         "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
                     "version": info.version},
         "events": [event_entry(e, timeline) for e in shown],
+        "links": {
+            "parent": {"session_id": parent[0], "function_call_id": parent[1]}
+            if parent else None,
+            "children": children,
+        },
     }
 
 
