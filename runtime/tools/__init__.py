@@ -31,8 +31,18 @@ from runtime.tools._pipeline import (
     ToolCallObserver,
     execute_function_call,
 )
-from runtime.tools._request import ModelRequest, build_tool_request, pack_tool
+from runtime.tools._registry import ToolRegistry
+from runtime.tools._request import ModelRequest, build_tool_request, duplicate_tool_error, pack_tool
+from runtime.tools._safe import (
+    NO_RESPONSE,
+    RESULT_NOT_DECODED,
+    SafeResult,
+    SafeTool,
+    ToolFailure,
+    ToolSuccess,
+)
 from runtime.tools._schema import parse_docstring
+from runtime.tools._terminate import TERMINATE_ARGUMENT, TERMINATE_TOOL_NAME, TerminationTool
 from runtime.tools._toolset import FilteredToolset, ListToolset, ToolPredicate, Toolset
 
 __all__ = [
@@ -47,20 +57,31 @@ __all__ = [
     "ListToolset",
     "ModelRequest",
     "NO_CALLBACKS",
+    "NO_RESPONSE",
     "OnToolErrorCallback",
+    "RESULT_NOT_DECODED",
     "RequestProcessor",
     "ResponseDeferrer",
+    "SafeResult",
+    "SafeTool",
     "SkipSummarizationResultDisplayer",
     "StreamingTool",
+    "TERMINATE_ARGUMENT",
+    "TERMINATE_TOOL_NAME",
+    "TerminationTool",
     "Tool",
     "ToolCallObserver",
     "ToolCallbacks",
     "ToolErrorKind",
+    "ToolFailure",
     "ToolOptions",
     "ToolPredicate",
+    "ToolRegistry",
+    "ToolSuccess",
     "Toolset",
     "ToolsetClass",
     "build_tool_request",
+    "duplicate_tool_error",
     "error_response",
     "execute_function_call",
     "function_tool",
