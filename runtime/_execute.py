@@ -65,6 +65,8 @@ class StepExecution:
     """Some call asked not to call the model again for this step."""
     display_text: str
     """Visible text produced by ``SkipSummarizationResultDisplayer`` tools (may be empty)."""
+    escalated: bool = False
+    """Some answered call set ``escalate``: the invocation ends after this step."""
 
 
 def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
@@ -212,6 +214,7 @@ async def run_claimed(
         confirmation_call_ids=answers.confirmation_call_ids,
         skip_summarization=answers.merged.actions.skip_summarization,
         display_text=answers.display,
+        escalated=answers.merged.actions.escalate,
     )
 
 

@@ -50,6 +50,7 @@ RunStatus: TypeAlias = Literal[
     "paused_long_running",
     "paused_by_planner",
     "step_limit",
+    "escalated",
 ]
 """How an invocation ended.
 
@@ -57,7 +58,9 @@ RunStatus: TypeAlias = Literal[
 - ``paused_for_confirmation``: a confirmation request was appended and waits for an answer;
 - ``paused_long_running``: a call has no response yet (long-running or deferred);
 - ``paused_by_planner``: the resume planner asked to pause (e.g. in-doubt calls);
-- ``step_limit``: ``max_steps`` model calls were made without a final response.
+- ``step_limit``: ``max_steps`` model calls were made without a final response;
+- ``escalated``: a tool set ``escalate`` (``ToolContext.actions.escalate``); the invocation ends
+  after that step's responses, with the tool and its reason in ``pause_reason``.
 """
 
 

@@ -24,6 +24,7 @@ from eventstore import (
 )
 from runtime._agent import Agent
 from runtime._callbacks import run_model_callbacks
+from runtime._escalate import escalation_reason, escalation_reason_from_event
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
 from runtime._execute import StepExecution, claim_calls, run_claimed
 from runtime._invocation import (
@@ -377,6 +378,10 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
             continue  # a claim: the calls it claims are in the turn before it
         if event.author != ctx.agent.name or event.content is None:
             return False
+        escalated = escalation_reason_from_event(event)
+        if escalated is not None:
+            ending.status, ending.reason = "escalated", escalated
+            return True
         calls = event.function_calls()
         if not calls:
             if event.content.role != "model" or not event.text():
@@ -414,6 +419,10 @@ def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bo
             f"Invocation {ctx.invocation_id!r} waits for the response(s) of call(s) "
             f"{', '.join(step.pending_call_ids)}."
         )
+        return True
+    if step.escalated:
+        ending.status = "escalated"
+        ending.reason = escalation_reason(ctx.invocation_id, step.outcomes)
         return True
     if step.skip_summarization:
         ending.final_text = step.display_text

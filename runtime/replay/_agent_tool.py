@@ -8,7 +8,8 @@ Data plane shared, control plane isolated:
 - it starts with the parent's state minus internal keys (``temp:`` and ``_``-prefixed);
   ``user:``/``app:`` keys are shared by scope anyway;
 - only the child's final text comes back (``{"result": text}``); its escalate/transfer actions stay
-  in its own log and never reach the parent's actions;
+  in its own log and never reach the parent's actions (an escalation ends the child's invocation,
+  and the parent's call answers ``{"result": "", "escalated": <reason>}``);
 - a confirmation the child asks for pauses the parent too: the parent's call requests a
   confirmation naming the child's; answering the parent's answers the child's and resumes it.
 """
@@ -174,6 +175,9 @@ class AgentTool:
         status = result.status
         if status == "completed":
             return self._answer(ctx, result.final_text)
+        elif status == "escalated":
+            # The child's escalation ends the child's invocation only; the parent gets its reason.
+            return {"result": result.final_text, "escalated": result.pause_reason}
         elif status == "paused_for_confirmation":
             self._interrupt(ctx, child, list(result.pending_call_ids))
         elif (
