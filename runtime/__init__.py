@@ -82,6 +82,9 @@ from runtime.replay import (
 )
 from runtime.tools import (
     CallOutcome,
+    Example,
+    ExampleCall,
+    ExampleTool,
     FilteredToolset,
     FunctionTool,
     ListToolset,
@@ -116,6 +119,9 @@ __all__ = [
     "ClaimedCalls",
     "ConfirmationRequired",
     "ContentsProcessor",
+    "Example",
+    "ExampleCall",
+    "ExampleTool",
     "FilteredToolset",
     "FunctionDeclaration",
     "FunctionTool",

@@ -13,6 +13,14 @@ from runtime.tools._base import (
     requires_confirmation,
 )
 from runtime.tools._errors import ToolErrorKind, error_response
+from runtime.tools._examples import (
+    Example,
+    ExampleCall,
+    ExampleProvider,
+    ExampleTool,
+    format_examples,
+    newest_user_text,
+)
 from runtime.tools._function import (
     ConfirmationPredicate,
     FunctionTool,
@@ -51,6 +59,10 @@ __all__ = [
     "CallOutcome",
     "ConfirmationGate",
     "ConfirmationPredicate",
+    "Example",
+    "ExampleCall",
+    "ExampleProvider",
+    "ExampleTool",
     "FilteredToolset",
     "FunctionTool",
     "FunctionToolLike",
@@ -84,8 +96,10 @@ __all__ = [
     "duplicate_tool_error",
     "error_response",
     "execute_function_call",
+    "format_examples",
     "function_tool",
     "is_idempotent",
+    "newest_user_text",
     "pack_tool",
     "parse_docstring",
     "requires_confirmation",
