@@ -290,8 +290,8 @@ class Backend(Protocol):
     async def search_memory(
         self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
     ) -> list[MemoryRow]:
-        """Return up to ``limit`` memory rows of the app's user whose text has any of ``terms``
-        (lower-case words), best match first. Never a row of another app or user."""
+        """Return up to ``limit`` memory rows of the app's user with a word starting with any of
+        ``terms`` (lower-case words), best match first. Never a row of another app or user."""
         ...
 
     async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:

@@ -314,7 +314,7 @@ class MemoryBackend:
     async def search_memory(
         self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
     ) -> list[MemoryRow]:
-        """See ``Backend.search_memory``: ranked by how many terms a row has, newest first."""
+        """See ``Backend.search_memory``: ranked by how many terms a row matches, newest first."""
         self._check_open()
         wanted = set(terms)
         scored: list[tuple[int, float, MemoryRow]] = []
@@ -323,7 +323,8 @@ class MemoryBackend:
             if session.memory is None or (record.app_name, record.user_id) != (app_name, user_id):
                 continue
             for row in session.memory[1]:
-                hits = len(wanted.intersection(words(row.text)))
+                found = words(row.text)
+                hits = sum(any(w.startswith(term) for w in found) for term in wanted)
                 if hits:
                     scored.append((hits, row.timestamp, row))
         scored.sort(key=lambda item: (-item[0], -item[1], item[2].session_id, item[2].seq))

@@ -93,8 +93,9 @@ class MemoryService:
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str, limit: int = DEFAULT_LIMIT
     ) -> list[MemoryEntry]:
-        """Return up to ``limit`` remembered events of the app's user matching any word of
-        ``query``, best match first (an empty list when the query has no word)."""
+        """Return up to ``limit`` remembered events of the app's user with a word starting with
+        any word of ``query`` (case-insensitive, no stemming), best match first (an empty list
+        when the query has no word)."""
         if limit < 1:
             return []
         rows = await self.store.backend.search_memory(

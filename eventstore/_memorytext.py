@@ -4,8 +4,9 @@ An event's memory text: its text parts; each function call as ``<name> called wi
 each function response as ``<name> returned <response>`` (JSON, keys sorted). Events without
 any of these (claims, state-only events) and partial events are not remembered. A query's terms
 are its distinct lower-case words (letters and digits; ``_`` and punctuation separate words),
-at most ``MAX_TERMS``; a row matches when it contains any of them, as the database tokenizers
-(SQLite ``unicode61``, PostgreSQL ``simple``) see words.
+at most ``MAX_TERMS``; a row matches when one of its words *starts with* any of them (so
+"train" finds "trains"; there is no stemming), as the database tokenizers (SQLite ``unicode61``,
+PostgreSQL ``simple``) see words.
 """
 
 from __future__ import annotations

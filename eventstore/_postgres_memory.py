@@ -52,12 +52,13 @@ async def index(
 async def search(
     conn: Any, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
 ) -> list[MemoryRow]:
-    """The rows of the app's user matching any term, best ``ts_rank`` first, then newest."""
+    """The rows of the app's user with a word starting with any term, best ``ts_rank``
+    first, then newest."""
     if not terms:
         return []
     rows = await conn.fetch(
         f"SELECT {_ROW} FROM evs_memory_rows, "
-        "to_tsquery('simple', array_to_string($3::text[], ' | ')) AS q "
+        "to_tsquery('simple', array_to_string($3::text[], ':* | ') || ':*') AS q "
         "WHERE app_name = $1 AND user_id = $2 AND tsv @@ q "
         "ORDER BY ts_rank(tsv, q) DESC, timestamp DESC, session_id, seq LIMIT $4",
         app_name, user_id, list(terms), limit,

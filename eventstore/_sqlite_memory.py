@@ -48,10 +48,11 @@ def index(
 def search(
     conn: sqlite3.Connection, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
 ) -> list[MemoryRow]:
-    """The rows of the app's user matching any term, best ``bm25`` first, then newest."""
+    """The rows of the app's user with a word starting with any term, best ``bm25`` first,
+    then newest."""
     if not terms:
         return []
-    match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    match = " OR ".join('"' + term.replace('"', '""') + '"*' for term in terms)
     return [
         _row(values)
         for values in conn.execute(

@@ -29,6 +29,12 @@ from runtime.tools._function import (
     function_tool,
     tool_method,
 )
+from runtime.tools._memory_tools import (
+    LOAD_MEMORY,
+    LoadMemoryTool,
+    PreloadMemoryTool,
+    format_memories,
+)
 from runtime.tools._pipeline import (
     NO_CALLBACKS,
     AfterToolCallback,
@@ -66,11 +72,14 @@ __all__ = [
     "FilteredToolset",
     "FunctionTool",
     "FunctionToolLike",
+    "LOAD_MEMORY",
     "ListToolset",
+    "LoadMemoryTool",
     "ModelRequest",
     "NO_CALLBACKS",
     "NO_RESPONSE",
     "OnToolErrorCallback",
+    "PreloadMemoryTool",
     "RESULT_NOT_DECODED",
     "RequestProcessor",
     "ResponseDeferrer",
@@ -97,6 +106,7 @@ __all__ = [
     "error_response",
     "execute_function_call",
     "format_examples",
+    "format_memories",
     "function_tool",
     "is_idempotent",
     "newest_user_text",

@@ -80,6 +80,16 @@ async def test_memory_search_finds_text_calls_and_results(store: EventStore) -> 
     assert umbrella.seq == 4
 
 
+async def test_memory_words_match_by_prefix(store: EventStore) -> None:
+    await _session(store, "s1", _user("Night trains to Vienna"))
+    memory = MemoryService(store)
+    await memory.add_session_to_memory("s1")
+    for query in ("train", "TRAINS", "vie", "night"):
+        found = await memory.search_memory(app_name="trips", user_id="ada", query=query)
+        assert [e.seq for e in found] == [1], query
+    assert await memory.search_memory(app_name="trips", user_id="ada", query="rains") == []
+
+
 async def test_memory_is_scoped_per_app_and_user(store: EventStore) -> None:
     await _session(store, "ada-1", _user("secret plan: Lisbon"))
     await _session(store, "bob-1", _user("my own Lisbon trip"), user="bob")
