@@ -55,6 +55,13 @@ from runtime._invocation import (
     RunStatus,
     new_invocation_id,
 )
+from runtime._live import (
+    LIVE_CHUNK_KEY,
+    LIVE_STREAM_ENDED_KEY,
+    STOP_STREAMING,
+    LiveInputModel,
+    StreamEndReason,
+)
 from runtime._merge import MergedResponses, deep_merge, merge_outcomes
 from runtime._model import Model, ModelResponse, new_call_id
 from runtime._plugins import Plugin
@@ -132,8 +139,11 @@ __all__ = [
     "InstructionsProcessor",
     "InvalidToolArgumentsError",
     "InvocationContext",
+    "LIVE_CHUNK_KEY",
+    "LIVE_STREAM_ENDED_KEY",
     "ListToolset",
     "LiveChunk",
+    "LiveInputModel",
     "LiveToolStream",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
@@ -159,6 +169,7 @@ __all__ = [
     "RunStatus",
     "Runner",
     "RuntimeUsageError",
+    "STOP_STREAMING",
     "SafeResult",
     "SafeTool",
     "SchemaConversionError",
@@ -169,6 +180,7 @@ __all__ = [
     "StateView",
     "StepExecution",
     "StoreArtifactService",
+    "StreamEndReason",
     "StreamingFunctionTool",
     "TerminationTool",
     "Tool",

@@ -24,11 +24,13 @@ from eventstore import (
 from runtime._context import ToolContext, idempotency_key
 from runtime._exceptions import SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
+from runtime._live import LiveStreams
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
 from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
+    StreamingTool,
     Tool,
     execute_function_call,
 )
@@ -125,8 +127,12 @@ async def run_claimed(
     *,
     tools: Mapping[str, Tool] | None = None,
     parallel: bool | None = None,
+    live: LiveStreams | None = None,
 ) -> StepExecution:
     """Run claimed calls through the tool pipeline and append what they produced.
+
+    With ``live``, a call of a streaming tool starts a live stream there and is answered at
+    once with its pending response, without the tool callbacks (see ``runtime._live``).
 
     ``tools`` is the execution table (the request's, or ``ctx.resolve_tools()`` when omitted);
     ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
@@ -170,6 +176,9 @@ async def run_claimed(
             tool_confirmation=item.confirmation,
             metadata=dict(ctx.metadata),
         )
+        tool = table.get(item.call.name)
+        if live is not None and isinstance(tool, StreamingTool) and item.confirmation is None:
+            return live.start(item.call, tool, tool_ctx)
         return await execute_function_call(
             item.call,
             tools=table,

@@ -8,7 +8,8 @@ process) continues any session from the database alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ from runtime._invocation import (
     RunResult,
     RunStatus,
 )
+from runtime._live import LIVE_STREAM_ENDED_KEY, LiveStreams, drive_live
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
@@ -109,6 +111,8 @@ class Runner:
         request_processors: Sequence[LoopRequestProcessor] | None = None,
         resume_planner: ResumePlanner | None = None,
         branch: str | None = None,
+        live: bool = False,
+        live_wait: float | None = None,
     ) -> None:
         self.agent = agent
         """The agent this runner runs."""
@@ -135,6 +139,12 @@ class Runner:
         off)."""
         self.branch = branch
         """Branch set on every event (``None`` for a root agent)."""
+        self.live = live
+        """Live mode: streaming tools stream into the caller's event stream while the loop goes
+        on, and the model can stop them (see ``runtime._live``)."""
+        self.live_wait = live_wait
+        """Live mode: how long the end of an invocation waits for streams still running before
+        stopping them (``None``: until they end)."""
 
     async def create_session(
         self,
@@ -209,7 +219,7 @@ class Runner:
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
         ending = _Ending()
-        async for _ in self._drive(ctx, new_message, ending):
+        async for _ in self._invocation(ctx, new_message, ending):
             pass
         return self._result(ctx, ending)
 
@@ -225,13 +235,17 @@ class Runner:
         """Run one invocation, yielding each event right after it was appended (with ``seq``).
 
         Stopping the iteration early stops the invocation between two appends; what was appended
-        stays, and the next run continues from the log. ``metadata`` as for ``run``.
+        stays, and the next run continues from the log. ``metadata`` as for ``run``. In live
+        mode it also yields live tool chunks as they arrive: partial events, never stored.
         """
         ctx = await self.new_context(
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
-        async for event in self._drive(ctx, new_message, _Ending()):
-            yield event
+        # aclosing: a consumer that stops early closes the invocation now, not at garbage
+        # collection (live streams are stopped and their end logged right away).
+        async with contextlib.aclosing(self._invocation(ctx, new_message, _Ending())) as events:
+            async for event in events:
+                yield event
 
     async def live_tools(self, *, session_id: str, user_id: str) -> LiveToolStream:
         """Return a ``LiveToolStream`` over the agent's streaming tools for this session.
@@ -273,9 +287,25 @@ class Runner:
             pause_reason=ending.reason,
         )
 
-    async def _drive(
+    def _invocation(
         self, ctx: InvocationContext, new_message: str | Content | None, ending: _Ending
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
+        if not self.live:
+            return self._drive(ctx, new_message, ending)
+        return drive_live(
+            ctx,
+            lambda live: self._drive(ctx, new_message, ending, live),
+            model=self.agent.model,
+            wait=self.live_wait,
+        )
+
+    async def _drive(
+        self,
+        ctx: InvocationContext,
+        new_message: str | Content | None,
+        ending: _Ending,
+        live: LiveStreams | None = None,
+    ) -> AsyncGenerator[Event, None]:
         if new_message is not None:
             await ctx.append(ctx.new_event(author="user", content=_user_content(new_message)))
             for event in ctx.take_unreported():
@@ -297,7 +327,7 @@ class Runner:
                 continue
             for event in ctx.take_unreported():
                 yield event
-            step = await run_claimed(ctx, claimed)
+            step = await run_claimed(ctx, claimed, live=live)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
@@ -329,6 +359,8 @@ class Runner:
                 )
                 return
             request = await self.build_request(ctx)
+            if live is not None:
+                live.process_request(request)
             response = await run_model_callbacks(before, ctx, request)
             if response is None:
                 response = await self.agent.model.generate(request)
@@ -358,7 +390,7 @@ class Runner:
             claimed = await claim_calls(ctx, response.function_calls)
             for event in ctx.take_unreported():
                 yield event
-            step = await run_claimed(ctx, claimed, tools=request.tools_by_name)
+            step = await run_claimed(ctx, claimed, tools=request.tools_by_name, live=live)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
@@ -376,6 +408,8 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
     async for event in ctx.events_newest_first():
         if event.content is None and event.started_call_ids and event.author == ctx.agent.name:
             continue  # a claim: the calls it claims are in the turn before it
+        if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
+            continue  # a live stream's end: bookkeeping, nothing for the model
         if event.author != ctx.agent.name or event.content is None:
             return False
         escalated = escalation_reason_from_event(event)
