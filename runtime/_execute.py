@@ -175,6 +175,7 @@ async def run_claimed(
             cancel_event=cancel_events[index],
             tool_confirmation=item.confirmation,
             metadata=dict(ctx.metadata),
+            event_sink=ctx.event_sink,
         )
         tool = table.get(item.call.name)
         if live is not None and isinstance(tool, StreamingTool) and item.confirmation is None:

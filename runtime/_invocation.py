@@ -11,7 +11,7 @@ Hook points for resume: ``LoopRequestProcessor`` (request building, run in order
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -208,6 +208,9 @@ class InvocationContext:
         """Events appended by this invocation, oldest first."""
         self.step = 0
         """Number of model calls made so far in this invocation."""
+        self.event_sink: Callable[[Event], None] | None = None
+        """Where tools' ``emit_event`` sends events for the caller's stream (set by the runner;
+        those events are never appended)."""
         self._cache: list[Event] | None = None
         self._readonly: tuple[int, ReadonlyContext] | None = None
         self._state: dict[str, Any] | None = None

@@ -153,7 +153,7 @@ class LiveStreams:
     """Set on the chunk events."""
     model: object = None
     """Receives chunks as live input when it is a ``LiveInputModel``."""
-    _queue: asyncio.Queue[_Chunk | _Stream] = field(default_factory=asyncio.Queue)
+    _queue: asyncio.Queue[_Chunk | _Stream | Event] = field(default_factory=asyncio.Queue)
     _active: dict[str, _Stream] = field(default_factory=dict)
     _ended: list[_Stream] = field(default_factory=list)
 
@@ -249,7 +249,13 @@ class LiveStreams:
             },
         )
 
-    def _handle(self, item: _Chunk | _Stream) -> Event | None:
+    def forward(self, event: Event) -> None:
+        """Queue an event a tool emitted, for the caller's stream (never stored)."""
+        self._queue.put_nowait(event)
+
+    def _handle(self, item: _Chunk | _Stream | Event) -> Event | None:
+        if isinstance(item, Event):
+            return item
         if isinstance(item, _Stream):
             self._active.pop(item.call_id, None)
             self._ended.append(item)
@@ -397,6 +403,7 @@ async def drive_live(
     streams = LiveStreams(
         agent_name=ctx.agent.name, invocation_id=ctx.invocation_id, branch=ctx.branch, model=model
     )
+    ctx.event_sink = streams.forward
     orphans = open_streams(await ctx.events())
     if orphans:
         await ctx.append(
@@ -428,6 +435,13 @@ async def drive_live(
                         yield chunk
             produced = next_task.result()
             next_task = None
+            # What arrived during the step comes before the step's own events.
+            if chunk_task is not None and chunk_task.done():
+                chunk, chunk_task = chunk_task.result(), None
+                if chunk is not None:
+                    yield chunk
+            for chunk in streams.take_chunks():
+                yield chunk
             if produced is _DONE:
                 break
             yield produced

@@ -9,7 +9,7 @@ process) continues any session from the database alone.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,13 +205,15 @@ class Runner:
         new_message: str | Content | None = None,
         invocation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> RunResult:
         """Run one invocation to its end and return what it appended and how it ended.
 
         ``new_message`` (text or a user ``Content`` — e.g. a confirmation answer or a
         long-running result) is appended first; ``None`` resumes from the log alone.
         ``metadata`` (trace ids and the like) reaches model callbacks (``ctx.metadata``) and a
-        copy of it every ``ToolContext``, never a model request nor the log. Cancelling the task
+        copy of it every ``ToolContext``, never a model request nor the log. ``on_event`` sees
+        every event ``run_events`` would yield, as it comes. Cancelling the task
         that awaits ``run`` sets the ``cancel_event`` of every running call. Raises
         ``SessionConflictError``, ``SessionNotFoundError``, and whatever the model raises.
         """
@@ -219,8 +221,9 @@ class Runner:
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
         ending = _Ending()
-        async for _ in self._invocation(ctx, new_message, ending):
-            pass
+        async for event in self._invocation(ctx, new_message, ending):
+            if on_event is not None:
+                on_event(event)
         return self._result(ctx, ending)
 
     async def run_events(
@@ -291,7 +294,7 @@ class Runner:
         self, ctx: InvocationContext, new_message: str | Content | None, ending: _Ending
     ) -> AsyncGenerator[Event, None]:
         if not self.live:
-            return self._drive(ctx, new_message, ending)
+            return _with_emitted(ctx, self._drive(ctx, new_message, ending))
         return drive_live(
             ctx,
             lambda live: self._drive(ctx, new_message, ending, live),
@@ -395,6 +398,21 @@ class Runner:
                 yield event
             if _stopped(ctx, step, ending):
                 return
+
+
+async def _with_emitted(
+    ctx: InvocationContext, loop: AsyncGenerator[Event, None]
+) -> AsyncGenerator[Event, None]:
+    """The loop's events, each preceded by the events tools emitted before it (never stored)."""
+    emitted: list[Event] = []
+    ctx.event_sink = emitted.append
+    async with contextlib.aclosing(loop):
+        async for event in loop:
+            while emitted:
+                yield emitted.pop(0)
+            yield event
+    while emitted:
+        yield emitted.pop(0)
 
 
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:

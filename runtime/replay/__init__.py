@@ -6,6 +6,7 @@ given (newest first, stopping early); I/O stays in the answer APIs and the loop'
 """
 
 from runtime.replay._agent_tool import (
+    FORWARDED_FROM_KEY,
     INTERNAL_STATE_PREFIXES,
     PARENT_LINK_KEY,
     AgentTool,
@@ -47,6 +48,7 @@ __all__ = [
     "ConfirmationRecovery",
     "ConfirmationScan",
     "ConfirmedCall",
+    "FORWARDED_FROM_KEY",
     "INTERNAL_STATE_PREFIXES",
     "InDoubtCall",
     "LOAD_ARTIFACTS",

@@ -16,8 +16,9 @@ Data plane shared, control plane isolated:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, assert_never
 
 from eventstore import Event, EventStore, SessionNotFoundError
@@ -33,13 +34,24 @@ from ._pending import pending
 from ._planner import ReplayResumePlanner
 from ._respond import answer_confirmation
 
-__all__ = ["INTERNAL_STATE_PREFIXES", "PARENT_LINK_KEY", "AgentTool", "child_session_id"]
+__all__ = [
+    "FORWARDED_FROM_KEY",
+    "INTERNAL_STATE_PREFIXES",
+    "PARENT_LINK_KEY",
+    "AgentTool",
+    "child_session_id",
+]
 
 INTERNAL_STATE_PREFIXES = ("temp:", "_")
 """State keys with these prefixes are not copied into a child agent's session."""
 
 PARENT_LINK_KEY = "parent"
 """``custom_metadata`` key of a child session's first event: the parent session and call."""
+
+FORWARDED_FROM_KEY = "forwarded_from"
+"""``custom_metadata`` key marking a child's event forwarded into the parent's event stream
+(``emit_internal_events``): ``{agent, session_id, function_call_id}``. Such events are the
+child's (author, ``seq`` and id are the child session's); they are never stored in the parent."""
 
 
 def child_session_id(parent_session_id: str, call_id: str) -> str:
@@ -71,6 +83,7 @@ class AgentTool:
         store: EventStore,
         description: str | None = None,
         skip_summarization: bool = False,
+        emit_internal_events: bool = False,
     ) -> None:
         self.agent = agent
         """The child agent."""
@@ -78,6 +91,10 @@ class AgentTool:
         """The store both sessions live in."""
         self.skip_summarization = skip_summarization
         """Hand the child's answer to the user without another parent model call."""
+        self.emit_internal_events = emit_internal_events
+        """Forward each event of the child's run into the parent's event stream as it comes,
+        marked with ``FORWARDED_FROM_KEY``; never stored in the parent's log, and no effect on
+        the parent's state or control flow (only the child's final answer is the result)."""
         self._description = description or f"Ask agent {agent.name!r} to handle a request."
 
     @property
@@ -151,6 +168,7 @@ class AgentTool:
                 user_id=parent.user_id,
                 new_message=request,
                 metadata=ctx.metadata,
+                on_event=self._forwarder(ctx, child),
             )
         else:
             done = _finished_text(events, self.agent.name)
@@ -170,7 +188,10 @@ class AgentTool:
                         payload=answer.payload,
                     )
             result = await runner.run(
-                session_id=child, user_id=parent.user_id, metadata=ctx.metadata
+                session_id=child,
+                user_id=parent.user_id,
+                metadata=ctx.metadata,
+                on_event=self._forwarder(ctx, child),
             )
         status = result.status
         if status == "completed":
@@ -188,6 +209,20 @@ class AgentTool:
             return self._paused(child, status, result.pause_reason)
         else:
             assert_never(status)
+
+    def _forwarder(self, ctx: ToolContext, child: str) -> Callable[[Event], None] | None:
+        if not self.emit_internal_events:
+            return None
+        mark = {"agent": self.name, "session_id": child, "function_call_id": ctx.function_call_id}
+
+        def forward(event: Event) -> None:
+            if FORWARDED_FROM_KEY in event.custom_metadata:  # a grandchild's: keep its mark
+                ctx.emit_event(event)
+                return
+            metadata = {**event.custom_metadata, FORWARDED_FROM_KEY: mark}
+            ctx.emit_event(dataclasses.replace(event, custom_metadata=metadata))
+
+        return forward
 
     def _paused(self, child: str, status: RunStatus, reason: str | None) -> dict[str, Any]:
         return {
