@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from pathlib import Path
 
 import pytest
+from _evs_support import BackendTarget
 
 from eventstore import (
     Content,
@@ -178,32 +178,31 @@ async def test_memory_rebuild_from_the_log_equals_the_index(store: EventStore) -
     assert await memory.search_memory(app_name="trips", user_id="ada", query="osaka") == []
 
 
-def test_memory_rebuild_command_on_a_sqlite_file(tmp_path: Path) -> None:
+def test_memory_rebuild_command(sql_target: BackendTarget) -> None:
     from typer.testing import CliRunner
 
     from eventstore.cli import app
 
-    path = tmp_path / "m.db"
-
     async def setup() -> None:
-        async with await open_store(path, auto_upgrade=True) as store:
+        async with await open_store(sql_target.url, auto_upgrade=True) as store:
             await _session(store, "s1", _user("glacier walk"), _model("Bring crampons."))
             await MemoryService(store).add_session_to_memory("s1")
+            await store.backend.clear_memory_rows()  # lose the derived rows
+            assert await MemoryService(store).entries("s1") == []
 
     asyncio.run(setup())
-    with sqlite3.connect(path) as conn:  # lose the derived rows (and their FTS entries)
-        conn.execute("DELETE FROM evs_memory_rows")
-        [(hits,)] = conn.execute(
-            "SELECT count(*) FROM evs_memory_fts WHERE evs_memory_fts MATCH 'glacier'")
-        assert hits == 0
-    result = CliRunner().invoke(app, ["memory", "rebuild", "--db", str(path), "--json"])
+    result = CliRunner().invoke(app, ["memory", "rebuild", "--db", sql_target.url, "--json"])
     assert result.exit_code == 0, result.output
     assert '"rows": 2' in result.output
     searched = CliRunner().invoke(
-        app, ["memory", "search", "trips", "ada", "crampons", "--db", str(path)])
+        app, ["memory", "search", "trips", "ada", "crampons", "--db", sql_target.url])
     assert searched.exit_code == 0, searched.output
     assert "s1  seq 2  planner: Bring crampons." in searched.output
-    with sqlite3.connect(path) as conn:
-        [(hits,)] = conn.execute(
-            "SELECT count(*) FROM evs_memory_fts WHERE evs_memory_fts MATCH 'glacier'")
-    assert hits == 1
+    other = CliRunner().invoke(
+        app, ["memory", "search", "trips", "bob", "crampons", "--db", sql_target.url])
+    assert "No remembered event matches." in other.output
+    if sql_target.name == "sqlite":
+        with sqlite3.connect(sql_target.url.removeprefix("sqlite+aiosqlite:///")) as conn:
+            [(hits,)] = conn.execute(
+                "SELECT count(*) FROM evs_memory_fts WHERE evs_memory_fts MATCH 'glacier'")
+        assert hits == 1
