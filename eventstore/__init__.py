@@ -4,7 +4,7 @@ Open a store with ``open_store(url)``; append events with ``expected_version``; 
 backward and live; state is the fold of the log; artifacts are versioned.
 """
 
-from ._backend import ArtifactRecord, Backend, NewEvent, SessionRecord, StoredEvent
+from ._backend import ArtifactRecord, Backend, MemoryRow, NewEvent, SessionRecord, StoredEvent
 from ._codec import (
     MAX_JSON_DEPTH,
     SCHEMA_VERSION,
@@ -41,6 +41,7 @@ from ._exceptions import (
     StoreUsageError,
 )
 from ._memory import MemoryBackend
+from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._state import apply_delta, fold_state
 from ._store import Artifact, EventStore, Session, SessionInfo, SessionPage
@@ -68,6 +69,10 @@ __all__ = [
     "FunctionResponse",
     "InvalidEventError",
     "MemoryBackend",
+    "MemoryEntry",
+    "MemoryRebuild",
+    "MemoryRow",
+    "MemoryService",
     "NewEvent",
     "Part",
     "SchemaError",

@@ -17,6 +17,7 @@ from ._exceptions import DuplicateEventError
 __all__ = [
     "ArtifactRecord",
     "Backend",
+    "MemoryRow",
     "NewEvent",
     "SessionRecord",
     "SharedSnapshot",
@@ -127,6 +128,22 @@ class SharedSnapshot:
     """How many shared events of the scope that fold covers (a deletion changes it)."""
     state: bytes
     """The encoded state (orjson)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRow:
+    """The searchable text of one remembered event (derived from the log)."""
+
+    session_id: str
+    """Session the event belongs to."""
+    seq: int
+    """The event's ``seq``."""
+    author: str
+    """``user`` or an agent name."""
+    timestamp: float
+    """The event's timestamp."""
+    text: str
+    """What is searched (see ``eventstore._memorytext``)."""
 
 
 class Backend(Protocol):
@@ -260,6 +277,35 @@ class Backend(Protocol):
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
         """Return filename -> sorted versions for the scope."""
+        ...
+
+    async def index_memory(
+        self, *, app_name: str, user_id: str, session_id: str, upto_seq: int,
+        rows: Sequence[MemoryRow], added_at: float,
+    ) -> bool:
+        """Record the session as remembered up to ``upto_seq`` and replace its memory rows with
+        ``rows``, atomically. Returns False (nothing written) when the session does not exist."""
+        ...
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
+    ) -> list[MemoryRow]:
+        """Return up to ``limit`` memory rows of the app's user with a word starting with any of
+        ``terms`` (lower-case words), best match first. Never a row of another app or user."""
+        ...
+
+    async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:
+        """Return ``(session_id, app_name, user_id, upto_seq)`` of every remembered session,
+        ordered by session id."""
+        ...
+
+    async def memory_rows(self, session_id: str) -> list[MemoryRow]:
+        """Return the session's memory rows in ``seq`` order (empty when not remembered)."""
+        ...
+
+    async def clear_memory_rows(self) -> int:
+        """Delete every memory row (derived data), keep which sessions are remembered; return
+        how many rows were deleted."""
         ...
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:

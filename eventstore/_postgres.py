@@ -28,9 +28,11 @@ from typing import Any, Final, TypeVar
 import asyncpg
 
 from . import _postgres_artifacts as artifacts
+from . import _postgres_memory as memory
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
+    MemoryRow,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
@@ -510,6 +512,38 @@ class PostgresBackend:
             lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
+
+    # -- memory (see _postgres_memory) -----------------------------------------------------------
+
+    async def index_memory(
+        self, *, app_name: str, user_id: str, session_id: str, upto_seq: int,
+        rows: Sequence[MemoryRow], added_at: float,
+    ) -> bool:
+        return await self._run(
+            lambda conn: memory.index(conn, app_name=app_name, user_id=user_id,
+                                      session_id=session_id, upto_seq=upto_seq, rows=rows,
+                                      added_at=added_at),
+            what=f"add session {session_id!r} to memory", session_id=session_id, write=True,
+        )
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
+    ) -> list[MemoryRow]:
+        return await self._run(
+            lambda conn: memory.search(conn, app_name=app_name, user_id=user_id, terms=terms,
+                                       limit=limit),
+            what="search memory",
+        )
+
+    async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:
+        return await self._run(memory.remembered, what="list remembered sessions")
+
+    async def memory_rows(self, session_id: str) -> list[MemoryRow]:
+        return await self._run(lambda conn: memory.rows_of(conn, session_id),
+                               what=f"read the memory of session {session_id!r}")
+
+    async def clear_memory_rows(self) -> int:
+        return await self._run(memory.clear_rows, what="clear memory rows", write=True)
 
     # -- live tails ----------------------------------------------------------------------------
 

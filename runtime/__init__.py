@@ -5,7 +5,7 @@ and ``runtime.declarations`` (the provider-neutral declaration IR and its transl
 """
 
 from runtime._agent import Agent, InstructionProvider
-from runtime._agent_tool import INTERNAL_STATE_PREFIXES, AgentTool
+from runtime._agent_tool import FORWARDED_FROM_KEY, INTERNAL_STATE_PREFIXES, AgentTool
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._contents import build_contents
 from runtime._context import (
@@ -59,6 +59,13 @@ from runtime._invocation import (
     RunStatus,
     new_invocation_id,
 )
+from runtime._live import (
+    LIVE_CHUNK_KEY,
+    LIVE_STREAM_ENDED_KEY,
+    STOP_STREAMING,
+    LiveInputModel,
+    StreamEndReason,
+)
 from runtime._merge import MergedResponses, deep_merge, merge_outcomes
 from runtime._model import Model, ModelResponse, StreamingModel, new_call_id
 from runtime._plugins import Plugin
@@ -87,14 +94,25 @@ from runtime.replay import (
 )
 from runtime.tools import (
     CallOutcome,
+    Example,
+    ExampleCall,
+    ExampleTool,
     FilteredToolset,
     FunctionTool,
     ListToolset,
+    LoadMemoryTool,
     ModelRequest,
+    PreloadMemoryTool,
+    SafeResult,
+    SafeTool,
+    TerminationTool,
     Tool,
     ToolErrorKind,
+    ToolFailure,
+    ToolRegistry,
     Toolset,
     ToolsetClass,
+    ToolSuccess,
     build_tool_request,
     execute_function_call,
     function_tool,
@@ -117,6 +135,10 @@ __all__ = [
     "ConfirmationRequired",
     "ConfirmationSupersededError",
     "ContentsProcessor",
+    "Example",
+    "ExampleCall",
+    "ExampleTool",
+    "FORWARDED_FROM_KEY",
     "FilteredToolset",
     "FunctionDeclaration",
     "FunctionTool",
@@ -126,11 +148,15 @@ __all__ = [
     "InstructionsProcessor",
     "InvalidToolArgumentsError",
     "InvocationContext",
+    "LIVE_CHUNK_KEY",
+    "LIVE_STREAM_ENDED_KEY",
     "ListToolset",
     "LiveChunk",
+    "LiveInputModel",
     "LiveToolStream",
     "LoadArtifactsProcessor",
     "LoadArtifactsTool",
+    "LoadMemoryTool",
     "LoopRequestProcessor",
     "MergedResponses",
     "Model",
@@ -142,6 +168,7 @@ __all__ = [
     "PendingReport",
     "PlannedCall",
     "Plugin",
+    "PreloadMemoryTool",
     "ReadonlyContext",
     "RecordingError",
     "ReplayError",
@@ -153,6 +180,9 @@ __all__ = [
     "RunStatus",
     "Runner",
     "RuntimeUsageError",
+    "STOP_STREAMING",
+    "SafeResult",
+    "SafeTool",
     "SchemaConversionError",
     "ScriptExhaustedError",
     "ScriptStep",
@@ -161,8 +191,10 @@ __all__ = [
     "StateView",
     "StepExecution",
     "StoreArtifactService",
+    "StreamEndReason",
     "StreamingFunctionTool",
     "StreamingModel",
+    "TerminationTool",
     "Tool",
     "ToolActions",
     "ToolCallError",
@@ -170,9 +202,12 @@ __all__ = [
     "ToolContextError",
     "ToolDefinitionError",
     "ToolErrorKind",
+    "ToolFailure",
     "ToolNotFoundError",
+    "ToolRegistry",
     "ToolResultError",
     "ToolSignal",
+    "ToolSuccess",
     "ToolValidationRefused",
     "ToolsProcessor",
     "Toolset",

@@ -12,7 +12,7 @@ from runtime._context import ReadonlyContext
 from runtime._exceptions import RuntimeUsageError
 from runtime._model import Model
 from runtime._plugins import Plugin
-from runtime.tools import Tool, Toolset
+from runtime.tools import Tool, ToolRegistry, Toolset
 
 __all__ = ["Agent", "InstructionProvider"]
 
@@ -24,7 +24,8 @@ InstructionProvider: TypeAlias = Callable[[ReadonlyContext], str | Awaitable[str
 class Agent:
     """An LLM agent's configuration; immutable, shareable between runners and sessions.
 
-    Guarantees: ``name`` is a valid author name (not ``user``); ``max_steps`` is at least 1.
+    Guarantees: ``name`` is a valid author name (not ``user``); ``max_steps`` is at least 1;
+    explicit tool names are unique (``ToolDefinitionError`` at construction otherwise).
     The agent holds no per-session data: everything a run decides is in the event log.
     """
 
@@ -34,8 +35,9 @@ class Agent:
     """The model it calls."""
     instruction: str | InstructionProvider = ""
     """System instruction, or a function of the read-only context that returns it."""
-    tools: Sequence[Tool] = ()
-    """Tools exposed on every request, packed before the toolsets' tools."""
+    tools: Sequence[Tool] | ToolRegistry = ()
+    """Tools exposed on every request, packed before the toolsets' tools (a ``ToolRegistry``
+    or any sequence; stored as a tuple)."""
     toolsets: Sequence[Toolset] = ()
     """Toolsets asked for their tools on every request."""
     callbacks: AgentCallbacks = field(default_factory=AgentCallbacks)
@@ -46,6 +48,8 @@ class Agent:
     """Run the calls of one model turn concurrently (``False``: one after the other)."""
     max_steps: int = 25
     """Most model calls per invocation; then the run stops with status ``step_limit``."""
+    registry: ToolRegistry = field(init=False, repr=False, compare=False)
+    """The explicit ``tools`` as a registry (lookup by name and type); built at construction."""
 
     def __post_init__(self) -> None:
         if not self.name or self.name == "user":
@@ -56,7 +60,13 @@ class Agent:
             raise RuntimeUsageError(
                 f"Agent {self.name!r}: max_steps must be at least 1, not {self.max_steps}."
             )
-        object.__setattr__(self, "tools", tuple(self.tools))
+        registry = (
+            self.tools
+            if isinstance(self.tools, ToolRegistry)
+            else ToolRegistry(self.tools, source="agent tools")
+        )
+        object.__setattr__(self, "registry", registry)
+        object.__setattr__(self, "tools", tuple(registry))
         object.__setattr__(self, "toolsets", tuple(self.toolsets))
         object.__setattr__(self, "plugins", tuple(self.plugins))
 

@@ -10,7 +10,12 @@ Data plane shared, control plane isolated:
   ``user:``/``app:`` keys are shared by scope anyway;
 - only the child's final result comes back (``{"result": text}``, the parsed output when an
   ``output_schema`` is given, or the child's own tool result when it skipped summarization); its
-  escalate/transfer actions stay in its own log and never reach the parent's actions;
+  escalate/transfer actions stay in its own log and never reach the parent's actions (an
+  escalation ends the child's invocation, and the parent's call answers
+  ``{"result": "", "escalated": <reason>}``);
+- with ``emit_internal_events=True`` each event of the child's run is forwarded into the
+  parent's event stream as it comes, marked with ``FORWARDED_FROM_KEY``; never stored in the
+  parent's log;
 - every kind of child pause (a confirmation, a long-running call, a call in doubt) is an
   interrupt of the parent call, not an error result: the parent call stays open (no response),
   the parent pauses, and each of the child's pending items is answered in the child session
@@ -25,7 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -45,8 +51,14 @@ from runtime._exceptions import InvalidToolArgumentsError, ToolResultError
 from runtime._runner import Runner
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 from runtime.replay import PARENT_LINK_KEY, ReplayResumePlanner, child_session_id
+from runtime.replay._escalation import escalation_reason_from_event
 
-__all__ = ["INTERNAL_STATE_PREFIXES", "AgentTool"]
+__all__ = ["FORWARDED_FROM_KEY", "INTERNAL_STATE_PREFIXES", "AgentTool"]
+
+FORWARDED_FROM_KEY = "forwarded_from"
+"""``custom_metadata`` key marking a child's event forwarded into the parent's event stream
+(``emit_internal_events``): ``{agent, session_id, function_call_id}``. Such events are the
+child's (author, ``seq`` and id are the child session's); they are never stored in the parent."""
 
 INTERNAL_STATE_PREFIXES = ("temp:", "_")
 """State keys with these prefixes are not copied into a child agent's session."""
@@ -76,6 +88,7 @@ class AgentTool:
         input_schema: type[pydantic.BaseModel] | None = None,
         output_schema: Any = None,
         propagate_cancellation: bool = False,
+        emit_internal_events: bool = False,
     ) -> None:
         self.agent = agent
         """The child agent."""
@@ -94,6 +107,10 @@ class AgentTool:
         self.propagate_cancellation = propagate_cancellation
         """Cancelling the parent cancels the child's running tools (default: the child stops
         after its current step, which completes and is logged)."""
+        self.emit_internal_events = emit_internal_events
+        """Forward each event of the child's run into the parent's event stream as it comes,
+        marked with ``FORWARDED_FROM_KEY``; never stored in the parent's log, and no effect on
+        the parent's state or control flow (only the child's final answer is the result)."""
         self._description = description or f"Ask agent {agent.name!r} to handle a request."
 
     @property
@@ -145,9 +162,12 @@ class AgentTool:
             ) from exc
         return model.model_dump_json()
 
-    def _result(self, ctx: ToolContext, value: str | dict[str, Any]) -> dict[str, Any]:
+    def _result(self, ctx: ToolContext, value: str | dict[str, Any] | _Escalated) -> dict[str, Any]:
         """The parent's response: the child's final text (or its own tool result when it
         skipped summarization), validated against ``output_schema`` when one is given."""
+        if isinstance(value, _Escalated):
+            # The child's escalation ends the child's invocation only; the parent gets its reason.
+            return {"result": "", "escalated": value.reason}
         if self.skip_summarization:
             ctx.actions.skip_summarization = True
         if self._output is None:
@@ -168,7 +188,12 @@ class AgentTool:
         request = self._request_text(args)
         parent = await self.store.session_info(ctx.session_id)
         child = child_session_id(ctx.session_id, ctx.function_call_id)
-        await self._start(ctx, child, parent.app_name, parent.user_id, request)
+        started = await self._start(ctx, child, parent.app_name, parent.user_id, request)
+        forward = self._forwarder(ctx, child)
+        if forward is not None:
+            for event in started:
+                if PARENT_LINK_KEY not in event.custom_metadata:
+                    forward(event)  # the child's request: the first event of its run
         events = await self.store.read(child)
         done = _finished(events, self.agent.name)
         if done is not None:
@@ -187,8 +212,9 @@ class AgentTool:
 
     async def _start(
         self, ctx: ToolContext, child: str, app_name: str, user_id: str, request: str
-    ) -> None:
-        """Create the child session and append link + request in one batch (crash-safe)."""
+    ) -> list[Event]:
+        """Create the child session and append link + request in one batch (crash-safe);
+        return the events this call appended (none when the child had started already)."""
         with contextlib.suppress(SessionExistsError):
             await self.store.create_session(
                 app_name=app_name,
@@ -200,7 +226,7 @@ class AgentTool:
         version = await self.store.version(child)
         first = await self.store.read(child, limit=4)
         if any(PARENT_LINK_KEY in e.custom_metadata for e in first):
-            return
+            return []
         link = Event(
             author="user",
             custom_metadata={
@@ -214,14 +240,18 @@ class AgentTool:
         )
         message = Event(author="user", content=Content(role="user", parts=(Part(text=request),)))
         # ConcurrencyError: another run of this call started the child first; continue it.
-        with contextlib.suppress(ConcurrencyError):
-            await self.store.append(child, [link, message], expected_version=version)
+        try:
+            return await self.store.append(child, [link, message], expected_version=version)
+        except ConcurrencyError:
+            return []
 
     async def _drive(self, runner: Runner, child: str, user_id: str, ctx: ToolContext) -> None:
         """Run the child's invocation; on cancellation stop it at a safe point (or propagate)."""
         stream = runner.run_events(session_id=child, user_id=user_id, metadata=ctx.metadata)
         stop = asyncio.Event()
-        task = asyncio.ensure_future(_consume(stream, stop, runner.agent.name))
+        task = asyncio.ensure_future(
+            _consume(stream, stop, runner.agent.name, self._forwarder(ctx, child))
+        )
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -233,10 +263,37 @@ class AgentTool:
             raise
 
 
-async def _consume(stream: AsyncIterator[Event], stop: asyncio.Event, agent: str) -> None:
+    def _forwarder(self, ctx: ToolContext, child: str) -> Callable[[Event], None] | None:
+        if not self.emit_internal_events:
+            return None
+        mark = {"agent": self.name, "session_id": child, "function_call_id": ctx.function_call_id}
+
+        def forward(event: Event) -> None:
+            if FORWARDED_FROM_KEY in event.custom_metadata:  # a grandchild's: keep its mark
+                ctx.emit_event(event)
+                return
+            metadata = {**event.custom_metadata, FORWARDED_FROM_KEY: mark}
+            ctx.emit_event(dataclasses.replace(event, custom_metadata=metadata))
+
+        return forward
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Escalated:
+    reason: str
+
+
+async def _consume(
+    stream: AsyncIterator[Event],
+    stop: asyncio.Event,
+    agent: str,
+    forward: Callable[[Event], None] | None,
+) -> None:
     in_step = False
     try:
         async for event in stream:
+            if forward is not None:
+                forward(event)
             if event.started_call_ids:
                 in_step = True  # a claim: the step's tools are running
             elif event.author == agent:
@@ -257,17 +314,22 @@ def _shared_state(state: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _finished(events: list[Event], agent_name: str) -> str | dict[str, Any] | None:
+def _finished(
+    events: list[Event], agent_name: str
+) -> str | dict[str, Any] | _Escalated | None:
     """The child's final result when its newest agent event ends it, else ``None``.
 
-    A final text answer, or a response event that skipped summarization (then its single
-    response, or ``{"results": [...]}``), with nothing after it from anyone else.
+    A final text answer, a response event that escalated, or one that skipped summarization
+    (then its single response, or ``{"results": [...]}``), with nothing after it from anyone else.
     """
     for event in reversed(events):
         if event.author != agent_name:
             return None
         if event.content is None:
             continue
+        escalated = escalation_reason_from_event(event)
+        if escalated is not None:
+            return _Escalated(escalated)
         if event.content.role == "model" and not event.function_calls() and event.text():
             return event.text()
         if event.actions.skip_summarization and not event.actions.requested_tool_confirmations:

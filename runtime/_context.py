@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from eventstore import EventActions, ToolConfirmation
+from eventstore import Event, EventActions, ToolConfirmation
 from runtime._exceptions import ToolContextError
 
 __all__ = [
@@ -255,6 +255,7 @@ class ToolContext:
         cancel_event: asyncio.Event | None = None,
         tool_confirmation: ToolConfirmation | None = None,
         metadata: dict[str, Any] | None = None,
+        event_sink: Callable[[Event], None] | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         """Id of the call this context belongs to; ``""`` during preprocessing."""
@@ -278,6 +279,13 @@ class ToolContext:
         """A side channel for callbacks and tracing (the loop gives each call a copy of the
         invocation's metadata); never sent to the model and never written to the log."""
         self._artifacts = artifacts
+        self._event_sink = event_sink
+
+    def emit_event(self, event: Event) -> None:
+        """Hand ``event`` to the caller's event stream (``Runner.run_events``) now; it is never
+        appended to the log. Does nothing when no caller listens."""
+        if self._event_sink is not None:
+            self._event_sink(event)
 
     @classmethod
     def for_preprocessing(cls, readonly: ReadonlyContext) -> ToolContext:

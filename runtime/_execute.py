@@ -27,12 +27,14 @@ from eventstore import (
 from runtime._context import ToolContext, idempotency_key
 from runtime._exceptions import InvalidToolArgumentsError, SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
+from runtime._live import LiveStreams
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
 from runtime.replay import CLAIMED_BY_KEY
 from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
+    StreamingTool,
     Tool,
     ToolCallObserver,
     execute_function_call,
@@ -74,6 +76,8 @@ class StepExecution:
     dropped_call_ids: tuple[str, ...] = ()
     """Calls whose outcome was not appended because another writer answered them first: this
     invocation is stale and must append nothing more."""
+    escalated: bool = False
+    """Some answered call set ``escalate``: the invocation ends after this step."""
 
 
 def claimant(invocation_id: str) -> dict[str, Any]:
@@ -144,8 +148,12 @@ async def run_claimed(
     *,
     tools: Mapping[str, Tool] | None = None,
     parallel: bool | None = None,
+    live: LiveStreams | None = None,
 ) -> StepExecution:
     """Run claimed calls through the tool pipeline and append what they produced.
+
+    With ``live``, a call of a streaming tool starts a live stream there and is answered at
+    once with its pending response, without the tool callbacks (see ``runtime._live``).
 
     ``tools`` is the execution table (the request's, or ``ctx.resolve_tools()`` when omitted);
     ``parallel`` defaults to the agent's ``parallel_tool_calls``. Each call's ``ToolContext``
@@ -190,7 +198,11 @@ async def run_claimed(
             cancel_event=cancel_events[index],
             tool_confirmation=item.confirmation,
             metadata=dict(ctx.metadata),
+            event_sink=ctx.event_sink,
         )
+        tool = table.get(item.call.name)
+        if live is not None and isinstance(tool, StreamingTool) and item.confirmation is None:
+            return live.start(item.call, tool, tool_ctx)
         return await execute_function_call(
             item.call,
             tools=table,
@@ -237,6 +249,7 @@ async def run_claimed(
         skip_summarization=answers.merged.actions.skip_summarization,
         display_text=answers.display,
         dropped_call_ids=answers.dropped,
+        escalated=answers.merged.actions.escalate,
     )
 
 

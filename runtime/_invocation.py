@@ -11,7 +11,7 @@ Hook points for resume: ``LoopRequestProcessor`` (request building, run in order
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -51,6 +51,7 @@ RunStatus: TypeAlias = Literal[
     "paused_by_planner",
     "step_limit",
     "stale",
+    "escalated",
 ]
 """How an invocation ended.
 
@@ -62,6 +63,8 @@ RunStatus: TypeAlias = Literal[
 - ``stale``: another writer answered calls this invocation ran before it could (its answers
   were dropped, the first answer wins); it appended nothing more, and the newer writer's
   invocation carries the session on.
+- ``escalated``: a tool set ``escalate`` (``ToolContext.actions.escalate``); the invocation ends
+  after that step's responses, with the tool and its reason in ``pause_reason``.
 """
 
 
@@ -213,6 +216,9 @@ class InvocationContext:
         """Events appended by this invocation, oldest first."""
         self.step = 0
         """Number of model calls made so far in this invocation."""
+        self.event_sink: Callable[[Event], None] | None = None
+        """Where tools' ``emit_event`` sends events for the caller's stream (set by the runner;
+        those events are never appended)."""
         self._cache: list[Event] | None = None
         self._readonly: tuple[int, ReadonlyContext] | None = None
         self._state: dict[str, Any] | None = None

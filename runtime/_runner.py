@@ -8,7 +8,8 @@ process) continues any session from the database alone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from eventstore import (
 )
 from runtime._agent import Agent
 from runtime._callbacks import run_model_callbacks
+from runtime._escalate import escalation_reason
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
 from runtime._execute import StepExecution, claim_calls, run_claimed
 from runtime._invocation import (
@@ -32,6 +34,7 @@ from runtime._invocation import (
     RunResult,
     RunStatus,
 )
+from runtime._live import LiveStreams, drive_live
 from runtime._model import ModelResponse, StreamingModel
 from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
@@ -110,6 +113,8 @@ class Runner:
         resume_planner: ResumePlanner | None = None,
         branch: str | None = None,
         observers: Sequence[ToolCallObserver] = (),
+        live: bool = False,
+        live_wait: float | None = None,
     ) -> None:
         self.agent = agent
         """The agent this runner runs."""
@@ -135,6 +140,12 @@ class Runner:
         self.observers: tuple[ToolCallObserver, ...] = tuple(observers)
         """Tracing hooks (started / completed / failed / validation-failed) around every call
         the runner executes; plugins' observer hooks run after these."""
+        self.live = live
+        """Live mode: streaming tools stream into the caller's event stream while the loop goes
+        on, and the model can stop them (see ``runtime._live``)."""
+        self.live_wait = live_wait
+        """Live mode: how long the end of an invocation waits for streams still running before
+        stopping them (``None``: until they end)."""
 
     async def __aenter__(self) -> Runner:
         return self
@@ -210,13 +221,15 @@ class Runner:
         new_message: str | Content | None = None,
         invocation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> RunResult:
         """Run one invocation to its end and return what it appended and how it ended.
 
         ``new_message`` (text or a user ``Content`` — e.g. a confirmation answer or a
         long-running result) is appended first; ``None`` resumes from the log alone.
         ``metadata`` (trace ids and the like) reaches model callbacks (``ctx.metadata``) and a
-        copy of it every ``ToolContext``, never a model request nor the log. Cancelling the task
+        copy of it every ``ToolContext``, never a model request nor the log. ``on_event`` sees
+        every event ``run_events`` would yield, as it comes. Cancelling the task
         that awaits ``run`` sets the ``cancel_event`` of every running call. Raises
         ``SessionConflictError``, ``SessionNotFoundError``, and whatever the model raises.
         """
@@ -224,8 +237,9 @@ class Runner:
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
         ending = _Ending()
-        async for _ in self._drive(ctx, new_message, ending):
-            pass
+        async for event in self._invocation(ctx, new_message, ending):
+            if on_event is not None:
+                on_event(event)
         return self._result(ctx, ending)
 
     async def run_events(
@@ -245,13 +259,18 @@ class Runner:
         With ``stream_text`` and a ``StreamingModel``, each model turn's text is also yielded as
         it arrives, as ``partial=True`` events (no ``seq``) that are never stored; the stored
         turn follows them, its text their concatenation. Stopping during a stream stores
-        nothing of that turn.
+        nothing of that turn. In live mode it also yields live tool chunks as they arrive:
+        partial events, never stored.
         """
         ctx = await self.new_context(
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
-        async for event in self._drive(ctx, new_message, _Ending(), stream_text=stream_text):
-            yield event
+        # aclosing: a consumer that stops early closes the invocation now, not at garbage
+        # collection (live streams are stopped and their end logged right away).
+        invocation = self._invocation(ctx, new_message, _Ending(), stream_text=stream_text)
+        async with contextlib.aclosing(invocation) as events:
+            async for event in events:
+                yield event
 
     async def live_tools(self, *, session_id: str, user_id: str) -> LiveToolStream:
         """Return a ``LiveToolStream`` over the agent's streaming tools for this session.
@@ -293,14 +312,34 @@ class Runner:
             pause_reason=ending.reason,
         )
 
-    async def _drive(
+    def _invocation(
         self,
         ctx: InvocationContext,
         new_message: str | Content | None,
         ending: _Ending,
         *,
         stream_text: bool = False,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
+        if not self.live:
+            return _with_emitted(
+                ctx, self._drive(ctx, new_message, ending, stream_text=stream_text)
+            )
+        return drive_live(
+            ctx,
+            lambda live: self._drive(ctx, new_message, ending, live, stream_text=stream_text),
+            model=self.agent.model,
+            wait=self.live_wait,
+        )
+
+    async def _drive(
+        self,
+        ctx: InvocationContext,
+        new_message: str | Content | None,
+        ending: _Ending,
+        live: LiveStreams | None = None,
+        *,
+        stream_text: bool = False,
+    ) -> AsyncGenerator[Event, None]:
         if new_message is not None:
             await ctx.append(ctx.new_event(author="user", content=_user_content(new_message)))
             for event in ctx.take_unreported():
@@ -322,7 +361,7 @@ class Runner:
                 continue
             for event in ctx.take_unreported():
                 yield event
-            step = await run_claimed(ctx, claimed)
+            step = await run_claimed(ctx, claimed, live=live)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
@@ -354,6 +393,8 @@ class Runner:
                 )
                 return
             request = await self.build_request(ctx)
+            if live is not None:
+                live.process_request(request)
             response = await run_model_callbacks(before, ctx, request)
             if response is None:
                 model = self.agent.model
@@ -390,11 +431,26 @@ class Runner:
             claimed = await claim_calls(ctx, response.function_calls)
             for event in ctx.take_unreported():
                 yield event
-            step = await run_claimed(ctx, claimed, tools=request.tools_by_name)
+            step = await run_claimed(ctx, claimed, tools=request.tools_by_name, live=live)
             for event in ctx.take_unreported():
                 yield event
             if _stopped(ctx, step, ending):
                 return
+
+
+async def _with_emitted(
+    ctx: InvocationContext, loop: AsyncGenerator[Event, None]
+) -> AsyncGenerator[Event, None]:
+    """The loop's events, each preceded by the events tools emitted before it (never stored)."""
+    emitted: list[Event] = []
+    ctx.event_sink = emitted.append
+    async with contextlib.aclosing(loop):
+        async for event in loop:
+            while emitted:
+                yield emitted.pop(0)
+            yield event
+    while emitted:
+        yield emitted.pop(0)
 
 
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
@@ -411,6 +467,9 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
         return False
     if head.status == "completed":
         ending.final_text = head.final_text
+        return True
+    if head.status == "escalated":
+        ending.status, ending.reason = "escalated", head.reason
         return True
     ending.status = head.status
     ending.pending = head.waiting
@@ -475,6 +534,10 @@ def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bo
             f"Invocation {ctx.invocation_id!r} waits for the response(s) of call(s) "
             f"{', '.join(step.pending_call_ids)}."
         )
+        return True
+    if step.escalated:
+        ending.status = "escalated"
+        ending.reason = escalation_reason(ctx.invocation_id, step.outcomes)
         return True
     if step.skip_summarization:
         ending.final_text = step.display_text

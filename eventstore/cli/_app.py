@@ -10,6 +10,7 @@ import typer
 
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_upgrade, export, import_, verify
+from ._memory_cmds import memory_rebuild, memory_search
 
 __all__ = ["app"]
 
@@ -36,3 +37,11 @@ app.command("verify")(verify)
 app.command("export")(export)
 app.command("import")(import_)
 app.add_typer(db_app, name="db")
+
+memory_app = typer.Typer(
+    help="Memory over past sessions: the full-text index, derived from the log.",
+    no_args_is_help=True,
+)
+memory_app.command("rebuild")(memory_rebuild)
+memory_app.command("search")(memory_search)
+app.add_typer(memory_app, name="memory")

@@ -223,6 +223,10 @@ def print_event(
             _line(console, (flag.replace("_", " "), "dim"))
     if event.actions.transfer_to_agent:
         _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
+    if event.content is None and not event.started_call_ids:
+        # Runtime bookkeeping without content (a live stream's end, a re-run decision, …).
+        for key, value in event.custom_metadata.items():
+            _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
 
 
 def _print_confirmation(

@@ -22,6 +22,7 @@ from eventstore import (
 
 __all__ = [
     "CLAIMED_BY_KEY",
+    "LIVE_STREAM_ENDED_KEY",
     "PARENT_LINK_KEY",
     "BackwardScan",
     "USER_AUTHOR",
@@ -37,6 +38,10 @@ __all__ = [
     "settled_response_ids",
     "tool_calls",
 ]
+
+LIVE_STREAM_ENDED_KEY = "live_stream_ended"
+"""``custom_metadata`` key of the event recording that a live stream ended (bookkeeping the
+model never sees, so the log's head is read past it)."""
 
 CLAIMED_BY_KEY = "claimed_by"
 """``custom_metadata`` key of a claim event (docs/protocol.md §3): who claimed the calls and when

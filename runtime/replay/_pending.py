@@ -57,13 +57,14 @@ PendingKind = Literal[
   older turn's call that no run executes any more).
 """
 
-NextStep = Literal["calls_model", "pauses", "completed", "waits", "unknown"]
+NextStep = Literal["calls_model", "pauses", "completed", "waits", "escalated", "unknown"]
 """What the next run does after executing ``NextRun.executes`` (stable strings).
 
 ``calls_model``: it asks the model (unless a call it executes asks for a confirmation or has no
 result yet); ``pauses``: it stops with status ``paused_by_planner``; ``completed``: nothing new
 since the final answer; ``waits``: nothing new since the agent handed back confirmation requests
-or long-running calls; ``unknown``: it depends on whether a tool is idempotent.
+or long-running calls; ``escalated``: nothing new since a tool escalated (the run ends at once);
+``unknown``: it depends on whether a tool is idempotent.
 """
 
 
@@ -401,6 +402,9 @@ class _Report:
         if head.status == "completed":
             return NextRun(step="completed", reason="The agent gave its final answer and "
                            "nothing new arrived since; the next run ends without a model call.")
+        if head.status == "escalated":
+            return NextRun(step="escalated", reason=f"{head.reason} Nothing new arrived since; "
+                           "the next run ends without a model call.")
         if head.status is not None:
             return NextRun(step="waits", reason=f"The next run waits for "
                            f"{', '.join(head.waiting)}; nothing new arrived since.")

@@ -25,7 +25,8 @@ from typing import Literal
 from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
 
 from ._confirmations import ConfirmationScan, Refusal
-from ._log import feed_all, is_model_turn, tool_calls
+from ._escalation import escalation_reason_from_event
+from ._log import LIVE_STREAM_ENDED_KEY, feed_all, is_model_turn, tool_calls
 
 __all__ = [
     "RERUN_DECISION_KEY",
@@ -234,12 +235,17 @@ class HeadStatus:
     anything newer (a message, a result, an answer) gives the model something to see.
     """
 
-    status: Literal["completed", "paused_for_confirmation", "paused_long_running"] | None = None
+    status: (
+        Literal["completed", "paused_for_confirmation", "paused_long_running", "escalated"]
+        | None
+    ) = None
     """How a run with nothing to execute ends without calling the model, or ``None``."""
     final_text: str = ""
     """The final answer, when completed."""
     waiting: tuple[str, ...] = ()
     """The unanswered ids the head waits for, when paused."""
+    reason: str = ""
+    """Who escalated and why, when escalated."""
 
 
 class HeadScan:
@@ -259,12 +265,17 @@ class HeadScan:
             return False
         if event.content is None and event.started_call_ids and event.author == self._agent:
             return True
+        if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
+            return True  # a live stream's end: bookkeeping, nothing for the model
         self._status = self._decide(event)
         return False
 
     def _decide(self, event: Event) -> HeadStatus:
         if event.author != self._agent or event.content is None:
             return HeadStatus()
+        escalated = escalation_reason_from_event(event)
+        if escalated is not None:
+            return HeadStatus(status="escalated", reason=escalated)
         calls = event.function_calls()
         if not calls:
             if event.content.role != "model" or not event.text():

@@ -13,6 +13,14 @@ from runtime.tools._base import (
     requires_confirmation,
 )
 from runtime.tools._errors import ToolErrorKind, error_response
+from runtime.tools._examples import (
+    Example,
+    ExampleCall,
+    ExampleProvider,
+    ExampleTool,
+    format_examples,
+    newest_user_text,
+)
 from runtime.tools._function import (
     ConfirmationPredicate,
     FunctionTool,
@@ -20,6 +28,12 @@ from runtime.tools._function import (
     ToolsetClass,
     function_tool,
     tool_method,
+)
+from runtime.tools._memory_tools import (
+    LOAD_MEMORY,
+    LoadMemoryTool,
+    PreloadMemoryTool,
+    format_memories,
 )
 from runtime.tools._pipeline import (
     NO_CALLBACKS,
@@ -31,8 +45,18 @@ from runtime.tools._pipeline import (
     ToolCallObserver,
     execute_function_call,
 )
-from runtime.tools._request import ModelRequest, build_tool_request, pack_tool
+from runtime.tools._registry import ToolRegistry
+from runtime.tools._request import ModelRequest, build_tool_request, duplicate_tool_error, pack_tool
+from runtime.tools._safe import (
+    NO_RESPONSE,
+    RESULT_NOT_DECODED,
+    SafeResult,
+    SafeTool,
+    ToolFailure,
+    ToolSuccess,
+)
 from runtime.tools._schema import parse_docstring
+from runtime.tools._terminate import TERMINATE_ARGUMENT, TERMINATE_TOOL_NAME, TerminationTool
 from runtime.tools._toolset import FilteredToolset, ListToolset, ToolPredicate, Toolset
 
 __all__ = [
@@ -41,30 +65,51 @@ __all__ = [
     "CallOutcome",
     "ConfirmationGate",
     "ConfirmationPredicate",
+    "Example",
+    "ExampleCall",
+    "ExampleProvider",
+    "ExampleTool",
     "FilteredToolset",
     "FunctionTool",
     "FunctionToolLike",
+    "LOAD_MEMORY",
     "ListToolset",
+    "LoadMemoryTool",
     "ModelRequest",
     "NO_CALLBACKS",
+    "NO_RESPONSE",
     "OnToolErrorCallback",
+    "PreloadMemoryTool",
+    "RESULT_NOT_DECODED",
     "RequestProcessor",
     "ResponseDeferrer",
+    "SafeResult",
+    "SafeTool",
     "SkipSummarizationResultDisplayer",
     "StreamingTool",
+    "TERMINATE_ARGUMENT",
+    "TERMINATE_TOOL_NAME",
+    "TerminationTool",
     "Tool",
     "ToolCallObserver",
     "ToolCallbacks",
     "ToolErrorKind",
+    "ToolFailure",
     "ToolOptions",
     "ToolPredicate",
+    "ToolRegistry",
+    "ToolSuccess",
     "Toolset",
     "ToolsetClass",
     "build_tool_request",
+    "duplicate_tool_error",
     "error_response",
     "execute_function_call",
+    "format_examples",
+    "format_memories",
     "function_tool",
     "is_idempotent",
+    "newest_user_text",
     "pack_tool",
     "parse_docstring",
     "requires_confirmation",

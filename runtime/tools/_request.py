@@ -18,7 +18,7 @@ from runtime.declarations import FunctionDeclaration
 from runtime.tools._base import FunctionToolLike, RequestProcessor, Tool
 from runtime.tools._toolset import Toolset
 
-__all__ = ["ModelRequest", "build_tool_request", "pack_tool"]
+__all__ = ["ModelRequest", "build_tool_request", "duplicate_tool_error", "pack_tool"]
 
 
 @dataclass(kw_only=True)
@@ -43,6 +43,15 @@ class ModelRequest:
     """Tool name -> where it came from, for duplicate-name messages."""
 
 
+def duplicate_tool_error(name: str, first: str, second: str) -> ToolDefinitionError:
+    """Return the error for a tool name defined twice (packing a request, merging registries)."""
+    return ToolDefinitionError(
+        f"Tool name {name!r} is defined twice: by {first} and by {second}. Rename one "
+        f"(FunctionTool(name=...)) or hide one with FilteredToolset.",
+        tool_name=name,
+    )
+
+
 def pack_tool(request: ModelRequest, tool: Tool, *, source: str) -> FunctionDeclaration:
     """Add ``tool``'s declaration and execution-table entry to ``request``; return the declaration.
 
@@ -65,12 +74,7 @@ def pack_tool(request: ModelRequest, tool: Tool, *, source: str) -> FunctionDecl
         )
     existing = request.tool_sources.get(tool.name)
     if existing is not None or tool.name in request.tools_by_name:
-        raise ToolDefinitionError(
-            f"Tool name {tool.name!r} is defined twice: by {existing or 'an earlier processor'} "
-            f"and by {source}. Rename one (FunctionTool(name=...)) or hide one with "
-            f"FilteredToolset.",
-            tool_name=tool.name,
-        )
+        raise duplicate_tool_error(tool.name, existing or "an earlier processor", source)
     request.declarations.append(declaration)
     request.tools_by_name[tool.name] = tool
     request.tool_sources[tool.name] = source

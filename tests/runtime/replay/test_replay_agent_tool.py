@@ -44,7 +44,7 @@ async def test_agent_tool_child_session_shares_data_but_not_control(store: Event
 
     child = Agent(
         name="weather_helper",
-        model=ScriptedModel([_call("c-look", "look"), "Sunny in Tokyo."]),
+        model=ScriptedModel([_call("c-look", "look"), "never asked: the escalation ends it"]),
         tools=[look],
     )
     runner = _parent(store, child, _call("p-1", "weather_helper", request="Tokyo?"), "Done.")
@@ -57,7 +57,8 @@ async def test_agent_tool_child_session_shares_data_but_not_control(store: Event
 
     assert result.status == "completed"
     (response,) = result.events[3].function_responses()
-    assert response.response == {"result": "Sunny in Tokyo."}
+    assert response.response["result"] == ""  # the child's escalation ended its invocation
+    assert "tool 'look'" in response.response["escalated"]
     assert not result.events[3].actions.escalate
     assert result.events[3].actions.transfer_to_agent is None
     assert "child_note" not in await store.state("trip-1")
