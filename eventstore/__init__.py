@@ -19,9 +19,11 @@ from ._events import (
     new_event_id,
 )
 from ._exceptions import (
+    ArtifactConflictError,
     ArtifactNotFoundError,
     ConcurrencyError,
     CorruptEventError,
+    CorruptSnapshotError,
     DuplicateEventError,
     EventStoreError,
     InvalidEventError,
@@ -43,6 +45,7 @@ __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
     "Artifact",
+    "ArtifactConflictError",
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
@@ -50,6 +53,7 @@ __all__ = [
     "ConcurrencyError",
     "Content",
     "CorruptEventError",
+    "CorruptSnapshotError",
     "DuplicateEventError",
     "Event",
     "EventActions",

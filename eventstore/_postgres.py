@@ -27,14 +27,16 @@ from typing import Any, Final, TypeVar
 
 import asyncpg
 
-from . import _postgres_artifacts as artifacts
+from . import _postgres_artifacts as artifacts_sql
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
+    NewArtifact,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_artifact_version,
     check_batch_ids,
     check_retry,
     written,
@@ -277,7 +279,12 @@ class PostgresBackend:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
         sid = record.session_id
         check_batch_ids(sid, initial)
 
@@ -289,6 +296,14 @@ class PostgresBackend:
             )
             if initial:
                 await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1)
+            for artifact in artifacts:
+                names = (record.app_name, record.user_id,
+                         scope(sid if artifact.session_scoped else None), artifact.filename)
+                await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT,
+                                   _lock_key("\0".join(names)))
+                check_artifact_version(sid, artifact, await artifacts_sql.save(
+                    conn, names, mime_type=artifact.mime_type, data=artifact.data,
+                    created_at=artifact.created_at))
 
         await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
 
@@ -490,7 +505,7 @@ class PostgresBackend:
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
             )
-            return await artifacts.save(conn, key, mime_type=mime_type, data=data,
+            return await artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
@@ -500,14 +515,14 @@ class PostgresBackend:
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._run(lambda conn: artifacts.load(conn, key, version),
+        return await self._run(lambda conn: artifacts_sql.load(conn, key, version),
                                what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
         return await self._run(
-            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
 

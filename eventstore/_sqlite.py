@@ -43,14 +43,16 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from . import _sqlite_artifacts as artifacts
+from . import _sqlite_artifacts as artifacts_sql
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
+    NewArtifact,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_artifact_version,
     check_batch_ids,
     check_retry,
     written,
@@ -356,7 +358,12 @@ class SQLiteBackend:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
         sid = record.session_id
         check_batch_ids(sid, initial)
 
@@ -369,6 +376,12 @@ class SQLiteBackend:
             )
             if initial:
                 _insert(conn, sid, _head(conn, sid), initial)
+            for artifact in artifacts:
+                key = (record.app_name, record.user_id,
+                       scope(sid if artifact.session_scoped else None), artifact.filename)
+                check_artifact_version(sid, artifact, artifacts_sql.save(
+                    conn, key, mime_type=artifact.mime_type, data=artifact.data,
+                    created_at=artifact.created_at))
 
         await self._write(job, what=f"create session {sid!r}", session_id=sid)
 
@@ -547,7 +560,7 @@ class SQLiteBackend:
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
         return await self._write(
-            lambda conn: artifacts.save(conn, key, mime_type=mime_type, data=data,
+            lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at),
             what=f"save artifact {filename!r}",
         )
@@ -557,14 +570,14 @@ class SQLiteBackend:
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._read(lambda conn: artifacts.load(conn, key, version),
+        return await self._read(lambda conn: artifacts_sql.load(conn, key, version),
                                 what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
         return await self._read(
-            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
 

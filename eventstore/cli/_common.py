@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shlex
+import shutil
 import sys
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -17,7 +20,7 @@ import orjson
 import typer
 from rich.console import Console
 
-from .._exceptions import EventStoreError
+from .._exceptions import CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
 from .._sqlcommon import sqlite_file
 from .._store import EventStore
@@ -26,6 +29,7 @@ __all__ = [
     "DEFAULT_DB",
     "EXIT_ERROR",
     "EXIT_FINDINGS",
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "CliError",
     "DbOption",
@@ -35,6 +39,8 @@ __all__ = [
     "fail",
     "open_existing",
     "print_json",
+    "printable",
+    "prog",
     "require_file",
     "run",
     "run_app",
@@ -52,6 +58,9 @@ EXIT_USAGE = 2
 
 EXIT_FINDINGS = 3
 """Exit status of ``evs verify`` when the log has integrity problems."""
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (the shell's convention: 128 + SIGINT)."""
 
 DbOption = Annotated[
     str,
@@ -75,10 +84,63 @@ class CliError(Exception):
         self.code = code
 
 
+_CONTROL = {
+    **{c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x7F: "\\x7f",
+    **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
+    # Bidirectional overrides reorder what a terminal shows (a "trojan source" trick).
+    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """Return ``text`` with control characters shown as escapes (``\\x1b``), so that stored
+    text (user and model messages, state keys, ids) can never drive the terminal: no cursor
+    moves, screen clears, hyperlinks or window titles. Tabs are kept, and newlines unless
+    ``newlines`` is False."""
+    table = _CONTROL if newlines else {**_CONTROL, 0x0A: "\\n"}
+    return text.translate(table)
+
+
 def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
-    """Print ``evs: error: message`` on stderr and exit with ``code``."""
-    typer.echo(f"evs: error: {message}", err=True)
+    """Print ``evs: error: message`` on stderr (one line, control characters escaped) and
+    exit with ``code``."""
+    typer.echo(f"evs: error: {printable(message, newlines=False)}", err=True)
     raise typer.Exit(code)
+
+
+_prog = "evs"
+
+
+def prog() -> str:
+    """The program name as the user invoked it (``evs``, ``.venv/bin/evs``, ``python -m
+    runtime.cli``), shell-quoted, for the commands the CLI prints: a copied line runs as it is,
+    without an activated virtual environment. ``evs`` unless ``run_app`` set it."""
+    return _prog
+
+
+def _detect_prog(argv0: str, *, module: str) -> str:
+    """What ``prog()`` returns for a process started as ``argv0``."""
+    if not argv0 or argv0 == "-c":
+        return "evs"
+    if Path(argv0).name == "__main__.py":
+        python = sys.executable or "python3"
+        found = shutil.which(Path(python).name)
+        if found and _same_file(found, python):
+            python = Path(python).name
+        return f"{shlex.quote(python)} -m {module}"
+    name = Path(argv0).name
+    found = shutil.which(name)
+    if found and _same_file(found, argv0):
+        return shlex.quote(name)
+    return shlex.quote(argv0)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -88,6 +150,9 @@ def errors() -> Iterator[None]:
         yield
     except CliError as exc:
         fail(str(exc), code=exc.code)
+    except CorruptEventError as exc:
+        fail(f"{' '.join(str(exc).split())} The log is damaged: evs verify "
+             f"{shlex.quote(exc.session_id)} lists every problem.")
     except EventStoreError as exc:
         fail(" ".join(str(exc).split()))
 
@@ -136,6 +201,17 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
+def _internal_error(exc: Exception) -> NoReturn:
+    """The last line of defence: an exception no command turned into a message is still one
+    line (naming it as a bug), unless ``EVS_DEBUG`` asks for the traceback."""
+    if os.environ.get("EVS_DEBUG"):
+        raise exc
+    detail = printable(" ".join(str(exc).split()), newlines=False)
+    typer.echo(f"evs: error: internal error ({type(exc).__name__}: {detail}); this is a bug "
+               "in agent-eventstore — rerun with EVS_DEBUG=1 for the traceback.", err=True)
+    raise SystemExit(EXIT_ERROR) from None
+
+
 def run_app(app: typer.Typer) -> None:
     """Run a typer app as the ``evs`` console script: usage errors become one line on stderr
     (``evs: error: …``) and exit status 2, like every other error of the CLI.
@@ -143,18 +219,24 @@ def run_app(app: typer.Typer) -> None:
     Click's own report is a usage block plus a hint plus the error; scripts and humans get one
     sentence instead. Running without a command still prints the help.
     """
+    global _prog
+    module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
+    _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
     try:
         status = app(standalone_mode=False)
     except typer.Abort:
         typer.echo("evs: error: aborted.", err=True)
         raise SystemExit(EXIT_ERROR) from None
+    except KeyboardInterrupt:
+        typer.echo("evs: interrupted.", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         # Click's exceptions are recognised by their shape rather than their class: typer
         # vendors click in newer releases and uses the click package in older ones.
         code = getattr(exc, "exit_code", None)
         message = getattr(exc, "format_message", None)
         if not isinstance(code, int) or not callable(message):
-            raise
+            _internal_error(exc)
         if type(exc).__name__ == "NoArgsIsHelpError":
             typer.echo(str(message()), err=True)
             raise SystemExit(code) from None

@@ -11,9 +11,10 @@ import orjson
 import typer
 
 from .._events import Event
-from .._exceptions import SessionExistsError
+from .._exceptions import CorruptSnapshotError, SessionExistsError
 from .._open import open_store, resolve_url
 from .._state import USER_PREFIX
+from .._statefold import snapshot_state
 from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
@@ -44,18 +45,30 @@ from ._verify import Finding, check_artifacts, check_log, check_snapshots
 __all__ = ["db_current", "db_upgrade", "export", "import_", "verify"]
 
 
-async def _snapshots(store: EventStore, session_id: str, upto: int) -> list[tuple[int, Any]]:
-    """Every stored snapshot of the session, newest first."""
+async def _snapshots(
+    store: EventStore, session_id: str, upto: int
+) -> tuple[list[tuple[int, Any]], list[Finding]]:
+    """Every stored snapshot of the session, newest first, and a finding for each one that
+    cannot be decoded."""
     found: list[tuple[int, Any]] = []
+    damaged: list[Finding] = []
     cursor: int | None = upto
     while cursor is not None and cursor > 0:
-        snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
-        if snapshot is None:
-            break
-        seq, data = snapshot
-        found.append((seq, orjson.loads(data)))
+        try:
+            snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
+            if snapshot is None:
+                break
+            seq, data = snapshot
+            found.append((seq, snapshot_state(data, session_id=session_id, seq=seq)))
+        except CorruptSnapshotError as exc:
+            if exc.seq is None:
+                raise
+            seq = exc.seq
+            damaged.append(Finding(session_id=session_id, seq=seq, code="snapshot_undecodable",
+                                   message=f"the state snapshot at seq {seq} cannot be decoded: "
+                                   f"{exc.reason}"))
         cursor = seq - 1
-    return found
+    return found, damaged
 
 
 async def _verify_session(store: EventStore, session_id: str) -> list[Finding]:
@@ -63,7 +76,8 @@ async def _verify_session(store: EventStore, session_id: str) -> list[Finding]:
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
     findings, events = check_log(session_id, rows, version=version, decode=store.decode)
-    findings += check_snapshots(session_id, events, await _snapshots(store, session_id, version))
+    snapshots, damaged = await _snapshots(store, session_id, version)
+    findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return findings
 
