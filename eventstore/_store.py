@@ -299,7 +299,6 @@ class EventStore:
         if now < 0:
             raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
         initial: list[NewEvent] = []
-        events: list[Event] = []
         stored: list[Event] = []
         if state:
             event, new = self._prepare(

@@ -20,6 +20,8 @@ from ._common import (
     errors,
     open_existing,
     print_json,
+    printable,
+    prog,
     run,
     run_app,
 )
@@ -43,6 +45,8 @@ __all__ = [
     "open_existing",
     "print_event",
     "print_json",
+    "printable",
+    "prog",
     "run",
     "run_app",
     "short_json",

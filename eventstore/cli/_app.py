@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import typer
 
+from ._import import import_
 from ._inspect import sessions, show, state, tail
-from ._maintain import db_current, db_upgrade, export, import_, verify
+from ._maintain import db_current, db_upgrade, export, verify
 
 __all__ = ["app"]
 

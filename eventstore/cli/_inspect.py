@@ -25,6 +25,7 @@ from ._common import (
     console,
     open_existing,
     print_json,
+    prog,
     run,
 )
 from ._render import event_entry, print_event, print_events, short_json
@@ -38,7 +39,7 @@ SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=Fals
 def confirm_command(db: str, session_id: str) -> str:
     """Return the start of the ``evs confirm`` command for this database and session."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    return f"evs confirm{flag} {shlex.quote(session_id)}"
+    return f"{prog()} confirm{flag} {shlex.quote(session_id)}"
 
 
 def _stamp(timestamp: float) -> str:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 from .._events import Event
-from .._exceptions import CorruptSnapshotError, SessionExistsError
-from .._open import open_store, resolve_url
+from .._exceptions import CorruptSnapshotError
+from .._open import resolve_url
 from .._state import USER_PREFIX
 from .._statefold import snapshot_state
 from .._store import EventStore
@@ -23,7 +21,6 @@ from ._common import (
     DbOption,
     JsonOption,
     console,
-    fail,
     open_existing,
     print_json,
     require_file,
@@ -31,18 +28,16 @@ from ._common import (
     sqlite_path,
 )
 from ._exchange import (
-    Export,
     ExportedArtifact,
-    ExportFormatError,
     dump_artifact,
     dump_event,
     dump_header,
-    parse_export,
     referenced_artifacts,
 )
+from ._progress import LARGE, progress
 from ._verify import Finding, check_artifacts, check_log, check_snapshots
 
-__all__ = ["db_current", "db_upgrade", "export", "import_", "verify"]
+__all__ = ["db_current", "db_upgrade", "export", "verify"]
 
 
 async def _snapshots(
@@ -97,18 +92,22 @@ def verify(
     async def main() -> tuple[int, list[Finding]]:
         async with await open_existing(db, read_only=True) as store:
             if session_id is not None:
-                return 1, await _verify_session(store, session_id)
+                size = await store.version(session_id)
+                with progress(f"Verifying {size} events", total=None, size=size):
+                    return 1, await _verify_session(store, session_id)
             findings: list[Finding] = []
             checked = 0
             after: str | None = None
-            while True:
-                page = await store.list_sessions(after=after, limit=500)
-                for info in page.sessions:
-                    findings += await _verify_session(store, info.id)
-                    checked += 1
-                if page.next_cursor is None:
-                    return checked, findings
-                after = page.next_cursor
+            with progress("Verifying sessions", total=None, size=LARGE) as tracker:
+                while True:
+                    page = await store.list_sessions(after=after, limit=500)
+                    for info in page.sessions:
+                        findings += await _verify_session(store, info.id)
+                        checked += 1
+                        tracker.advance()
+                    if page.next_cursor is None:
+                        return checked, findings
+                    after = page.next_cursor
 
     checked, findings = run(main())
     if json:
@@ -165,8 +164,9 @@ def export(
     async def main() -> list[bytes]:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
-            events = await store.read(session_id)
-            artifacts = await _export_artifacts(store, session_id, events)
+            with progress(f"Exporting {info.version} events", total=None, size=info.version):
+                events = await store.read(session_id)
+                artifacts = await _export_artifacts(store, session_id, events)
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=len(events),
                              created_at=info.created_at, artifacts=len(artifacts))
@@ -179,121 +179,6 @@ def export(
         sys.stdout.flush()
     else:
         output.write_bytes(data)
-
-
-async def _check_user_artifacts(store: EventStore, parsed: Export) -> list[ExportedArtifact]:
-    """Return the ``user:`` artifact versions the target lacks (to be appended); raise CliError
-    when a version it already holds differs from the export's (it is never overwritten)."""
-    backend = store.backend
-    missing: list[ExportedArtifact] = []
-    held: dict[str, list[int]] = {}
-    for artifact in parsed.artifacts:
-        if not artifact.user_scoped:
-            continue
-        if artifact.filename not in held:
-            listed = await backend.list_artifacts(app_name=parsed.app_name,
-                                                  user_id=parsed.user_id, session_id=None)
-            held[artifact.filename] = listed.get(artifact.filename, [])
-        if artifact.version not in held[artifact.filename]:
-            missing.append(artifact)
-            continue
-        existing = await backend.load_artifact(
-            app_name=parsed.app_name, user_id=parsed.user_id, session_id=None,
-            filename=artifact.filename, version=artifact.version)
-        if existing is None or (existing.data, existing.mime_type) != (artifact.data,
-                                                                      artifact.mime_type):
-            raise CliError(
-                f"User artifact {artifact.filename!r} version {artifact.version} of user "
-                f"{parsed.user_id!r} (app {parsed.app_name!r}) already exists in {store.url} "
-                "with different content; user artifacts are never overwritten, so nothing was "
-                "imported."
-            )
-    return missing
-
-
-async def _save_artifacts(store: EventStore, parsed: Export, session_id: str | None,
-                          artifacts: list[ExportedArtifact]) -> None:
-    """Save the versions in order, each with its original save time; raise CliError if the
-    store numbers one differently (another writer saved a version of it meanwhile)."""
-    for artifact in artifacts:
-        version = await store.backend.save_artifact(
-            app_name=parsed.app_name, user_id=parsed.user_id, session_id=session_id,
-            filename=artifact.filename, mime_type=artifact.mime_type, data=artifact.data,
-            created_at=artifact.created_at)
-        if version != artifact.version:
-            raise CliError(f"Artifact {artifact.filename!r} was saved as version {version}, not "
-                           f"{artifact.version} as exported (another writer saved a version "
-                           "meanwhile); the import was rolled back.")
-
-
-def import_(
-    file: Annotated[Path, typer.Argument(help="An export file ('-' reads stdin).",
-                                         show_default=False, allow_dash=True)],
-    db: DbOption = DEFAULT_DB,
-    session_id: Annotated[str | None, typer.Option("--session-id", help="Create the session "
-                                                   "under this id instead of the exported "
-                                                   "one.")] = None,
-    json: JsonOption = False,
-) -> None:
-    """Import an exported session as a new session (never overwrites an existing one).
-
-    Events and session artifacts come back byte for byte with their version numbers. user:
-    artifacts are shared by the user's sessions and never overwritten: versions the database
-    already holds must be identical (they are kept), missing ones are appended. Every line is
-    validated before anything is written. A missing SQLite file is created."""
-    try:
-        raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        fail(f"Cannot read {file}: {exc.strerror}.")
-    try:
-        parsed = parse_export(raw.splitlines())
-    except ExportFormatError as exc:
-        fail(f"{file}: {exc}")
-    target = session_id or parsed.session_id
-
-    async def main() -> tuple[int, int]:
-        path = sqlite_path(db)
-        if path is not None and not path.exists():
-            store = await open_store(db, auto_upgrade=True)
-        else:
-            store = await open_existing(db, read_only=False)
-        async with store:
-            user_artifacts = await _check_user_artifacts(store, parsed)
-            options: dict[str, Any] = {}
-            if parsed.created_at is not None and _accepts_created_at(store):
-                options["created_at"] = parsed.created_at
-            try:
-                await store.create_session(app_name=parsed.app_name, user_id=parsed.user_id,
-                                           session_id=target, **options)
-            except SessionExistsError as exc:
-                raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
-                               "imported (choose another id with --session-id).") from exc
-            own = [a for a in parsed.artifacts if not a.user_scoped]
-            try:
-                stored = (await store.append(target, parsed.events, expected_version=0)
-                          if parsed.events else [])
-                await _save_artifacts(store, parsed, target, own)
-                # Last, because a user: version once added stays (the session's delete
-                # removes its events and session artifacts only).
-                await _save_artifacts(store, parsed, None, user_artifacts)
-            except BaseException:
-                # The session was created for this import only: leave nothing half-imported.
-                await store.delete_session(target)
-                raise
-            return len(stored), len(own) + len(user_artifacts)
-
-    count, artifacts = run(main())
-    if json:
-        print_json({"session_id": target, "events": count, "artifacts": artifacts})
-    else:
-        extra = f" and {artifacts} artifact version(s)" if artifacts else ""
-        typer.echo(f"Imported {count} events{extra} into session {target}.")
-
-
-def _accepts_created_at(store: EventStore) -> bool:
-    """Whether this store's ``create_session`` takes the original ``created_at`` (newer
-    stores); older ones stamp the import time."""
-    return "created_at" in inspect.signature(store.create_session).parameters
 
 
 def _migrate_url(db: str) -> str:

@@ -39,6 +39,8 @@ def test_cli_exported_members() -> None:
         "open_existing",
         "print_event",
         "print_json",
+        "printable",
+        "prog",
         "run",
         "run_app",
         "short_json",
