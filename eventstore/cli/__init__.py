@@ -26,13 +26,16 @@ from ._common import (
     run_app,
 )
 from ._inspect import confirm_command
+from ._maintain import verify_session
 from ._render import event_entry, print_event, short_json
 from ._timeline import Timeline, analyze
+from ._verify import Finding
 
 __all__ = [
     "DEFAULT_DB",
     "CliError",
     "DbOption",
+    "Finding",
     "JsonOption",
     "Timeline",
     "analyze",
@@ -50,6 +53,7 @@ __all__ = [
     "run",
     "run_app",
     "short_json",
+    "verify_session",
 ]
 
 

@@ -10,7 +10,7 @@ import typer
 
 from ._import import import_
 from ._inspect import sessions, show, state, tail
-from ._maintain import db_current, db_upgrade, export, verify
+from ._maintain import db_current, db_upgrade, delete, export, verify
 
 __all__ = ["app"]
 
@@ -36,4 +36,5 @@ app.command("tail")(tail)
 app.command("verify")(verify)
 app.command("export")(export)
 app.command("import")(import_)
+app.command("delete")(delete)
 app.add_typer(db_app, name="db")

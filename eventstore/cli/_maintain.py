@@ -21,8 +21,10 @@ from ._common import (
     DbOption,
     JsonOption,
     console,
+    fail,
     open_existing,
     print_json,
+    printable,
     require_file,
     run,
     sqlite_path,
@@ -37,7 +39,7 @@ from ._exchange import (
 from ._progress import LARGE, progress
 from ._verify import Finding, check_artifacts, check_log, check_snapshots
 
-__all__ = ["db_current", "db_upgrade", "export", "verify"]
+__all__ = ["db_current", "db_upgrade", "delete", "export", "verify", "verify_session"]
 
 
 async def _snapshots(
@@ -66,7 +68,10 @@ async def _snapshots(
     return found, damaged
 
 
-async def _verify_session(store: EventStore, session_id: str) -> list[Finding]:
+async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+
+    Raises SessionNotFoundError for an unknown session."""
     version = await store.version(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
@@ -94,7 +99,7 @@ def verify(
             if session_id is not None:
                 size = await store.version(session_id)
                 with progress(f"Verifying {size} events", total=None, size=size):
-                    return 1, await _verify_session(store, session_id)
+                    return 1, await verify_session(store, session_id)
             findings: list[Finding] = []
             checked = 0
             after: str | None = None
@@ -102,7 +107,7 @@ def verify(
                 while True:
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
-                        findings += await _verify_session(store, info.id)
+                        findings += await verify_session(store, info.id)
                         checked += 1
                         tracker.advance()
                     if page.next_cursor is None:
@@ -179,6 +184,43 @@ def export(
         sys.stdout.flush()
     else:
         output.write_bytes(data)
+
+
+def delete(
+    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                              metavar="SESSION_ID")],
+    db: DbOption = DEFAULT_DB,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    json: JsonOption = False,
+) -> None:
+    """Delete a session: its events, snapshots and session artifacts (user: artifacts stay).
+
+    Asks first unless --yes is given; without a terminal to ask on, --yes is required."""
+
+    async def describe() -> str:
+        async with await open_existing(db, read_only=True) as store:
+            info = await store.session_info(session_id)
+            artifacts = sum(len(v) for k, v in (await store.list_artifacts(session_id)).items()
+                            if not k.startswith(USER_PREFIX))
+        return (f"session {info.id} (app {info.app_name}, user {info.user_id}, "
+                f"{info.version} events, {artifacts} artifact version(s))")
+
+    async def main() -> None:
+        async with await open_existing(db, read_only=False) as store:
+            await store.delete_session(session_id)
+
+    what = run(describe())
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"Refusing to delete {printable(what)} without asking: give --yes.")
+        if not typer.confirm(f"Delete {printable(what)}? This cannot be undone.",
+                             default=False, err=True):
+            fail("Nothing was deleted.")
+    run(main())
+    if json:
+        print_json({"deleted": session_id})
+    else:
+        typer.echo(f"Deleted {printable(what)}.")
 
 
 def _migrate_url(db: str) -> str:

@@ -156,7 +156,7 @@ def test_demo_resume_approve_races_end_cleanly(db: Path) -> None:
     procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(3)]
     outcomes = [p.communicate(timeout=120) for p in procs]
-    for proc, (out, err) in zip(procs, outcomes, strict=True):
+    for proc, (_out, err) in zip(procs, outcomes, strict=True):
         assert "Traceback" not in err, err
         assert proc.returncode in (0, 1), err
         if proc.returncode == 1:

@@ -27,6 +27,7 @@ def test_cli_exported_members() -> None:
         "DEFAULT_DB",
         "CliError",
         "DbOption",
+        "Finding",
         "JsonOption",
         "Timeline",
         "analyze",
@@ -44,6 +45,7 @@ def test_cli_exported_members() -> None:
         "run",
         "run_app",
         "short_json",
+        "verify_session",
     ]
     assert callable(eventstore.cli.main)
     assert callable(runtime.cli.main)
