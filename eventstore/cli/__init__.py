@@ -10,7 +10,7 @@ Read commands open the database read-only and never change it. Errors are one li
 a non-zero exit status.
 """
 
-from ._app import app
+from ._app import app, standalone
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -59,4 +59,4 @@ __all__ = [
 
 def main() -> None:
     """Run the store-only commands (``python -m eventstore.cli``)."""
-    run_app(app)
+    run_app(standalone)

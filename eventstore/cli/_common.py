@@ -12,13 +12,15 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
 from rich.console import Console
+from rich.segment import Segment
+from typer.core import TyperCommand
 
 from .._exceptions import CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
@@ -32,6 +34,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "CliError",
+    "Command",
     "DbOption",
     "JsonOption",
     "console",
@@ -67,6 +70,7 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar="EVS_DATABASE_URL",
+        metavar="URL",
         help="Store URL: a SQLite file path, sqlite+aiosqlite:///path.db or "
         "postgresql+asyncpg://user@host/db.",
     ),
@@ -74,6 +78,16 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 T = TypeVar("T")
+
+
+class Command(TyperCommand):
+    """A command whose usage line names arguments plainly (``evs show [OPTIONS] SESSION_ID``;
+    newer typer releases write required ones as ``{SESSION_ID}``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces, required arguments without braces."""
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p
+                for p in super().collect_usage_pieces(ctx)]
 
 
 class CliError(Exception):
@@ -187,10 +201,24 @@ def require_file(url: str) -> None:
         )
 
 
+class _SafeConsole(Console):
+    """A console whose text can never drive the terminal: every control character of what is
+    printed (stored text, ids, keys) is shown escaped; only rich's own styling reaches it."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # The one place every printed piece of text passes through, after layout and before
+        # rich adds its own escape sequences for styles.
+        return super()._render_buffer(
+            Segment(printable(s.text), s.style, s.control) if s.control is None else s
+            for s in buffer
+        )
+
+
 def console() -> Console:
     """Return the console commands print to: no markup parsing (ids may contain brackets), no
-    automatic highlighting, and long lines not wrapped (printed commands stay copyable)."""
-    return Console(highlight=False, markup=False, soft_wrap=True)
+    automatic highlighting, long lines not wrapped (printed commands stay copyable), and
+    control characters escaped (see ``printable``)."""
+    return _SafeConsole(highlight=False, markup=False, soft_wrap=True)
 
 
 def print_json(value: Any) -> None:

@@ -13,9 +13,12 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+from rich.console import Console
 from rich.table import Table
 
+from .._backend import StoredEvent
 from .._events import Event
+from .._exceptions import CorruptEventError
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore
 from ._common import (
@@ -23,17 +26,21 @@ from ._common import (
     DbOption,
     JsonOption,
     console,
+    fail,
     open_existing,
     print_json,
+    printable,
     prog,
     run,
 )
-from ._render import event_entry, print_event, print_events, short_json
+from ._render import event_entry, print_event, short_json
 from ._timeline import analyze
+from ._verify import Finding, check_artifacts, check_log
 
 __all__ = ["confirm_command", "sessions", "show", "state", "tail"]
 
-SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                           metavar="SESSION_ID")]
 
 
 def confirm_command(db: str, session_id: str) -> str:
@@ -48,12 +55,14 @@ def _stamp(timestamp: float) -> str:
 
 def sessions(
     db: DbOption = DEFAULT_DB,
-    app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Only this user's sessions.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000,
+    app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.",
+                                            metavar="APP")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's sessions.",
+                                             metavar="USER")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, metavar="N",
                                        help="Sessions per page.")] = 50,
     after: Annotated[str | None, typer.Option("--after", help="Cursor printed by the previous "
-                                              "page.")] = None,
+                                              "page.", metavar="CURSOR")] = None,
     json: JsonOption = False,
 ) -> None:
     """List sessions (app, user, id, events, last update), one page at a time."""
@@ -78,7 +87,17 @@ def sessions(
             table.add_row(s.app_name, s.user_id, s.id, str(s.version), _stamp(s.updated_at))
         out.print(table if page.sessions else "No sessions.")
         if page.next_cursor is not None:
-            out.print(f"More: --after {page.next_cursor}")
+            # The next page needs the same filters and page size, or it is another listing.
+            words = [prog(), "sessions"]
+            if db != DEFAULT_DB:
+                words += ["--db", shlex.quote(db)]
+            for flag, value in (("--app", app), ("--user", user)):
+                if value is not None:
+                    words += [flag, shlex.quote(value)]
+            if limit != 50:
+                words += ["--limit", str(limit)]
+            words += ["--after", shlex.quote(page.next_cursor)]
+            out.print(f"More: {' '.join(words)}")
 
     run(main())
 
@@ -86,16 +105,19 @@ def sessions(
 def show(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
-    since: Annotated[int | None, typer.Option("--since", min=1,
+    since: Annotated[int | None, typer.Option("--since", min=1, metavar="SEQ",
                                               help="Start at this seq (inclusive).")] = None,
-    last: Annotated[int | None, typer.Option("--last", min=0,
+    last: Annotated[int | None, typer.Option("--last", min=0, metavar="N",
                                              help="Only the newest N events.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Print the stored JSON, one line per "
                                       "event.")] = False,
     json: JsonOption = False,
 ) -> None:
-    """Show a session's history as a timeline: calls paired with responses, confirmations,
-    state deltas, artifacts and errors."""
+    """Show a session's history as a timeline: calls with their responses, confirmations,
+    state changes, artifacts and errors.
+
+    Damage is marked where it is, in the words evs verify uses (a gap, a repeated seq, a second
+    answer, a row that cannot be decoded, a missing artifact version)."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
@@ -103,25 +125,68 @@ def show(
             if raw:
                 await _print_raw(store, session_id, since=since, last=last)
                 return
-            # Pairing needs the whole log even when only a window is shown.
-            events = await store.read(session_id)
+            # Pairing and checking need the whole log even when only a window is shown.
+            rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
+                                            limit=None)
+            findings, events = check_log(session_id, rows, version=info.version,
+                                         decode=store.decode)
+            findings += check_artifacts(session_id, events,
+                                        await store.list_artifacts(session_id))
         timeline = analyze(events)
-        shown = [e for e in events if since is None or (e.seq or 0) >= since]
+        decoded = {id(row): event for row, event in _decoded(rows, store)}
+        shown = [r for r in rows if since is None or r.seq >= since]
         if last is not None:
             shown = shown[len(shown) - last:] if last else []
+        shown_seqs = {r.seq for r in shown}
         if json:
             print_json({
                 "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
                             "version": info.version},
-                "events": [event_entry(e, timeline) for e in shown],
+                "events": [event_entry(decoded[id(r)], timeline) for r in shown
+                           if id(r) in decoded],
+                "problems": [f.as_dict() for f in findings
+                             if f.seq is None or f.seq in shown_seqs],
             })
             return
         out = console()
         out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-                      f"{info.version} events", style="bold")
-        print_events(out, shown, timeline, confirm_command=confirm_command(db, session_id))
+                  f"{info.version} events", style="bold")
+        by_seq: dict[int | None, list[Finding]] = {}
+        for finding in findings:
+            by_seq.setdefault(finding.seq, []).append(finding)
+        _print_problems(out, by_seq.pop(None, []))
+        command = confirm_command(db, session_id)
+        last_index = {r.seq: n for n, r in enumerate(shown)}
+        first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
+        for n, row in enumerate(shown):
+            here = by_seq.get(row.seq, [])
+            if first_index[row.seq] == n:  # a gap is marked where it is: before the row
+                _print_problems(out, [f for f in here if f.code == "seq_gap"])
+            event = decoded.get(id(row))
+            if event is None:
+                out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
+                          "cannot be decoded)", style="bold red")
+            else:
+                print_event(out, event, timeline, confirm_command=command)
+            if last_index[row.seq] == n:
+                _print_problems(out, [f for f in here if f.code != "seq_gap"])
 
     run(main())
+
+
+def _decoded(rows: list[StoredEvent], store: EventStore) -> list[tuple[StoredEvent, Event]]:
+    found: list[tuple[StoredEvent, Event]] = []
+    for row in rows:
+        try:
+            found.append((row, store.decode(row)))
+        except CorruptEventError:
+            continue
+    return found
+
+
+def _print_problems(out: Console, findings: list[Finding]) -> None:
+    for finding in findings:
+        out.print(f"      ! {finding.code}: {finding.message}", style="bold red")
 
 
 async def _print_raw(
@@ -215,18 +280,24 @@ async def _state_origins(
 def tail(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
-    after: Annotated[int | None, typer.Option("--after", min=0,
+    after: Annotated[int | None, typer.Option("--after", min=0, metavar="SEQ",
                                               help="Start after this seq (default: the "
                                               "current head).")] = None,
-    max_events: Annotated[int | None, typer.Option("--max-events", min=1,
+    from_start: Annotated[bool, typer.Option("--from-start", help="Print the whole log "
+                                             "first (same as --after 0).")] = False,
+    max_events: Annotated[int | None, typer.Option("--max-events", min=1, metavar="N",
                                                    help="Stop after N events.")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", min=0,
-                                                  help="Stop after S seconds.")] = None,
-    poll: Annotated[float, typer.Option("--poll", min=0.01,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0, metavar="SECONDS",
+                                                  help="Stop after this many seconds.")] = None,
+    poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS",
                                         help="Seconds between polls.")] = 0.5,
     json: JsonOption = False,
 ) -> None:
-    """Follow a session live, printing new events as they are appended (Ctrl-C stops)."""
+    """Follow a session live, printing new events as they are appended.
+
+    Says on stderr what it follows and from which seq; Ctrl-C stops it."""
+    if from_start and after is not None:
+        fail("give --from-start or --after, not both.", code=2)
 
     async def follow(store: EventStore, start: int, seen: list[Event]) -> int:
         out = console()
@@ -247,7 +318,15 @@ def tail(
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
-            start = info.version if after is None else after
+            start = 0 if from_start else info.version if after is None else after
+            limits = []
+            if max_events is not None:
+                limits.append(f"stops after {max_events} event(s)")
+            if timeout is not None:
+                limits.append(f"stops after {timeout:g} s")
+            ending = "; ".join([*limits, "Ctrl-C to stop"])
+            typer.echo(printable(f"following {session_id} from seq {start + 1}; {ending}",
+                                 newlines=False), err=True)
             # Earlier events are read for pairing calls with responses, not printed.
             seen = await store.read(session_id, upto=start) if start else []
             with contextlib.suppress(TimeoutError):

@@ -84,7 +84,8 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
 
 def verify(
     session_id: Annotated[str | None, typer.Argument(help="Session id (default: every "
-                                                     "session).", show_default=False)] = None,
+                                                     "session).", show_default=False,
+                                                     metavar="SESSION_ID")] = None,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:
@@ -156,9 +157,11 @@ async def _export_artifacts(
 
 
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False)],
+    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                              metavar="SESSION_ID")],
     db: DbOption = DEFAULT_DB,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file "
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
+                                                help="Write to this file "
                                                 "instead of stdout.")] = None,
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry with the other "
                                        "commands: the export is always JSON Lines.")] = False,

@@ -95,20 +95,22 @@ def _check_target(events: list[Event], *, db: str, session_id: str, call_id: str
                 "'{...}'.")
         raise CliError(f"{call_id!r} is a function call, not a confirmation request.{hint}")
     if command != "confirm" and timeline.status(call_id) == "awaiting_confirmation":
-        [waiting] = [c for c in record.confirmation_ids
+        [open_id] = [c for c in record.confirmation_ids
                      if timeline.confirmations[c].answer_seq is None][:1]
         raise CliError(f"Call {call_id!r} waits for a human's confirmation, not for a "
-                       f"result: {prog()} confirm{flag} {s} {waiting} --yes (or --no).")
+                       f"result: {prog()} confirm{flag} {s} {open_id} --yes (or --no).")
 
 
 def confirm(
     session_id: SessionArg,
     confirmation_id: Annotated[str, typer.Argument(help="Id of the confirmation request "
-                                                   "(see evs pending).", show_default=False)],
+                                                   "(see evs pending).", show_default=False,
+                                                   metavar="CONFIRMATION_ID")],
     decision: Annotated[bool | None, typer.Option("--yes/--no", help="Approve or reject the "
                                                   "call.", show_default=False)] = None,
     payload: Annotated[str | None, typer.Option("--payload", help="JSON passed along with the "
-                                                "answer ('-' reads stdin).")] = None,
+                                                "answer ('-' reads stdin).",
+                                                metavar="JSON")] = None,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:
@@ -175,7 +177,7 @@ def respond(
 def rerun(
     session_id: SessionArg,
     call_id: Annotated[str, typer.Argument(help="Id of the call in doubt (see evs pending).",
-                                           show_default=False)],
+                                           show_default=False, metavar="CALL_ID")],
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:
@@ -183,7 +185,7 @@ def rerun(
     once more on the agent's next run.
 
     Use it when the call's side effect did not happen; if it did, record its result with
-    ``evs respond`` instead."""
+    evs respond instead."""
 
     async def main() -> Event:
         return await _answer(db, session_id, call_id, command="rerun",
