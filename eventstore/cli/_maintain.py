@@ -189,6 +189,14 @@ def export(
         output.write_bytes(data)
 
 
+def _interactive() -> bool:
+    """Whether a person can answer a question (stdin is a terminal)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def delete(
     session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
                                               metavar="SESSION_ID")],
@@ -214,7 +222,7 @@ def delete(
 
     what = run(describe())
     if not yes:
-        if not sys.stdin.isatty():
+        if not _interactive():
             fail(f"Refusing to delete {printable(what)} without asking: give --yes.")
         if not typer.confirm(f"Delete {printable(what)}? This cannot be undone.",
                              default=False, err=True):
