@@ -43,12 +43,13 @@ from ._backend import (
 )
 from ._exceptions import (
     ConcurrencyError,
+    SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
 )
-from ._migrate import check_revision, head_revision, upgrade
+from ._migrate import check_revision, head_revision, unversioned_message, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -246,9 +247,14 @@ class PostgresBackend:
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
         try:
-            value = await conn.fetchval("SELECT version_num FROM alembic_version")
-        except asyncpg.UndefinedTableError:
-            return None
+            try:
+                value = await conn.fetchval("SELECT version_num FROM alembic_version")
+            except asyncpg.UndefinedTableError:
+                value = None
+            if value is None and await conn.fetchval(
+                "SELECT to_regclass('evs_sessions') IS NOT NULL"
+            ):
+                raise SchemaError(unversioned_message(shown))
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="read the schema revision",
                              session_id=None) from exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,8 @@ def sqlite_file(url: str) -> Path | None:
     rest = url.split("://", 1)[-1].split("?", 1)[0]
     if not rest.startswith("/"):
         return None
-    path = rest[1:]
+    # Percent-escapes are decoded as SQLAlchemy decodes them (resolve_url encodes plain paths).
+    path = urllib.parse.unquote(rest[1:])
     return None if path in ("", ":memory:") else Path(path)
 
 

@@ -59,13 +59,20 @@ from ._backend import (
 )
 from ._exceptions import (
     ConcurrencyError,
+    SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
-from ._migrate import check_revision, head_revision, upgrade
+from ._migrate import (
+    check_revision,
+    head_revision,
+    sqlite_revision,
+    unversioned_message,
+    upgrade,
+)
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -82,9 +89,9 @@ from ._sqlcommon import (
 )
 from ._sqlite_driver import (
     BUSY_TIMEOUT_MS,
-    connect_read_only,
     connect_reader,
     connect_writer,
+    directory_problem,
 )
 from ._sqlite_driver import Driver as _Driver
 
@@ -139,6 +146,12 @@ def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -
             return SessionExistsError(session_id)
         if "FOREIGN KEY" in message:
             return SessionNotFoundError(session_id)
+    if ("readonly" in message or "read-only" in message
+            or "unable to open database file" in message):
+        path = sqlite_file(url)
+        problem = directory_problem(str(path)) if path is not None else None
+        if problem is not None:
+            return StorageError(f"SQLite {url} refused to {what}: {problem} ({message}).")
     if "readonly" in message or "read-only" in message:
         return StorageError(f"SQLite {url} refused to {what}: the database is read-only "
                             f"({message}).")
@@ -159,18 +172,10 @@ def _path_of(url: str) -> str:
 
 
 def _read_revision(path: str) -> str | None:
-    if not os.path.exists(path):
-        return None
-    conn = connect_read_only(path)
-    try:
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    finally:
-        conn.close()
-    return None if row is None else str(row[0])
+    current, unversioned = sqlite_revision(path)
+    if unversioned:
+        raise SchemaError(unversioned_message(f"sqlite+aiosqlite:///{path}"))
+    return current
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +26,7 @@ from ._common import (
     open_existing,
     print_json,
     printable,
+    prog,
     require_file,
     run,
     sqlite_path,
@@ -263,20 +265,27 @@ def db_upgrade(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
 
 
 def db_current(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
-    """Show the database's schema revision and whether it is at head."""
+    """Show the database's schema revision and whether it is at head (reads only: works on a
+    read-only file)."""
 
-    async def main() -> tuple[str | None, str]:
+    async def main() -> tuple[str | None, str, bool]:
         from .. import _migrate
 
         url = _migrate_url(db)
         require_file(db)
-        return await _migrate.current_revision(url), _migrate.head_revision()
+        current = await _migrate.current_revision(url)
+        return current, _migrate.head_revision(), _migrate.is_newer(current)
 
-    current, head = run(main())
+    current, head, newer = run(main())
     if json:
-        print_json({"current": current, "head": head, "at_head": current == head})
+        print_json({"current": current, "head": head, "at_head": current == head,
+                    "newer": newer})
     elif current == head:
         typer.echo(f"{current} (head)")
+    elif newer:
+        typer.echo(f"{current} (newer than this agent-eventstore, whose newest revision is "
+                   f"{head}: upgrade agent-eventstore to use this database)")
     else:
         behind = "no schema" if current is None else current
-        typer.echo(f"{behind} (head is {head}; run: evs db upgrade --db {db})")
+        flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+        typer.echo(f"{behind} (head is {head}; run: {prog()} db upgrade{flag})")
