@@ -271,7 +271,11 @@ def run_app(app: typer.Typer) -> None:
         text = " ".join(str(message()).split())
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
-            text += f" (see: {ctx.command_path} --help)"
+            names: list[str] = []
+            while getattr(ctx, "parent", None) is not None:
+                names.insert(0, str(ctx.info_name))
+                ctx = ctx.parent
+            text += f" (see: {' '.join([prog(), *names, '--help'])})"
         typer.echo(f"evs: error: {text}", err=True)
         raise SystemExit(code) from None
     raise SystemExit(status if isinstance(status, int) else 0)

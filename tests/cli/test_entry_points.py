@@ -138,7 +138,7 @@ def test_console_script(paused_db: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["show"], "evs: error: Missing argument 'session_id'. (see: ",
+        pytest.param(["show"], "evs: error: Missing argument 'SESSION_ID'. (see: ",
                      id="missing-argument"),
         pytest.param(["frobnicate"], "evs: error: No such command 'frobnicate'.",
                      id="unknown-command"),
