@@ -161,3 +161,24 @@ def test_postgres_newer_and_unversioned(empty_postgres_url: str) -> None:
         result = invoke(*args, "--db", url)
         assert result.exit_code == 1
         assert "no schema revision in alembic_version" in result.stderr
+
+
+def test_an_unwritable_directory_is_named(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the process runs as root, no directory is unwritable; the check behind the
+    message is exercised by denying access to one directory."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+
+    def access(path: object, mode: int, **kwargs: object) -> bool:
+        if Path(str(path)) == locked and mode & os.W_OK:
+            return False
+        return real_access(path, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("eventstore._sqlite_driver.os.access", access)
+    result = invoke("demo", "--db", str(locked / "evs.db"))
+    assert result.exit_code == 1
+    assert f"the directory {locked} is not writable (SQLite creates the database there)" in (
+        result.stderr)
+    assert not (locked / "evs.db").exists()
