@@ -14,7 +14,7 @@ import typer
 from ._common import Command
 from ._import import import_
 from ._inspect import sessions, show, state, tail
-from ._maintain import db_current, db_upgrade, delete, export, verify
+from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
 
 __all__ = ["SHORT_HELP", "app", "package_version", "standalone", "version_callback"]
 
@@ -35,6 +35,8 @@ db_app.command("upgrade", short_help="Create the database or migrate it to the n
                "schema.", cls=Command)(db_upgrade)
 db_app.command("current", short_help="Show the database's schema revision.",
                cls=Command)(db_current)
+db_app.command("rebuild-snapshots", short_help="Drop every state snapshot (a cache).",
+               cls=Command)(db_rebuild_snapshots)
 
 SHORT_HELP = {
     "sessions": "List sessions, one page at a time.",

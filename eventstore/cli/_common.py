@@ -165,10 +165,11 @@ def errors() -> Iterator[None]:
     except CliError as exc:
         fail(str(exc), code=exc.code)
     except CorruptEventError as exc:
-        fail(f"{' '.join(str(exc).split())} The log is damaged: evs verify "
+        fail(f"{' '.join(str(exc).split())} The log is damaged: {prog()} verify "
              f"{shlex.quote(exc.session_id)} lists every problem.")
     except EventStoreError as exc:
-        fail(" ".join(str(exc).split()))
+        # The store's messages name ``evs``; the user may have invoked it under another name.
+        fail(" ".join(str(exc).split()).replace("evs db upgrade", f"{prog()} db upgrade"))
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

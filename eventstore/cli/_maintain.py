@@ -41,7 +41,15 @@ from ._exchange import (
 from ._progress import LARGE, progress
 from ._verify import Finding, check_artifacts, check_log, check_snapshots
 
-__all__ = ["db_current", "db_upgrade", "delete", "export", "verify", "verify_session"]
+__all__ = [
+    "db_current",
+    "db_rebuild_snapshots",
+    "db_upgrade",
+    "delete",
+    "export",
+    "verify",
+    "verify_session",
+]
 
 
 async def _snapshots(
@@ -234,6 +242,22 @@ def delete(
         print_json({"deleted": session_id})
     else:
         typer.echo(f"Deleted {printable(what)}.")
+
+
+def db_rebuild_snapshots(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
+    """Drop every state snapshot (a cache: the log is untouched); state reads rebuild them.
+
+    The way out when a snapshot cannot be decoded or evs verify reports a stale one."""
+
+    async def main() -> int:
+        async with await open_existing(db, read_only=False) as store:
+            return await store.rebuild_snapshots()
+
+    dropped = run(main())
+    if json:
+        print_json({"dropped": dropped})
+    else:
+        typer.echo(f"Dropped {dropped} snapshot(s); state reads rebuild them from the log.")
 
 
 def _migrate_url(db: str) -> str:

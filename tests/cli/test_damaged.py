@@ -182,3 +182,23 @@ def test_undecodable_rows_are_named_by_session_and_seq(
         assert f"{seq}" in err
         assert repr(session_id) in err
         assert "cannot be decoded" in err
+
+
+def test_rebuild_snapshots_repairs_an_undecodable_snapshot(
+    finished_demo: tuple[Path, str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clean, session_id = finished_demo
+    db = tmp_path / "evs.db"
+    shutil.copyfile(clean, db)
+    DAMAGES["snapshot-text"][0](db, session_id)
+    code, _, err = run_evs(["state", session_id, "--db", str(db)], capsys, monkeypatch)
+    assert code == 1
+    assert "evs db rebuild-snapshots drops them" in err
+    code, out, _ = run_evs(["db", "rebuild-snapshots", "--db", str(db)], capsys, monkeypatch)
+    assert code == 0
+    assert out == "Dropped 1 snapshot(s); state reads rebuild them from the log.\n"
+    assert run_evs(["verify", "--db", str(db)], capsys, monkeypatch)[0] == 0
+    code, out, _ = run_evs(["state", session_id, "--db", str(db), "--json"], capsys,
+                           monkeypatch)
+    assert orjson.loads(out)["state"] == {"last_city": "Paris", "forecast_cost_usd": 0.05}
