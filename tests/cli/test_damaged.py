@@ -150,6 +150,9 @@ def test_damaged_database_never_shows_a_traceback(
         assert "internal error" not in err, where
         assert code in (0, 1, 3), where
         if code == 1:
+            if args[0] == "tail":  # it says what it follows before it reads
+                err = "".join(line for line in err.splitlines(keepends=True)
+                              if not line.startswith("following "))
             assert err.startswith("evs: error: "), where
             assert len(err.splitlines()) == 1, where
         if args[0] == "verify":
