@@ -186,6 +186,9 @@ async def current_revision(url: str) -> str | None:
     Raises SchemaError for store tables without ``alembic_version``."""
     path = sqlite_file(url)
     if path is not None:
+        problem = directory_problem(str(path))
+        if problem is not None and not path.parent.is_dir():
+            raise StorageError(f"Reading the schema revision of {url} failed: {problem}.")
         with _translating(url, "Reading the schema revision"):
             current, unversioned = await asyncio.to_thread(sqlite_revision, str(path))
         if unversioned:
@@ -223,10 +226,11 @@ async def upgrade(url: str, revision: str = "head") -> None:
 
     config = _config(url)
     assert isinstance(config, Config)
+    with _translating(url, "Upgrading the schema"):
+        await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
     current = await current_revision(url)
     if is_newer(current):
         assert current is not None
         raise SchemaError(newer_message(url, current))
     with _translating(url, "Upgrading the schema"):
-        await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
         await asyncio.to_thread(command.upgrade, config, revision)
