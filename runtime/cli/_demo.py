@@ -6,6 +6,11 @@ The run pauses on a paid call that needs a human's confirmation and prints the `
 command; ``--approve`` answers it in-process, or any other process may (then
 ``evs demo --resume SESSION`` continues). A long-running call is answered later through the
 respond API (``runtime.replay.submit_response``), as a webhook would.
+
+Each invocation's events are printed when it ends, with how it ended (``RunResult.status``): a
+run that cannot move the session on (a planner pause, the step limit, nothing appended) ends the
+command with its reason instead of looping. The session is created together with the question,
+so a crash can never leave a demo session without it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from runtime import AgentRuntimeError, CallAlreadyAnsweredError, RunResult
 from runtime.replay import answer_confirmation, pending, submit_response
 
 from ._demo_agent import demo_runner, model_turns, script
+from ._words import command_words
 
 __all__ = ["DEMO_APP", "DEMO_USER", "demo"]
 
@@ -75,7 +81,7 @@ async def _drive(store: EventStore, printer: _Printer, session_id: str) -> RunRe
     try:
         result = await runner.run(session_id=session_id, user_id=DEMO_USER)
     except AgentRuntimeError as exc:
-        raise CliError(" ".join(str(exc).split())) from exc
+        raise CliError(command_words(" ".join(str(exc).split()))) from exc
     for event in result.events:
         printer.event(event)
     return result
