@@ -26,9 +26,11 @@ from ._events import (
     new_event_id,
 )
 from ._exceptions import (
+    ArtifactConflictError,
     ArtifactNotFoundError,
     ConcurrencyError,
     CorruptEventError,
+    CorruptSnapshotError,
     DuplicateEventError,
     EventStoreError,
     InvalidEventError,
@@ -52,6 +54,7 @@ __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
     "Artifact",
+    "ArtifactConflictError",
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
@@ -59,6 +62,7 @@ __all__ = [
     "ConcurrencyError",
     "Content",
     "CorruptEventError",
+    "CorruptSnapshotError",
     "DuplicateEventError",
     "Event",
     "EventActions",

@@ -15,6 +15,7 @@ from ._exceptions import StoreUsageError
 __all__ = [
     "MAX_INT",
     "check_bool",
+    "check_filename",
     "check_int",
     "check_number",
     "check_seq_bound",
@@ -30,10 +31,21 @@ def check_str(value: Any, name: str, *, optional: bool = False, max_length: int 
     None when ``optional``); raise StoreUsageError naming ``name`` otherwise."""
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value or len(value) > max_length:
+    if not isinstance(value, str) or not value or len(value) > max_length or "\0" in value:
         raise StoreUsageError(
-            f"{name} must be a non-empty string of at most {max_length} characters"
-            f"{' or None' if optional else ''}, not {value!r}."
+            f"{name} must be a non-empty string of at most {max_length} characters without "
+            f"NUL{' or None' if optional else ''}, not {value!r}."
+        )
+    return value
+
+
+def check_filename(value: Any) -> str:
+    """Return ``value`` if it is an artifact filename (a non-empty string of at most 512
+    characters without NUL); raise StoreUsageError otherwise."""
+    if not isinstance(value, str) or not value or len(value) > 512 or "\0" in value:
+        raise StoreUsageError(
+            f"Artifact filenames must be non-empty strings of at most 512 characters without "
+            f"NUL, not {value!r}."
         )
     return value
 

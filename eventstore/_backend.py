@@ -12,16 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._exceptions import DuplicateEventError
+from ._exceptions import ArtifactConflictError, DuplicateEventError
 
 __all__ = [
     "ArtifactRecord",
     "Backend",
     "MemoryRow",
+    "NewArtifact",
     "NewEvent",
     "SessionRecord",
     "SharedSnapshot",
     "StoredEvent",
+    "check_artifact_version",
     "check_batch_ids",
     "check_retry",
     "written",
@@ -48,6 +50,26 @@ class NewEvent:
     """Payload schema version."""
     payload: bytes
     """The encoded event."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewArtifact:
+    """An artifact version stored together with a new session (``create_session``)."""
+
+    session_scoped: bool
+    """True for the session's own artifact, False for a user-scoped one (the user's sessions
+    share it)."""
+    filename: str
+    """Artifact filename."""
+    version: int
+    """The version it must get: the backend stores it as the file's next version and refuses
+    (ArtifactConflictError, nothing written) when that is another number."""
+    mime_type: str
+    """MIME type."""
+    data: bytes
+    """The bytes."""
+    created_at: float
+    """Save time (seconds since the epoch)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +104,10 @@ class StoredEvent:
     """Payload schema version."""
     payload: bytes
     """The encoded event."""
+    damage: str | None = None
+    """Why the row cannot be decoded as stored, when the backend already knows (e.g. its payload
+    column holds TEXT, not bytes: ``payload`` is then that text's UTF-8), else None. Decoding a
+    damaged row raises CorruptEventError naming session and seq."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,10 +184,18 @@ class Backend(Protocol):
     url: str
     """Where the data lives (secrets removed), for messages."""
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
-        """Create the session and append ``initial`` as its first events, atomically.
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
+        """Create the session, append ``initial`` as its first events and store ``artifacts``
+        (in order, each as its file's next version), all in one transaction: all of it or
+        nothing is written, whatever kills the process.
 
-        Raises SessionExistsError when the id is taken (nothing written).
+        Raises SessionExistsError when the id is taken, ArtifactConflictError when an artifact
+        would get another version than its ``version`` (nothing written either way).
         """
         ...
 
@@ -352,6 +386,14 @@ def check_retry(
             event_id=missing[0],
         )
     return found
+
+
+def check_artifact_version(session_id: str, artifact: NewArtifact, version: int) -> None:
+    """Raise ArtifactConflictError when ``artifact`` was stored as ``version``, not as the
+    version it carries (every backend judges this by one rule, inside its transaction)."""
+    if version != artifact.version:
+        raise ArtifactConflictError(session_id, artifact.filename,
+                                    expected_version=artifact.version, actual_version=version)
 
 
 def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:

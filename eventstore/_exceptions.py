@@ -12,7 +12,10 @@ The tree::
     ├── DuplicateEventError              an event id is stored with another payload, or a retry
     │                                    overlaps stored events only partly
     ├── ArtifactNotFoundError            no such artifact or artifact version
-    ├── CorruptEventError                a stored row cannot be decoded
+    ├── ArtifactConflictError            a session created with artifacts would number one
+    │                                    differently than given (nothing written)
+    ├── CorruptEventError                a stored event row cannot be decoded
+    ├── CorruptSnapshotError             a stored state snapshot (a cache) cannot be decoded
     ├── SchemaError                      the database schema is not the one this code needs
     │   └── SchemaOutdatedError          the schema is behind head; carries the upgrade command
     └── StorageError                     the database failed (driver error, translated once)
@@ -24,9 +27,11 @@ raises one of these has changed stored data.
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactConflictError",
     "ArtifactNotFoundError",
     "ConcurrencyError",
     "CorruptEventError",
+    "CorruptSnapshotError",
     "DuplicateEventError",
     "EventStoreError",
     "InvalidEventError",
@@ -124,11 +129,47 @@ class ArtifactNotFoundError(EventStoreError):
         self.version = version
 
 
+class ArtifactConflictError(EventStoreError):
+    """Creating a session with artifacts would store one under another version number than
+    the one given (the file already has versions: a ``user:`` artifact another session saved);
+    nothing was written."""
+
+    def __init__(self, session_id: str, filename: str, *, expected_version: int,
+                 actual_version: int):
+        super().__init__(
+            f"Artifact {filename!r} of session {session_id!r} would be stored as version "
+            f"{actual_version}, not as version {expected_version}; nothing was written."
+        )
+        self.session_id = session_id
+        self.filename = filename
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
 class CorruptEventError(EventStoreError):
     """A stored event cannot be decoded; it is never skipped silently."""
 
     def __init__(self, session_id: str, seq: int, reason: str):
         super().__init__(f"Event {seq} of session {session_id!r} cannot be decoded: {reason}")
+        self.session_id = session_id
+        self.seq = seq
+        self.reason = reason
+
+
+class CorruptSnapshotError(EventStoreError):
+    """A stored state snapshot cannot be decoded; state is never read from it silently.
+
+    ``seq`` is the snapshot's seq for a session snapshot, None for a ``user:``/``app:`` one.
+    Snapshots are a cache: dropping them (``EventStore.rebuild_snapshots()``, ``evs db
+    rebuild-snapshots``) loses nothing.
+    """
+
+    def __init__(self, session_id: str, seq: int | None, reason: str):
+        where = f"at seq {seq} " if seq is not None else ""
+        super().__init__(
+            f"The state snapshot {where}of session {session_id!r} cannot be decoded: {reason} "
+            "Snapshots are a cache: evs db rebuild-snapshots drops them (the log is untouched)."
+        )
         self.session_id = session_id
         self.seq = seq
         self.reason = reason

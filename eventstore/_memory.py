@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from ._backend import (
     ArtifactRecord,
     MemoryRow,
+    NewArtifact,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_artifact_version,
     check_batch_ids,
     check_retry,
     written,
@@ -87,15 +89,36 @@ class MemoryBackend:
             updated_at=last.timestamp,
         )
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
         """See ``Backend.create_session``."""
         self._check_open()
-        if record.session_id in self._sessions:
-            raise SessionExistsError(record.session_id)
-        check_batch_ids(record.session_id, initial)
+        sid = record.session_id
+        if sid in self._sessions:
+            raise SessionExistsError(sid)
+        check_batch_ids(sid, initial)
+        # Every check before the first write: nothing awaits in between, so this is atomic.
+        planned: dict[tuple[str, str, str | None, str], int] = {}
+        for artifact in artifacts:
+            key = (record.app_name, record.user_id,
+                   sid if artifact.session_scoped else None, artifact.filename)
+            version = planned.get(key, len(self._artifacts.get(key, ())))
+            check_artifact_version(sid, artifact, version)
+            planned[key] = version + 1
         session = _Session(record=record)
-        self._sessions[record.session_id] = session
+        self._sessions[sid] = session
         self._write(session, initial, start=1)
+        for artifact in artifacts:
+            key = (record.app_name, record.user_id,
+                   sid if artifact.session_scoped else None, artifact.filename)
+            self._artifacts.setdefault(key, []).append(ArtifactRecord(
+                filename=artifact.filename, version=artifact.version,
+                mime_type=artifact.mime_type, data=artifact.data,
+                created_at=artifact.created_at))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """See ``Backend.get_session``."""

@@ -11,18 +11,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
 from ._sqlcommon import sqlite_file
+from ._sqlite_driver import connect_read_only, directory_problem
 
 __all__ = [
     "MIGRATIONS_DIR",
     "check_revision",
     "current_revision",
     "head_revision",
+    "is_newer",
+    "newer_message",
+    "sqlite_revision",
+    "unversioned_message",
     "upgrade",
     "upgrade_command",
 ]
@@ -53,8 +60,10 @@ def _probe_sqlite(url: str, what: str) -> None:
     path = sqlite_file(url)
     if path is None:
         return
-    if not path.parent.is_dir():
-        raise StorageError(f"{what} of {url} failed: the directory {path.parent} does not exist.")
+    problem = directory_problem(str(path))
+    if problem is not None and (not path.exists() or not os.access(path, os.W_OK)
+                                or "not writable" in problem):
+        raise StorageError(f"{what} of {url} failed: {problem}.")
     conn = sqlite3.connect(path)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
@@ -108,32 +117,93 @@ def _known_revisions() -> frozenset[str]:
 
 def upgrade_command(url: str) -> str:
     """Return the shell command that upgrades the database at ``url`` to head."""
-    return f"evs db upgrade --db {url}  (or: alembic -x url={url} upgrade head)"
+    quoted = shlex.quote(url)
+    return f"evs db upgrade --db {quoted}  (or: alembic -x url={quoted} upgrade head)"
 
 
-def check_revision(url: str, current: str | None) -> None:
+def is_newer(current: str | None) -> bool:
+    """Whether ``current`` is a revision this code does not know: a newer agent-eventstore
+    migrated the database."""
+    return current is not None and current not in _known_revisions()
+
+
+def newer_message(url: str, current: str) -> str:
+    """The sentence every command says about a database a newer version migrated."""
+    return (f"The database {url} is at schema revision {current}, which this version of "
+            f"agent-eventstore does not know (its newest is {head_revision()}): a newer "
+            "version migrated it. Upgrade agent-eventstore (pip install -U agent-eventstore) "
+            "to use it; evs db upgrade cannot help.")
+
+
+def unversioned_message(url: str) -> str:
+    """The sentence every command says about tables without ``alembic_version``."""
+    return (f"The database {url} has agent-eventstore tables but no schema revision in "
+            "alembic_version (the table is missing or empty: created outside the migrations, "
+            "or dropped), so its schema is unknown and evs db upgrade cannot migrate it. If its "
+            "tables are those "
+            f"of revision {head_revision()}, record that with: alembic -x url={url} stamp "
+            "head; otherwise restore it from a backup or export its sessions with an older "
+            "evs.")
+
+
+def check_revision(url: str, current: str | None, *, unversioned: bool = False) -> None:
     """Raise unless ``current`` is head: SchemaOutdatedError when behind (with the upgrade
-    command), SchemaError when the database was migrated by newer code."""
+    command), SchemaError when the database was migrated by newer code or has the store's
+    tables without ``alembic_version`` (``unversioned``)."""
     head = head_revision()
     if current == head:
         return
-    if current is not None and current not in _known_revisions():
-        raise SchemaError(
-            f"The database {url} is at revision {current}, which this code does not know "
-            f"(its head is {head}); it was migrated by a newer version of agent-eventstore."
-        )
+    if is_newer(current):
+        assert current is not None
+        raise SchemaError(newer_message(url, current))
+    if current is None and unversioned:
+        raise SchemaError(unversioned_message(url))
     raise SchemaOutdatedError(url, current=current, head=head, command=upgrade_command(url))
 
 
+def sqlite_revision(path: str) -> tuple[str | None, bool]:
+    """Return the revision of the SQLite file (None when it has none) and whether it holds
+    store tables without a revision in ``alembic_version``. Opens the file read-only, so it
+    works on a file the process may not write."""
+    if not os.path.exists(path):
+        return None, False
+    conn = connect_read_only(path)
+    try:
+        tables = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        row = (conn.execute("SELECT version_num FROM alembic_version").fetchone()
+               if "alembic_version" in tables else None)
+    finally:
+        conn.close()
+    if row is None:  # no alembic_version table, or an empty one
+        return None, any(t.startswith("evs_") for t in tables)
+    return str(row[0]), False
+
+
 async def current_revision(url: str) -> str | None:
-    """Return the database's alembic revision, or None when it has no schema."""
+    """Return the database's alembic revision, or None when it has no schema.
+
+    Raises SchemaError for store tables without ``alembic_version``."""
+    path = sqlite_file(url)
+    if path is not None:
+        problem = directory_problem(str(path))
+        if problem is not None and not path.parent.is_dir():
+            raise StorageError(f"Reading the schema revision of {url} failed: {problem}.")
+        with _translating(url, "Reading the schema revision"):
+            current, unversioned = await asyncio.to_thread(sqlite_revision, str(path))
+        if unversioned:
+            raise SchemaError(unversioned_message(url))
+        return current
     from alembic.runtime.migration import MigrationContext
-    from sqlalchemy import pool
+    from sqlalchemy import inspect, pool
     from sqlalchemy.engine import Connection
     from sqlalchemy.ext.asyncio import create_async_engine
 
     def read(connection: Connection) -> str | None:
-        return MigrationContext.configure(connection).get_current_revision()
+        current = MigrationContext.configure(connection).get_current_revision()
+        if current is None and inspect(connection).has_table("evs_sessions"):
+            raise SchemaError(unversioned_message(url))
+        return current
 
     with _translating(url, "Reading the schema revision"):
         await asyncio.to_thread(_probe_sqlite, url, "Reading the schema revision")
@@ -158,4 +228,9 @@ async def upgrade(url: str, revision: str = "head") -> None:
     assert isinstance(config, Config)
     with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
+    current = await current_revision(url)
+    if is_newer(current):
+        assert current is not None
+        raise SchemaError(newer_message(url, current))
+    with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(command.upgrade, config, revision)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.parse
 from pathlib import Path
 
 from ._exceptions import StoreUsageError
@@ -18,11 +19,15 @@ DEFAULT_URL = "sqlite+aiosqlite:///evs.db"
 
 def resolve_url(url: str | os.PathLike[str] | None) -> str:
     """Return the canonical URL for ``url``: a plain file path becomes a SQLite URL,
-    ``postgresql://`` becomes ``postgresql+asyncpg://``, None becomes DEFAULT_URL."""
+    ``postgresql://`` becomes ``postgresql+asyncpg://``, None becomes DEFAULT_URL.
+
+    A plain path is taken literally: it is percent-encoded into the URL, so ``new%41.db``,
+    ``we?ird.db``, ``a#b.db`` or ``my db.db`` name exactly that file. A URL stays a URL (its
+    percent-escapes are decoded, as in any URL)."""
     if url is None:
         return DEFAULT_URL
     if isinstance(url, os.PathLike):
-        return f"sqlite+aiosqlite:///{Path(url)}"
+        return _path_url(str(Path(url)))
     if not isinstance(url, str) or not url:
         raise StoreUsageError(f"A store URL must be a non-empty string or path, not {url!r}.")
     if url in ("memory", "memory://", ":memory:"):
@@ -32,8 +37,12 @@ def resolve_url(url: str | os.PathLike[str] | None) -> str:
     if url.startswith("sqlite://") and not url.startswith("sqlite+aiosqlite://"):
         return "sqlite+aiosqlite://" + url.split("://", 1)[1]
     if "://" not in url:
-        return f"sqlite+aiosqlite:///{url}"
+        return _path_url(url)
     return url
+
+
+def _path_url(path: str) -> str:
+    return "sqlite+aiosqlite:///" + urllib.parse.quote(path, safe="/")
 
 
 async def open_store(

@@ -27,28 +27,31 @@ from typing import Any, Final, TypeVar
 
 import asyncpg
 
-from . import _postgres_artifacts as artifacts
+from . import _postgres_artifacts as artifacts_sql
 from . import _postgres_memory as memory
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     MemoryRow,
+    NewArtifact,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_artifact_version,
     check_batch_ids,
     check_retry,
     written,
 )
 from ._exceptions import (
     ConcurrencyError,
+    SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
 )
-from ._migrate import check_revision, head_revision, upgrade
+from ._migrate import check_revision, head_revision, unversioned_message, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -246,9 +249,14 @@ class PostgresBackend:
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
         try:
-            value = await conn.fetchval("SELECT version_num FROM alembic_version")
-        except asyncpg.UndefinedTableError:
-            return None
+            try:
+                value = await conn.fetchval("SELECT version_num FROM alembic_version")
+            except asyncpg.UndefinedTableError:
+                value = None
+            if value is None and await conn.fetchval(
+                "SELECT to_regclass('evs_sessions') IS NOT NULL"
+            ):
+                raise SchemaError(unversioned_message(shown))
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="read the schema revision",
                              session_id=None) from exc
@@ -279,7 +287,12 @@ class PostgresBackend:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
         sid = record.session_id
         check_batch_ids(sid, initial)
 
@@ -291,6 +304,14 @@ class PostgresBackend:
             )
             if initial:
                 await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1)
+            for artifact in artifacts:
+                names = (record.app_name, record.user_id,
+                         scope(sid if artifact.session_scoped else None), artifact.filename)
+                await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT,
+                                   _lock_key("\0".join(names)))
+                check_artifact_version(sid, artifact, await artifacts_sql.save(
+                    conn, names, mime_type=artifact.mime_type, data=artifact.data,
+                    created_at=artifact.created_at))
 
         await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
 
@@ -492,7 +513,7 @@ class PostgresBackend:
             await conn.execute(
                 "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
             )
-            return await artifacts.save(conn, key, mime_type=mime_type, data=data,
+            return await artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
@@ -502,14 +523,14 @@ class PostgresBackend:
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._run(lambda conn: artifacts.load(conn, key, version),
+        return await self._run(lambda conn: artifacts_sql.load(conn, key, version),
                                what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
         return await self._run(
-            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "SESSION_COLUMNS",
     "USER_SCOPE",
     "Wakeups",
+    "payload_bytes",
     "scope",
     "seq_bound",
     "session_record",
@@ -33,6 +35,7 @@ __all__ = [
     "sqlite_file",
     "stored_event",
     "stored_events",
+    "stored_type",
 ]
 
 EVENT_COLUMNS = (
@@ -79,7 +82,8 @@ def sqlite_file(url: str) -> Path | None:
     rest = url.split("://", 1)[-1].split("?", 1)[0]
     if not rest.startswith("/"):
         return None
-    path = rest[1:]
+    # Percent-escapes are decoded as SQLAlchemy decodes them (resolve_url encodes plain paths).
+    path = urllib.parse.unquote(rest[1:])
     return None if path in ("", ":memory:") else Path(path)
 
 
@@ -128,8 +132,34 @@ def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
         timestamp=ts,
         shared_state=bool(shared),
         schema_version=version,
-        payload=bytes(payload),
+        payload=payload_bytes(payload),
+        damage=None if isinstance(payload, (bytes, bytearray, memoryview)) else (
+            f"its payload is stored as {stored_type(payload)}, not as bytes"
+        ),
     )
+
+
+def stored_type(value: object) -> str:
+    """Name the SQL type a column value came back as (for corruption messages)."""
+    if isinstance(value, str):
+        return "TEXT"
+    if isinstance(value, bool | int):
+        return "an INTEGER"
+    if isinstance(value, float):
+        return "a REAL"
+    if value is None:
+        return "NULL"
+    return type(value).__name__
+
+
+def payload_bytes(value: object) -> bytes:
+    """Return a bytes column's value as bytes, whatever a hand edit stored there (text becomes
+    its UTF-8, other values their text), so that a damaged row can still be shown raw."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return b"" if value is None else str(value).encode()
 
 
 def stored_events(session_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredEvent]:

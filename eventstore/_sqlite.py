@@ -43,29 +43,38 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from . import _sqlite_artifacts as artifacts
+from . import _sqlite_artifacts as artifacts_sql
 from . import _sqlite_memory as memory
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     MemoryRow,
+    NewArtifact,
     NewEvent,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_artifact_version,
     check_batch_ids,
     check_retry,
     written,
 )
 from ._exceptions import (
     ConcurrencyError,
+    SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
-from ._migrate import check_revision, head_revision, upgrade
+from ._migrate import (
+    check_revision,
+    head_revision,
+    sqlite_revision,
+    unversioned_message,
+    upgrade,
+)
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -82,9 +91,9 @@ from ._sqlcommon import (
 )
 from ._sqlite_driver import (
     BUSY_TIMEOUT_MS,
-    connect_read_only,
     connect_reader,
     connect_writer,
+    directory_problem,
 )
 from ._sqlite_driver import Driver as _Driver
 
@@ -139,6 +148,12 @@ def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -
             return SessionExistsError(session_id)
         if "FOREIGN KEY" in message:
             return SessionNotFoundError(session_id)
+    if ("readonly" in message or "read-only" in message
+            or "unable to open database file" in message):
+        path = sqlite_file(url)
+        problem = directory_problem(str(path)) if path is not None else None
+        if problem is not None:
+            return StorageError(f"SQLite {url} refused to {what}: {problem} ({message}).")
     if "readonly" in message or "read-only" in message:
         return StorageError(f"SQLite {url} refused to {what}: the database is read-only "
                             f"({message}).")
@@ -159,18 +174,10 @@ def _path_of(url: str) -> str:
 
 
 def _read_revision(path: str) -> str | None:
-    if not os.path.exists(path):
-        return None
-    conn = connect_read_only(path)
-    try:
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    finally:
-        conn.close()
-    return None if row is None else str(row[0])
+    current, unversioned = sqlite_revision(path)
+    if unversioned:
+        raise SchemaError(unversioned_message(f"sqlite+aiosqlite:///{path}"))
+    return current
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -358,7 +365,12 @@ class SQLiteBackend:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(self, record: SessionRecord, initial: Sequence[NewEvent]) -> None:
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+    ) -> None:
         sid = record.session_id
         check_batch_ids(sid, initial)
 
@@ -371,6 +383,12 @@ class SQLiteBackend:
             )
             if initial:
                 _insert(conn, sid, _head(conn, sid), initial)
+            for artifact in artifacts:
+                key = (record.app_name, record.user_id,
+                       scope(sid if artifact.session_scoped else None), artifact.filename)
+                check_artifact_version(sid, artifact, artifacts_sql.save(
+                    conn, key, mime_type=artifact.mime_type, data=artifact.data,
+                    created_at=artifact.created_at))
 
         await self._write(job, what=f"create session {sid!r}", session_id=sid)
 
@@ -549,7 +567,7 @@ class SQLiteBackend:
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
         return await self._write(
-            lambda conn: artifacts.save(conn, key, mime_type=mime_type, data=data,
+            lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at),
             what=f"save artifact {filename!r}",
         )
@@ -559,14 +577,14 @@ class SQLiteBackend:
         version: int | None,
     ) -> ArtifactRecord | None:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._read(lambda conn: artifacts.load(conn, key, version),
+        return await self._read(lambda conn: artifacts_sql.load(conn, key, version),
                                 what=f"load artifact {filename!r}")
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
     ) -> dict[str, list[int]]:
         return await self._read(
-            lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
+            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
 

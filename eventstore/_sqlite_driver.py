@@ -24,12 +24,27 @@ __all__ = [
     "connect_read_only",
     "connect_reader",
     "connect_writer",
+    "directory_problem",
 ]
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS: Final = 30_000
 """How long a connection waits for another writer's lock before failing."""
+
+
+def directory_problem(path: str) -> str | None:
+    """Say what is wrong with the directory of the SQLite file ``path`` when the directory is
+    why the file cannot be created or written (it is missing, or not writable: SQLite creates
+    the file and its ``-wal``/``-shm`` files there), else None."""
+    directory = Path(path).absolute().parent
+    if not directory.is_dir():
+        return f"the directory {directory} does not exist"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        what = "the database" if not os.path.exists(path) else "its -wal and -shm files"
+        return (f"the directory {directory} is not writable (SQLite creates {what} there); "
+                "make it writable or move the database")
+    return None
 
 
 def connect_writer(path: str, *, synchronous: str) -> sqlite3.Connection:

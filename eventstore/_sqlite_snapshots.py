@@ -11,8 +11,8 @@ import sqlite3
 from typing import Any
 
 from ._backend import SharedSnapshot
-from ._exceptions import SessionNotFoundError
-from ._sqlcommon import MAX_POSITION, seq_bound, shared_scope
+from ._exceptions import CorruptSnapshotError, SessionNotFoundError
+from ._sqlcommon import MAX_POSITION, payload_bytes, seq_bound, shared_scope, stored_type
 
 __all__ = ["drop_all", "load", "load_shared", "save", "save_shared"]
 
@@ -26,7 +26,10 @@ def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> tuple[i
         (session_id, seq_bound(upto)),
     ).fetchone()
     if row is not None:
-        return int(row[0]), bytes(row[1])
+        if not isinstance(row[1], bytes):
+            raise CorruptSnapshotError(session_id, int(row[0]), f"it is stored as "
+                                       f"{stored_type(row[1])}, not as bytes.")
+        return int(row[0]), row[1]
     if conn.execute("SELECT 1 FROM evs_sessions WHERE session_id = ?", (session_id,)).fetchone():
         return None
     raise SessionNotFoundError(session_id)
@@ -58,7 +61,7 @@ def load_shared(
          MAX_POSITION if upto_position is None else upto_position),
     ).fetchone()
     return None if row is None else SharedSnapshot(
-        position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+        position=int(row[0]), count=int(row[1]), state=payload_bytes(row[2])
     )
 
 

@@ -18,10 +18,16 @@ import orjson
 from ._backend import Backend, SessionRecord, SharedSnapshot, StoredEvent
 from ._codec import SCHEMA_VERSION, decode_event, decode_trusted
 from ._events import Event
-from ._exceptions import CorruptEventError
+from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._state import apply_delta, session_part, shared_part
 
-__all__ = ["DEFAULT_SNAPSHOT_INTERVAL", "StateFolder", "decode_all", "decode_stored"]
+__all__ = [
+    "DEFAULT_SNAPSHOT_INTERVAL",
+    "StateFolder",
+    "decode_all",
+    "decode_stored",
+    "snapshot_state",
+]
 
 DEFAULT_SNAPSHOT_INTERVAL = 200
 """A snapshot of session state is kept every this many events, and one of each ``user:`` and
@@ -31,12 +37,31 @@ deltas per scope)."""
 
 def decode_stored(stored: StoredEvent) -> Event:
     """Decode one stored envelope; raises CorruptEventError naming session and seq."""
+    if stored.damage is not None:
+        raise CorruptEventError(stored.session_id, stored.seq, stored.damage + ".")
     try:
         if stored.schema_version == SCHEMA_VERSION:
             return decode_trusted(stored.payload, seq=stored.seq)
         return decode_event(stored.payload, schema_version=stored.schema_version, seq=stored.seq)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise CorruptEventError(stored.session_id, stored.seq, repr(exc)) from exc
+
+
+def snapshot_state(
+    data: bytes, *, session_id: str, seq: int | None, scope: str | None = None
+) -> dict[str, Any]:
+    """Decode a stored state snapshot; raises CorruptSnapshotError naming session and seq."""
+    try:
+        state = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        reason = f"it is not JSON ({exc})."
+    else:
+        if isinstance(state, dict):
+            return state
+        reason = f"it holds a JSON {type(state).__name__}, not an object."
+    if scope is not None:
+        reason = f"the shared snapshot of {scope} it reads: {reason}"
+    raise CorruptSnapshotError(session_id, seq, reason)
 
 
 def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
@@ -70,7 +95,9 @@ class StateFolder:
         backend = self._backend
         sid = record.session_id
         snapshot = await backend.load_snapshot(sid, upto=at)
-        base_seq, state = (0, {}) if snapshot is None else (snapshot[0], orjson.loads(snapshot[1]))
+        base_seq, state = (0, {}) if snapshot is None else (
+            snapshot[0], snapshot_state(snapshot[1], session_id=sid, seq=snapshot[0])
+        )
         tail = await backend.read(sid, after=base_seq, upto=at, backwards=False, limit=None)
         for event in decode_all(tail):
             apply_delta(state, session_part(event.actions.state_delta))
@@ -82,11 +109,12 @@ class StateFolder:
         if at == 0 and record.version > 0:
             return state
         for user_id in (None, record.user_id):
-            state.update(await self._shared_state(record.app_name, user_id, upto=position))
+            state.update(await self._shared_state(record.app_name, user_id, upto=position,
+                                                  session_id=sid))
         return state
 
     async def _shared_state(
-        self, app_name: str, user_id: str | None, *, upto: int | None
+        self, app_name: str, user_id: str | None, *, upto: int | None, session_id: str
     ) -> dict[str, Any]:
         """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
         folded up to global position ``upto``: the newest snapshot at or below it plus the
@@ -97,7 +125,9 @@ class StateFolder:
         )
         base_position, base_count, state = (
             (0, 0, {}) if snapshot is None
-            else (snapshot.position, snapshot.count, orjson.loads(snapshot.state))
+            else (snapshot.position, snapshot.count,
+                  snapshot_state(snapshot.state, session_id=session_id, seq=None,
+                                 scope=f"user {user_id!r}" if user_id else f"app {app_name!r}"))
         )
         rows = await backend.read_shared(
             app_name=app_name, user_id=user_id, after_position=base_position, upto_position=upto

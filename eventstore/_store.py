@@ -17,12 +17,13 @@ from typing import Any, Self
 
 from ._args import (
     check_bool,
+    check_filename,
     check_int,
     check_number,
     check_seq_bound,
     check_str,
 )
-from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
+from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
 from ._codec import SCHEMA_VERSION, encode_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
@@ -118,10 +119,53 @@ def _check_id(value: object, what: str) -> str:
     return str(check_str(value, what))
 
 
+def _event_batch(events: object, method: str, *, empty_ok: bool = False) -> list[Event]:
+    if isinstance(events, Event):
+        return [events]
+    if isinstance(events, Iterable) and not isinstance(events, (str, bytes, Mapping)):
+        batch = list(events)
+        if not batch and not empty_ok:
+            raise InvalidEventError(f"{method}() needs at least one event.")
+        return batch
+    raise InvalidEventError(
+        f"{method}() takes an Event or an iterable of Events, not {type(events).__name__}."
+    )
+
+
+def _artifact_batch(artifacts: object) -> list[Artifact]:
+    if not isinstance(artifacts, Iterable) or isinstance(artifacts, (str, bytes, Mapping)):
+        raise StoreUsageError(f"artifacts must be an iterable of Artifacts, not {artifacts!r}.")
+    batch = list(artifacts)
+    for artifact in batch:
+        if not isinstance(artifact, Artifact):
+            raise StoreUsageError(f"artifacts must hold Artifacts, not {artifact!r}.")
+    return batch
+
+
+def _new_artifact(artifact: Artifact) -> NewArtifact:
+    check_filename(artifact.filename)
+    check_str(artifact.mime_type, "mime_type")
+    check_int(artifact.version, "version")
+    if not isinstance(artifact.data, (bytes, bytearray, memoryview)):
+        raise StoreUsageError(f"Artifact data must be bytes, not {type(artifact.data).__name__}.")
+    created_at = check_number(artifact.created_at, "created_at", positive=False)
+    return NewArtifact(
+        session_scoped=not artifact.filename.startswith(USER_PREFIX),
+        filename=artifact.filename,
+        version=artifact.version,
+        mime_type=artifact.mime_type,
+        data=bytes(artifact.data),
+        created_at=created_at,
+    )
+
+
 def _check_lookup(session_id: object) -> str:
     # Any string may be looked up (an unknown one is SessionNotFoundError); others are misuse.
     if not isinstance(session_id, str):
         raise StoreUsageError(f"session_id must be a string, not {session_id!r}.")
+    if "\0" in session_id:
+        # No stored id holds NUL (creation refuses it), and PostgreSQL cannot even compare one.
+        raise SessionNotFoundError(session_id)
     return session_id
 
 
@@ -190,6 +234,12 @@ class EventStore:
             event = dataclasses.replace(
                 event, actions=dataclasses.replace(event.actions, state_delta=kept)
             )
+        for what, value in (("id", event.id), ("invocation_id", event.invocation_id),
+                            ("author", event.author), ("branch", event.branch or "")):
+            if isinstance(value, str) and "\0" in value:
+                raise InvalidEventError(
+                    f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
+                    "stores.", event_id=event.id)
         payload = encode_event(event)
         return event, NewEvent(
             event_id=event.id,
@@ -217,15 +267,25 @@ class EventStore:
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
         created_at: float | None = None,
+        events: Event | Iterable[Event] = (),
+        artifacts: Iterable[Artifact] = (),
     ) -> Session:
         """Create a session (with a generated id unless given) and return it.
 
         Initial ``state`` is stored as the session's first event (a state delta authored by
-        ``user``), so that state stays a fold of the log. ``created_at`` (seconds since the
-        epoch; now by default) lets an importer keep a session's original creation time; the
-        initial state event gets the same timestamp. Raises SessionExistsError when the id is
-        taken, InvalidEventError when the state is not JSON, StoreUsageError for a negative or
-        non-finite ``created_at``.
+        ``user``), so that state stays a fold of the log. ``events`` follow it as the session's
+        first events (e.g. the user's first message) and ``artifacts`` are saved with them:
+        session, events and artifacts are written in one transaction on every backend — a
+        crash leaves all of them or none, never a session without its first message.
+        ``created_at`` (seconds since the epoch; now by default) lets an importer keep a
+        session's original creation time; the initial state event gets the same timestamp.
+
+        Each artifact (``user:`` prefix: user-scoped) is stored as its file's next version and
+        must come out as its ``version`` (an importer reproduces version numbers; its
+        ``created_at`` is kept), else ArtifactConflictError. Raises SessionExistsError when the
+        id is taken, InvalidEventError when the state or an event cannot be stored,
+        DuplicateEventError when ``events`` repeat an id, StoreUsageError for a negative or
+        non-finite ``created_at`` or a bad artifact. Nothing is written when anything is raised.
         """
         backend = self._open_backend()
         _check_id(app_name, "app_name")
@@ -239,27 +299,33 @@ class EventStore:
         if now < 0:
             raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
         initial: list[NewEvent] = []
-        events: list[Event] = []
+        stored: list[Event] = []
         if state:
             event, new = self._prepare(
                 Event(author="user", timestamp=now, actions=EventActions(state_delta=dict(state)))
             )
             if event.actions.state_delta:
                 initial.append(new)
-                events.append(with_seq(event, 1))
+                stored.append(with_seq(event, 1))
+        for event in _event_batch(events, "create_session", empty_ok=True):
+            event, new = self._prepare(event)
+            initial.append(new)
+            stored.append(with_seq(event, len(stored) + 1))
+        new_artifacts = [_new_artifact(a) for a in _artifact_batch(artifacts)]
         await backend.create_session(
             SessionRecord(session_id=sid, app_name=app_name, user_id=user_id, created_at=now),
             initial,
+            new_artifacts,
         )
         return Session(
             id=sid,
             app_name=app_name,
             user_id=user_id,
             created_at=now,
-            updated_at=now,
-            version=len(events),
+            updated_at=stored[-1].timestamp if stored else now,
+            version=len(stored),
             state=await self.state(sid),
-            events=events,
+            events=stored,
         )
 
     async def _record(
@@ -362,16 +428,7 @@ class EventStore:
         """
         backend = self._open_backend()
         _check_lookup(session_id)
-        if isinstance(events, Event):
-            batch = [events]
-        elif isinstance(events, Iterable) and not isinstance(events, (str, bytes, Mapping)):
-            batch = list(events)
-        else:
-            raise InvalidEventError(
-                f"append() takes an Event or an iterable of Events, not {type(events).__name__}."
-            )
-        if not batch:
-            raise InvalidEventError("append() needs at least one event.")
+        batch = _event_batch(events, "append")
         if expected_version is not None and (
             not isinstance(expected_version, int)
             or isinstance(expected_version, bool)
@@ -503,10 +560,7 @@ class EventStore:
 
     async def _artifact_scope(self, session_id: str, filename: str) -> tuple[SessionRecord,
                                                                            str | None]:
-        if not isinstance(filename, str) or not filename or len(filename) > 512:
-            raise StoreUsageError(
-                f"Artifact filenames must be non-empty strings, not {filename!r}."
-            )
+        check_filename(filename)
         record = await self._record(session_id)
         return record, None if filename.startswith(USER_PREFIX) else session_id
 

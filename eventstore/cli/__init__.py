@@ -10,7 +10,7 @@ Read commands open the database read-only and never change it. Errors are one li
 a non-zero exit status.
 """
 
-from ._app import app
+from ._app import app, standalone
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -20,13 +20,17 @@ from ._common import (
     errors,
     open_existing,
     print_json,
+    printable,
+    prog,
     run,
     run_app,
 )
 from ._exchange import Export, ExportedArtifact, ExportFormatError, dump_artifact, parse_export
 from ._inspect import confirm_command
+from ._maintain import verify_session
 from ._render import event_entry, print_event, short_json
 from ._timeline import Timeline, analyze
+from ._verify import Finding
 
 __all__ = [
     "DEFAULT_DB",
@@ -35,6 +39,7 @@ __all__ = [
     "Export",
     "ExportFormatError",
     "ExportedArtifact",
+    "Finding",
     "JsonOption",
     "Timeline",
     "analyze",
@@ -49,12 +54,15 @@ __all__ = [
     "parse_export",
     "print_event",
     "print_json",
+    "printable",
+    "prog",
     "run",
     "run_app",
     "short_json",
+    "verify_session",
 ]
 
 
 def main() -> None:
     """Run the store-only commands (``python -m eventstore.cli``)."""
-    run_app(app)
+    run_app(standalone)

@@ -6,13 +6,18 @@ drive the runtime (``demo``, ``pending``, ``confirm``, ``respond``, ``rerun``).
 
 from __future__ import annotations
 
+import importlib.metadata
+from typing import Annotated
+
 import typer
 
+from ._common import Command
+from ._import import import_
 from ._inspect import sessions, show, state, tail
-from ._maintain import db_current, db_upgrade, export, import_, verify
+from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
 from ._memory_cmds import memory_rebuild, memory_search
 
-__all__ = ["app"]
+__all__ = ["SHORT_HELP", "app", "package_version", "standalone", "version_callback"]
 
 app = typer.Typer(
     help="Inspect and maintain an agent-eventstore database (--db URL, or EVS_DATABASE_URL; "
@@ -25,23 +30,77 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-db_app = typer.Typer(help="Schema migrations (alembic) for the database.", no_args_is_help=True)
-db_app.command("upgrade")(db_upgrade)
-db_app.command("current")(db_current)
+db_app = typer.Typer(help="Schema migrations (alembic) for the database.", no_args_is_help=True,
+                     rich_markup_mode=None)
+db_app.command("upgrade", short_help="Create the database or migrate it to the newest "
+               "schema.", cls=Command)(db_upgrade)
+db_app.command("current", short_help="Show the database's schema revision.",
+               cls=Command)(db_current)
+db_app.command("rebuild-snapshots", short_help="Drop every state snapshot (a cache).",
+               cls=Command)(db_rebuild_snapshots)
 
-app.command("sessions")(sessions)
-app.command("show")(show)
-app.command("state")(state)
-app.command("tail")(tail)
-app.command("verify")(verify)
-app.command("export")(export)
-app.command("import")(import_)
-app.add_typer(db_app, name="db")
+SHORT_HELP = {
+    "sessions": "List sessions, one page at a time.",
+    "show": "Show a session's history as a timeline.",
+    "state": "Show a session's state and where each key was set.",
+    "tail": "Follow a session live.",
+    "verify": "Check the integrity of one session or all.",
+    "export": "Export a session as JSON Lines.",
+    "import": "Import an exported session, all or nothing.",
+    "delete": "Delete a session.",
+}
+"""One whole short sentence per command for the command list (click would cut the docstring's
+first sentence mid-word)."""
+
+for _name, _command in (("sessions", sessions), ("show", show), ("state", state),
+                        ("tail", tail), ("verify", verify), ("export", export),
+                        ("import", import_), ("delete", delete)):
+    app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
+app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
 
 memory_app = typer.Typer(
     help="Memory over past sessions: the full-text index, derived from the log.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
-memory_app.command("rebuild")(memory_rebuild)
-memory_app.command("search")(memory_search)
-app.add_typer(memory_app, name="memory")
+memory_app.command("rebuild", short_help="Rebuild the memory index from the log.",
+                   cls=Command)(memory_rebuild)
+memory_app.command("search", short_help="Search a user's remembered sessions.",
+                   cls=Command)(memory_search)
+app.add_typer(memory_app, name="memory",
+              short_help="Memory over past sessions (full-text index).")
+
+
+def version_callback(value: bool) -> None:
+    """Print ``evs VERSION`` and exit (the ``--version`` option)."""
+    if value:
+        typer.echo(f"evs (agent-eventstore) {package_version()}")
+        raise typer.Exit(0)
+
+
+def package_version() -> str:
+    """The installed agent-eventstore version ("unknown" when run from a bare checkout)."""
+    try:
+        return importlib.metadata.version("agent-eventstore")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+standalone = typer.Typer(
+    help=app.info.help,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+"""What ``python -m eventstore.cli`` runs: ``app`` plus ``--version`` (``app`` itself has no
+callback, because ``runtime.cli`` merges it into the full ``evs``)."""
+standalone.add_typer(app)
+
+
+@standalone.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
+                                          callback=version_callback, is_eager=True)] = False,
+) -> None:
+    """Inspect and maintain an agent-eventstore database (the store-only commands)."""

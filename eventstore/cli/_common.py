@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shlex
+import shutil
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
 from rich.console import Console
+from rich.segment import Segment
+from typer.core import TyperCommand
 
-from .._exceptions import EventStoreError
+from .._exceptions import CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
 from .._sqlcommon import sqlite_file
 from .._store import EventStore
@@ -26,8 +31,10 @@ __all__ = [
     "DEFAULT_DB",
     "EXIT_ERROR",
     "EXIT_FINDINGS",
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "CliError",
+    "Command",
     "DbOption",
     "JsonOption",
     "console",
@@ -35,6 +42,8 @@ __all__ = [
     "fail",
     "open_existing",
     "print_json",
+    "printable",
+    "prog",
     "require_file",
     "run",
     "run_app",
@@ -53,11 +62,15 @@ EXIT_USAGE = 2
 EXIT_FINDINGS = 3
 """Exit status of ``evs verify`` when the log has integrity problems."""
 
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (the shell's convention: 128 + SIGINT)."""
+
 DbOption = Annotated[
     str,
     typer.Option(
         "--db",
         envvar="EVS_DATABASE_URL",
+        metavar="URL",
         help="Store URL: a SQLite file path, sqlite+aiosqlite:///path.db or "
         "postgresql+asyncpg://user@host/db.",
     ),
@@ -65,6 +78,16 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 T = TypeVar("T")
+
+
+class Command(TyperCommand):
+    """A command whose usage line names arguments plainly (``evs show [OPTIONS] SESSION_ID``;
+    newer typer releases write required ones as ``{SESSION_ID}``)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces, required arguments without braces."""
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p
+                for p in super().collect_usage_pieces(ctx)]
 
 
 class CliError(Exception):
@@ -75,10 +98,70 @@ class CliError(Exception):
         self.code = code
 
 
+_CONTROL = {
+    **{c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x7F: "\\x7f",
+    **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
+    # Bidirectional overrides reorder what a terminal shows (a "trojan source" trick).
+    **{c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """Return ``text`` with control characters shown as escapes (``\\x1b``), so that stored
+    text (user and model messages, state keys, ids) can never drive the terminal: no cursor
+    moves, screen clears, hyperlinks or window titles. Tabs are kept, and newlines unless
+    ``newlines`` is False."""
+    table = _CONTROL if newlines else {**_CONTROL, 0x0A: "\\n"}
+    return text.translate(table)
+
+
 def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
-    """Print ``evs: error: message`` on stderr and exit with ``code``."""
-    typer.echo(f"evs: error: {message}", err=True)
+    """Print ``evs: error: message`` on stderr (one line, control characters escaped) and
+    exit with ``code``."""
+    typer.echo(f"evs: error: {printable(message, newlines=False)}", err=True)
     raise typer.Exit(code)
+
+
+_prog = "evs"
+
+
+def prog() -> str:
+    """The program name as the user invoked it (``evs``, ``.venv/bin/evs``, ``python -m
+    runtime.cli``), shell-quoted, for the commands the CLI prints: a copied line runs as it is,
+    without an activated virtual environment. ``evs`` unless ``run_app`` set it."""
+    return _prog
+
+
+def name_program(name: str) -> None:
+    """Make ``prog()`` return ``name`` from now on: for output read by someone other than the
+    user who started this process (``evs mcp-server`` answers an assistant, which runs ``evs``)."""
+    global _prog
+    _prog = name
+
+
+def _detect_prog(argv0: str, *, module: str) -> str:
+    """What ``prog()`` returns for a process started as ``argv0``."""
+    if not argv0 or argv0 == "-c":
+        return "evs"
+    if Path(argv0).name == "__main__.py":
+        python = sys.executable or "python3"
+        found = shutil.which(Path(python).name)
+        if found and _same_file(found, python):
+            python = Path(python).name
+        return f"{shlex.quote(python)} -m {module}"
+    name = Path(argv0).name
+    found = shutil.which(name)
+    if found and _same_file(found, argv0):
+        return shlex.quote(name)
+    return shlex.quote(argv0)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -88,8 +171,12 @@ def errors() -> Iterator[None]:
         yield
     except CliError as exc:
         fail(str(exc), code=exc.code)
+    except CorruptEventError as exc:
+        fail(f"{' '.join(str(exc).split())} The log is damaged: {prog()} verify "
+             f"{shlex.quote(exc.session_id)} lists every problem.")
     except EventStoreError as exc:
-        fail(" ".join(str(exc).split()))
+        # The store's messages name ``evs``; the user may have invoked it under another name.
+        fail(" ".join(str(exc).split()).replace("evs db upgrade", f"{prog()} db upgrade"))
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -122,10 +209,24 @@ def require_file(url: str) -> None:
         )
 
 
+class _SafeConsole(Console):
+    """A console whose text can never drive the terminal: every control character of what is
+    printed (stored text, ids, keys) is shown escaped; only rich's own styling reaches it."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # The one place every printed piece of text passes through, after layout and before
+        # rich adds its own escape sequences for styles.
+        return super()._render_buffer(
+            Segment(printable(s.text), s.style, s.control) if s.control is None else s
+            for s in buffer
+        )
+
+
 def console() -> Console:
     """Return the console commands print to: no markup parsing (ids may contain brackets), no
-    automatic highlighting, and long lines not wrapped (printed commands stay copyable)."""
-    return Console(highlight=False, markup=False, soft_wrap=True)
+    automatic highlighting, long lines not wrapped (printed commands stay copyable), and
+    control characters escaped (see ``printable``)."""
+    return _SafeConsole(highlight=False, markup=False, soft_wrap=True)
 
 
 def print_json(value: Any) -> None:
@@ -136,6 +237,17 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
+def _internal_error(exc: Exception) -> NoReturn:
+    """The last line of defence: an exception no command turned into a message is still one
+    line (naming it as a bug), unless ``EVS_DEBUG`` asks for the traceback."""
+    if os.environ.get("EVS_DEBUG"):
+        raise exc
+    detail = printable(" ".join(str(exc).split()), newlines=False)
+    typer.echo(f"evs: error: internal error ({type(exc).__name__}: {detail}); this is a bug "
+               "in agent-eventstore — rerun with EVS_DEBUG=1 for the traceback.", err=True)
+    raise SystemExit(EXIT_ERROR) from None
+
+
 def run_app(app: typer.Typer) -> None:
     """Run a typer app as the ``evs`` console script: usage errors become one line on stderr
     (``evs: error: …``) and exit status 2, like every other error of the CLI.
@@ -143,25 +255,35 @@ def run_app(app: typer.Typer) -> None:
     Click's own report is a usage block plus a hint plus the error; scripts and humans get one
     sentence instead. Running without a command still prints the help.
     """
+    global _prog
+    module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
+    _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
     try:
         status = app(standalone_mode=False)
     except typer.Abort:
         typer.echo("evs: error: aborted.", err=True)
         raise SystemExit(EXIT_ERROR) from None
+    except KeyboardInterrupt:
+        typer.echo("evs: interrupted.", err=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as exc:
         # Click's exceptions are recognised by their shape rather than their class: typer
         # vendors click in newer releases and uses the click package in older ones.
         code = getattr(exc, "exit_code", None)
         message = getattr(exc, "format_message", None)
         if not isinstance(code, int) or not callable(message):
-            raise
+            _internal_error(exc)
         if type(exc).__name__ == "NoArgsIsHelpError":
             typer.echo(str(message()), err=True)
             raise SystemExit(code) from None
         text = " ".join(str(message()).split())
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
-            text += f" (see: {ctx.command_path} --help)"
+            names: list[str] = []
+            while getattr(ctx, "parent", None) is not None:
+                names.insert(0, str(ctx.info_name))
+                ctx = ctx.parent
+            text += f" (see: {' '.join([prog(), *names, '--help'])})"
         typer.echo(f"evs: error: {text}", err=True)
         raise SystemExit(code) from None
     raise SystemExit(status if isinstance(status, int) else 0)

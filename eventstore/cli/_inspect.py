@@ -9,37 +9,53 @@ import asyncio
 import contextlib
 import datetime
 import shlex
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
 import typer
+from rich.console import Console
 from rich.table import Table
 
+from .._backend import StoredEvent
 from .._events import Event
-from .._exceptions import SessionNotFoundError
+from .._exceptions import CorruptEventError, SessionNotFoundError
 from .._state import APP_PREFIX, USER_PREFIX, session_part
-from .._store import EventStore
+from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
     DbOption,
     JsonOption,
     console,
+    fail,
     open_existing,
     print_json,
+    printable,
+    prog,
     run,
 )
 from ._render import event_entry, parent_link, print_event, print_events, short_json
-from ._timeline import analyze
+from ._timeline import Timeline, analyze
+from ._verify import Finding, check_artifacts, check_log
 
-__all__ = ["confirm_command", "sessions", "show", "state", "tail"]
+__all__ = [
+    "ShowView",
+    "confirm_command",
+    "load_show_view",
+    "sessions",
+    "show",
+    "state",
+    "tail",
+]
 
-SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                           metavar="SESSION_ID")]
 
 
 def confirm_command(db: str, session_id: str) -> str:
     """Return the start of the ``evs confirm`` command for this database and session."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    return f"evs confirm{flag} {shlex.quote(session_id)}"
+    return f"{prog()} confirm{flag} {shlex.quote(session_id)}"
 
 
 def _stamp(timestamp: float) -> str:
@@ -48,12 +64,14 @@ def _stamp(timestamp: float) -> str:
 
 def sessions(
     db: DbOption = DEFAULT_DB,
-    app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Only this user's sessions.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000,
+    app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.",
+                                            metavar="APP")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's sessions.",
+                                             metavar="USER")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, metavar="N",
                                        help="Sessions per page.")] = 50,
     after: Annotated[str | None, typer.Option("--after", help="Cursor printed by the previous "
-                                              "page.")] = None,
+                                              "page.", metavar="CURSOR")] = None,
     json: JsonOption = False,
 ) -> None:
     """List sessions (app, user, id, events, last update), one page at a time."""
@@ -78,7 +96,17 @@ def sessions(
             table.add_row(s.app_name, s.user_id, s.id, str(s.version), _stamp(s.updated_at))
         out.print(table if page.sessions else "No sessions.")
         if page.next_cursor is not None:
-            out.print(f"More: --after {page.next_cursor}")
+            # The next page needs the same filters and page size, or it is another listing.
+            words = [prog(), "sessions"]
+            if db != DEFAULT_DB:
+                words += ["--db", shlex.quote(db)]
+            for flag, value in (("--app", app), ("--user", user)):
+                if value is not None:
+                    words += [flag, shlex.quote(value)]
+            if limit != 50:
+                words += ["--limit", str(limit)]
+            words += ["--after", shlex.quote(page.next_cursor)]
+            out.print(f"More: {' '.join(words)}")
 
     run(main())
 
@@ -86,52 +114,126 @@ def sessions(
 def show(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
-    since: Annotated[int | None, typer.Option("--since", min=1,
+    since: Annotated[int | None, typer.Option("--since", min=1, metavar="SEQ",
                                               help="Start at this seq (inclusive).")] = None,
-    last: Annotated[int | None, typer.Option("--last", min=0,
+    last: Annotated[int | None, typer.Option("--last", min=0, metavar="N",
                                              help="Only the newest N events.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Print the stored JSON, one line per "
                                       "event.")] = False,
     json: JsonOption = False,
 ) -> None:
-    """Show a session's history as a timeline: calls paired with responses, confirmations,
-    state deltas, artifacts and errors."""
+    """Show a session's history as a timeline: calls with their responses, confirmations,
+    state changes, artifacts and errors.
+
+    Damage is marked where it is, in the words evs verify uses (a gap, a repeated seq, a second
+    answer, a row that cannot be decoded, a missing artifact version)."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            info = await store.session_info(session_id)
             if raw:
+                await store.session_info(session_id)
                 await _print_raw(store, session_id, since=since, last=last)
                 return
-            # Pairing needs the whole log even when only a window is shown.
-            events = await store.read(session_id)
-            children = await _children(store, session_id, events)
-        timeline = analyze(events)
-        parent = next((link for e in events[:4] if (link := parent_link(e)) is not None), None)
-        shown = [e for e in events if since is None or (e.seq or 0) >= since]
-        if last is not None:
-            shown = shown[len(shown) - last:] if last else []
+            view = await load_show_view(store, session_id)
         if json:
-            print_json({
-                "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
-                            "version": info.version},
-                "events": [event_entry(e, timeline) for e in shown],
-                "links": {
-                    "parent": {"session_id": parent[0], "function_call_id": parent[1]}
-                    if parent else None,
-                    "children": children,
-                },
-            })
+            print_json(view.payload(since=since, last=last))
             return
+        info, parent, findings = view.info, view.parent, view.findings
+        shown = view.window(since=since, last=last)
         out = console()
         out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-                      f"{info.version} events", style="bold")
+                  f"{info.version} events", style="bold")
         if parent is not None:
-            out.print(f"Child of session {parent[0]} (call {parent[1]})", style="cyan")
-        print_events(out, shown, timeline, confirm_command=confirm_command(db, session_id),
-                     children=children)
+            out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
+                      style="cyan")
+        by_seq: dict[int | None, list[Finding]] = {}
+        for finding in findings:
+            by_seq.setdefault(finding.seq, []).append(finding)
+        _print_problems(out, by_seq.pop(None, []))
+        command = confirm_command(db, session_id)
+        last_index = {r.seq: n for n, r in enumerate(shown)}
+        first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
+        for n, row in enumerate(shown):
+            here = by_seq.get(row.seq, [])
+            if first_index[row.seq] == n:  # a gap is marked where it is: before the row
+                _print_problems(out, [f for f in here if f.code == "seq_gap"])
+            event = view.decoded.get(id(row))
+            if event is None:
+                out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
+                          "cannot be decoded)", style="bold red")
+            else:
+                print_events(out, [event], view.timeline, confirm_command=command,
+                             children=view.children)
+            if last_index[row.seq] == n:
+                _print_problems(out, [f for f in here if f.code != "seq_gap"])
 
     run(main())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShowView:
+    """Everything ``evs show`` shows of one session: its rows, what ``verify`` finds in them,
+    the decoded events paired into a timeline, and the agent-as-tool links both ways."""
+
+    info: SessionInfo
+    """The session."""
+    rows: list[StoredEvent]
+    """Every stored row, in log order (damaged ones included)."""
+    findings: list[Finding]
+    """What ``evs verify`` finds wrong with them."""
+    decoded: dict[int, Event]
+    """``id(row)`` -> its event, for the rows that decode."""
+    timeline: Timeline
+    """Calls paired with their responses, over the whole log."""
+    parent: tuple[str, str] | None
+    """The parent session and call when this session is a child agent's."""
+    children: dict[str, str]
+    """Call id -> the child session linked to that call."""
+
+    def window(self, *, since: int | None, last: int | None) -> list[StoredEvent]:
+        """The rows from seq ``since`` on, then only the newest ``last`` of them."""
+        shown = [r for r in self.rows if since is None or r.seq >= since]
+        if last is not None:
+            shown = shown[len(shown) - last:] if last else []
+        return shown
+
+    def payload(self, *, since: int | None = None, last: int | None = None) -> dict[str, Any]:
+        """What ``evs show --json`` prints (also served by ``evs mcp-server``)."""
+        shown = self.window(since=since, last=last)
+        shown_seqs = {r.seq for r in shown}
+        info, parent = self.info, self.parent
+        return {
+            "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
+                        "version": info.version},
+            "events": [event_entry(self.decoded[id(r)], self.timeline) for r in shown
+                       if id(r) in self.decoded],
+            "problems": [f.as_dict() for f in self.findings
+                         if f.seq is None or f.seq in shown_seqs],
+            "links": {
+                "parent": {"session_id": parent[0], "function_call_id": parent[1]}
+                if parent else None,
+                "children": self.children,
+            },
+        }
+
+
+async def load_show_view(store: EventStore, session_id: str) -> ShowView:
+    """Read and check the whole log of ``session_id`` (pairing and checking need all of it,
+    even when only a window is shown). Raises SessionNotFoundError."""
+    info = await store.session_info(session_id)
+    rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
+                                    limit=None)
+    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode)
+    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
+    return ShowView(
+        info=info,
+        rows=rows,
+        findings=findings,
+        decoded={id(row): event for row, event in _decoded(rows, store)},
+        timeline=analyze(events),
+        parent=next((link for e in events[:4] if (link := parent_link(e)) is not None), None),
+        children=await _children(store, session_id, events),
+    )
 
 
 async def _children(store: EventStore, session_id: str, events: list[Event]) -> dict[str, str]:
@@ -151,6 +253,21 @@ async def _children(store: EventStore, session_id: str, events: list[Event]) -> 
             if any(parent_link(e) == (session_id, call.id) for e in first):
                 found[call.id] = candidate
     return found
+
+
+def _decoded(rows: list[StoredEvent], store: EventStore) -> list[tuple[StoredEvent, Event]]:
+    found: list[tuple[StoredEvent, Event]] = []
+    for row in rows:
+        try:
+            found.append((row, store.decode(row)))
+        except CorruptEventError:
+            continue
+    return found
+
+
+def _print_problems(out: Console, findings: list[Finding]) -> None:
+    for finding in findings:
+        out.print(f"      ! {finding.code}: {finding.message}", style="bold red")
 
 
 async def _print_raw(
@@ -244,18 +361,24 @@ async def _state_origins(
 def tail(
     session_id: SessionArg,
     db: DbOption = DEFAULT_DB,
-    after: Annotated[int | None, typer.Option("--after", min=0,
+    after: Annotated[int | None, typer.Option("--after", min=0, metavar="SEQ",
                                               help="Start after this seq (default: the "
                                               "current head).")] = None,
-    max_events: Annotated[int | None, typer.Option("--max-events", min=1,
+    from_start: Annotated[bool, typer.Option("--from-start", help="Print the whole log "
+                                             "first (same as --after 0).")] = False,
+    max_events: Annotated[int | None, typer.Option("--max-events", min=1, metavar="N",
                                                    help="Stop after N events.")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", min=0,
-                                                  help="Stop after S seconds.")] = None,
-    poll: Annotated[float, typer.Option("--poll", min=0.01,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0, metavar="SECONDS",
+                                                  help="Stop after this many seconds.")] = None,
+    poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS",
                                         help="Seconds between polls.")] = 0.5,
     json: JsonOption = False,
 ) -> None:
-    """Follow a session live, printing new events as they are appended (Ctrl-C stops)."""
+    """Follow a session live, printing new events as they are appended.
+
+    Says on stderr what it follows and from which seq; Ctrl-C stops it."""
+    if from_start and after is not None:
+        fail("give --from-start or --after, not both.", code=2)
 
     async def follow(store: EventStore, start: int, seen: list[Event]) -> int:
         out = console()
@@ -276,7 +399,15 @@ def tail(
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
-            start = info.version if after is None else after
+            start = 0 if from_start else info.version if after is None else after
+            limits = []
+            if max_events is not None:
+                limits.append(f"stops after {max_events} event(s)")
+            if timeout is not None:
+                limits.append(f"stops after {timeout:g} s")
+            ending = "; ".join([*limits, "Ctrl-C to stop"])
+            typer.echo(printable(f"following {session_id} from seq {start + 1}; {ending}",
+                                 newlines=False), err=True)
             # Earlier events are read for pairing calls with responses, not printed.
             seen = await store.read(session_id, upto=start) if start else []
             with contextlib.suppress(TimeoutError):

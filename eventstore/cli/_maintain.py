@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 from .._events import Event
-from .._exceptions import SessionExistsError
-from .._open import open_store, resolve_url
+from .._exceptions import CorruptSnapshotError
+from .._open import resolve_url
 from .._state import USER_PREFIX
+from .._statefold import snapshot_state
 from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
@@ -25,52 +25,77 @@ from ._common import (
     fail,
     open_existing,
     print_json,
+    printable,
+    prog,
     require_file,
     run,
     sqlite_path,
 )
 from ._exchange import (
-    Export,
     ExportedArtifact,
-    ExportFormatError,
     dump_artifact,
     dump_event,
     dump_header,
-    parse_export,
     referenced_artifacts,
 )
+from ._progress import LARGE, progress
 from ._verify import Finding, check_artifacts, check_log, check_snapshots
 
-__all__ = ["db_current", "db_upgrade", "export", "import_", "verify"]
+__all__ = [
+    "db_current",
+    "db_rebuild_snapshots",
+    "db_upgrade",
+    "delete",
+    "export",
+    "verify",
+    "verify_session",
+]
 
 
-async def _snapshots(store: EventStore, session_id: str, upto: int) -> list[tuple[int, Any]]:
-    """Every stored snapshot of the session, newest first."""
+async def _snapshots(
+    store: EventStore, session_id: str, upto: int
+) -> tuple[list[tuple[int, Any]], list[Finding]]:
+    """Every stored snapshot of the session, newest first, and a finding for each one that
+    cannot be decoded."""
     found: list[tuple[int, Any]] = []
+    damaged: list[Finding] = []
     cursor: int | None = upto
     while cursor is not None and cursor > 0:
-        snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
-        if snapshot is None:
-            break
-        seq, data = snapshot
-        found.append((seq, orjson.loads(data)))
+        try:
+            snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
+            if snapshot is None:
+                break
+            seq, data = snapshot
+            found.append((seq, snapshot_state(data, session_id=session_id, seq=seq)))
+        except CorruptSnapshotError as exc:
+            if exc.seq is None:
+                raise
+            seq = exc.seq
+            damaged.append(Finding(session_id=session_id, seq=seq, code="snapshot_undecodable",
+                                   message=f"the state snapshot at seq {seq} cannot be decoded: "
+                                   f"{exc.reason}"))
         cursor = seq - 1
-    return found
+    return found, damaged
 
 
-async def _verify_session(store: EventStore, session_id: str) -> list[Finding]:
+async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+
+    Raises SessionNotFoundError for an unknown session."""
     version = await store.version(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
     findings, events = check_log(session_id, rows, version=version, decode=store.decode)
-    findings += check_snapshots(session_id, events, await _snapshots(store, session_id, version))
+    snapshots, damaged = await _snapshots(store, session_id, version)
+    findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return findings
 
 
 def verify(
     session_id: Annotated[str | None, typer.Argument(help="Session id (default: every "
-                                                     "session).", show_default=False)] = None,
+                                                     "session).", show_default=False,
+                                                     metavar="SESSION_ID")] = None,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:
@@ -83,18 +108,22 @@ def verify(
     async def main() -> tuple[int, list[Finding]]:
         async with await open_existing(db, read_only=True) as store:
             if session_id is not None:
-                return 1, await _verify_session(store, session_id)
+                size = await store.version(session_id)
+                with progress(f"Verifying {size} events", total=None, size=size):
+                    return 1, await verify_session(store, session_id)
             findings: list[Finding] = []
             checked = 0
             after: str | None = None
-            while True:
-                page = await store.list_sessions(after=after, limit=500)
-                for info in page.sessions:
-                    findings += await _verify_session(store, info.id)
-                    checked += 1
-                if page.next_cursor is None:
-                    return checked, findings
-                after = page.next_cursor
+            with progress("Verifying sessions", total=None, size=LARGE) as tracker:
+                while True:
+                    page = await store.list_sessions(after=after, limit=500)
+                    for info in page.sessions:
+                        findings += await verify_session(store, info.id)
+                        checked += 1
+                        tracker.advance()
+                    if page.next_cursor is None:
+                        return checked, findings
+                    after = page.next_cursor
 
     checked, findings = run(main())
     if json:
@@ -138,9 +167,11 @@ async def _export_artifacts(
 
 
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False)],
+    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                              metavar="SESSION_ID")],
     db: DbOption = DEFAULT_DB,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file "
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
+                                                help="Write to this file "
                                                 "instead of stdout.")] = None,
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry with the other "
                                        "commands: the export is always JSON Lines.")] = False,
@@ -151,8 +182,9 @@ def export(
     async def main() -> list[bytes]:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
-            events = await store.read(session_id)
-            artifacts = await _export_artifacts(store, session_id, events)
+            with progress(f"Exporting {info.version} events", total=None, size=info.version):
+                events = await store.read(session_id)
+                artifacts = await _export_artifacts(store, session_id, events)
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=len(events),
                              created_at=info.created_at, artifacts=len(artifacts))
@@ -167,119 +199,65 @@ def export(
         output.write_bytes(data)
 
 
-async def _check_user_artifacts(store: EventStore, parsed: Export) -> list[ExportedArtifact]:
-    """Return the ``user:`` artifact versions the target lacks (to be appended); raise CliError
-    when a version it already holds differs from the export's (it is never overwritten)."""
-    backend = store.backend
-    missing: list[ExportedArtifact] = []
-    held: dict[str, list[int]] = {}
-    for artifact in parsed.artifacts:
-        if not artifact.user_scoped:
-            continue
-        if artifact.filename not in held:
-            listed = await backend.list_artifacts(app_name=parsed.app_name,
-                                                  user_id=parsed.user_id, session_id=None)
-            held[artifact.filename] = listed.get(artifact.filename, [])
-        if artifact.version not in held[artifact.filename]:
-            missing.append(artifact)
-            continue
-        existing = await backend.load_artifact(
-            app_name=parsed.app_name, user_id=parsed.user_id, session_id=None,
-            filename=artifact.filename, version=artifact.version)
-        if existing is None or (existing.data, existing.mime_type) != (artifact.data,
-                                                                      artifact.mime_type):
-            raise CliError(
-                f"User artifact {artifact.filename!r} version {artifact.version} of user "
-                f"{parsed.user_id!r} (app {parsed.app_name!r}) already exists in {store.url} "
-                "with different content; user artifacts are never overwritten, so nothing was "
-                "imported."
-            )
-    return missing
+def _interactive() -> bool:
+    """Whether a person can answer a question (stdin is a terminal)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
-async def _save_artifacts(store: EventStore, parsed: Export, session_id: str | None,
-                          artifacts: list[ExportedArtifact]) -> None:
-    """Save the versions in order, each with its original save time; raise CliError if the
-    store numbers one differently (another writer saved a version of it meanwhile)."""
-    for artifact in artifacts:
-        version = await store.backend.save_artifact(
-            app_name=parsed.app_name, user_id=parsed.user_id, session_id=session_id,
-            filename=artifact.filename, mime_type=artifact.mime_type, data=artifact.data,
-            created_at=artifact.created_at)
-        if version != artifact.version:
-            raise CliError(f"Artifact {artifact.filename!r} was saved as version {version}, not "
-                           f"{artifact.version} as exported (another writer saved a version "
-                           "meanwhile); the import was rolled back.")
-
-
-def import_(
-    file: Annotated[Path, typer.Argument(help="An export file ('-' reads stdin).",
-                                         show_default=False, allow_dash=True)],
+def delete(
+    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                              metavar="SESSION_ID")],
     db: DbOption = DEFAULT_DB,
-    session_id: Annotated[str | None, typer.Option("--session-id", help="Create the session "
-                                                   "under this id instead of the exported "
-                                                   "one.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
     json: JsonOption = False,
 ) -> None:
-    """Import an exported session as a new session (never overwrites an existing one).
+    """Delete a session: its events, snapshots and session artifacts (user: artifacts stay).
 
-    Events and session artifacts come back byte for byte with their version numbers. user:
-    artifacts are shared by the user's sessions and never overwritten: versions the database
-    already holds must be identical (they are kept), missing ones are appended. Every line is
-    validated before anything is written. A missing SQLite file is created."""
-    try:
-        raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        fail(f"Cannot read {file}: {exc.strerror}.")
-    try:
-        parsed = parse_export(raw.splitlines())
-    except ExportFormatError as exc:
-        fail(f"{file}: {exc}")
-    target = session_id or parsed.session_id
+    Asks first unless --yes is given; without a terminal to ask on, --yes is required."""
 
-    async def main() -> tuple[int, int]:
-        path = sqlite_path(db)
-        if path is not None and not path.exists():
-            store = await open_store(db, auto_upgrade=True)
-        else:
-            store = await open_existing(db, read_only=False)
-        async with store:
-            user_artifacts = await _check_user_artifacts(store, parsed)
-            options: dict[str, Any] = {}
-            if parsed.created_at is not None and _accepts_created_at(store):
-                options["created_at"] = parsed.created_at
-            try:
-                await store.create_session(app_name=parsed.app_name, user_id=parsed.user_id,
-                                           session_id=target, **options)
-            except SessionExistsError as exc:
-                raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
-                               "imported (choose another id with --session-id).") from exc
-            own = [a for a in parsed.artifacts if not a.user_scoped]
-            try:
-                stored = (await store.append(target, parsed.events, expected_version=0)
-                          if parsed.events else [])
-                await _save_artifacts(store, parsed, target, own)
-                # Last, because a user: version once added stays (the session's delete
-                # removes its events and session artifacts only).
-                await _save_artifacts(store, parsed, None, user_artifacts)
-            except BaseException:
-                # The session was created for this import only: leave nothing half-imported.
-                await store.delete_session(target)
-                raise
-            return len(stored), len(own) + len(user_artifacts)
+    async def describe() -> str:
+        async with await open_existing(db, read_only=True) as store:
+            info = await store.session_info(session_id)
+            artifacts = sum(len(v) for k, v in (await store.list_artifacts(session_id)).items()
+                            if not k.startswith(USER_PREFIX))
+        return (f"session {info.id} (app {info.app_name}, user {info.user_id}, "
+                f"{info.version} events, {artifacts} artifact version(s))")
 
-    count, artifacts = run(main())
+    async def main() -> None:
+        async with await open_existing(db, read_only=False) as store:
+            await store.delete_session(session_id)
+
+    what = run(describe())
+    if not yes:
+        if not _interactive():
+            fail(f"Refusing to delete {printable(what)} without asking: give --yes.")
+        if not typer.confirm(f"Delete {printable(what)}? This cannot be undone.",
+                             default=False, err=True):
+            fail("Nothing was deleted.")
+    run(main())
     if json:
-        print_json({"session_id": target, "events": count, "artifacts": artifacts})
+        print_json({"deleted": session_id})
     else:
-        extra = f" and {artifacts} artifact version(s)" if artifacts else ""
-        typer.echo(f"Imported {count} events{extra} into session {target}.")
+        typer.echo(f"Deleted {printable(what)}.")
 
 
-def _accepts_created_at(store: EventStore) -> bool:
-    """Whether this store's ``create_session`` takes the original ``created_at`` (newer
-    stores); older ones stamp the import time."""
-    return "created_at" in inspect.signature(store.create_session).parameters
+def db_rebuild_snapshots(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
+    """Drop every state snapshot (a cache: the log is untouched); state reads rebuild them.
+
+    The way out when a snapshot cannot be decoded or evs verify reports a stale one."""
+
+    async def main() -> int:
+        async with await open_existing(db, read_only=False) as store:
+            return await store.rebuild_snapshots()
+
+    dropped = run(main())
+    if json:
+        print_json({"dropped": dropped})
+    else:
+        typer.echo(f"Dropped {dropped} snapshot(s); state reads rebuild them from the log.")
 
 
 def _migrate_url(db: str) -> str:
@@ -311,20 +289,27 @@ def db_upgrade(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
 
 
 def db_current(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
-    """Show the database's schema revision and whether it is at head."""
+    """Show the database's schema revision and whether it is at head (reads only: works on a
+    read-only file)."""
 
-    async def main() -> tuple[str | None, str]:
+    async def main() -> tuple[str | None, str, bool]:
         from .. import _migrate
 
         url = _migrate_url(db)
         require_file(db)
-        return await _migrate.current_revision(url), _migrate.head_revision()
+        current = await _migrate.current_revision(url)
+        return current, _migrate.head_revision(), _migrate.is_newer(current)
 
-    current, head = run(main())
+    current, head, newer = run(main())
     if json:
-        print_json({"current": current, "head": head, "at_head": current == head})
+        print_json({"current": current, "head": head, "at_head": current == head,
+                    "newer": newer})
     elif current == head:
         typer.echo(f"{current} (head)")
+    elif newer:
+        typer.echo(f"{current} (newer than this agent-eventstore, whose newest revision is "
+                   f"{head}: upgrade agent-eventstore to use this database)")
     else:
         behind = "no schema" if current is None else current
-        typer.echo(f"{behind} (head is {head}; run: evs db upgrade --db {db})")
+        flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+        typer.echo(f"{behind} (head is {head}; run: {prog()} db upgrade{flag})")

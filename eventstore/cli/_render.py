@@ -24,6 +24,7 @@ __all__ = [
     "parent_link",
     "print_event",
     "print_events",
+    "rerun_decisions",
     "short_json",
 ]
 
@@ -40,6 +41,15 @@ def short_json(value: Any, *, limit: int = 160) -> str:
     """Return compact JSON for ``value``, cut to ``limit`` characters."""
     text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rerun_decisions(event: Event) -> list[str]:
+    """Return the call ids a human allowed to run again with this event (``evs rerun``: the
+    protocol's ``custom_metadata["rerun_call_ids"]``), or an empty list."""
+    ids = event.custom_metadata.get("rerun_call_ids") if event.custom_metadata else None
+    if not isinstance(ids, list):
+        return []
+    return [i for i in ids if isinstance(i, str)]
 
 
 def _call_text(name: str, args: Any) -> str:
@@ -99,6 +109,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         "calls": calls,
         "responses": responses,
         "started_call_ids": list(event.started_call_ids),
+        "rerun_call_ids": rerun_decisions(event),
         "state_delta": actions.state_delta,
         "artifact_delta": actions.artifact_delta,
         "artifacts": [
@@ -151,12 +162,20 @@ def print_event(
     ``confirm_command`` starts the command printed for an unanswered confirmation
     (``evs confirm [--db URL] SESSION``). ``live`` prints calls without their fate (it is not
     in the log yet; the responses say which call they answer)."""
+    reruns = rerun_decisions(event)
     header = Text()
     header.append(f"#{event.seq:<4}", style="bold")
     header.append(f" {_when(event.timestamp)}  ", style="dim")
     header.append(event.author, style="cyan" if event.author == "user" else "magenta")
-    header.append(f"  {event_kind(event).replace('_', ' ')}", style="dim")
+    kind = "re-run decision" if reruns and not event.text() else event_kind(event)
+    header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)
+    for call_id in reruns:
+        record = timeline.calls.get(call_id)
+        what = (f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
+                if record else "a call not in the log!")
+        _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"), (what, "bold"),
+              (f"  [{call_id}]", "dim"))
     if event.text():
         _line(console, ("“" + event.text() + "”", ""))
     for call in event.function_calls():

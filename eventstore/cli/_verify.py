@@ -17,7 +17,7 @@ from .._exceptions import CorruptEventError
 from .._state import fold_state, session_part
 from ._timeline import analyze
 
-__all__ = ["Finding", "check_artifacts", "check_log", "check_snapshots"]
+__all__ = ["Finding", "check_artifacts", "check_events", "check_log", "check_snapshots"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +87,17 @@ def check_log(
                   f"the row's kind {row.kind!r} differs from the payload's "
                   f"{event_kind(event)!r}.")
 
+    return findings + check_events(session_id, events), events
+
+
+def check_events(session_id: str, events: Sequence[Event]) -> list[Finding]:
+    """Check what the decoded events say (oldest first, ``seq`` set): responses without a
+    call, reused call ids, calls answered twice, confirmations that do not match their call."""
+    findings: list[Finding] = []
+
+    def found(seq: int | None, code: str, message: str) -> None:
+        findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
+
     timeline = analyze(events)
     for seq, response in timeline.orphan_responses:
         found(seq, "response_without_call",
@@ -114,7 +125,7 @@ def check_log(
                   f"confirmation {cid!r} records call {target.call.id!r} as "
                   f"{original.get('name')}({original.get('args')}) but the log has "
                   f"{target.call.name}({target.call.args}) at seq {target.seq}.")
-    return findings, events
+    return findings
 
 
 def check_snapshots(

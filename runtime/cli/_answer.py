@@ -9,6 +9,7 @@ the version read.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
@@ -22,20 +23,26 @@ from eventstore.cli import (
     CliError,
     DbOption,
     JsonOption,
+    analyze,
     errors,
     open_existing,
     print_json,
+    printable,
+    prog,
     run,
     short_json,
+    verify_session,
 )
 from runtime import AgentRuntimeError
 from runtime.replay import answer_confirmation, rerun_call, submit_response
 
 from ._claims import DEFAULT_RERUN_MIN_AGE
+from ._words import command_words
 
 __all__ = ["confirm", "parse_json_option", "rerun", "respond"]
 
-SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                           metavar="SESSION_ID")]
 
 
 def parse_json_option(option: str, value: str) -> Any:
@@ -61,22 +68,65 @@ def parse_json_option(option: str, value: str) -> Any:
     return exact
 
 
-async def _answer(db: str, work: Callable[[EventStore], Awaitable[Event]]) -> Event:
+async def _answer(
+    db: str, session_id: str, call_id: str, *, command: str,
+    work: Callable[[EventStore], Awaitable[Event]],
+) -> Event:
     async with await open_existing(db, read_only=False) as store:
+        findings = await verify_session(store, session_id)
+        if findings:
+            first = findings[0]
+            where = f"seq {first.seq}" if first.seq is not None else "the session"
+            raise CliError(
+                f"Session {session_id!r} has {len(findings)} integrity problem(s) ({where}: "
+                f"{first.code}: {first.message}); evs {command} appends nothing to a damaged "
+                f"log. See: {prog()} verify {shlex.quote(session_id)}"
+            )
+        _check_target(await store.read(session_id), db=db, session_id=session_id,
+                      call_id=call_id, command=command)
         try:
             return await work(store)
         except AgentRuntimeError as exc:
-            raise CliError(" ".join(str(exc).split())) from exc
+            raise CliError(command_words(" ".join(str(exc).split()))) from exc
+
+
+def _check_target(events: list[Event], *, db: str, session_id: str, call_id: str,
+                  command: str) -> None:
+    """Point to the right command when ``call_id`` is not what ``command`` answers."""
+    timeline = analyze(events)
+    record = timeline.calls.get(call_id)
+    if record is None:
+        return  # the runtime's own check names the problem
+    s = shlex.quote(session_id)
+    flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+    if command != "confirm" and record.is_confirmation:
+        raise CliError(f"{call_id!r} is a confirmation request: answer it with {prog()} "
+                       f"confirm{flag} {s} {call_id} --yes (or --no).")
+    if command == "confirm" and not record.is_confirmation:
+        waiting = [c for c in record.confirmation_ids
+                   if timeline.confirmations[c].answer_seq is None]
+        hint = (f" It waits for confirmation {waiting[0]}: {prog()} confirm{flag} {s} "
+                f"{waiting[0]} --yes (or --no)." if waiting else
+                f" Record its result with {prog()} respond{flag} {s} {call_id} --result "
+                "'{...}'.")
+        raise CliError(f"{call_id!r} is a function call, not a confirmation request.{hint}")
+    if command != "confirm" and timeline.status(call_id) == "awaiting_confirmation":
+        [open_id] = [c for c in record.confirmation_ids
+                     if timeline.confirmations[c].answer_seq is None][:1]
+        raise CliError(f"Call {call_id!r} waits for a human's confirmation, not for a "
+                       f"result: {prog()} confirm{flag} {s} {open_id} --yes (or --no).")
 
 
 def confirm(
     session_id: SessionArg,
     confirmation_id: Annotated[str, typer.Argument(help="Id of the confirmation request "
-                                                   "(see evs pending).", show_default=False)],
+                                                   "(see evs pending).", show_default=False,
+                                                   metavar="CONFIRMATION_ID")],
     decision: Annotated[bool | None, typer.Option("--yes/--no", help="Approve or reject the "
                                                   "call.", show_default=False)] = None,
     payload: Annotated[str | None, typer.Option("--payload", help="JSON passed along with the "
-                                                "answer ('-' reads stdin).")] = None,
+                                                "answer ('-' reads stdin).",
+                                                metavar="JSON")] = None,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:
@@ -90,7 +140,8 @@ def confirm(
         data = parse_json_option("--payload", payload) if payload is not None else None
 
     async def main() -> Event:
-        return await _answer(db, lambda store: answer_confirmation(
+        return await _answer(db, session_id, confirmation_id, command="confirm",
+                             work=lambda store: answer_confirmation(
             store, session_id=session_id, confirmation_id=confirmation_id, confirmed=decision,
             payload=data))
 
@@ -101,47 +152,48 @@ def confirm(
                     "confirmed": decision, "payload": data, "seq": event.seq,
                     "event_id": event.id})
     else:
-        typer.echo(f"Confirmation {confirmation_id} of session {session_id} {verdict} "
-                   f"(seq {event.seq}); the agent acts on it on its next run.")
+        typer.echo(printable(f"Confirmation {confirmation_id} of session {session_id} "
+                             f"{verdict} (seq {event.seq}); the agent acts on it on its next "
+                             "run."))
 
 
 def respond(
     session_id: SessionArg,
     call_id: Annotated[str, typer.Argument(help="Id of the pending call (see evs pending).",
-                                           show_default=False)],
-    response: Annotated[str, typer.Option("--json", help="The call's result: a JSON object "
-                                          "('-' reads stdin).", show_default=False)],
+                                           show_default=False, metavar="CALL_ID")],
+    result: Annotated[str, typer.Option("--result", help="The call's result: a JSON object "
+                                        "('-' reads stdin).", show_default=False,
+                                        metavar="JSON")],
     db: DbOption = DEFAULT_DB,
-    output: Annotated[str, typer.Option("--output", help="text, or json for scripts.")] = "text",
+    json: JsonOption = False,
 ) -> None:
     """Submit the result of a long-running (or in-doubt) call.
 
-    ``--json`` is the result itself here; ``--output json`` prints the outcome as JSON."""
-    if output not in ("text", "json"):
-        raise typer.BadParameter("must be text or json.", param_hint="'--output'")
+    --result is the result itself (a JSON object); --json prints the outcome as JSON."""
     with errors():
-        value = parse_json_option("--json", response)
+        value = parse_json_option("--result", result)
         if not isinstance(value, dict):
-            raise CliError(f"--json must be a JSON object, not {short_json(value, limit=40)}; "
+            raise CliError(f"--result must be a JSON object, not {short_json(value, limit=40)}; "
                            'wrap a plain value as {"result": ...}.')
 
     async def main() -> Event:
-        return await _answer(db, lambda store: submit_response(
+        return await _answer(db, session_id, call_id, command="respond",
+                             work=lambda store: submit_response(
             store, session_id=session_id, call_id=call_id, response=value))
 
     event = run(main())
-    if output == "json":
+    if json:
         print_json({"session_id": session_id, "call_id": call_id, "seq": event.seq,
                     "event_id": event.id})
     else:
-        typer.echo(f"Result of call {call_id} of session {session_id} recorded (seq "
-                   f"{event.seq}); the agent continues on its next run.")
+        typer.echo(printable(f"Result of call {call_id} of session {session_id} recorded (seq "
+                             f"{event.seq}); the agent continues on its next run."))
 
 
 def rerun(
     session_id: SessionArg,
     call_id: Annotated[str, typer.Argument(help="Id of the call in doubt (see evs pending).",
-                                           show_default=False)],
+                                           show_default=False, metavar="CALL_ID")],
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
     force: Annotated[bool, typer.Option("--force", help="Decide even if the call was claimed "
@@ -155,11 +207,12 @@ def rerun(
     once more on the agent's next run.
 
     Use it when the call's side effect did not happen; if it did, record its result with
-    ``evs respond`` instead. A call claimed less than --min-age seconds ago (default 300) is
+    evs respond instead. A call claimed less than --min-age seconds ago (default 300) is
     refused unless --force: the process that claimed it may still be running it."""
 
     async def main() -> Event:
-        return await _answer(db, lambda store: rerun_call(
+        return await _answer(db, session_id, call_id, command="rerun",
+                             work=lambda store: rerun_call(
             store, session_id=session_id, call_id=call_id,
             min_claim_age=None if force else min_age))
 
@@ -168,5 +221,5 @@ def rerun(
         print_json({"session_id": session_id, "call_id": call_id, "seq": event.seq,
                     "event_id": event.id})
     else:
-        typer.echo(f"Call {call_id} of session {session_id} may run again (decision at seq "
-                   f"{event.seq}); the agent re-runs it on its next run.")
+        typer.echo(printable(f"Call {call_id} of session {session_id} may run again (decision "
+                             f"at seq {event.seq}); the agent re-runs it on its next run."))

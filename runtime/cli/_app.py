@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from eventstore.cli import app as store_app
+from eventstore.cli._app import version_callback
+from eventstore.cli._common import Command
 
 from ._answer import confirm, rerun, respond
 from ._demo import demo
@@ -28,11 +32,25 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-app.command("demo")(demo)
-app.command("pending")(pending)
-app.command("confirm")(confirm)
-app.command("respond")(respond)
-app.command("rerun")(rerun)
-app.command("mcp-server")(mcp_server)
+app.command("demo", short_help="Run the weather agent demo on the store.",
+            cls=Command)(demo)
+app.command("pending", short_help="Show what a session is waiting for and why.",
+            cls=Command)(pending)
+app.command("confirm", short_help="Approve or reject a call that waits for confirmation.",
+            cls=Command)(confirm)
+app.command("respond", short_help="Submit the result of a long-running or in-doubt call.",
+            cls=Command)(respond)
+app.command("rerun", short_help="Allow a call in doubt to run once more.",
+            cls=Command)(rerun)
+app.command("mcp-server", short_help="Serve the database read-only to MCP clients.",
+            cls=Command)(mcp_server)
 # Without a name, typer merges the store app's commands (and its ``db`` group) into this one.
 app.add_typer(store_app)
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
+                                          callback=version_callback, is_eager=True)] = False,
+) -> None:
+    """Inspect, answer and maintain an agent-eventstore database."""

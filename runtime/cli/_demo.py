@@ -6,18 +6,22 @@ The run pauses on a paid call that needs a human's confirmation and prints the `
 command; ``--approve`` answers it in-process, or any other process may (then
 ``evs demo --resume SESSION`` continues). A long-running call is answered later through the
 respond API (``runtime.replay.submit_response``), as a webhook would.
+
+Each invocation's events are printed when it ends, with how it ended (``RunResult.status``): a
+run that cannot move the session on (a planner pause, the step limit, nothing appended) ends the
+command with its reason instead of looping. The session is created together with the question,
+so a crash can never leave a demo session without it.
 """
 
 from __future__ import annotations
 
 import shlex
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
-import orjson
 import typer
 
-from eventstore import Event, EventStore, open_store
+from eventstore import ConcurrencyError, Content, Event, EventStore, Part, open_store
 from eventstore.cli import (
     DEFAULT_DB,
     CliError,
@@ -28,15 +32,20 @@ from eventstore.cli import (
     console,
     event_entry,
     print_event,
+    print_json,
+    prog,
     run,
 )
-from runtime import AgentRuntimeError, Model
+from runtime import AgentRuntimeError, CallAlreadyAnsweredError, Model, RunResult
 from runtime.replay import answer_confirmation, pending, submit_response
 
 from ._demo_agent import demo_idempotent_tools, demo_runner, model_turns, script
 from ._demo_model import MODEL_HELP, demo_model, finished
+from ._words import command_words
 
 __all__ = ["DEMO_APP", "DEMO_USER", "demo"]
+
+_LIVE_ROUNDS = 8  # a live model that never answers finally must not loop forever
 
 DEMO_APP = "weather-demo"
 """App name of the demo's sessions."""
@@ -46,7 +55,6 @@ DEMO_USER = "demo-user"
 
 QUESTION = ("What's the weather in Paris and in Atlantis? Then get me the detailed paid "
             "forecast for Paris and the long-range outlook, and summarize the report.")
-_LIVE_ROUNDS = 8  # a live model that never answers finally must not loop forever
 OUTLOOK = {"city": "Paris", "outlook": "warmer than usual for the next 30 days",
            "source": "seasonal-model"}
 
@@ -62,40 +70,60 @@ class _Printer:
 
     def event(self, event: Event) -> None:
         self.seen.append(event)
-        timeline = analyze(self.seen)
-        if self.json:
-            typer.echo(orjson.dumps(event_entry(event, timeline)).decode())
-        else:
-            print_event(self.out, event, timeline, confirm_command=self.confirm, live=True)
+        if not self.json:
+            print_event(self.out, event, analyze(self.seen), confirm_command=self.confirm,
+                        live=True)
 
     def note(self, text: str, *, style: str = "bold cyan") -> None:
         if not self.json:
             self.out.print(text, style=style)
 
 
-async def _drive(store: EventStore, printer: _Printer, session_id: str,
-                 message: str | None, model: Model | None = None) -> None:
+async def _drive(
+    store: EventStore, printer: _Printer, session_id: str, model: Model | None
+) -> RunResult:
     runner = demo_runner(store, printer.seen, app_name=DEMO_APP, model=model)
     try:
-        async for event in runner.run_events(session_id=session_id, user_id=DEMO_USER,
-                                             new_message=message):
-            printer.event(event)
+        result = await runner.run(session_id=session_id, user_id=DEMO_USER)
     except AgentRuntimeError as exc:
-        raise CliError(" ".join(str(exc).split())) from exc
+        raise CliError(command_words(" ".join(str(exc).split()))) from exc
+    for event in result.events:
+        printer.event(event)
+    return result
+
+
+async def _catch_up(store: EventStore, printer: _Printer, session_id: str, why: str) -> None:
+    """Another process wrote to the session: print what it wrote, so the log on screen stays
+    the log in the store."""
+    newest = printer.seen[-1].seq if printer.seen else 0
+    fresh = await store.read(session_id, after=newest)
+    printer.note(f"{why}; continuing from the log ({len(fresh)} new event(s)).", style="yellow")
+    for event in fresh:
+        printer.event(event)
+
+
+def _first_message() -> Event:
+    return Event(author="user", content=Content(role="user", parts=(Part(text=QUESTION),)))
 
 
 def demo(
     db: DbOption = DEFAULT_DB,
     approve: Annotated[bool, typer.Option("--approve", help="Approve the paid call in-process "
                                           "and finish the session.")] = False,
-    resume: Annotated[str | None, typer.Option("--resume", help="Continue this demo session "
-                                               "(after evs confirm).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", metavar="SESSION_ID",
+                                               help="Continue this demo session (after evs "
+                                               "confirm).")] = None,
     json: JsonOption = False,
     model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
 ) -> None:
-    """Run the weather agent demo on the store (schema created/upgraded as needed)."""
+    """Run the weather agent demo on the store (its schema is created or upgraded as needed).
 
-    async def main() -> str:
+    Every run status ends the command with its reason; --json prints one JSON object (session
+    id, status, reason, the events appended, pending confirmation ids, the next command)."""
+    me = prog()
+    flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+
+    async def main() -> dict[str, Any]:
         live = demo_model(model)  # before the session exists: a missing key creates nothing
         try:
             return await session(live)
@@ -104,13 +132,20 @@ def demo(
             if close is not None:
                 await close()
 
-    async def session(live: Model | None) -> str:
+    async def session(live: Model | None) -> dict[str, Any]:
         async with await open_store(db, auto_upgrade=True) as store:
             if resume is None:
                 session_id = f"demo-{uuid.uuid4().hex[:8]}"
-                await store.create_session(app_name=DEMO_APP, user_id=DEMO_USER,
-                                           session_id=session_id)
+                # Session and question land together: a crash right after creating the session
+                # can never leave one whose resume runs the model without the user's message.
+                session = await store.create_session(app_name=DEMO_APP, user_id=DEMO_USER,
+                                                     session_id=session_id,
+                                                     events=[_first_message()])
                 seen: list[Event] = []
+                printer = _Printer(db=db, session_id=session_id, json=json, seen=seen)
+                printer.note(f"Session {session_id} in {store.url}")
+                for event in session.events:
+                    printer.event(event)
             else:
                 session_id = resume
                 info = await store.session_info(session_id)
@@ -118,55 +153,98 @@ def demo(
                     raise CliError(f"Session {session_id!r} is not a demo session (its app is "
                                    f"{info.app_name!r}).")
                 seen = await store.read(session_id)
-            printer = _Printer(db=db, session_id=session_id, json=json, seen=seen)
-            printer.note(f"Session {session_id} in {store.url}")
-            message: str | None = QUESTION if resume is None else None
-            flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+                if not any(e.author == "user" and e.text() for e in seen):
+                    raise CliError(f"Demo session {session_id!r} has no user message (it was "
+                                   "created by an older evs that was stopped before the "
+                                   f"question landed); start a new one with: {me} demo{flag}")
+                printer = _Printer(db=db, session_id=session_id, json=json, seen=seen)
+                printer.note(f"Session {session_id} in {store.url}")
+            start = 0 if resume is None else len(seen)
+
+            def outcome(status: str, reason: str, next_command: str | None) -> dict[str, Any]:
+                report = pending(printer.seen, idempotent_tools=demo_idempotent_tools())
+                return {"session_id": session_id, "status": status, "reason": reason,
+                        "pending_confirmation_ids": [
+                            p.confirmation_id for p in report.confirmations
+                            if p.confirmation_id is not None],
+                        "next_command": next_command,
+                        "events": [event_entry(e, analyze(printer.seen))
+                                   for e in printer.seen[start:]]}
+
             rounds = 0
             while True:
                 report = pending(printer.seen, idempotent_tools=demo_idempotent_tools())
-                if message is None and report.confirmations:
-                    if not approve:
-                        printer.note("Paused: a human must confirm the paid call.",
-                                     style="bold yellow")
-                        for item in report.confirmations:
-                            printer.note(f"  {printer.confirm} {item.confirmation_id} --yes",
-                                         style="bold")
-                        printer.note(f"then continue with: evs demo{flag} --resume "
-                                     f"{shlex.quote(session_id)}   (add --approve to approve "
-                                     "and continue in one go)", style="")
-                        return "paused_for_confirmation"
+                before = len(printer.seen)
+                if report.confirmations and not approve:
+                    printer.note("Paused: a human must confirm the paid call.",
+                                 style="bold yellow")
+                    for item in report.confirmations:
+                        printer.note(f"  {printer.confirm} {item.confirmation_id} --yes",
+                                     style="bold")
+                    resume_command = f"{me} demo{flag} --resume {shlex.quote(session_id)}"
+                    printer.note(f"then continue with: {resume_command}   (add --approve to "
+                                 "approve and continue in one go)", style="")
+                    return outcome("paused_for_confirmation",
+                                   "A human must confirm the paid call.", resume_command)
+                if report.confirmations:
                     for item in report.confirmations:
                         assert item.confirmation_id is not None
                         printer.note(f"Approving {item.confirmation_id} (what evs confirm "
                                      "does):")
-                        printer.event(await answer_confirmation(
-                            store, session_id=session_id, confirmation_id=item.confirmation_id,
-                            confirmed=True))
-                elif message is None and report.long_running:
+                        try:
+                            printer.event(await answer_confirmation(
+                                store, session_id=session_id,
+                                confirmation_id=item.confirmation_id, confirmed=True))
+                        except (CallAlreadyAnsweredError, ConcurrencyError):
+                            await _catch_up(store, printer, session_id,
+                                            f"Another process answered {item.confirmation_id} "
+                                            "first")
+                            break
+                elif report.long_running:
                     for item in report.long_running:
                         printer.note(f"Later, the outlook service answers {item.call.id} "
                                      "through the respond API (what evs respond does):")
-                        printer.event(await submit_response(
-                            store, session_id=session_id, call_id=item.call.id,
-                            response=OUTLOOK))
-                elif message is None and report.in_doubt:
-                    raise CliError(f"Session {session_id!r} has calls in doubt; see evs "
-                                   f"pending {session_id}.")
-                elif message is None and (
-                    model_turns(printer.seen) >= len(script()) if live is None
-                    else finished(printer.seen)
-                ):
+                        try:
+                            printer.event(await submit_response(
+                                store, session_id=session_id, call_id=item.call.id,
+                                response=OUTLOOK))
+                        except (CallAlreadyAnsweredError, ConcurrencyError):
+                            await _catch_up(store, printer, session_id,
+                                            f"Another process answered {item.call.id} first")
+                            break
+                elif report.in_doubt:
+                    raise CliError(f"Session {session_id!r} has calls in doubt; see: {me} "
+                                   f"pending{flag} {shlex.quote(session_id)}")
+                elif (model_turns(printer.seen) >= len(script()) if live is None
+                      else finished(printer.seen)):
+                    show_command = f"{me} show{flag} {shlex.quote(session_id)}"
                     printer.note(f"Done: session {session_id} is complete. Inspect it with "
-                                 f"evs show{flag} {session_id}", style="bold green")
-                    return "completed"
+                                 f"{show_command}", style="bold green")
+                    return outcome("completed", "The agent gave its final answer.",
+                                   show_command)
                 elif live is not None and rounds >= _LIVE_ROUNDS:
+                    show_command = f"{me} show{flag} {shlex.quote(session_id)}"
                     raise CliError(f"The model did not finish session {session_id!r} in "
-                                   f"{rounds} runs; see evs show {session_id}.")
-                await _drive(store, printer, session_id, message, live)
+                                   f"{rounds} runs; see: {show_command}")
+                result = await _drive(store, printer, session_id, live)
                 rounds += 1
-                message = None
+                if result.status == "stale":
+                    await _catch_up(store, printer, session_id, "Another process answered "
+                                    "this run's calls first")
+                    continue
+                if result.status in ("paused_by_planner", "step_limit") or (
+                    len(printer.seen) == before
+                ):
+                    # Nothing this process can do moves the session on: say why and stop
+                    # (looping would run the same invocation forever).
+                    reason = " ".join((result.pause_reason or
+                                       f"the run ended ({result.status}) without appending "
+                                       "anything").split())
+                    pending_command = f"{me} pending{flag} {shlex.quote(session_id)}"
+                    printer.note(f"Stopped: {reason} See: {pending_command}",
+                                 style="bold yellow")
+                    return outcome(result.status, reason, pending_command)
 
-    status = run(main())
+    summary = run(main())
     if json:
-        typer.echo(orjson.dumps({"status": status}).decode())
+        print_json(summary)

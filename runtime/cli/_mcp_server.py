@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from eventstore.cli import DEFAULT_DB, CliError, DbOption, open_existing, run
+from eventstore.cli._common import name_program
 
 __all__ = ["mcp_server"]
 
@@ -28,6 +29,10 @@ def mcp_server(
         raise CliError(
             f"evs mcp-server needs the MCP SDK: install agent-eventstore[mcp] ({exc})"
         ) from exc
+
+    # The commands in its answers are for the assistant's user, who runs ``evs``, not for
+    # whatever launched this server.
+    name_program("evs")
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:

@@ -26,6 +26,8 @@ from eventstore.cli import (
     console,
     open_existing,
     print_json,
+    printable,
+    prog,
     run,
     short_json,
 )
@@ -37,6 +39,7 @@ from runtime.tools import is_idempotent
 from ._claims import describe_claim
 from ._demo import DEMO_APP
 from ._demo_agent import demo_idempotent_tools
+from ._words import command_words
 
 __all__ = [
     "AGENTS_ENTRY_POINTS",
@@ -45,7 +48,8 @@ __all__ = [
     "registered_agent_idempotent_tools",
 ]
 
-SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False)]
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                           metavar="SESSION_ID")]
 
 
 IdempotentOption = Annotated[
@@ -109,22 +113,23 @@ def pending(
             return
         out = console()
         if not items:
-            out.print(f"Nothing is pending in session {session_id}.")
+            out.print(printable(f"Nothing is pending in session {session_id}."))
             return
         for item in items:
             label = item["kind"].replace("_", " ")
             if item["session_id"] != session_id:
                 label = f"{label} (child session {item['session_id']})"
-            out.print(f"#{item['seq']}  {label}: {item['tool']}({short_json(item['args'])})"
-                          f"  [{item['call_id']}]", style="bold")
+            out.print(printable(f"#{item['seq']}  {label}: {item['tool']}"
+                                f"({short_json(item['args'])})  [{item['call_id']}]",
+                                newlines=False), style="bold")
             if item["hint"]:
-                out.print(f"      hint: {item['hint']}")
-            out.print(f"      {item['reason']}")
+                out.print(printable(f"      hint: {item['hint']}", newlines=False))
+            out.print(printable(f"      {item['reason']}", newlines=False))
             if item["claim"]:
-                out.print(f"      {describe_claim(item['claim'])}")
+                out.print(printable(f"      {describe_claim(item['claim'])}", newlines=False))
             if item["command"]:
-                out.print(f"      {item['command']}")
-        out.print(f"Next run: {next_run['reason']}")
+                out.print(printable(f"      {item['command']}", newlines=False))
+        out.print(printable(f"Next run: {command_words(next_run['reason'])}", newlines=False))
 
     run(main())
 
@@ -166,18 +171,19 @@ def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[d
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
     with the ``evs`` command that unblocks it."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    respond = f"evs respond{flag} {shlex.quote(session_id)}"
+    respond = f"{prog()} respond{flag} {shlex.quote(session_id)}"
     items: list[dict[str, Any]] = []
     for entry in report:
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
             command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
         elif entry.kind == "long_running":
-            command = f"{respond} {entry.call.id} --json '{{...}}'"
+            command = f"{respond} {entry.call.id} --result '{{...}}'"
         elif entry.kind == "in_doubt" or entry.kind == "idempotency_unknown":
-            rerun = f"evs rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
+            rerun = f"{prog()} rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
             command = (f"{rerun}   (it did not happen: run it again)   or   "
-                       f"{respond} {entry.call.id} --json '{{...}}'   (it happened: record it)")
+                       f"{respond} {entry.call.id} --result '{{...}}'   (it happened: record "
+                       "it)")
         items.append({
             "session_id": session_id,
             "kind": entry.kind,
@@ -188,7 +194,7 @@ def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[d
             "args": entry.call.args,
             "confirmation_id": entry.confirmation_id,
             "hint": entry.hint,
-            "reason": entry.reason,
+            "reason": command_words(entry.reason),
             "command": command,
             "claim": entry.claim,
         })

@@ -104,30 +104,10 @@ async def _sessions(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any
 
 
 async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._inspect import _children
-    from eventstore.cli._render import event_entry, parent_link
-    from eventstore.cli._timeline import analyze
+    from eventstore.cli._inspect import load_show_view
 
-    session_id = str(args["session_id"])
-    info = await store.session_info(session_id)
-    events = await store.read(session_id)
-    children = await _children(store, session_id, events)
-    parent = next((link for e in events[:4] if (link := parent_link(e)) is not None), None)
-    timeline = analyze(events)
-    since, last = args.get("since"), args.get("last")
-    shown = [e for e in events if since is None or (e.seq or 0) >= since]
-    if last is not None:
-        shown = shown[len(shown) - last:] if last else []
-    return {
-        "session": {"id": info.id, "app_name": info.app_name, "user_id": info.user_id,
-                    "version": info.version},
-        "events": [event_entry(e, timeline) for e in shown],
-        "links": {
-            "parent": {"session_id": parent[0], "function_call_id": parent[1]}
-            if parent else None,
-            "children": children,
-        },
-    }
+    view = await load_show_view(store, str(args["session_id"]))
+    return view.payload(since=args.get("since"), last=args.get("last"))
 
 
 async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,21 +135,21 @@ def _pending_factory(db: str) -> _Handler:
 
 
 async def _verify(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._maintain import _verify_session
+    from eventstore.cli import verify_session
 
     session_id = args.get("session_id")
     findings = []
     checked = 0
     if session_id is not None:
         await store.session_info(str(session_id))
-        findings = await _verify_session(store, str(session_id))
+        findings = await verify_session(store, str(session_id))
         checked = 1
     else:
         after: str | None = None
         while True:
             page = await store.list_sessions(after=after, limit=500)
             for info in page.sessions:
-                findings += await _verify_session(store, info.id)
+                findings += await verify_session(store, info.id)
                 checked += 1
             if page.next_cursor is None:
                 break

@@ -49,21 +49,29 @@ def test_confirm_twice_is_refused(paused_db: Path) -> None:
     [
         pytest.param(["confirm", "s1", "nope", "--yes"], "no confirmation request with id "
                      "'nope'", id="unknown-confirmation"),
-        pytest.param(["confirm", "s1", "c4", "--yes"], "use submit_response()",
-                     id="not-a-confirmation"),
+        pytest.param(["confirm", "s1", "c4", "--yes"], "Record its result with evs respond "
+                     "--db", id="not-a-confirmation"),
+        pytest.param(["confirm", "s1", "c3", "--yes"], "It waits for confirmation confirm-1: "
+                     "evs confirm --db", id="call-waiting-for-confirmation"),
         pytest.param(["confirm", "zz", "confirm-1", "--yes"], "Session 'zz' does not exist",
                      id="unknown-session"),
         pytest.param(["confirm", "s1", "confirm-1", "--yes", "--payload", "{bad"],
                      "--payload is not valid JSON", id="malformed-payload"),
-        pytest.param(["respond", "s1", "c4", "--json", "{bad"], "--json is not valid JSON",
+        pytest.param(["respond", "s1", "c4", "--result", "{bad"], "--result is not valid JSON",
                      id="malformed-json"),
-        pytest.param(["respond", "s1", "c4", "--json", "[1, 2]"], "must be a JSON object",
+        pytest.param(["respond", "s1", "c4", "--result", "[1, 2]"], "must be a JSON object",
                      id="not-an-object"),
-        pytest.param(["respond", "s1", "c1", "--json", "{}"], "already answered at seq 5",
+        pytest.param(["respond", "s1", "c1", "--result", "{}"], "already answered at seq 5",
                      id="already-answered"),
-        pytest.param(["respond", "s1", "confirm-1", "--json", "{}"], "use answer_confirmation()",
+        pytest.param(["respond", "s1", "confirm-1", "--result", "{}"], "'confirm-1' is a "
+                     "confirmation request: answer it with evs confirm --db",
                      id="confirmation-via-respond"),
-        pytest.param(["respond", "s1", "nope", "--json", "{}"], "no function call with id "
+        pytest.param(["respond", "s1", "c3", "--result", "{}"], "Call 'c3' waits for a human's "
+                     "confirmation, not for a result: evs confirm --db",
+                     id="respond-to-a-call-awaiting-confirmation"),
+        pytest.param(["rerun", "s1", "c3"], "Call 'c3' waits for a human's confirmation",
+                     id="rerun-a-call-awaiting-confirmation"),
+        pytest.param(["respond", "s1", "nope", "--result", "{}"], "no function call with id "
                      "'nope'", id="unknown-call"),
     ],
 )
@@ -83,14 +91,14 @@ def test_confirm_needs_a_decision(paused_db: Path) -> None:
 
 
 def test_answers_never_create_a_database(db: Path) -> None:
-    result = invoke("respond", "s1", "c4", "--json", "{}", "--db", str(db))
+    result = invoke("respond", "s1", "c4", "--result", "{}", "--db", str(db))
     assert result.exit_code == 1
     assert "There is no database" in result.stderr
     assert not db.exists()
 
 
 def test_respond_records_the_long_running_result(paused_db: Path) -> None:
-    result = invoke("respond", "s1", "c4", "--json", '{"days": ["sun", "rain"]}',
+    result = invoke("respond", "s1", "c4", "--result", '{"days": ["sun", "rain"]}',
                     "--db", str(paused_db))
     assert result.exit_code == 0, result.stderr
     assert "Result of call c4 of session s1 recorded (seq 10)" in result.stdout
@@ -104,7 +112,7 @@ def test_respond_records_the_long_running_result(paused_db: Path) -> None:
 
 
 def test_respond_reads_stdin_and_prints_json(paused_db: Path) -> None:
-    result = invoke("respond", "s1", "c4", "--json", "-", "--output", "json",
+    result = invoke("respond", "s1", "c4", "--result", "-", "--json",
                     "--db", str(paused_db), input='{"ok": true}')
     assert result.exit_code == 0, result.stderr
     assert orjson.loads(result.stdout)["seq"] == 10
@@ -172,7 +180,7 @@ def test_pending_offers_rerun_or_respond_for_a_call_in_doubt(db: Path) -> None:
                                  "--idempotent", "lookup").stdout)["pending"]
     assert item["kind"] == "in_doubt"
     assert f"evs rerun --db {db} s1 c1" in item["command"]
-    assert f"evs respond --db {db} s1 c1" in item["command"]
+    assert f"evs respond --db {db} s1 c1 --result" in item["command"]
 
 
 def test_pending_without_tool_knowledge_says_it_depends_on_idempotency(db: Path) -> None:
@@ -212,22 +220,22 @@ def test_rerun_refuses_an_answered_call(paused_db: Path) -> None:
     ("text", "words"),
     [
         pytest.param('{"a": 123456789012345678901234567890}',
-                     "--json['a'] is the integer 123456789012345678901234567890", id="bigint"),
-        pytest.param('{"a": NaN}', "--json is not valid JSON", id="nan"),
-        pytest.param('{"a": -Infinity}', "--json is not valid JSON", id="inf"),
+                     "--result['a'] is the integer 123456789012345678901234567890", id="bigint"),
+        pytest.param('{"a": NaN}', "--result is not valid JSON", id="nan"),
+        pytest.param('{"a": -Infinity}', "--result is not valid JSON", id="inf"),
         pytest.param('{"a": ' + "[" * 980 + "]" * 980 + "}", "deeper than 200 levels",
                      id="deep-980"),
         pytest.param('{"a": ' + "[" * 1023 + "]" * 1023 + "}", "deeper than 200 levels",
                      id="deep-1023"),
-        pytest.param('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "--json is not valid JSON",
+        pytest.param('{"a": ' + "[" * 5000 + "]" * 5000 + "}", "--result is not valid JSON",
                      id="deep-5000"),
-        pytest.param('{"a": ' + "9" * 5000 + "}", "--json", id="huge-digits"),
+        pytest.param('{"a": ' + "9" * 5000 + "}", "--result", id="huge-digits"),
     ],
 )
 def test_respond_refuses_values_the_log_cannot_carry(paused_db: Path, text: str,
                                                      words: str) -> None:
     before = file_fingerprint(paused_db)
-    result = invoke("respond", "s1", "c4", "--json", text, "--db", str(paused_db))
+    result = invoke("respond", "s1", "c4", "--result", text, "--db", str(paused_db))
     assert result.exit_code == 1
     assert words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -306,3 +314,33 @@ def test_pending_uses_the_tool_knowledge_of_an_agent_an_app_registered(
     data = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
     assert [i["kind"] for i in data["pending"]] == ["will_rerun"]
     assert data["next_run"]["executes"] == ["c1"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["confirm", "s1", "confirm-1", "--yes"], id="confirm"),
+        pytest.param(["respond", "s1", "c4", "--result", "{}"], id="respond"),
+        pytest.param(["rerun", "s1", "c4"], id="rerun"),
+    ],
+)
+def test_answers_refuse_a_log_verify_flags(paused_db: Path, args: list[str]) -> None:
+    import sqlite3
+
+    with sqlite3.connect(paused_db) as conn:
+        conn.execute("DELETE FROM evs_events WHERE seq = 2")
+    before = file_fingerprint(paused_db)
+    result = invoke(*args, "--db", str(paused_db))
+    assert result.exit_code == 1
+    assert "integrity problem(s) (seq 3: seq_gap: seq 2 is missing before seq 3.)" in (
+        result.stderr)
+    assert "appends nothing to a damaged log. See: evs verify s1" in result.stderr
+    assert file_fingerprint(paused_db)[0] == before[0]
+
+
+def test_pending_names_commands_not_functions(db: Path) -> None:
+    _in_doubt_db(db)
+    [item] = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
+    assert "()" not in item["reason"]
+    assert "evs rerun" in item["reason"]
+    assert "evs respond" in item["reason"]

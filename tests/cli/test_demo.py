@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
-from _cli_support import evs_subprocess, invoke
+import pytest
+from _cli_support import REPO, evs_subprocess, invoke, make_session
 
 
 def _session(db: Path) -> str:
@@ -69,12 +74,95 @@ def test_demo_pauses_and_another_process_confirms(db: Path) -> None:
     assert "Nothing is pending" in invoke("pending", sid, "--db", str(db)).stdout
 
 
-def test_demo_json_lines(db: Path) -> None:
+def test_demo_json_is_one_summary(db: Path) -> None:
     result = invoke("demo", "--approve", "--json", "--db", str(db))
     assert result.exit_code == 0, result.stderr
-    lines = [orjson.loads(line) for line in result.stdout.splitlines()]
-    assert lines[-1] == {"status": "completed"}
-    assert [e["seq"] for e in lines[:-1]] == list(range(1, len(lines)))
+    summary = orjson.loads(result.stdout)
+    assert summary["status"] == "completed"
+    assert summary["session_id"] == _session(db)
+    assert summary["pending_confirmation_ids"] == []
+    assert summary["next_command"] == f"evs show --db {db} {summary['session_id']}"
+    assert [e["seq"] for e in summary["events"]] == list(range(1, len(summary["events"]) + 1))
+
+
+def test_demo_json_when_paused_names_the_confirmations(db: Path) -> None:
+    result = invoke("demo", "--json", "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert summary["status"] == "paused_for_confirmation"
+    [cid] = summary["pending_confirmation_ids"]
+    assert cid.startswith("confirm-")
+    assert summary["next_command"] == (f"evs demo --db {db} --resume {summary['session_id']}")
+
+
+def test_demo_creates_its_session_with_the_question(db: Path) -> None:
+    result = invoke("demo", "--db", str(db))
+    assert result.exit_code == 0, result.stderr
+    sid = _session(db)
+    first = orjson.loads(invoke("show", sid, "--db", str(db), "--json").stdout)["events"][0]
+    assert first["author"] == "user"
+    assert first["text"].startswith("What's the weather in Paris")
+
+
+def test_demo_resume_refuses_a_session_without_the_question(db: Path) -> None:
+    make_session(str(db), [], session_id="demo-empty", app_name="weather-demo",
+                 user_id="demo-user")
+    result = invoke("demo", "--db", str(db), "--resume", "demo-empty")
+    assert result.exit_code == 1
+    assert "has no user message" in result.stderr
+    assert orjson.loads(invoke("show", "demo-empty", "--db", str(db), "--json").stdout)[
+        "events"] == []
+
+
+def test_demo_resume_ends_when_the_planner_pauses(db: Path) -> None:
+    """A tampered confirmation makes the planner pause without appending: the resume must end
+    with the planner's reason instead of spinning (it once ran for minutes)."""
+    assert invoke("demo", "--db", str(db)).exit_code == 0
+    sid = _session(db)
+    [item] = orjson.loads(invoke("pending", sid, "--db", str(db), "--json").stdout)["pending"]
+    assert invoke("confirm", sid, item["confirmation_id"], "--yes", "--db",
+                  str(db)).exit_code == 0
+    with sqlite3.connect(db) as conn:
+        changed = conn.execute(
+            "UPDATE evs_events SET payload = CAST(replace(CAST(payload AS TEXT), "
+            "'\"days\":7}', '\"days\":8}') AS BLOB) WHERE kind = 'confirmation_request'"
+        ).rowcount
+    assert changed == 1
+    result = evs_subprocess("demo", "--db", str(db), "--resume", sid, "--json", timeout=60)
+    assert result.returncode == 0, result.stderr
+    summary = orjson.loads(result.stdout)
+    assert summary["status"] == "paused_by_planner"
+    assert "is not acted on" in summary["reason"]
+    assert summary["events"] == []
+
+
+def test_demo_resume_of_a_finished_session_ends(db: Path) -> None:
+    assert invoke("demo", "--approve", "--db", str(db)).exit_code == 0
+    sid = _session(db)
+    result = evs_subprocess("demo", "--db", str(db), "--resume", sid, "--approve", "--json",
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert orjson.loads(result.stdout)["status"] == "completed"
+
+
+def test_demo_resume_approve_races_end_cleanly(db: Path) -> None:
+    """Two processes resume and approve the same paused session: one answers, the other sees
+    the answer, and neither prints a traceback."""
+    assert invoke("demo", "--db", str(db)).exit_code == 0
+    sid = _session(db)
+    args = [sys.executable, "-m", "runtime.cli", "demo", "--db", str(db), "--resume", sid,
+            "--approve"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    outcomes = [p.communicate(timeout=120) for p in procs]
+    for proc, (_out, err) in zip(procs, outcomes, strict=True):
+        assert "Traceback" not in err, err
+        assert proc.returncode in (0, 1), err
+        if proc.returncode == 1:
+            assert len(err.splitlines()) == 1, err
+    assert any(p.returncode == 0 for p in procs)
+    assert invoke("verify", sid, "--db", str(db)).exit_code == 0
 
 
 def test_demo_resume_refuses_other_sessions(paused_db: Path) -> None:
@@ -88,7 +176,25 @@ def test_demo_on_the_default_database(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "evs.db").is_file()
     assert "Done: session demo-" in result.stdout
-    assert "evs show demo-" in result.stdout
+    # Printed commands start with the program as invoked (here python -m runtime.cli).
+    assert " -m runtime.cli show demo-" in result.stdout
+
+
+def test_printed_commands_use_the_program_as_invoked(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "evs"
+    if not script.is_file():
+        pytest.skip("the evs console script is not installed next to this Python")
+    relative = os.path.relpath(script, tmp_path)
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([relative, "demo"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    [command] = re.findall(r"^\s+(.* confirm .* --yes)$", result.stdout, flags=re.M)
+    assert command.startswith(f"{relative} confirm demo-")
+    # The printed line runs as it is, without an activated virtual environment.
+    confirmed = subprocess.run(shlex.split(command), cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=120, check=False)
+    assert confirmed.returncode == 0, confirmed.stderr
 
 
 def test_demo_loads_the_report_artifact(db: Path) -> None:

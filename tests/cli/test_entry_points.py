@@ -30,6 +30,7 @@ def test_cli_exported_members() -> None:
         "Export",
         "ExportFormatError",
         "ExportedArtifact",
+        "Finding",
         "JsonOption",
         "Timeline",
         "analyze",
@@ -44,9 +45,12 @@ def test_cli_exported_members() -> None:
         "parse_export",
         "print_event",
         "print_json",
+        "printable",
+        "prog",
         "run",
         "run_app",
         "short_json",
+        "verify_session",
     ]
     assert callable(eventstore.cli.main)
     assert callable(runtime.cli.main)
@@ -139,7 +143,7 @@ def test_console_script(paused_db: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["show"], "evs: error: Missing argument 'session_id'. (see: ",
+        pytest.param(["show"], "evs: error: Missing argument 'SESSION_ID'. (see: ",
                      id="missing-argument"),
         pytest.param(["frobnicate"], "evs: error: No such command 'frobnicate'.",
                      id="unknown-command"),

@@ -64,7 +64,6 @@ def test_unknown_session(paused_db: Path, args: list[str]) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(["show", "s1"], id="show"),
         pytest.param(["state", "s1"], id="state"),
         pytest.param(["pending", "s1"], id="pending"),
         pytest.param(["export", "s1"], id="export"),
@@ -78,8 +77,23 @@ def test_corrupted_row_is_one_clear_line(paused_db: Path, args: list[str]) -> No
     conn.close()
     result = invoke(*args, "--db", str(paused_db))
     assert result.exit_code == 1
-    assert result.stderr.startswith("evs: error: Event 3 of session 's1' cannot be decoded:")
-    assert len(result.stderr.splitlines()) == 1
+    # tail first says (on stderr) what it follows.
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("following ")]
+    assert len(errors) == 1
+    assert errors[0].startswith("evs: error: Event 3 of session 's1' cannot be decoded:")
+    assert errors[0].endswith("The log is damaged: evs verify s1 lists every problem.")
+
+
+def test_show_renders_a_corrupted_row_where_it_is(paused_db: Path) -> None:
+    with sqlite3.connect(paused_db) as conn:
+        conn.execute("UPDATE evs_events SET payload = ? WHERE session_id = 's1' AND seq = 3",
+                     (b'{"author": "half an event"',))
+    conn.close()
+    result = invoke("show", "s1", "--db", str(paused_db))
+    assert result.exit_code == 0, result.stderr
+    assert "#3    (stored row" in result.stdout
+    assert "      ! undecodable: the stored event cannot be decoded:" in result.stdout
+    assert "#4 " in result.stdout
 
 
 def test_schema_behind_head_prints_the_upgrade_command(db: Path) -> None:

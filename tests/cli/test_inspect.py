@@ -136,7 +136,7 @@ def test_pending_lists_confirmation_and_long_running(paused_db: Path) -> None:
     assert "hint: This lookup costs $0.10." in out
     assert f"evs confirm --db {paused_db} s1 confirm-1 --yes" in out
     assert "long running: forecast" in out
-    assert f"evs respond --db {paused_db} s1 c4 --json" in out
+    assert f"evs respond --db {paused_db} s1 c4 --result" in out
     data = orjson.loads(invoke("pending", "s1", "--db", str(paused_db), "--json").stdout)
     assert [(p["call_id"], p["kind"], p["confirmation_id"]) for p in data["pending"]] == [
         ("c4", "long_running", None), ("c3", "confirmation", "confirm-1")]

@@ -157,7 +157,8 @@ def test_db_upgrade_then_current(db: Path) -> None:
     assert f"to {head_revision()}" in upgraded.stdout
     assert "Already at head" in invoke("db", "upgrade", "--db", str(db)).stdout
     current = orjson.loads(invoke("db", "current", "--db", str(db), "--json").stdout)
-    assert current == {"current": head_revision(), "head": head_revision(), "at_head": True}
+    assert current == {"current": head_revision(), "head": head_revision(), "at_head": True,
+                       "newer": False}
     assert invoke("sessions", "--db", str(db)).exit_code == 0
 
 

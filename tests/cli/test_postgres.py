@@ -45,7 +45,7 @@ def test_cli_on_postgres(empty_postgres_url: str) -> None:
 
     confirmed = invoke("confirm", "s1", "confirm-1", "--yes", "--db", url)
     assert confirmed.exit_code == 0, confirmed.stderr
-    responded = invoke("respond", "s1", "c4", "--json", '{"days": []}', "--db", url)
+    responded = invoke("respond", "s1", "c4", "--result", '{"days": []}', "--db", url)
     assert responded.exit_code == 0, responded.stderr
     tailed = invoke("tail", "s1", "--db", url, "--after", "9", "--timeout", "1", "--json")
     assert [orjson.loads(line)["seq"] for line in tailed.stdout.splitlines()] == [10, 11]
