@@ -36,7 +36,7 @@ from ._exceptions import (
 from ._memory import MemoryBackend
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._state import apply_delta, fold_state
-from ._store import Artifact, EventStore, Session, SessionInfo, SessionPage
+from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
 __all__ = [
     "DEFAULT_URL",
@@ -46,6 +46,7 @@ __all__ = [
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
+    "ArtifactVersion",
     "Backend",
     "ConcurrencyError",
     "Content",

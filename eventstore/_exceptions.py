@@ -116,9 +116,12 @@ class DuplicateEventError(EventStoreError):
 class ArtifactNotFoundError(EventStoreError):
     """The artifact (or the requested version of it) does not exist."""
 
-    def __init__(self, session_id: str, filename: str, version: int | None = None):
+    def __init__(self, session_id: str | None, filename: str, version: int | None = None):
         which = f"version {version} of artifact" if version is not None else "artifact"
-        super().__init__(f"There is no {which} {filename!r} in session {session_id!r}.")
+        where = "among the user's artifacts" if session_id is None else (
+            f"in session {session_id!r}"
+        )
+        super().__init__(f"There is no {which} {filename!r} {where}.")
         self.session_id = session_id
         self.filename = filename
         self.version = version

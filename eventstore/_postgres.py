@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import asyncpg
 
 from . import _postgres_artifacts as artifacts
+from . import _postgres_queries as queries
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -483,6 +484,7 @@ class PostgresBackend:
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
 
@@ -491,7 +493,7 @@ class PostgresBackend:
                 "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
             )
             return await artifacts.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at)
+                                        created_at=created_at, metadata=metadata)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
 
@@ -510,6 +512,50 @@ class PostgresBackend:
             lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
+
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._run(lambda conn: artifacts.versions(conn, key),
+                               what=f"list versions of artifact {filename!r}")
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+
+        async def job(conn: Any) -> int:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
+            )
+            return await artifacts.delete(conn, key)
+
+        return await self._run(job, what=f"delete artifact {filename!r}", write=True)
+
+    # -- cold-path reads (framework adapters) ----------------------------------------------------
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        return await self._run(
+            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
+                                            newest=newest),
+            what=f"read session {session_id!r}",
+        )
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._run(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                               what="list sessions")
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        return await self._run(lambda conn: queries.load_snapshots(conn, session_ids),
+                               what="load snapshots")
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        return await self._run(lambda conn: queries.read_many(conn, after), what="read sessions")
 
     # -- live tails ----------------------------------------------------------------------------
 

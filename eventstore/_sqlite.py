@@ -40,10 +40,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from . import _sqlite_artifacts as artifacts
+from . import _sqlite_queries as queries
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -544,11 +545,12 @@ class SQLiteBackend:
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
         return await self._write(
             lambda conn: artifacts.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at),
+                                        created_at=created_at, metadata=metadata),
             what=f"save artifact {filename!r}",
         )
 
@@ -567,6 +569,45 @@ class SQLiteBackend:
             lambda conn: artifacts.list_versions(conn, app_name, user_id, scope(session_id)),
             what="list artifacts",
         )
+
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._read(lambda conn: artifacts.versions(conn, key),
+                                what=f"list versions of artifact {filename!r}")
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._write(lambda conn: artifacts.delete(conn, key),
+                                 what=f"delete artifact {filename!r}")
+
+    # -- cold-path reads (framework adapters) ----------------------------------------------------
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        return await self._read(
+            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
+                                            newest=newest),
+            what=f"read session {session_id!r}",
+        )
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                                what="list sessions")
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),
+                                what="load snapshots")
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        return await self._read(lambda conn: queries.read_many(conn, after),
+                                what="read sessions")
 
     # -- live tails ----------------------------------------------------------------------------
 

@@ -117,6 +117,35 @@ class StateFolder:
             )
         return state
 
+    async def shared_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
+        """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
+        at head."""
+        return await self._shared_state(app_name, user_id, upto=None)
+
+    async def states_at_head(self, records: Sequence[SessionRecord]) -> list[dict[str, Any]]:
+        """The merged state at head of each session, in a fixed number of reads for the
+        session-scoped part (all snapshots in one read, all tails after them in another) and
+        one fold per distinct ``user:``/``app:`` scope."""
+        backend = self._backend
+        ids = [r.session_id for r in records]
+        snapshots = await backend.load_snapshots(ids) if ids else {}
+        tails = await backend.read_many({sid: snapshots.get(sid, (0, b""))[0] for sid in ids})
+        shared: dict[str | None, dict[str, Any]] = {}
+        out: list[dict[str, Any]] = []
+        for record in records:
+            sid = record.session_id
+            base = snapshots.get(sid)
+            state: dict[str, Any] = {} if base is None else orjson.loads(base[1])
+            # Only what the record counted: an event appended since the listing is not folded.
+            for event in decode_all([r for r in tails[sid] if r.seq <= record.version]):
+                apply_delta(state, session_part(event.actions.state_delta))
+            for user_id in (None, record.user_id):
+                if user_id not in shared:
+                    shared[user_id] = await self.shared_state(record.app_name, user_id)
+                state.update(shared[user_id])
+            out.append(state)
+        return out
+
     async def _position_of(self, session_id: str, seq: int) -> int:
         rows = await self._backend.read(
             session_id, after=None, upto=seq, backwards=True, limit=1

@@ -14,6 +14,7 @@ PUBLIC = {
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
+    "ArtifactVersion",
     "Backend",
     "ConcurrencyError",
     "Content",
