@@ -1,0 +1,12 @@
+"""Session backends for other agent frameworks, each behind its own extra.
+
+- ``eventstore.integrations.adk``: google-adk's ``BaseSessionService`` and
+  ``BaseArtifactService`` on the event store (``pip install 'agent-eventstore[adk]'``).
+- ``eventstore.integrations.openai_agents``: the OpenAI Agents SDK's ``Session`` protocol on the
+  event store (``pip install 'agent-eventstore[openai-agents]'``).
+
+Importing this package imports no framework; importing one of its modules without its extra
+raises ImportError naming the extra.
+"""
+
+__all__: list[str] = []

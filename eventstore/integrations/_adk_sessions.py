@@ -1,0 +1,270 @@
+"""google-adk's ``BaseSessionService`` on the event store (imported only with the ``[adk]`` extra).
+
+How ADK's promises map onto the store:
+
+- **Sessions** are store sessions with the same id, app and user (ids are unique in the whole
+  store, not per user). ``get_session`` returns None for a session of another app or user, as
+  for one that does not exist; ``delete_session`` of a missing session does nothing.
+- **Staleness**: the session object remembers the store version it was read at (ADK's storage
+  marker); ``append_event`` appends with ``expected_version`` = that version, so a stale object
+  raises ADK's ``StaleSessionError`` and nothing is written.
+- **State**: ``temp:`` keys apply to the in-memory session only and are never stored;
+  ``user:``/``app:`` keys are shared by the user's / the app's sessions. A ``None`` value is
+  stored as ``None`` in the event; in the folded state it removes the key (the store's one
+  rule), so a reloaded session has no such key where ADK's own services keep ``key: None``.
+- **Events** round-trip exactly (``_adk_events``). ``GetSessionConfig``: ``num_recent_events``
+  keeps the newest N, ``after_timestamp`` events with ``timestamp >=`` it, both read bounded in
+  the backend.
+- ``list_sessions`` orders by last update (oldest first) and folds every session's state in
+  batches; ``get_user_state`` reads the user's ``user:`` keys without a session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from typing import Any
+
+import orjson
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError as AdkNotFound
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import BaseSessionService
+from google.adk.sessions import Session as AdkSession
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from pydantic import TypeAdapter
+from pydantic_core import to_jsonable_python
+from typing_extensions import override
+
+from eventstore import (
+    ConcurrencyError,
+    Event,
+    EventStore,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreUsageError,
+    open_store,
+)
+
+from ._adk_events import event_from_adk_json, event_to_adk_json, is_creation_event
+
+__all__ = ["EventStoreSessionService", "StoreHandle"]
+
+_USER = "user:"
+_EVENTS: TypeAdapter[list[AdkEvent]] = TypeAdapter(list[AdkEvent])
+
+
+class StoreHandle:
+    """An EventStore given, or opened from a URL on first use (and then closed by ``close``)."""
+
+    def __init__(self, url_or_store: str | os.PathLike[str] | EventStore) -> None:
+        if isinstance(url_or_store, EventStore):
+            self._store: EventStore | None = url_or_store
+            self._url: str | os.PathLike[str] | None = None
+        elif isinstance(url_or_store, (str, os.PathLike)):
+            self._store = None
+            self._url = url_or_store
+        else:
+            raise StoreUsageError(
+                f"url_or_store must be a store URL, a path or an EventStore, not "
+                f"{url_or_store!r}."
+            )
+        self._lock: asyncio.Lock | None = None
+
+    async def get(self) -> EventStore:
+        """The store, opened (``auto_upgrade=True``) on first use when given a URL."""
+        if self._store is not None:
+            return self._store
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._store is None:
+                self._store = await open_store(self._url, auto_upgrade=True)
+        return self._store
+
+    async def close(self) -> None:
+        """Close the store if this handle opened it (a given store stays open)."""
+        if self._url is not None and self._store is not None:
+            store, self._store = self._store, None
+            await store.aclose()
+
+
+def _marker(session: AdkSession) -> int | None:
+    raw = getattr(session, "_storage_update_marker", None)
+    if isinstance(raw, str) and raw.startswith("evs:"):
+        return int(raw[4:])
+    return None
+
+
+def _set_marker(session: AdkSession, version: int) -> None:
+    session._storage_update_marker = f"evs:{version}"
+
+
+def to_adk_events(events: list[Event]) -> list[AdkEvent]:
+    """ADK events of store events (creation events left out), validated in one batch."""
+    raw = [event_to_adk_json(e) for e in events if not is_creation_event(e)]
+    return _EVENTS.validate_json(orjson.dumps(raw))
+
+
+def from_adk_event(event: AdkEvent) -> Event:
+    """The store event of an ADK event (see ``_adk_events``)."""
+    return event_from_adk_json(orjson.loads(event.model_dump_json(exclude_none=True)))
+
+
+class EventStoreSessionService(BaseSessionService):
+    """ADK's session service on the event store: durable, checked appends; ``evs`` tooling on
+    the histories ADK writes.
+
+    ``url_or_store`` is a store URL (``memory://``, a SQLite path, ``postgresql://…``; opened on
+    first use with ``auto_upgrade=True`` and closed by ``close()``) or an open EventStore (left
+    open). Raises ADK's own errors: ``AlreadyExistsError`` on a taken id, ``StaleSessionError``
+    when appending through an outdated session object, ``SessionNotFoundError`` when appending
+    to a deleted session.
+    """
+
+    def __init__(self, url_or_store: str | os.PathLike[str] | EventStore = "memory://") -> None:
+        self._handle = StoreHandle(url_or_store)
+
+    async def store(self) -> EventStore:
+        """The event store underneath (opened on first use)."""
+        return await self._handle.get()
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> AdkSession:
+        store = await self._handle.get()
+        sid = session_id.strip() if session_id and session_id.strip() else uuid.uuid4().hex
+        delta = {
+            k: v for k, v in to_jsonable_python(state or {}).items()
+            if not k.startswith("temp:")
+        }
+        try:
+            created = await store.create_session(app_name=app_name, user_id=user_id,
+                                                  session_id=sid)
+        except SessionExistsError as exc:
+            raise AlreadyExistsError(f"Session with id {sid} already exists.") from exc
+        version = 0
+        updated = created.updated_at
+        if delta:
+            # Two steps until create_session takes initial events (then one transaction).
+            initial = event_from_adk_json(
+                {"id": uuid.uuid4().hex, "author": "user", "invocation_id": "",
+                 "timestamp": created.created_at, "actions": {"state_delta": delta}},
+                create=True,
+            )
+            [stored] = await store.append(sid, initial, expected_version=0)
+            version, updated = stored.seq or 1, stored.timestamp
+        session = AdkSession(
+            id=sid, app_name=app_name, user_id=user_id,
+            state=await store.state(sid), events=[], last_update_time=updated,
+        )
+        _set_marker(session, version)
+        return session
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> AdkSession | None:
+        store = await self._handle.get()
+        last = since = None
+        if config is not None:
+            last = config.num_recent_events
+            since = config.after_timestamp or None  # ADK ignores a zero bound
+        found = None
+        for sid in dict.fromkeys((session_id, session_id.strip())):
+            try:
+                found = await store.get_session(sid, app_name=app_name, user_id=user_id,
+                                                last=last, since=since)
+                break
+            except (SessionNotFoundError, StoreUsageError):
+                continue
+        if found is None:
+            return None
+        session = AdkSession(
+            id=found.id, app_name=found.app_name, user_id=found.user_id, state=found.state,
+            events=to_adk_events(found.events), last_update_time=found.updated_at,
+        )
+        _set_marker(session, found.version)
+        return session
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        store = await self._handle.get()
+        sessions = []
+        for found in await store.list_sessions_by_update(app_name=app_name, user_id=user_id):
+            session = AdkSession(
+                id=found.id, app_name=found.app_name, user_id=found.user_id,
+                state=found.state, events=[], last_update_time=found.updated_at,
+            )
+            _set_marker(session, found.version)
+            sessions.append(session)
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        store = await self._handle.get()
+        try:
+            info = await store.session_info(session_id)
+            if (info.app_name, info.user_id) == (app_name, user_id):
+                await store.delete_session(session_id)
+        except SessionNotFoundError:
+            return
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        store = await self._handle.get()
+        shared = await store.shared_state(app_name=app_name, user_id=user_id)
+        return {k[len(_USER):]: v for k, v in shared.items() if k.startswith(_USER)}
+
+    @override
+    async def append_event(self, session: AdkSession, event: AdkEvent) -> AdkEvent:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        store = await self._handle.get()
+        expected = _marker(session)
+        try:
+            if expected is None:
+                # A session object this service did not produce: ADK's timestamp rule.
+                info = await store.session_info(session.id)
+                if info.updated_at > session.last_update_time:
+                    raise StaleSessionError(_stale(session.id, "a newer update"))
+                expected = info.version
+            [stored] = await store.append(session.id, from_adk_event(event),
+                                          expected_version=expected)
+        except ConcurrencyError as exc:
+            raise StaleSessionError(_stale(session.id, f"version {exc.actual_version}")) \
+                from exc
+        except SessionNotFoundError as exc:
+            raise AdkNotFound(f"Session {session.id} not found.") from exc
+        _set_marker(session, stored.seq or expected + 1)
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    async def close(self) -> None:
+        """Close the store if this service opened it from a URL."""
+        await self._handle.close()
+
+
+def _stale(session_id: str, found: str) -> str:
+    return (
+        f"Session {session_id} is stale: the store has {found} since this session object was "
+        "read. Reload it with get_session() and retry."
+    )
+
