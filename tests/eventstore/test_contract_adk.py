@@ -58,7 +58,8 @@ async def test_create_get_with_given_and_generated_ids(service: EventStoreSessio
         "s1", APP, "u", {}, []
     )
     generated = await service.create_session(app_name=APP, user_id="u")
-    assert generated.id and generated.id != "s1"
+    assert generated.id
+    assert generated.id != "s1"
     got = await service.get_session(app_name=APP, user_id="u", session_id="s1")
     assert got is not None
     assert (got.id, got.state, got.events) == ("s1", {}, [])
@@ -119,7 +120,8 @@ async def test_stale_session_raises_and_writes_nothing(
     await service.create_session(app_name=APP, user_id="u", session_id="s")
     first = await service.get_session(app_name=APP, user_id="u", session_id="s")
     second = await service.get_session(app_name=APP, user_id="u", session_id="s")
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     await service.append_event(first, _text("user", "one"))
     with pytest.raises(StaleSessionError):
         await service.append_event(second, _text("user", "two", state_delta={"x": 1}))
@@ -177,7 +179,8 @@ async def test_list_sessions_by_last_update_with_state(service: EventStoreSessio
     mine = await service.list_sessions(app_name=APP, user_id="u")
     assert [s.id for s in mine.sessions] == ["c", "a"]
     assert (await service.list_sessions(app_name="none")).sessions == []
-    assert b.id == "b" and c.id == "c"
+    assert b.id == "b"
+    assert c.id == "c"
 
 
 async def test_delete_session_only_its_own(service: EventStoreSessionService) -> None:
@@ -252,9 +255,11 @@ async def test_artifact_versions_load_and_metadata(artifacts: EventStoreArtifact
     ]
     assert all(v.canonical_uri.endswith(f"/versions/{v.version}") for v in versions)
     one = await artifacts.get_artifact_version(filename="a", version=0, **scope)
-    assert one is not None and one.custom_metadata == {"w": 2}
+    assert one is not None
+    assert one.custom_metadata == {"w": 2}
     latest = await artifacts.get_artifact_version(filename="a", **scope)
-    assert latest is not None and latest.version == 1
+    assert latest is not None
+    assert latest.version == 1
     assert await artifacts.get_artifact_version(filename="a", version=9, **scope) is None
     assert await artifacts.get_artifact_version(filename="zz", **scope) is None
 
