@@ -29,7 +29,7 @@ from typing_extensions import override
 from eventstore import ArtifactNotFoundError, EventStore
 from eventstore import ArtifactVersion as StoreVersion
 
-from ._adk_sessions import StoreHandle
+from ._handle import StoreHandle
 
 __all__ = ["EventStoreArtifactService"]
 
