@@ -184,9 +184,11 @@ def _actions_json(actions: EventActions) -> Json:
     return out
 
 
-def _rest_json(event: Event) -> Json:
-    """The ADK JSON of an event's non-content fields, as the native fields give it."""
+def _rest_json(event: Event, defaults: Json) -> Json:
+    """The ADK JSON of an event's non-content fields, as the native fields give it (over
+    ``defaults``: what ADK writes for every event, e.g. ``node_info``)."""
     out: Json = {
+        **defaults,
         "invocation_id": event.invocation_id,
         "author": event.author,
         "actions": _actions_json(event.actions),
@@ -228,11 +230,12 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def event_from_adk_json(raw: Json, *, create: bool = False) -> Event:
+def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | None = None) -> Event:
     """Return the store event for an ADK event's JSON object (see the module docstring).
 
     ``raw`` is what ``adk_event.model_dump_json(exclude_none=True)`` gives, decoded. ``create``
-    marks the event holding ``create_session``'s state.
+    marks the event holding ``create_session``'s state. ``defaults`` are the fields ADK writes
+    for every event (not repeated in the extension); pass the same to ``event_to_adk_json``.
     """
     raw = dict(raw)
     if isinstance(raw.get("long_running_tool_ids"), list):
@@ -302,7 +305,7 @@ def event_from_adk_json(raw: Json, *, create: bool = False) -> Event:
         custom_metadata={k: v for k, v in metadata.items() if k != EXTENSION_KEY}
         if isinstance(metadata, dict) else {},
     )
-    event_patch = diff(raw, _rest_json(event))
+    event_patch = diff(raw, _rest_json(event, defaults or {}))
     if event_patch:
         ext["event"] = event_patch
     if create:
@@ -319,12 +322,12 @@ def event_from_adk_json(raw: Json, *, create: bool = False) -> Event:
     return event
 
 
-def event_to_adk_json(event: Event) -> Json:
+def event_to_adk_json(event: Event, *, defaults: Json | None = None) -> Json:
     """Return the ADK JSON object of a store event: the native fields, patched back by the
     extension field. Events written by other code (no extension) read as their native form."""
     ext = event.custom_metadata.get(EXTENSION_KEY)
     ext = ext if isinstance(ext, dict) else {}
-    out = apply_patch(_rest_json(event), ext.get("event", {}))
+    out = apply_patch(_rest_json(event, defaults or {}), ext.get("event", {}))
     if "content_raw" in ext:
         out["content"] = ext["content_raw"]
     else:

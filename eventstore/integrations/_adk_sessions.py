@@ -53,6 +53,13 @@ __all__ = ["EventStoreSessionService", "from_adk_event", "to_adk_events"]
 
 _USER = "user:"
 _EVENTS: TypeAdapter[list[AdkEvent]] = TypeAdapter(list[AdkEvent])
+_NATIVE_KEYS = {"id", "author", "invocation_id", "timestamp", "actions", "content"}
+_DEFAULTS: dict[str, Any] = {
+    k: v for k, v in orjson.loads(
+        AdkEvent(id="x", author="a", timestamp=0.0).model_dump_json(exclude_none=True)
+    ).items() if k not in _NATIVE_KEYS
+}
+"""What this ADK version writes for every event (e.g. ``node_info``): not repeated per event."""
 
 
 def _marker(session: AdkSession) -> int | None:
@@ -68,13 +75,14 @@ def _set_marker(session: AdkSession, version: int) -> None:
 
 def to_adk_events(events: list[Event]) -> list[AdkEvent]:
     """ADK events of store events (creation events left out), validated in one batch."""
-    raw = [event_to_adk_json(e) for e in events if not is_creation_event(e)]
+    raw = [event_to_adk_json(e, defaults=_DEFAULTS) for e in events if not is_creation_event(e)]
     return _EVENTS.validate_json(orjson.dumps(raw))
 
 
 def from_adk_event(event: AdkEvent) -> Event:
     """The store event of an ADK event (see ``_adk_events``)."""
-    return event_from_adk_json(orjson.loads(event.model_dump_json(exclude_none=True)))
+    return event_from_adk_json(orjson.loads(event.model_dump_json(exclude_none=True)),
+                               defaults=_DEFAULTS)
 
 
 class EventStoreSessionService(BaseSessionService):
@@ -122,7 +130,7 @@ class EventStoreSessionService(BaseSessionService):
             initial = event_from_adk_json(
                 {"id": uuid.uuid4().hex, "author": "user", "invocation_id": "",
                  "timestamp": created.created_at, "actions": {"state_delta": delta}},
-                create=True,
+                create=True, defaults=_DEFAULTS,
             )
             [stored] = await store.append(sid, initial, expected_version=0)
             version, updated = stored.seq or 1, stored.timestamp
