@@ -46,6 +46,7 @@ from ._exceptions import (
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
+    StoreUsageError,
 )
 from ._migrate import check_revision, head_revision, upgrade
 from ._sqlcommon import (
@@ -211,6 +212,7 @@ class PostgresBackend:
         self._listener: Any = None
         self._listener_lock = asyncio.Lock()
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
+        self._loop = asyncio.get_running_loop()
 
     @classmethod
     async def open(
@@ -255,6 +257,16 @@ class PostgresBackend:
             await conn.close()
         return None if value is None else str(value)
 
+    def _check_loop(self) -> None:
+        """Refuse use from an event loop other than the one that opened the store: asyncpg
+        connections belong to their loop and fail there in ways that look like outages."""
+        if asyncio.get_running_loop() is not self._loop:
+            raise StoreUsageError(
+                f"The PostgreSQL store {self.url} was opened on another event loop; its "
+                "connections belong to that loop. Open one store per event loop (e.g. per "
+                "thread or per asyncio.run())."
+            )
+
     async def _run(
         self,
         fn: Callable[[Any], Awaitable[T]],
@@ -265,6 +277,7 @@ class PostgresBackend:
     ) -> T:
         if self._closed:
             raise StoreClosedError()
+        self._check_loop()
         try:
             async with self._pool.acquire() as conn:
                 if not write:
@@ -564,6 +577,7 @@ class PostgresBackend:
 
     async def _listen(self) -> None:
         """Make sure a LISTEN connection is up; on failure, waiting falls back to polling."""
+        self._check_loop()
         async with self._listener_lock:
             if self._closed or (self._listener is not None and not self._listener.is_closed()):
                 return
@@ -598,6 +612,11 @@ class PostgresBackend:
         if self._closed:
             return
         self._closed = True
+        if asyncio.get_running_loop() is not self._loop:
+            # Its connections cannot be closed politely from here: drop them.
+            self._pool.terminate()
+            self._wakeups.close()
+            return
         async with self._listener_lock:
             if self._listener is not None:
                 with contextlib.suppress(*_DRIVER_ERRORS):
