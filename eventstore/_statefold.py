@@ -16,12 +16,14 @@ from typing import Any
 import orjson
 
 from ._backend import Backend, SessionRecord, SharedSnapshot, StoredEvent
-from ._codec import SCHEMA_VERSION, decode_event, decode_trusted
+from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError
 from ._state import apply_delta, session_part, shared_part
 
-__all__ = ["DEFAULT_SNAPSHOT_INTERVAL", "StateFolder", "decode_all", "decode_stored"]
+__all__ = [
+    "DEFAULT_SNAPSHOT_INTERVAL", "StateFolder", "decode_all", "decode_mappings", "decode_stored"
+]
 
 DEFAULT_SNAPSHOT_INTERVAL = 200
 """A snapshot of session state is kept every this many events, and one of each ``user:`` and
@@ -50,6 +52,24 @@ def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
     finally:
         if enabled:
             gc.enable()
+
+
+def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
+    """Decode stored envelopes into plain mappings (upcast, ``seq`` set, not validated);
+    raises CorruptEventError at the first payload that is not a JSON object."""
+    out = []
+    for row in rows:
+        try:
+            mapping = orjson.loads(row.payload)
+            if not isinstance(mapping, dict):
+                raise ValueError("the payload is not a JSON object")
+            if row.schema_version != SCHEMA_VERSION:
+                mapping = _upcast(mapping, row.schema_version)
+        except ValueError as exc:
+            raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
+        mapping["seq"] = row.seq
+        out.append(mapping)
+    return out
 
 
 class StateFolder:

@@ -32,7 +32,13 @@ from ._exceptions import (
     StoreUsageError,
 )
 from ._state import TEMP_PREFIX, fold_state, has_shared_keys, session_part
-from ._statefold import DEFAULT_SNAPSHOT_INTERVAL, StateFolder, decode_all, decode_stored
+from ._statefold import (
+    DEFAULT_SNAPSHOT_INTERVAL,
+    StateFolder,
+    decode_all,
+    decode_mappings,
+    decode_stored,
+)
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 
 __all__ = [
@@ -451,6 +457,44 @@ class EventStore(ArtifactMethods):
             limit=check_seq_bound(limit, "limit", minimum=0),
         )
         return decode_all(rows)
+
+    async def read_mappings(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+        since: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Like ``read``, but each event as the plain JSON mapping it is stored as (the fields
+        of ``Event``, upcast to the current schema, ``seq`` set), without building Event
+        objects: for readers that need one or two fields of many events, or build their own
+        objects (an order of magnitude cheaper than ``read``). ``since=T`` keeps only events
+        whose timestamp is ``>= T`` (``limit`` then counts those, newest ones when
+        ``backwards``). Raises CorruptEventError for a payload that is not a JSON object."""
+        backend = self._open_backend()
+        _check_lookup(session_id)
+        after = check_seq_bound(after, "after")
+        upto = check_seq_bound(upto, "upto")
+        backwards = check_bool(backwards, "backwards")
+        limit = check_seq_bound(limit, "limit", minimum=0)
+        if since is None:
+            rows = await backend.read(
+                session_id, after=after, upto=upto, backwards=backwards, limit=limit
+            )
+            return decode_mappings(rows)
+        since = check_number(since, "since", positive=False)
+        rows = await backend.read_since(
+            session_id, timestamp=since, upto=upto,
+            newest=limit if backwards and after is None else None,
+        )
+        if after is not None:
+            rows = [r for r in rows if r.seq > after]
+        if backwards:
+            rows.reverse()
+        return decode_mappings(rows if limit is None else rows[:limit])
 
     async def iter_backwards(
         self,

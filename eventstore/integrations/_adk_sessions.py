@@ -33,7 +33,6 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import BaseSessionService
 from google.adk.sessions import Session as AdkSession
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
-from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
@@ -46,13 +45,13 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._adk_events import event_from_adk_json, event_to_adk_json, is_creation_event
+from ._adk_build import build_adk_events
+from ._adk_events import EXTENSION_KEY, event_from_adk_json
 from ._handle import StoreHandle
 
 __all__ = ["EventStoreSessionService", "from_adk_event", "to_adk_events"]
 
 _USER = "user:"
-_EVENTS: TypeAdapter[list[AdkEvent]] = TypeAdapter(list[AdkEvent])
 _NATIVE_KEYS = {"id", "author", "invocation_id", "timestamp", "actions", "content"}
 _DEFAULTS: dict[str, Any] = {
     k: v for k, v in orjson.loads(
@@ -73,10 +72,15 @@ def _set_marker(session: AdkSession, version: int) -> None:
     session._storage_update_marker = f"evs:{version}"
 
 
-def to_adk_events(events: list[Event]) -> list[AdkEvent]:
-    """ADK events of store events (creation events left out), validated in one batch."""
-    raw = [event_to_adk_json(e, defaults=_DEFAULTS) for e in events if not is_creation_event(e)]
-    return _EVENTS.validate_json(orjson.dumps(raw))
+def to_adk_events(mappings: list[dict[str, Any]]) -> list[AdkEvent]:
+    """ADK events of stored event mappings (``EventStore.read_mappings``); creation events
+    are left out."""
+    kept = []
+    for m in mappings:
+        ext = m["custom_metadata"].get(EXTENSION_KEY)
+        if not (isinstance(ext, dict) and ext.get("create") is True):
+            kept.append(m)
+    return build_adk_events(kept, _DEFAULTS)
 
 
 def from_adk_event(event: AdkEvent) -> Event:
@@ -155,22 +159,26 @@ class EventStoreSessionService(BaseSessionService):
         if config is not None:
             last = config.num_recent_events
             since = config.after_timestamp or None  # ADK ignores a zero bound
-        found = None
         for sid in dict.fromkeys((session_id, session_id.strip())):
             try:
-                found = await store.get_session(sid, app_name=app_name, user_id=user_id,
-                                                last=last, since=since)
-                break
+                # State and version first (no events), then the events up to that version:
+                # the log below a version never changes, so both describe one moment.
+                found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-        if found is None:
-            return None
-        session = AdkSession(
-            id=found.id, app_name=found.app_name, user_id=found.user_id, state=found.state,
-            events=to_adk_events(found.events), last_update_time=found.updated_at,
-        )
-        _set_marker(session, found.version)
-        return session
+            mappings = await store.read_mappings(
+                sid, upto=found.version, since=since, backwards=last is not None, limit=last
+            )
+            if last is not None:
+                mappings.reverse()
+            session = AdkSession(
+                id=found.id, app_name=found.app_name, user_id=found.user_id,
+                state=found.state, events=to_adk_events(mappings),
+                last_update_time=found.updated_at,
+            )
+            _set_marker(session, found.version)
+            return session
+        return None
 
     @override
     async def list_sessions(

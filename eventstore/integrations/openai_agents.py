@@ -125,27 +125,33 @@ class EventStoreSession:
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
         """``(seq, item)`` of the newest ``limit`` items at ``upto`` (all when None), newest
-        first."""
+        first: pages of the log read backwards as plain mappings, until the newest clear."""
         found: list[tuple[int, Any]] = []
         popped: set[int] = set()
         size = _PAGE if limit is None else min(max(limit, 1) + 8, _PAGE)
-        try:
-            async for event in store.iter_backwards(self.session_id, upto=upto,
-                                                    page_size=size, max_page_size=_PAGE * 8):
-                meaning = event.custom_metadata.get(METADATA_KEY)
+        cursor = upto
+        while True:
+            try:
+                page = await store.read_mappings(self.session_id, upto=cursor, backwards=True,
+                                                 limit=size)
+            except SessionNotFoundError:
+                return []
+            for event in page:
+                meaning = event["custom_metadata"].get(METADATA_KEY)
                 if not isinstance(meaning, dict):
                     continue
                 if meaning.get("clear") is True:
-                    break
+                    return found
                 if "pop" in meaning:
                     popped.add(meaning["pop"])
-                elif "item" in meaning and event.seq not in popped:
-                    found.append((event.seq or 0, meaning["item"]))
+                elif "item" in meaning and event["seq"] not in popped:
+                    found.append((event["seq"], meaning["item"]))
                     if limit is not None and len(found) >= limit:
-                        break
-        except SessionNotFoundError:
-            return []
-        return found
+                        return found
+            if len(page) < size or page[-1]["seq"] <= 1:
+                return found
+            cursor = page[-1]["seq"] - 1
+            size = min(size * 4, _PAGE * 8)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """Return the items at head, oldest first — the newest ``limit`` of them when given

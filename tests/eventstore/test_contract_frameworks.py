@@ -4,6 +4,7 @@ without a session, artifacts addressed by (app, user, session or none) with meta
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from _evs_support import StoreFactory, delta_event, text_event
 
@@ -13,6 +14,7 @@ from eventstore import (
     SessionNotFoundError,
     StoreUsageError,
 )
+from eventstore._codec import encode_event
 
 APP = "app"
 
@@ -188,3 +190,28 @@ async def test_artifact_scope_and_metadata_misuse(store: EventStore) -> None:
     with pytest.raises(StoreUsageError, match="filenames"):
         await store.delete_artifact(None, "", app_name=APP, user_id="u")
     assert await store.list_artifacts(None, app_name=APP, user_id="u") == {}
+
+
+async def test_read_mappings_equal_read_as_plain_json(store: EventStore) -> None:
+    await store.create_session(app_name=APP, user_id="u", session_id="s")
+    await store.append(
+        "s", [text_event(f"m{i}", id=f"e{i}", timestamp=10.0 + i) for i in range(1, 6)],
+        expected_version=0,
+    )
+    events = await store.read("s")
+    mappings = await store.read_mappings("s")
+    assert [m["seq"] for m in mappings] == [1, 2, 3, 4, 5]
+    assert mappings == [{**orjson.loads(encode_event(e)), "seq": e.seq} for e in events]
+    assert [m["id"] for m in await store.read_mappings("s", backwards=True, limit=2)] == [
+        "e5", "e4"
+    ]
+    assert [m["id"] for m in await store.read_mappings("s", since=13.0)] == ["e3", "e4", "e5"]
+    assert [m["id"] for m in await store.read_mappings("s", since=12.0, backwards=True,
+                                                       limit=2)] == ["e5", "e4"]
+    assert [m["id"] for m in await store.read_mappings("s", since=12.0, limit=2)] == [
+        "e2", "e3"
+    ]
+    assert [m["id"] for m in await store.read_mappings("s", since=12.0, after=3, upto=4,
+                                                       backwards=True, limit=5)] == ["e4"]
+    with pytest.raises(SessionNotFoundError):
+        await store.read_mappings("nope")
