@@ -48,11 +48,14 @@ _set = object.__setattr__
 
 
 @functools.cache
-def _template(cls: type[BaseModel]) -> tuple[tuple[str, Any, Any], ...]:
-    """A class's fields in declaration order: ``(name, default, default factory or None)``."""
-    return tuple(
-        (name, info.default, info.default_factory) for name, info in cls.model_fields.items()
-    )
+def _template(cls: type[BaseModel]) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]]:
+    """A class's defaults in declaration order (None where a factory makes the default), and
+    its factory-made fields."""
+    base = {name: info.default if info.default_factory is None else None
+            for name, info in cls.model_fields.items()}
+    factories = tuple((name, info.default_factory) for name, info in cls.model_fields.items()
+                      if info.default_factory is not None)
+    return base, factories
 
 
 def _make(cls: type[M], values: dict[str, Any]) -> M:
@@ -60,14 +63,12 @@ def _make(cls: type[M], values: dict[str, Any]) -> M:
     bookkeeping: fields in declaration order (so dumps keep ADK's key order), defaults from a
     cached template, factories called only for fields not given. For trusted values only;
     ``model_post_init`` is not run (callers pass the id)."""
-    fields: dict[str, Any] = {}
-    for name, default, factory in _template(cls):
-        if name in values:
-            fields[name] = values[name]
-        elif factory is not None:
+    base, factories = _template(cls)
+    fields = base.copy()
+    fields.update(values)  # existing keys keep their place: the declaration order stays
+    for name, factory in factories:
+        if name not in values:
             fields[name] = factory()
-        else:
-            fields[name] = default
     obj = cls.__new__(cls)
     _set(obj, "__dict__", fields)
     _set(obj, "__pydantic_fields_set__", set(values))
