@@ -58,17 +58,24 @@ def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
     """Decode stored envelopes into plain mappings (upcast, ``seq`` set, not validated);
     raises CorruptEventError at the first payload that is not a JSON object."""
     out = []
-    for row in rows:
-        try:
-            mapping = orjson.loads(row.payload)
-            if not isinstance(mapping, dict):
-                raise ValueError("the payload is not a JSON object")
-            if row.schema_version != SCHEMA_VERSION:
-                mapping = _upcast(mapping, row.schema_version)
-        except ValueError as exc:
-            raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
-        mapping["seq"] = row.seq
-        out.append(mapping)
+    enabled = gc.isenabled()  # as in decode_all: many small objects
+    if enabled and len(rows) > 256:
+        gc.disable()
+    try:
+        for row in rows:
+            try:
+                mapping = orjson.loads(row.payload)
+                if not isinstance(mapping, dict):
+                    raise ValueError("the payload is not a JSON object")
+                if row.schema_version != SCHEMA_VERSION:
+                    mapping = _upcast(mapping, row.schema_version)
+            except ValueError as exc:
+                raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
+            mapping["seq"] = row.seq
+            out.append(mapping)
+    finally:
+        if enabled:
+            gc.enable()
     return out
 
 
