@@ -151,7 +151,9 @@ class ArtifactMethods:
             raise StoreUsageError(f"Artifact data must be bytes, not {type(data).__name__}.")
         check_str(mime_type, "mime_type")
         encoded = _encode_metadata(metadata)
-        app, user, scope = await self._artifact_scope(session_id, filename, app_name, user_id)
+        app, user, scope = await self._artifact_scope(
+            session_id, _check_filename(filename), app_name, user_id
+        )
         return await self._open_backend().save_artifact(
             app_name=app,
             user_id=user,
@@ -174,7 +176,9 @@ class ArtifactMethods:
     ) -> Artifact:
         """Return the latest (or the given) version; raises ArtifactNotFoundError."""
         check_int(version, "version", optional=True)
-        app, user, scope = await self._artifact_scope(session_id, filename, app_name, user_id)
+        app, user, scope = await self._artifact_scope(
+            session_id, _check_filename(filename), app_name, user_id
+        )
         found = await self._open_backend().load_artifact(
             app_name=app, user_id=user, session_id=scope, filename=filename, version=version
         )
@@ -216,7 +220,9 @@ class ArtifactMethods:
     ) -> list[ArtifactVersion]:
         """Return every stored version of the artifact, oldest first, without the bytes (an
         empty list when there is none)."""
-        app, user, scope = await self._artifact_scope(session_id, filename, app_name, user_id)
+        app, user, scope = await self._artifact_scope(
+            session_id, _check_filename(filename), app_name, user_id
+        )
         records: list[ArtifactRecord] = await self._open_backend().list_artifact_versions(
             app_name=app, user_id=user, session_id=scope, filename=filename
         )
@@ -237,7 +243,9 @@ class ArtifactMethods:
         """Delete every version of the artifact and return how many there were (0 when there
         was none). The next save starts again at version 0. Artifacts are not events: this
         changes no event, and events that referenced a deleted version keep the reference."""
-        app, user, scope = await self._artifact_scope(session_id, filename, app_name, user_id)
+        app, user, scope = await self._artifact_scope(
+            session_id, _check_filename(filename), app_name, user_id
+        )
         return await self._open_backend().delete_artifact(
             app_name=app, user_id=user, session_id=scope, filename=filename
         )
