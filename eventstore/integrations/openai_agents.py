@@ -128,7 +128,7 @@ class EventStoreSession:
         first: pages of the log read backwards as plain mappings, until the newest clear."""
         found: list[tuple[int, Any]] = []
         popped: set[int] = set()
-        size = _PAGE * 8 if limit is None else min(max(limit, 1) + 8, _PAGE)
+        size = _PAGE if limit is None else min(max(limit, 1) + 8, _PAGE)
         cursor = upto
         while True:
             try:
