@@ -86,7 +86,8 @@ async def bench_adk(name: str, service: BaseSessionService, n: int) -> tuple[flo
 
     async def load() -> None:
         got = await service.get_session(app_name="bench", user_id="u", session_id="s")
-        assert got is not None and len(got.events) == n, name
+        if got is None or len(got.events) != n:
+            raise SystemExit(f"{name}: get_session returned the wrong events")
 
     load_s = await best_of(3, load)
     return rate, load_s * 1000
@@ -101,7 +102,8 @@ async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float]:
 
     async def load() -> None:
         got = await session.get_items()
-        assert len(got) == n, name
+        if len(got) != n:
+            raise SystemExit(f"{name}: get_items returned {len(got)} items, not {n}")
 
     return rate, await best_of(3, load) * 1000
 

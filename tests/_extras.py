@@ -16,7 +16,7 @@ import pytest
 
 
 def require_extra(module: str, extra: str) -> ModuleType:
-    """Import ``module`` (a package of the ``[extra]`` extra) or skip/fail the calling test module."""
+    """Import ``module`` (a package of the ``[extra]`` extra) or skip/fail the calling module."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
