@@ -46,7 +46,7 @@ from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._state import apply_delta, fold_state
-from ._store import Artifact, EventStore, Session, SessionInfo, SessionPage
+from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
 __all__ = [
     "DEFAULT_URL",
@@ -58,6 +58,7 @@ __all__ = [
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
+    "ArtifactVersion",
     "Backend",
     "ConcurrencyError",
     "Content",

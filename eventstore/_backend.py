@@ -8,7 +8,7 @@ SQLite, PostgreSQL) keep bytes. Every backend gives the same guarantees; the con
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -142,6 +142,8 @@ class ArtifactRecord:
     """The bytes."""
     created_at: float
     """Save time (seconds since the epoch)."""
+    metadata: bytes | None = None
+    """Custom metadata given at save time (encoded JSON object), or None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -295,9 +297,10 @@ class Backend(Protocol):
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
-        """Store a new version and return its number (0 for the first). ``session_id`` None
-        means user-scoped."""
+        """Store a new version and return its number (one more than the newest stored, 0 for
+        the first). ``session_id`` None means user-scoped; ``metadata`` is kept with it."""
         ...
 
     async def load_artifact(
@@ -340,6 +343,40 @@ class Backend(Protocol):
     async def clear_memory_rows(self) -> int:
         """Delete every memory row (derived data), keep which sessions are remembered; return
         how many rows were deleted."""
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        """Return the artifact's versions oldest first, each with ``data`` empty (b"")."""
+        ...
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        """Delete every version of the artifact; return how many there were."""
+        ...
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        """Return the events with ``seq <= upto`` whose timestamp is ``>= timestamp``, oldest
+        first — only the newest ``newest`` of them when given. Raises SessionNotFoundError."""
+        ...
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        """Return the app's sessions (only the user's when ``user_id`` is set) ordered by
+        ``updated_at``, then user id, then session id."""
+        ...
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the newest state snapshot ``(seq, state bytes)`` of each session that has one
+        (sessions without a snapshot, or that do not exist, are left out)."""
+        ...
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        """Return, for each session id of ``after``, its events with ``seq > after[id]`` oldest
+        first, in one read (a session that does not exist maps to an empty list)."""
         ...
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:

@@ -121,9 +121,12 @@ class DuplicateEventError(EventStoreError):
 class ArtifactNotFoundError(EventStoreError):
     """The artifact (or the requested version of it) does not exist."""
 
-    def __init__(self, session_id: str, filename: str, version: int | None = None):
+    def __init__(self, session_id: str | None, filename: str, version: int | None = None):
         which = f"version {version} of artifact" if version is not None else "artifact"
-        super().__init__(f"There is no {which} {filename!r} in session {session_id!r}.")
+        where = "among the user's artifacts" if session_id is None else (
+            f"in session {session_id!r}"
+        )
+        super().__init__(f"There is no {which} {filename!r} {where}.")
         self.session_id = session_id
         self.filename = filename
         self.version = version
@@ -164,10 +167,11 @@ class CorruptSnapshotError(EventStoreError):
     rebuild-snapshots``) loses nothing.
     """
 
-    def __init__(self, session_id: str, seq: int | None, reason: str):
+    def __init__(self, session_id: str | None, seq: int | None, reason: str):
         where = f"at seq {seq} " if seq is not None else ""
+        whose = f"of session {session_id!r} " if session_id is not None else ""
         super().__init__(
-            f"The state snapshot {where}of session {session_id!r} cannot be decoded: {reason} "
+            f"The state snapshot {where}{whose}cannot be decoded: {reason} "
             "Snapshots are a cache: evs db rebuild-snapshots drops them (the log is untouched)."
         )
         self.session_id = session_id

@@ -7,8 +7,9 @@ its check and its write (one event loop, no threads).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._backend import (
@@ -282,16 +283,18 @@ class MemoryBackend:
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
         """See ``Backend.save_artifact``."""
         self._check_open()
         versions = self._artifacts.setdefault((app_name, user_id, session_id, filename), [])
         record = ArtifactRecord(
             filename=filename,
-            version=len(versions),
+            version=versions[-1].version + 1 if versions else 0,
             mime_type=mime_type,
             data=bytes(data),
             created_at=created_at,
+            metadata=metadata,
         )
         versions.append(record)
         return record.version
@@ -307,7 +310,7 @@ class MemoryBackend:
             return None
         if version is None:
             return versions[-1]
-        return versions[version] if 0 <= version < len(versions) else None
+        return next((r for r in versions if r.version == version), None)
 
     async def list_artifacts(
         self, *, app_name: str, user_id: str, session_id: str | None
@@ -379,6 +382,62 @@ class MemoryBackend:
                 cleared += len(session.memory[1])
                 session.memory = (session.memory[0], [])
         return cleared
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        """See ``Backend.list_artifact_versions``."""
+        self._check_open()
+        versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
+        return [dataclasses.replace(r, data=b"") for r in versions]
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        """See ``Backend.delete_artifact``."""
+        self._check_open()
+        return len(self._artifacts.pop((app_name, user_id, session_id, filename), []))
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        """See ``Backend.read_since``."""
+        events = self._session(session_id).events
+        high = len(events) if upto is None else min(max(upto, 0), len(events))
+        chosen = [e for e in events[:high] if e.timestamp >= timestamp]
+        if newest is not None:
+            chosen = chosen[len(chosen) - newest:] if newest else []
+        return chosen
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        """See ``Backend.list_sessions_by_update``."""
+        self._check_open()
+        found = [
+            self._summary(s) for s in self._sessions.values()
+            if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
+        ]
+        return sorted(found, key=lambda r: (r.updated_at, r.user_id, r.session_id))
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """See ``Backend.load_snapshots``."""
+        self._check_open()
+        found: dict[str, tuple[int, bytes]] = {}
+        for sid in session_ids:
+            session = self._sessions.get(sid)
+            if session is not None and session.snapshots:
+                best = max(session.snapshots)
+                found[sid] = (best, session.snapshots[best])
+        return found
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        """See ``Backend.read_many``."""
+        self._check_open()
+        found: dict[str, list[StoredEvent]] = {}
+        for sid, low in after.items():
+            session = self._sessions.get(sid)
+            found[sid] = [] if session is None else session.events[max(low, 0):]
+        return found
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         """See ``Backend.wait_for_events``."""

@@ -4,6 +4,14 @@ Alembic owns the schema; the revisions live in ``eventstore/migrations`` inside 
 this works from an installed wheel as well as from the repo root. A store opened on a database
 whose schema is behind head raises SchemaOutdatedError with the command that upgrades it, unless
 it is opened with ``auto_upgrade=True``.
+
+Upgrades are serialized, so any number of threads and processes may open one database with
+``auto_upgrade=True`` at once: alembic's migration environment is global to the process
+(``alembic.context``), so upgrades in one process take a process-wide lock; across processes,
+a SQLite upgrade holds an exclusive ``flock`` on the database file (independent of SQLite's own
+``fcntl`` locks, so readers and writers are not blocked by it), and a PostgreSQL upgrade holds
+a transaction-scoped advisory lock taken before alembic reads the current revision
+(``migrations/env.py``). Whoever waits finds the schema at head and migrates nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import functools
 import os
 import shlex
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +45,9 @@ __all__ = [
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 """Alembic's script location inside the installed package."""
+
+_UPGRADE_LOCK = threading.Lock()
+"""Alembic's migration context is process-global: one upgrade at a time per process."""
 
 
 def _migration_errors() -> tuple[type[BaseException], ...]:
@@ -226,6 +238,11 @@ async def upgrade(url: str, revision: str = "head") -> None:
 
     config = _config(url)
     assert isinstance(config, Config)
+
+    def run() -> None:
+        with _UPGRADE_LOCK, _file_lock(url):
+            command.upgrade(config, revision)
+
     with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
     current = await current_revision(url)
@@ -233,4 +250,24 @@ async def upgrade(url: str, revision: str = "head") -> None:
         assert current is not None
         raise SchemaError(newer_message(url, current))
     with _translating(url, "Upgrading the schema"):
-        await asyncio.to_thread(command.upgrade, config, revision)
+        await asyncio.to_thread(run)
+
+
+@contextlib.contextmanager
+def _file_lock(url: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the SQLite file ``url`` names (no-op for other URLs and
+    where ``flock`` does not exist): serializes upgrades across processes."""
+    path = sqlite_file(url)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        path = None
+    if path is None:
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

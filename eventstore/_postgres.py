@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import asyncpg
 
 from . import _postgres_artifacts as artifacts_sql
 from . import _postgres_memory as memory
+from . import _postgres_queries as queries
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -50,6 +51,7 @@ from ._exceptions import (
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
+    StoreUsageError,
 )
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
 from ._sqlcommon import (
@@ -215,6 +217,7 @@ class PostgresBackend:
         self._listener: Any = None
         self._listener_lock = asyncio.Lock()
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
+        self._loop = asyncio.get_running_loop()
 
     @classmethod
     async def open(
@@ -264,6 +267,16 @@ class PostgresBackend:
             await conn.close()
         return None if value is None else str(value)
 
+    def _check_loop(self) -> None:
+        """Refuse use from an event loop other than the one that opened the store: asyncpg
+        connections belong to their loop and fail there in ways that look like outages."""
+        if asyncio.get_running_loop() is not self._loop:
+            raise StoreUsageError(
+                f"The PostgreSQL store {self.url} was opened on another event loop; its "
+                "connections belong to that loop. Open one store per event loop (e.g. per "
+                "thread or per asyncio.run())."
+            )
+
     async def _run(
         self,
         fn: Callable[[Any], Awaitable[T]],
@@ -274,6 +287,7 @@ class PostgresBackend:
     ) -> T:
         if self._closed:
             raise StoreClosedError()
+        self._check_loop()
         try:
             async with self._pool.acquire() as conn:
                 if not write:
@@ -506,6 +520,7 @@ class PostgresBackend:
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
 
@@ -514,7 +529,7 @@ class PostgresBackend:
                 "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
             )
             return await artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at)
+                                        created_at=created_at, metadata=metadata)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
 
@@ -566,6 +581,50 @@ class PostgresBackend:
     async def clear_memory_rows(self) -> int:
         return await self._run(memory.clear_rows, what="clear memory rows", write=True)
 
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._run(lambda conn: artifacts_sql.versions(conn, key),
+                               what=f"list versions of artifact {filename!r}")
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+
+        async def job(conn: Any) -> int:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
+            )
+            return await artifacts_sql.delete(conn, key)
+
+        return await self._run(job, what=f"delete artifact {filename!r}", write=True)
+
+    # -- cold-path reads (framework adapters) ----------------------------------------------------
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        return await self._run(
+            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
+                                            newest=newest),
+            what=f"read session {session_id!r}",
+        )
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._run(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                               what="list sessions")
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        return await self._run(lambda conn: queries.load_snapshots(conn, session_ids),
+                               what="load snapshots")
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        return await self._run(lambda conn: queries.read_many(conn, after), what="read sessions")
+
     # -- live tails ----------------------------------------------------------------------------
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
@@ -573,6 +632,7 @@ class PostgresBackend:
 
     async def _listen(self) -> None:
         """Make sure a LISTEN connection is up; on failure, waiting falls back to polling."""
+        self._check_loop()
         async with self._listener_lock:
             if self._closed or (self._listener is not None and not self._listener.is_closed()):
                 return
@@ -607,6 +667,11 @@ class PostgresBackend:
         if self._closed:
             return
         self._closed = True
+        if asyncio.get_running_loop() is not self._loop:
+            # Its connections cannot be closed politely from here: drop them.
+            self._pool.terminate()
+            self._wakeups.close()
+            return
         async with self._listener_lock:
             if self._listener is not None:
                 with contextlib.suppress(*_DRIVER_ERRORS):

@@ -11,7 +11,7 @@ from typing import Any
 
 from ._backend import ArtifactRecord
 
-__all__ = ["ArtifactKey", "list_versions", "load", "save"]
+__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
 
 ArtifactKey = tuple[str, str, str, str]
 """``(app_name, user_id, session_scope, filename)``: the columns naming one artifact."""
@@ -20,23 +20,30 @@ _WHERE = "app_name = $1 AND user_id = $2 AND session_scope = $3 AND filename = $
 
 
 async def save(
-    conn: Any, key: ArtifactKey, *, mime_type: str, data: bytes, created_at: float
+    conn: Any,
+    key: ArtifactKey,
+    *,
+    mime_type: str,
+    data: bytes,
+    created_at: float,
+    metadata: bytes | None = None,
 ) -> int:
     """Insert the next version of the artifact ``key`` names and return its number."""
     version = await conn.fetchval(
         "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-        "mime_type, data, created_at) "
+        "mime_type, data, created_at, custom_metadata) "
         "SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, "
-        f"coalesce(max(version) + 1, 0), $5, $6, $7 FROM evs_artifacts WHERE {_WHERE} "
+        f"coalesce(max(version) + 1, 0), $5, $6, $7, $8::bytea FROM evs_artifacts WHERE {_WHERE} "
         "RETURNING version",
-        *key, mime_type, data, created_at,
+        *key, mime_type, data, created_at, metadata,
     )
     return int(version)
 
 
 async def load(conn: Any, key: ArtifactKey, version: int | None) -> ArtifactRecord | None:
     """Return version ``version`` of the artifact (the newest when None), or None."""
-    sql = f"SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE {_WHERE} "
+    sql = ("SELECT version, mime_type, data, created_at, custom_metadata FROM evs_artifacts "
+           f"WHERE {_WHERE} ")
     if version is None:
         row = await conn.fetchrow(sql + "ORDER BY version DESC LIMIT 1", *key)
     else:
@@ -44,7 +51,25 @@ async def load(conn: Any, key: ArtifactKey, version: int | None) -> ArtifactReco
     if row is None:
         return None
     return ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=bytes(row[2]),
-                          created_at=row[3])
+                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]))
+
+
+async def versions(conn: Any, key: ArtifactKey) -> list[ArtifactRecord]:
+    """Return every version of the artifact, oldest first, without its bytes."""
+    return [
+        ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=b"",
+                       created_at=row[2], metadata=None if row[3] is None else bytes(row[3]))
+        for row in await conn.fetch(
+            "SELECT version, mime_type, created_at, custom_metadata FROM evs_artifacts "
+            f"WHERE {_WHERE} ORDER BY version", *key
+        )
+    ]
+
+
+async def delete(conn: Any, key: ArtifactKey) -> int:
+    """Delete every version of the artifact; return how many rows went."""
+    status = await conn.execute(f"DELETE FROM evs_artifacts WHERE {_WHERE}", *key)
+    return int(status.split()[-1])
 
 
 async def list_versions(

@@ -195,3 +195,5 @@ class Artifact(SQLModel, table=True):
     """The bytes."""
     created_at: float = Field(sa_type=sa.Float(), nullable=False)
     """Save time."""
+    custom_metadata: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """Custom metadata given at save time (an encoded JSON object), or NULL."""

@@ -40,11 +40,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from . import _sqlite_artifacts as artifacts_sql
 from . import _sqlite_memory as memory
+from . import _sqlite_queries as queries
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -564,11 +565,12 @@ class SQLiteBackend:
         mime_type: str,
         data: bytes,
         created_at: float,
+        metadata: bytes | None = None,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
         return await self._write(
             lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at),
+                                        created_at=created_at, metadata=metadata),
             what=f"save artifact {filename!r}",
         )
 
@@ -619,6 +621,45 @@ class SQLiteBackend:
 
     async def clear_memory_rows(self) -> int:
         return await self._write(memory.clear_rows, what="clear memory rows")
+
+    async def list_artifact_versions(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> list[ArtifactRecord]:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._read(lambda conn: artifacts_sql.versions(conn, key),
+                                what=f"list versions of artifact {filename!r}")
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._write(lambda conn: artifacts_sql.delete(conn, key),
+                                 what=f"delete artifact {filename!r}")
+
+    # -- cold-path reads (framework adapters) ----------------------------------------------------
+
+    async def read_since(
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    ) -> list[StoredEvent]:
+        return await self._read(
+            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
+                                            newest=newest),
+            what=f"read session {session_id!r}",
+        )
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                                what="list sessions")
+
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),
+                                what="load snapshots")
+
+    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+        return await self._read(lambda conn: queries.read_many(conn, after),
+                                what="read sessions")
 
     # -- live tails ----------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ._backend import ArtifactRecord
 
-__all__ = ["ArtifactKey", "list_versions", "load", "save"]
+__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
 
 ArtifactKey = tuple[str, str, str, str]
 """``(app_name, user_id, session_scope, filename)``: the columns naming one artifact."""
@@ -20,15 +20,21 @@ _WHERE = "app_name = ? AND user_id = ? AND session_scope = ? AND filename = ?"
 
 
 def save(
-    conn: sqlite3.Connection, key: ArtifactKey, *, mime_type: str, data: bytes, created_at: float
+    conn: sqlite3.Connection,
+    key: ArtifactKey,
+    *,
+    mime_type: str,
+    data: bytes,
+    created_at: float,
+    metadata: bytes | None = None,
 ) -> int:
     """Insert the next version of the artifact ``key`` names and return its number."""
     row = conn.execute(
         "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-        "mime_type, data, created_at) "
-        f"SELECT ?, ?, ?, ?, coalesce(max(version) + 1, 0), ?, ?, ? FROM evs_artifacts "
+        "mime_type, data, created_at, custom_metadata) "
+        f"SELECT ?, ?, ?, ?, coalesce(max(version) + 1, 0), ?, ?, ?, ? FROM evs_artifacts "
         f"WHERE {_WHERE} RETURNING version",
-        (*key, mime_type, data, created_at, *key),
+        (*key, mime_type, data, created_at, metadata, *key),
     ).fetchone()
     return int(row[0])
 
@@ -41,12 +47,30 @@ def load(conn: sqlite3.Connection, key: ArtifactKey, version: int | None) -> Art
     else:
         sql, params = f"{_WHERE} AND version = ?", (*key, version)
     row = conn.execute(
-        f"SELECT version, mime_type, data, created_at FROM evs_artifacts WHERE {sql}", params
+        "SELECT version, mime_type, data, created_at, custom_metadata FROM evs_artifacts "
+        f"WHERE {sql}", params
     ).fetchone()
     if row is None:
         return None
     return ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=bytes(row[2]),
-                          created_at=row[3])
+                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]))
+
+
+def versions(conn: sqlite3.Connection, key: ArtifactKey) -> list[ArtifactRecord]:
+    """Return every version of the artifact, oldest first, without its bytes."""
+    return [
+        ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=b"",
+                       created_at=row[2], metadata=None if row[3] is None else bytes(row[3]))
+        for row in conn.execute(
+            "SELECT version, mime_type, created_at, custom_metadata FROM evs_artifacts "
+            f"WHERE {_WHERE} ORDER BY version", key
+        )
+    ]
+
+
+def delete(conn: sqlite3.Connection, key: ArtifactKey) -> int:
+    """Delete every version of the artifact; return how many rows went."""
+    return conn.execute(f"DELETE FROM evs_artifacts WHERE {_WHERE}", key).rowcount
 
 
 def list_versions(

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ._backend import Backend, SessionRecord, SharedSnapshot, StoredEvent
-from ._codec import SCHEMA_VERSION, decode_event, decode_trusted
+from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._state import apply_delta, session_part, shared_part
@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
     "StateFolder",
     "decode_all",
+    "decode_mappings",
     "decode_stored",
     "snapshot_state",
 ]
@@ -48,7 +49,7 @@ def decode_stored(stored: StoredEvent) -> Event:
 
 
 def snapshot_state(
-    data: bytes, *, session_id: str, seq: int | None, scope: str | None = None
+    data: bytes, *, session_id: str | None, seq: int | None, scope: str | None = None
 ) -> dict[str, Any]:
     """Decode a stored state snapshot; raises CorruptSnapshotError naming session and seq."""
     try:
@@ -75,6 +76,31 @@ def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
     finally:
         if enabled:
             gc.enable()
+
+
+def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
+    """Decode stored envelopes into plain mappings (upcast, ``seq`` set, not validated);
+    raises CorruptEventError at the first payload that is not a JSON object."""
+    out = []
+    enabled = gc.isenabled()  # as in decode_all: many small objects
+    if enabled and len(rows) > 256:
+        gc.disable()
+    try:
+        for row in rows:
+            try:
+                mapping = orjson.loads(row.payload)
+                if not isinstance(mapping, dict):
+                    raise ValueError("the payload is not a JSON object")
+                if row.schema_version != SCHEMA_VERSION:
+                    mapping = _upcast(mapping, row.schema_version)
+            except ValueError as exc:
+                raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
+            mapping["seq"] = row.seq
+            out.append(mapping)
+    finally:
+        if enabled:
+            gc.enable()
+    return out
 
 
 class StateFolder:
@@ -114,7 +140,7 @@ class StateFolder:
         return state
 
     async def _shared_state(
-        self, app_name: str, user_id: str | None, *, upto: int | None, session_id: str
+        self, app_name: str, user_id: str | None, *, upto: int | None, session_id: str | None
     ) -> dict[str, Any]:
         """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
         folded up to global position ``upto``: the newest snapshot at or below it plus the
@@ -146,6 +172,39 @@ class StateFolder:
                 ),
             )
         return state
+
+    async def shared_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
+        """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
+        at head."""
+        return await self._shared_state(app_name, user_id, upto=None, session_id=None)
+
+    async def states_at_head(self, records: Sequence[SessionRecord]) -> list[dict[str, Any]]:
+        """The merged state at head of each session, in a fixed number of reads for the
+        session-scoped part (all snapshots in one read, all tails after them in another) and
+        one fold per distinct ``user:``/``app:`` scope."""
+        backend = self._backend
+        ids = [r.session_id for r in records]
+        snapshots = await backend.load_snapshots(ids) if ids else {}
+        tails = await backend.read_many({sid: snapshots.get(sid, (0, b""))[0] for sid in ids})
+        shared: dict[str | None, dict[str, Any]] = {}
+        out: list[dict[str, Any]] = []
+        for record in records:
+            sid = record.session_id
+            base = snapshots.get(sid)
+            state: dict[str, Any] = (
+                {} if base is None else snapshot_state(base[1], session_id=sid, seq=base[0])
+            )
+            # Only what the record counted: an event appended since the listing is not folded.
+            for event in decode_all([r for r in tails[sid] if r.seq <= record.version]):
+                apply_delta(state, session_part(event.actions.state_delta))
+            for user_id in (None, record.user_id):
+                if user_id not in shared:
+                    shared[user_id] = await self._shared_state(
+                        record.app_name, user_id, upto=None, session_id=sid
+                    )
+                state.update(shared[user_id])
+            out.append(state)
+        return out
 
     async def _position_of(self, session_id: str, seq: int) -> int:
         rows = await self._backend.read(

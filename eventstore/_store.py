@@ -27,16 +27,24 @@ from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
 from ._codec import SCHEMA_VERSION, encode_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
-    ArtifactNotFoundError,
     InvalidEventError,
     SessionNotFoundError,
     StoreClosedError,
     StoreUsageError,
 )
 from ._state import TEMP_PREFIX, USER_PREFIX, fold_state, has_shared_keys, session_part
-from ._statefold import DEFAULT_SNAPSHOT_INTERVAL, StateFolder, decode_all, decode_stored
+from ._statefold import (
+    DEFAULT_SNAPSHOT_INTERVAL,
+    StateFolder,
+    decode_all,
+    decode_mappings,
+    decode_stored,
+)
+from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 
-__all__ = ["Artifact", "EventStore", "Session", "SessionInfo", "SessionPage"]
+__all__ = [
+    "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
+]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
@@ -86,22 +94,6 @@ class SessionPage:
     """Sessions ordered by id."""
     next_cursor: str | None
     """Pass as ``after`` to get the next page; None on the last page."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Artifact:
-    """One version of an artifact."""
-
-    filename: str
-    """Filename (``user:`` prefix for user-scoped artifacts)."""
-    version: int
-    """Version number (0 for the first save)."""
-    mime_type: str
-    """MIME type given when it was saved."""
-    data: bytes
-    """The bytes."""
-    created_at: float
-    """Save time."""
 
 
 def _info(record: SessionRecord) -> SessionInfo:
@@ -169,7 +161,7 @@ def _check_lookup(session_id: object) -> str:
     return session_id
 
 
-class EventStore:
+class EventStore(ArtifactMethods):
     """An append-only, per-session event log with derived state and versioned artifacts.
 
     Guarantees, on every backend: appends are atomic and checked against ``expected_version``;
@@ -348,18 +340,29 @@ class EventStore:
         user_id: str | None = None,
         last: int | None = None,
         after: int | None = None,
+        since: float | None = None,
     ) -> Session:
         """Return the session with its state at head and its events.
 
-        ``last=N`` keeps only the newest N events, ``after=SEQ`` only those after SEQ (both may
-        be combined). Given ``app_name``/``user_id`` must match, else SessionNotFoundError.
+        ``last=N`` keeps only the newest N events, ``after=SEQ`` only those after SEQ,
+        ``since=T`` only those whose timestamp is ``>= T`` (read from the backend bounded by
+        it); they may be combined. Given ``app_name``/``user_id`` must match, else
+        SessionNotFoundError.
         """
         check_str(app_name, "app_name", optional=True)
         check_str(user_id, "user_id", optional=True)
         last = check_seq_bound(last, "last", minimum=0)
         after = check_seq_bound(after, "after")
+        if since is not None:
+            since = check_number(since, "since", positive=False)
         record = await self._record(session_id, app_name=app_name, user_id=user_id)
-        if last is not None:
+        if since is not None:
+            rows = await self._backend.read_since(
+                session_id, timestamp=since, upto=record.version, newest=last
+            )
+            if after is not None:
+                rows = [r for r in rows if r.seq > after]
+        elif last is not None:
             rows = await self._backend.read(
                 session_id, after=after, upto=record.version, backwards=True, limit=last
             )
@@ -404,6 +407,51 @@ class EventStore:
         more = len(records) > limit
         page = [_info(r) for r in records[:limit]]
         return SessionPage(sessions=page, next_cursor=page[-1].id if more else None)
+
+    async def list_sessions_by_update(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> list[Session]:
+        """Return every session of the app (of the user when ``user_id`` is set), oldest
+        update first (ties by user id, then id), each with its merged state at head and no
+        events.
+
+        The state is folded in batches: a fixed number of reads for all the sessions' own
+        state plus one fold per ``user:``/``app:`` scope, never one read per session.
+        """
+        check_str(app_name, "app_name")
+        check_str(user_id, "user_id", optional=True)
+        records = await self._open_backend().list_sessions_by_update(
+            app_name=app_name, user_id=user_id
+        )
+        states = await self._folder.states_at_head(records)
+        return [
+            Session(
+                id=r.session_id,
+                app_name=r.app_name,
+                user_id=r.user_id,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                version=r.version,
+                state=state,
+                events=[],
+            )
+            for r, state in zip(records, states, strict=True)
+        ]
+
+    async def shared_state(self, *, app_name: str, user_id: str | None = None) -> dict[str, Any]:
+        """Return the app's ``app:`` state at head, plus the user's ``user:`` state when
+        ``user_id`` is given (keys keep their prefixes), without naming a session.
+
+        The fold of the ``user:``/``app:`` deltas of the app's (user's) existing sessions; a
+        deleted session's deltas are no longer part of it.
+        """
+        check_str(app_name, "app_name")
+        check_str(user_id, "user_id", optional=True)
+        self._open_backend()
+        state = await self._folder.shared_state(app_name, None)
+        if user_id is not None:
+            state.update(await self._folder.shared_state(app_name, user_id))
+        return state
 
     async def delete_session(self, session_id: str) -> None:
         """Delete the session with its events, snapshots and session-scoped artifacts.
@@ -466,6 +514,44 @@ class EventStore:
             limit=check_seq_bound(limit, "limit", minimum=0),
         )
         return decode_all(rows)
+
+    async def read_mappings(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+        since: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Like ``read``, but each event as the plain JSON mapping it is stored as (the fields
+        of ``Event``, upcast to the current schema, ``seq`` set), without building Event
+        objects: for readers that need one or two fields of many events, or build their own
+        objects (an order of magnitude cheaper than ``read``). ``since=T`` keeps only events
+        whose timestamp is ``>= T`` (``limit`` then counts those, newest ones when
+        ``backwards``). Raises CorruptEventError for a payload that is not a JSON object."""
+        backend = self._open_backend()
+        _check_lookup(session_id)
+        after = check_seq_bound(after, "after")
+        upto = check_seq_bound(upto, "upto")
+        backwards = check_bool(backwards, "backwards")
+        limit = check_seq_bound(limit, "limit", minimum=0)
+        if since is None:
+            rows = await backend.read(
+                session_id, after=after, upto=upto, backwards=backwards, limit=limit
+            )
+            return decode_mappings(rows)
+        since = check_number(since, "since", positive=False)
+        rows = await backend.read_since(
+            session_id, timestamp=since, upto=upto,
+            newest=limit if backwards and after is None else None,
+        )
+        if after is not None:
+            rows = [r for r in rows if r.seq > after]
+        if backwards:
+            rows.reverse()
+        return decode_mappings(rows if limit is None else rows[:limit])
 
     async def iter_backwards(
         self,
@@ -555,70 +641,3 @@ class EventStore:
         """Drop every snapshot — of session state and of ``user:``/``app:`` state (they are a
         cache; the next state reads rebuild them). Returns how many were dropped."""
         return await self._open_backend().drop_snapshots()
-
-    # -- artifacts -----------------------------------------------------------------------------
-
-    async def _artifact_scope(self, session_id: str, filename: str) -> tuple[SessionRecord,
-                                                                           str | None]:
-        check_filename(filename)
-        record = await self._record(session_id)
-        return record, None if filename.startswith(USER_PREFIX) else session_id
-
-    async def save_artifact(
-        self, session_id: str, filename: str, data: bytes, *, mime_type: str
-    ) -> int:
-        """Store a new version of an artifact and return its version (0, 1, 2 …).
-
-        ``user:``-prefixed filenames are shared by every session of the same app and user.
-        Record the version in an event's ``artifact_delta`` to tie it to the log.
-        """
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise StoreUsageError(f"Artifact data must be bytes, not {type(data).__name__}.")
-        check_str(mime_type, "mime_type")
-        record, scope = await self._artifact_scope(session_id, filename)
-        return await self._backend.save_artifact(
-            app_name=record.app_name,
-            user_id=record.user_id,
-            session_id=scope,
-            filename=filename,
-            mime_type=mime_type,
-            data=bytes(data),
-            created_at=time.time(),
-        )
-
-    async def load_artifact(
-        self, session_id: str, filename: str, *, version: int | None = None
-    ) -> Artifact:
-        """Return the latest (or the given) version; raises ArtifactNotFoundError."""
-        check_int(version, "version", optional=True)
-        record, scope = await self._artifact_scope(session_id, filename)
-        found = await self._backend.load_artifact(
-            app_name=record.app_name,
-            user_id=record.user_id,
-            session_id=scope,
-            filename=filename,
-            version=version,
-        )
-        if found is None:
-            raise ArtifactNotFoundError(session_id, filename, version)
-        return Artifact(
-            filename=found.filename,
-            version=found.version,
-            mime_type=found.mime_type,
-            data=found.data,
-            created_at=found.created_at,
-        )
-
-    async def list_artifacts(self, session_id: str) -> dict[str, list[int]]:
-        """Return filename -> versions for the session's and its user's artifacts."""
-        record = await self._record(session_id)
-        found = await self._backend.list_artifacts(
-            app_name=record.app_name, user_id=record.user_id, session_id=session_id
-        )
-        found.update(
-            await self._backend.list_artifacts(
-                app_name=record.app_name, user_id=record.user_id, session_id=None
-            )
-        )
-        return dict(sorted(found.items()))
-

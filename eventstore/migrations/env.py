@@ -13,7 +13,7 @@ import os
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import pool
+from sqlalchemy import pool, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -51,9 +51,18 @@ def _configure(connection: Connection | None = None, url: str | None = None) -> 
     )
 
 
+_PG_MIGRATION_LOCK = 0x65767330
+"""Advisory lock key ("evs0") serializing upgrades of one PostgreSQL database across processes."""
+
+
 def _run_sync(connection: Connection) -> None:
     _configure(connection)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Before alembic reads the current revision: a second upgrader waits here, then
+            # finds the schema at head instead of creating tables that already exist.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": _PG_MIGRATION_LOCK})
         context.run_migrations()
 
 

@@ -121,6 +121,14 @@ def _method_calls() -> dict[str, Call]:
         "save_artifact": lambda s: s.save_artifact("s", "b", b"x", mime_type="text/plain"),
         "load_artifact": lambda s: s.load_artifact("s", "a.txt"),
         "list_artifacts": lambda s: s.list_artifacts("s"),
+        "read_mappings": lambda s: s.read_mappings("s", since=0.0),
+        "list_sessions_by_update": lambda s: s.list_sessions_by_update(app_name="app"),
+        "shared_state": lambda s: s.shared_state(app_name="app", user_id="u"),
+        "artifact_versions": lambda s: s.artifact_versions(
+            None, "a.txt", app_name="app", user_id="u"
+        ),
+        "delete_artifact": lambda s: s.delete_artifact(None, "a.txt", app_name="app",
+                                                       user_id="u"),
     }
 
 

@@ -16,6 +16,7 @@ PUBLIC = {
     "ArtifactNotFoundError",
     "ArtifactRecord",
     "ArtifactRef",
+    "ArtifactVersion",
     "Backend",
     "ConcurrencyError",
     "Content",

@@ -1,0 +1,247 @@
+"""google-adk's ``BaseSessionService`` on the event store (imported only with the ``[adk]`` extra).
+
+How ADK's promises map onto the store:
+
+- **Sessions** are store sessions with the same id, app and user (ids are unique in the whole
+  store, not per user). ``get_session`` returns None for a session of another app or user, as
+  for one that does not exist; ``delete_session`` of a missing session does nothing.
+- **Staleness**: the session object remembers the store version it was read at (ADK's storage
+  marker); ``append_event`` appends with ``expected_version`` = that version, so a stale object
+  raises ADK's ``StaleSessionError`` and nothing is written.
+- **State**: ``temp:`` keys apply to the in-memory session only and are never stored;
+  ``user:``/``app:`` keys are shared by the user's / the app's sessions. A ``None`` value is
+  stored as ``None`` in the event; in the folded state it removes the key (the store's one
+  rule), so a reloaded session has no such key where ADK's own services keep ``key: None``.
+- **Events** round-trip exactly (``_adk_events``). ``GetSessionConfig``: ``num_recent_events``
+  keeps the newest N, ``after_timestamp`` events with ``timestamp >=`` it, both read bounded in
+  the backend.
+- ``list_sessions`` orders by last update (oldest first) and folds every session's state in
+  batches; ``get_user_state`` reads the user's ``user:`` keys without a session.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Any
+
+import orjson
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError as AdkNotFound
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import BaseSessionService
+from google.adk.sessions import Session as AdkSession
+from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from pydantic_core import to_jsonable_python
+from typing_extensions import override
+
+from eventstore import (
+    ConcurrencyError,
+    Event,
+    EventStore,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreUsageError,
+)
+
+from ._adk_build import build_adk_events
+from ._adk_events import EXTENSION_KEY, event_from_adk_json
+from ._handle import StoreHandle
+
+__all__ = ["EventStoreSessionService", "from_adk_event", "to_adk_events"]
+
+_USER = "user:"
+_NATIVE_KEYS = {"id", "author", "invocation_id", "timestamp", "actions", "content"}
+_DEFAULTS: dict[str, Any] = {
+    k: v for k, v in orjson.loads(
+        AdkEvent(id="x", author="a", timestamp=0.0).model_dump_json(exclude_none=True)
+    ).items() if k not in _NATIVE_KEYS
+}
+"""What this ADK version writes for every event (e.g. ``node_info``): not repeated per event."""
+
+
+def _marker(session: AdkSession) -> int | None:
+    raw = getattr(session, "_storage_update_marker", None)
+    if isinstance(raw, str) and raw.startswith("evs:"):
+        return int(raw[4:])
+    return None
+
+
+def _set_marker(session: AdkSession, version: int) -> None:
+    session._storage_update_marker = f"evs:{version}"
+
+
+def to_adk_events(mappings: list[dict[str, Any]]) -> list[AdkEvent]:
+    """ADK events of stored event mappings (``EventStore.read_mappings``); creation events
+    are left out."""
+    kept = []
+    for m in mappings:
+        ext = m["custom_metadata"].get(EXTENSION_KEY)
+        if not (isinstance(ext, dict) and ext.get("create") is True):
+            kept.append(m)
+    return build_adk_events(kept, _DEFAULTS)
+
+
+def from_adk_event(event: AdkEvent) -> Event:
+    """The store event of an ADK event (see ``_adk_events``)."""
+    return event_from_adk_json(orjson.loads(event.model_dump_json(exclude_none=True)),
+                               defaults=_DEFAULTS)
+
+
+class EventStoreSessionService(BaseSessionService):
+    """ADK's session service on the event store: durable, checked appends; ``evs`` tooling on
+    the histories ADK writes.
+
+    ``url_or_store`` is a store URL (``memory://``, a SQLite path, ``postgresql://…``; opened on
+    first use with ``auto_upgrade=True`` and closed by ``close()``) or an open EventStore (left
+    open). Raises ADK's own errors: ``AlreadyExistsError`` on a taken id, ``StaleSessionError``
+    when appending through an outdated session object, ``SessionNotFoundError`` when appending
+    to a deleted session.
+    """
+
+    def __init__(self, url_or_store: str | os.PathLike[str] | EventStore = "memory://") -> None:
+        self._handle = StoreHandle(url_or_store)
+
+    async def store(self) -> EventStore:
+        """The event store underneath (opened on first use)."""
+        return await self._handle.get()
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> AdkSession:
+        store = await self._handle.get()
+        sid = session_id.strip() if session_id and session_id.strip() else uuid.uuid4().hex
+        delta = {
+            k: v for k, v in to_jsonable_python(state or {}).items()
+            if not k.startswith("temp:")
+        }
+        # The initial state is the session's first event, written in the same transaction.
+        initial = [event_from_adk_json(
+            {"id": uuid.uuid4().hex, "author": "user", "invocation_id": "",
+             "timestamp": time.time(), "actions": {"state_delta": delta}},
+            create=True, defaults=_DEFAULTS,
+        )] if delta else []
+        try:
+            created = await store.create_session(app_name=app_name, user_id=user_id,
+                                                  session_id=sid, events=initial)
+        except SessionExistsError as exc:
+            raise AlreadyExistsError(f"Session with id {sid} already exists.") from exc
+        version, updated = created.version, created.updated_at
+        session = AdkSession(
+            id=sid, app_name=app_name, user_id=user_id,
+            state=await store.state(sid), events=[], last_update_time=updated,
+        )
+        _set_marker(session, version)
+        return session
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> AdkSession | None:
+        store = await self._handle.get()
+        last = since = None
+        if config is not None:
+            last = config.num_recent_events
+            since = config.after_timestamp or None  # ADK ignores a zero bound
+        for sid in dict.fromkeys((session_id, session_id.strip())):
+            try:
+                # State and version first (no events), then the events up to that version:
+                # the log below a version never changes, so both describe one moment.
+                found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
+            except (SessionNotFoundError, StoreUsageError):
+                continue
+            mappings = await store.read_mappings(
+                sid, upto=found.version, since=since, backwards=last is not None, limit=last
+            )
+            if last is not None:
+                mappings.reverse()
+            session = AdkSession(
+                id=found.id, app_name=found.app_name, user_id=found.user_id,
+                state=found.state, events=to_adk_events(mappings),
+                last_update_time=found.updated_at,
+            )
+            _set_marker(session, found.version)
+            return session
+        return None
+
+    @override
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        store = await self._handle.get()
+        sessions = []
+        for found in await store.list_sessions_by_update(app_name=app_name, user_id=user_id):
+            session = AdkSession(
+                id=found.id, app_name=found.app_name, user_id=found.user_id,
+                state=found.state, events=[], last_update_time=found.updated_at,
+            )
+            _set_marker(session, found.version)
+            sessions.append(session)
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        store = await self._handle.get()
+        try:
+            info = await store.session_info(session_id)
+            if (info.app_name, info.user_id) == (app_name, user_id):
+                await store.delete_session(session_id)
+        except SessionNotFoundError:
+            return
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        store = await self._handle.get()
+        shared = await store.shared_state(app_name=app_name, user_id=user_id)
+        return {k[len(_USER):]: v for k, v in shared.items() if k.startswith(_USER)}
+
+    @override
+    async def append_event(self, session: AdkSession, event: AdkEvent) -> AdkEvent:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        store = await self._handle.get()
+        expected = _marker(session)
+        try:
+            if expected is None:
+                # A session object this service did not produce: ADK's timestamp rule.
+                info = await store.session_info(session.id)
+                if info.updated_at > session.last_update_time:
+                    raise StaleSessionError(_stale(session.id, "a newer update"))
+                expected = info.version
+            [stored] = await store.append(session.id, from_adk_event(event),
+                                          expected_version=expected)
+        except ConcurrencyError as exc:
+            raise StaleSessionError(_stale(session.id, f"version {exc.actual_version}")) \
+                from exc
+        except SessionNotFoundError as exc:
+            raise AdkNotFound(f"Session {session.id} not found.") from exc
+        _set_marker(session, stored.seq or expected + 1)
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    async def close(self) -> None:
+        """Close the store if this service opened it from a URL."""
+        await self._handle.close()
+
+
+def _stale(session_id: str, found: str) -> str:
+    return (
+        f"Session {session_id} is stale: the store has {found} since this session object was "
+        "read. Reload it with get_session() and retry."
+    )
+

@@ -1,0 +1,226 @@
+"""The OpenAI Agents SDK's ``Session`` protocol on the event store (``pip install
+'agent-eventstore[openai-agents]'``)::
+
+    result = await Runner.run(agent, "Hi", session=EventStoreSession("chat-1", "sessions.db"))
+
+Append-only underneath: ``add_items`` appends one event per item (all in one atomic append);
+``pop_item`` appends a *pop* event naming the item it removes, ``clear_session`` a *clear*
+event; no row is ever deleted or changed, so the whole history (including what was popped or
+cleared) stays in the log for ``evs show``. What an event means lives under
+``custom_metadata["openai_agents"]``: ``{"item": <the item>}``, ``{"pop": <seq of the item>}`` or
+``{"clear": true}``. Items are also mirrored natively where the event model has a field
+(message text, function calls and their outputs), for ``evs show`` and ``evs pending``.
+
+The items at head are read newest first and the read stops at the newest *clear* or once
+``limit`` items are found: a read costs what it returns (plus the pops it skips), never a replay
+of the whole log.
+"""
+
+from __future__ import annotations
+
+try:
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as exc:  # pragma: no cover - exercised on machines without the extra
+    raise ImportError(
+        "eventstore.integrations.openai_agents needs openai-agents: install "
+        "agent-eventstore[openai-agents]"
+    ) from exc
+
+import contextlib
+import os
+from typing import Any
+
+import orjson
+from pydantic_core import to_jsonable_python
+
+from eventstore import (
+    ConcurrencyError,
+    Content,
+    Event,
+    EventStore,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreUsageError,
+)
+
+from ._handle import StoreHandle
+
+__all__ = ["METADATA_KEY", "EventStoreSession"]
+
+METADATA_KEY = "openai_agents"
+"""Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
+
+_PAGE = 512
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        joined = "".join(t for t in texts if isinstance(t, str))
+        return joined or None
+    return None
+
+
+def _native(item: dict[str, Any]) -> tuple[str, Content | None]:
+    """``(author, content)`` mirroring an item natively where the event model can."""
+    kind = item.get("type")
+    role = item.get("role")
+    if kind == "function_call" and isinstance(item.get("call_id"), str):
+        raw = item.get("arguments")
+        try:
+            args = orjson.loads(raw) if isinstance(raw, str) else None
+        except orjson.JSONDecodeError:
+            args = None
+        call = FunctionCall(id=item["call_id"], name=str(item.get("name", "")),
+                            args=args if isinstance(args, dict) else {"arguments": raw})
+        return "assistant", Content(role="model", parts=(Part(function_call=call),))
+    if kind == "function_call_output" and isinstance(item.get("call_id"), str):
+        output = FunctionResponse(id=item["call_id"], name=str(item.get("name", "")),
+                                  response={"output": item.get("output")})
+        return "user", Content(role="user", parts=(Part(function_response=output),))
+    if role in ("user", "system", "developer", "assistant") and (kind in (None, "message")):
+        text = _text_of(item.get("content"))
+        model = role == "assistant"
+        content = None if text is None else Content(
+            role="model" if model else "user", parts=(Part(text=text),)
+        )
+        return ("assistant" if model else "user"), content
+    return "assistant", None
+
+
+class EventStoreSession:
+    """An OpenAI Agents SDK session (the ``Session`` protocol) kept in the event store.
+
+    ``url_or_store`` is a store URL (``memory://`` by default — private to this object, like
+    ``SQLiteSession()``'s in-memory database; a SQLite path; ``postgresql://…``), opened on first
+    use and closed by ``close()``, or an open EventStore, left open. The store session is
+    created on the first ``add_items`` under ``app_name``/``user_id``. ``session_settings.limit``
+    is the default of ``get_items``.
+    """
+
+    session_settings: SessionSettings | None
+
+    def __init__(
+        self,
+        session_id: str,
+        url_or_store: str | os.PathLike[str] | EventStore = "memory://",
+        session_settings: SessionSettings | None = None,
+        *,
+        app_name: str = "openai-agents",
+        user_id: str = "default",
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
+        self.session_id = session_id
+        self.session_settings = session_settings or SessionSettings()
+        self._handle = StoreHandle(url_or_store)
+        self._app_name = app_name
+        self._user_id = user_id
+
+    async def _scan(self, store: EventStore, *, limit: int | None,
+                    upto: int | None = None) -> list[tuple[int, Any]]:
+        """``(seq, item)`` of the newest ``limit`` items at ``upto`` (all when None), newest
+        first: pages of the log read backwards as plain mappings, until the newest clear."""
+        found: list[tuple[int, Any]] = []
+        popped: set[int] = set()
+        size = _PAGE if limit is None else min(max(limit, 1) + 8, _PAGE)
+        cursor = upto
+        while True:
+            try:
+                page = await store.read_mappings(self.session_id, upto=cursor, backwards=True,
+                                                 limit=size)
+            except SessionNotFoundError:
+                return []
+            for event in page:
+                meaning = event["custom_metadata"].get(METADATA_KEY)
+                if not isinstance(meaning, dict):
+                    continue
+                if meaning.get("clear") is True:
+                    return found
+                if "pop" in meaning:
+                    popped.add(meaning["pop"])
+                elif "item" in meaning and event["seq"] not in popped:
+                    found.append((event["seq"], meaning["item"]))
+                    if limit is not None and len(found) >= limit:
+                        return found
+            if len(page) < size or page[-1]["seq"] <= 1:
+                return found
+            cursor = page[-1]["seq"] - 1
+            size = min(size * 4, _PAGE * 8)
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """Return the items at head, oldest first — the newest ``limit`` of them when given
+        (``limit`` defaults to ``session_settings.limit``; 0 gives none, a negative one all)."""
+        resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None and resolved == 0:
+            return []
+        store = await self._handle.get()
+        found = await self._scan(store, limit=resolved if resolved and resolved > 0 else None)
+        return [item for _, item in reversed(found)]
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append the items, in order, atomically (one event per item)."""
+        if not items:
+            return
+        store = await self._handle.get()
+        events = []
+        for item in items:
+            plain = to_jsonable_python(item)
+            if not isinstance(plain, dict):
+                raise StoreUsageError(f"Session items must be mappings, not {item!r}.")
+            author, content = _native(plain)
+            events.append(Event(author=author, content=content,
+                                custom_metadata={METADATA_KEY: {"item": plain}}))
+        try:
+            await store.append(self.session_id, events, expected_version=None)
+        except SessionNotFoundError:
+            # The first items (or the session was deleted): create it, then append.
+            with contextlib.suppress(SessionExistsError):
+                await store.create_session(app_name=self._app_name, user_id=self._user_id,
+                                           session_id=self.session_id)
+            await store.append(self.session_id, events, expected_version=None)
+
+    async def pop_item(self) -> Any | None:
+        """Remove the newest item and return it (None when there is none): appends a pop event
+        checked against the version the item was found at, retrying when another writer got
+        in between."""
+        store = await self._handle.get()
+        while True:
+            try:
+                version = await store.version(self.session_id)
+            except SessionNotFoundError:
+                return None
+            found = await self._scan(store, limit=1, upto=version)
+            if not found:
+                return None
+            seq, item = found[0]
+            try:
+                await store.append(
+                    self.session_id,
+                    Event(author="user", custom_metadata={METADATA_KEY: {"pop": seq}}),
+                    expected_version=version,
+                )
+            except ConcurrencyError:
+                continue
+            return item
+
+    async def clear_session(self) -> None:
+        """Forget every item: appends a clear event (the log keeps what was cleared)."""
+        store = await self._handle.get()
+        try:
+            await store.append(
+                self.session_id,
+                Event(author="user", custom_metadata={METADATA_KEY: {"clear": True}}),
+                expected_version=None,
+            )
+        except SessionNotFoundError:
+            return
+
+    async def close(self) -> None:
+        """Close the store if this session opened it from a URL."""
+        await self._handle.close()

@@ -1,0 +1,167 @@
+"""Side by side through the frameworks' own APIs: their session backends vs ours, in one run.
+
+    .venv/bin/python scripts/bench_frameworks.py [--quick]
+
+Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLite files:
+
+(a) google-adk: ``append_event`` of the same N agent events (a model turn calling a tool, the
+    tool's response, a text answer, in turn), each awaited, into one session — through ADK's
+    ``DatabaseSessionService`` (SQLAlchemy over aiosqlite), ADK's ``SqliteSessionService`` and
+    our ``EventStoreSessionService``; then ``get_session`` of that N-event session (best of 3).
+(b) OpenAI Agents SDK: ``add_items`` of N items one call each, then ``get_items()`` of all of
+    them, through the SDK's ``SQLiteSession`` and our ``EventStoreSession``.
+
+Prints events/s, load ms and our ratio to each baseline measured in the same run. Targets:
+ours >= 20x DatabaseSessionService on append and >= 5x on load; >= 1x SQLiteSession on both.
+Exit status 1 when a target is missed (the full run only; --quick is a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agents.memory import SQLiteSession
+from google.adk.events import Event as AdkEvent
+from google.adk.sessions import BaseSessionService, DatabaseSessionService
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.genai import types
+
+from eventstore.integrations.adk import EventStoreSessionService
+from eventstore.integrations.openai_agents import EventStoreSession
+
+
+def adk_event(i: int) -> AdkEvent:
+    """The i-th event of an agent conversation: call, response, answer, in turn."""
+    call_id = f"adk-call-{i // 3}"
+    if i % 3 == 0:
+        part = types.Part(function_call=types.FunctionCall(
+            id=call_id, name="get_weather", args={"city": "Paris", "units": "metric"}))
+        role = "model"
+    elif i % 3 == 1:
+        part = types.Part(function_response=types.FunctionResponse(
+            id=call_id, name="get_weather",
+            response={"city": "Paris", "temperature_c": 22, "condition": "sunny"}))
+        role = "user"
+    else:
+        part = types.Part(text="It is 22 degrees and sunny in Paris today.")
+        role = "model"
+    return AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
+                    content=types.Content(role=role, parts=[part]))
+
+
+def oa_item(i: int) -> dict[str, Any]:
+    """The i-th item of an OpenAI Agents conversation (user and assistant messages)."""
+    if i % 2 == 0:
+        return {"role": "user", "content": f"What is the weather in Paris? ({i})"}
+    return {"role": "assistant", "type": "message", "id": f"msg_{i}", "status": "completed",
+            "content": [{"type": "output_text", "text": "22 degrees and sunny.",
+                         "annotations": []}]}
+
+
+async def best_of(runs: int, work: Callable[[], Awaitable[object]]) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+async def bench_adk(name: str, service: BaseSessionService, n: int) -> tuple[float, float]:
+    session = await service.create_session(app_name="bench", user_id="u", session_id="s")
+    events = [adk_event(i) for i in range(n)]
+    start = time.perf_counter()
+    for event in events:
+        await service.append_event(session, event)
+    rate = n / (time.perf_counter() - start)
+
+    async def load() -> None:
+        got = await service.get_session(app_name="bench", user_id="u", session_id="s")
+        if got is None or len(got.events) != n:
+            raise SystemExit(f"{name}: get_session returned the wrong events")
+
+    load_s = await best_of(3, load)
+    return rate, load_s * 1000
+
+
+async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float]:
+    items = [oa_item(i) for i in range(n)]
+    start = time.perf_counter()
+    for item in items:
+        await session.add_items([item])
+    rate = n / (time.perf_counter() - start)
+
+    async def load() -> None:
+        got = await session.get_items()
+        if len(got) != n:
+            raise SystemExit(f"{name}: get_items returned {len(got)} items, not {n}")
+
+    return rate, await best_of(3, load) * 1000
+
+
+async def main(quick: bool) -> int:
+    n_adk = 1_000 if quick else 10_000
+    n_oa = 1_000 if quick else 10_000
+    tmp = Path(tempfile.mkdtemp(prefix="evs-bench-frameworks-"))
+    print(f"google-adk: append_event x {n_adk:,} (awaited, one session), then get_session")
+    adk: dict[str, tuple[float, float]] = {}
+    database = DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk-db.db'}")
+    adk["DatabaseSessionService"] = await bench_adk("database", database, n_adk)
+    await database.close()
+    sqlite_service = SqliteSessionService(str(tmp / "adk-sqlite.db"))
+    adk["SqliteSessionService"] = await bench_adk("sqlite", sqlite_service, n_adk)
+    await sqlite_service.close()
+    ours = EventStoreSessionService(str(tmp / "evs-adk.db"))
+    adk["ours: EventStoreSessionService"] = await bench_adk("ours", ours, n_adk)
+    await ours.close()
+    ours_rate, ours_load = adk["ours: EventStoreSessionService"]
+    for name, (rate, load_ms) in adk.items():
+        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms")
+    db_rate, db_load = adk["DatabaseSessionService"]
+    sq_rate, sq_load = adk["SqliteSessionService"]
+    print(f"  ours vs DatabaseSessionService: append {ours_rate / db_rate:.1f}x (target 20x), "
+          f"load {db_load / ours_load:.1f}x (target 5x)")
+    print(f"  ours vs SqliteSessionService:   append {ours_rate / sq_rate:.1f}x, "
+          f"load {sq_load / ours_load:.1f}x")
+
+    print(f"\nOpenAI Agents SDK: add_items x {n_oa:,} (one item per call), then get_items()")
+    theirs = SQLiteSession("s", str(tmp / "oa.db"))
+    oa_theirs = await bench_openai("sqlite", theirs, n_oa)
+    theirs.close()
+    mine = EventStoreSession("s", str(tmp / "evs-oa.db"))
+    oa_ours = await bench_openai("ours", mine, n_oa)
+    await mine.close()
+    for name, (rate, load_ms) in (("SQLiteSession", oa_theirs),
+                                  ("ours: EventStoreSession", oa_ours)):
+        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms")
+    print(f"  ours vs SQLiteSession: add {oa_ours[0] / oa_theirs[0]:.1f}x (target 1x), "
+          f"get {oa_theirs[1] / oa_ours[1]:.1f}x (target 1x)")
+
+    missed = [
+        what for what, ok in (
+            ("append >= 20x DatabaseSessionService", ours_rate >= 20 * db_rate),
+            ("load >= 5x DatabaseSessionService", db_load >= 5 * ours_load),
+            ("add_items >= 1x SQLiteSession", oa_ours[0] >= oa_theirs[0]),
+            ("get_items >= 1x SQLiteSession", oa_theirs[1] >= oa_ours[1]),
+        ) if not ok
+    ]
+    if quick:
+        print("\n--quick is a smoke run: the targets are judged on the full run.")
+        return 0
+    print("\nall targets met" if not missed else f"\nmissed: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 events instead of 10,000")
+    sys.exit(asyncio.run(main(parser.parse_args().quick)))

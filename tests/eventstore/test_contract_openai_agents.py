@@ -1,0 +1,175 @@
+"""The OpenAI Agents SDK ``Session`` protocol on our store, on memory, SQLite and PostgreSQL:
+the behaviour of the SDK's own ``SQLiteSession`` (compared operation by operation), append-only
+underneath (pop and clear are events), and reads that stop early."""
+
+from __future__ import annotations
+
+from _extras import require_extra
+
+agents = require_extra("agents", "openai-agents")
+
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+from agents.memory import Session, SQLiteSession  # noqa: E402
+from agents.memory.session_settings import SessionSettings  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from eventstore import EventStore, MemoryBackend, StoredEvent  # noqa: E402
+from eventstore.integrations.openai_agents import METADATA_KEY, EventStoreSession  # noqa: E402
+
+
+def _msg(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": text}
+
+
+async def test_implements_the_session_protocol(store: EventStore) -> None:
+    session = EventStoreSession("s", store)
+    assert isinstance(session, Session)
+    assert session.session_id == "s"
+    assert session.session_settings == SessionSettings()
+
+
+async def test_add_get_limit_pop_clear(store: EventStore) -> None:
+    session = EventStoreSession("s", store)
+    assert await session.get_items() == []
+    assert await session.pop_item() is None
+    await session.clear_session()  # nothing to clear: no error
+    items = [_msg("user", f"m{i}") for i in range(5)]
+    await session.add_items(items[:2])
+    await session.add_items(items[2:])
+    await session.add_items([])
+    assert await session.get_items() == items
+    assert await session.get_items(limit=2) == items[3:]
+    assert await session.get_items(limit=0) == []
+    assert await session.get_items(limit=-1) == items
+    assert await session.get_items(limit=50) == items
+    assert await session.pop_item() == items[4]
+    assert await session.pop_item() == items[3]
+    assert await session.get_items() == items[:3]
+    await session.add_items([_msg("assistant", "new")])
+    assert await session.get_items(limit=2) == [items[2], _msg("assistant", "new")]
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert await session.pop_item() is None
+    await session.add_items([items[0]])
+    assert await session.get_items() == [items[0]]
+
+
+async def test_pop_and_clear_are_events_and_nothing_is_deleted(store: EventStore) -> None:
+    session = EventStoreSession("s", store)
+    await session.add_items([_msg("user", "a"), _msg("user", "b")])
+    await session.pop_item()
+    await session.clear_session()
+    log = await store.read("s")
+    meanings = [e.custom_metadata[METADATA_KEY] for e in log]
+    assert meanings == [
+        {"item": _msg("user", "a")}, {"item": _msg("user", "b")}, {"pop": 2}, {"clear": True}
+    ]
+    assert [e.text() for e in log[:2]] == ["a", "b"]
+
+
+async def test_items_are_mirrored_natively(store: EventStore) -> None:
+    session = EventStoreSession("s", store)
+    await session.add_items([
+        {"type": "function_call", "call_id": "c1", "name": "weather",
+         "arguments": '{"city": "Paris"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"role": "assistant", "type": "message",
+         "content": [{"type": "output_text", "text": "It is sunny."}]},
+        {"type": "reasoning", "id": "r1", "summary": []},
+    ])
+    log = await store.read("s")
+    [call] = log[0].function_calls()
+    assert (call.id, call.name, call.args) == ("c1", "weather", {"city": "Paris"})
+    [response] = log[1].function_responses()
+    assert (response.id, response.response) == ("c1", {"output": "sunny"})
+    assert log[2].text() == "It is sunny."
+    assert log[3].content is None
+    assert (await session.get_items())[3] == {"type": "reasoning", "id": "r1", "summary": []}
+
+
+async def test_two_objects_share_one_session_and_settings_limit(store: EventStore) -> None:
+    writer = EventStoreSession("s", store)
+    reader = EventStoreSession("s", store, SessionSettings(limit=1))
+    await writer.add_items([_msg("user", "a"), _msg("user", "b")])
+    assert await reader.get_items() == [_msg("user", "b")]
+    assert await reader.get_items(limit=5) == [_msg("user", "a"), _msg("user", "b")]
+    assert await reader.pop_item() == _msg("user", "b")
+    assert await writer.get_items() == [_msg("user", "a")]
+
+
+async def test_a_url_opens_and_closes_its_own_store(tmp_path: Any) -> None:
+    session = EventStoreSession("s", str(tmp_path / "chat.db"))
+    await session.add_items([_msg("user", "kept")])
+    await session.close()
+    again = EventStoreSession("s", str(tmp_path / "chat.db"))
+    assert await again.get_items() == [_msg("user", "kept")]
+    await again.close()
+
+
+class _CountingBackend(MemoryBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows_read = 0
+
+    async def read(self, session_id: str, **options: Any) -> list[StoredEvent]:
+        rows = await super().read(session_id, **options)
+        self.rows_read += len(rows)
+        return rows
+
+
+async def test_reads_stop_at_the_newest_clear_and_at_the_limit() -> None:
+    backend = _CountingBackend()
+    store = EventStore(backend)
+    session = EventStoreSession("s", store)
+    await session.add_items([_msg("user", str(i)) for i in range(2000)])
+    backend.rows_read = 0
+    assert len(await session.get_items(limit=3)) == 3
+    assert backend.rows_read < 20
+    await session.clear_session()
+    await session.add_items([_msg("user", "after")])
+    backend.rows_read = 0
+    assert await session.get_items() == [_msg("user", "after")]
+    assert backend.rows_read < 600  # one page, not the 2,002 events of the log
+    await store.aclose()
+
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(min_value=0, max_value=3)),
+        st.tuples(st.just("pop"), st.just(0)),
+        st.tuples(st.just("clear"), st.just(0)),
+        st.tuples(st.just("get"), st.sampled_from([None, 0, 1, 2, 5, -1])),
+    ),
+    max_size=25,
+)
+
+
+@pytest.mark.parametrize("backend", ["memory"])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+async def test_behaves_like_the_sdks_sqlite_session(backend: str, ops: list[Any]) -> None:
+    theirs = SQLiteSession("s")
+    ours = EventStoreSession("s", f"{backend}://")
+    counter = 0
+    try:
+        for op, arg in ops:
+            if op == "add":
+                batch = [_msg("user", f"i{counter + n}") for n in range(arg)]
+                counter += arg
+                await theirs.add_items(batch)
+                await ours.add_items(batch)
+            elif op == "pop":
+                assert await ours.pop_item() == await theirs.pop_item()
+            elif op == "clear":
+                await theirs.clear_session()
+                await ours.clear_session()
+            else:
+                assert await ours.get_items(arg) == await theirs.get_items(arg)
+        assert await ours.get_items() == await theirs.get_items()
+    finally:
+        theirs.close()
+        await ours.close()
