@@ -14,6 +14,12 @@ Design (measured, see ``scripts/bench_store.py``):
   every write transaction starts with ``BEGIN IMMEDIATE`` so that several processes writing one
   file queue on SQLite's lock (``busy_timeout`` 30 s) instead of failing half way. The reader
   connection runs reads concurrently with writes (WAL).
+- **Group commit.** Appends, session creations and artifact saves go through ``GroupCommit``
+  (``_sqlite_group``): the writer takes every such write waiting when the previous transaction
+  ends and commits them together, each in its own savepoint, each caller answered after the
+  ``COMMIT``. Under load from many sessions one commit (one fsync with ``FULL``) serves many
+  appends; a lone append commits at once. Deletes, snapshots and migrations stay one write per
+  transaction (rare, or a cache).
 - **Durability.** ``synchronous=NORMAL`` (default): a committed append survives a crash of the
   process (or of every process); after a power failure or OS crash the newest commits may be lost,
   but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at
@@ -85,6 +91,7 @@ from ._sqlite_driver import (
     connect_writer,
 )
 from ._sqlite_driver import Driver as _Driver
+from ._sqlite_group import GroupCommit, undo
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
 
@@ -235,10 +242,12 @@ class SQLiteBackend:
     Open it with ``SQLiteBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, path: str, *, read_only: bool) -> None:
+    def __init__(self, url: str, path: str, *, read_only: bool, group_commit: bool = True) -> None:
         self.url = url
         self._path = path
         self._read_only = read_only
+        self._group_commit = group_commit
+        self._group: GroupCommit | None = None
         self._writer: _Driver | None = None
         self._reader: _Driver | None = None
         self._closed = False
@@ -252,6 +261,7 @@ class SQLiteBackend:
         auto_upgrade: bool = False,
         read_only: bool = False,
         synchronous: str = "NORMAL",
+        group_commit: bool = True,
     ) -> SQLiteBackend:
         """Open the SQLite file ``url`` names.
 
@@ -262,6 +272,8 @@ class SQLiteBackend:
         opened immutable instead, which does not see changes other writers make after the
         open — fine for inspection (see ``connect_read_only``).
         ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
+        ``group_commit=False`` commits every write alone (the behaviour before group commit;
+        for comparisons in tests and benchmarks).
         """
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
         if sync not in ("NORMAL", "FULL"):
@@ -270,7 +282,7 @@ class SQLiteBackend:
         if read_only and not await asyncio.to_thread(os.path.exists, path):
             raise StorageError(f"Cannot open {url} read-only: the file {path} does not exist.")
         await cls._ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
-        backend = cls(url, path, read_only=read_only)
+        backend = cls(url, path, read_only=read_only, group_commit=group_commit)
         await backend._start(sync)
         return backend
 
@@ -305,6 +317,8 @@ class SQLiteBackend:
             if not self._read_only:
                 self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
                 await self._writer.start()
+                if self._group_commit:
+                    self._group = GroupCommit(self._writer.post)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:
@@ -349,6 +363,26 @@ class SQLiteBackend:
 
         return await self._run(self._writer, transaction, what=what, session_id=session_id)
 
+    async def _grouped(
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
+    ) -> T:
+        """Run ``fn`` as one write of a group transaction (see ``_sqlite_group``); without
+        group commit, in a transaction of its own. ``fn`` rolls its own work back with
+        ``undo``."""
+        group = self._group
+        if group is None:
+            def alone(conn: sqlite3.Connection) -> T:
+                conn.execute("SAVEPOINT evs_write")  # what undo() rolls back to
+                return fn(conn)
+
+            return await self._write(alone, what=what, session_id=session_id)
+        if self._closed or self._reader is None:
+            raise StoreClosedError()
+        try:
+            return await group.run(fn)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+
     async def _read(
         self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
     ) -> T:
@@ -370,7 +404,7 @@ class SQLiteBackend:
             if initial:
                 _insert(conn, sid, _head(conn, sid), initial)
 
-        await self._write(job, what=f"create session {sid!r}", session_id=sid)
+        await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def job(conn: sqlite3.Connection) -> SessionRecord | None:
@@ -434,7 +468,7 @@ class SQLiteBackend:
                 try:
                     return _insert(conn, session_id, head, events)
                 except sqlite3.IntegrityError:
-                    _rollback(conn)  # undo the rows of this batch inserted before the clash
+                    undo(conn)  # the rows of this batch inserted before the clash
                     retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
                                                                              events))
                     if retried is not None:
@@ -447,8 +481,8 @@ class SQLiteBackend:
                 session_id, expected_version=expected_version, actual_version=actual
             )
 
-        stored = await self._write(job, what=f"append to session {session_id!r}",
-                                   session_id=session_id)
+        stored = await self._grouped(job, what=f"append to session {session_id!r}",
+                                     session_id=session_id)
         self._wakeups.wake(session_id)
         return stored
 
@@ -546,7 +580,7 @@ class SQLiteBackend:
         created_at: float,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._write(
+        return await self._grouped(
             lambda conn: artifacts.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at),
             what=f"save artifact {filename!r}",

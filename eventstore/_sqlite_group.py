@@ -1,0 +1,148 @@
+"""Group commit for the SQLite writer: every write waiting at that moment, in one transaction.
+
+One session appending awaits each commit, so it never has company: its append is handed to the
+writer thread at once and commits alone (no added latency when idle). Many sessions appending
+at once queue behind the transaction in flight; when it ends, the writer takes *all* of them
+and commits them together — one ``BEGIN IMMEDIATE`` … ``COMMIT`` (and, with
+``synchronous=FULL``, one fsync) for the whole group.
+
+Each write keeps its own contract inside the group:
+
+- it runs in its own ``SAVEPOINT``: an error (a version conflict, a duplicate id, a missing
+  session) rolls back that write alone and fails only its caller, with the same typed error as
+  an ungrouped write; the others commit;
+- its caller is answered only after the ``COMMIT`` that holds it; if the transaction as a whole
+  fails (``BEGIN`` or ``COMMIT`` refused, an I/O error that aborts it), every write of the group
+  fails and nothing of it is stored;
+- writes run in submission order, so one caller's appends to a session keep their order, and
+  every write sees the writes before it in the group (versions, app positions).
+
+A write is a plain function of the connection, run on the writer thread. It may roll back part
+of its own work with ``undo(conn)`` (back to its savepoint) and go on in the same transaction,
+e.g. to diagnose an idempotent retry after a unique-index clash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+__all__ = ["GroupCommit", "undo"]
+
+T = TypeVar("T")
+
+_SAVEPOINT: Final = "evs_write"
+
+Write = Callable[[sqlite3.Connection], Any]
+_Outcome = tuple[asyncio.Future[Any], bool, Any]
+
+
+def undo(conn: sqlite3.Connection) -> None:
+    """Roll the current write back to its savepoint (its transaction and savepoint stay open)."""
+    conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
+
+
+class GroupCommit:
+    """Collects writes and runs them on the writer thread in grouped transactions.
+
+    ``post(job)`` hands a function to the writer thread (``Driver.post``); the group job it
+    posts takes every write waiting at that moment, commits them, and loops while more arrived.
+    ``max_group`` bounds how many writes one transaction holds (a long transaction would hold
+    the file's lock from other processes for longer).
+    """
+
+    def __init__(self, post: Callable[[Callable[[sqlite3.Connection], None]], None], *,
+                 max_group: int = 256) -> None:
+        self._post = post
+        self._max_group = max_group
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[Write, asyncio.Future[Any]]] = []
+        self._armed = False
+        self.groups = 0
+        """How many transactions were committed or attempted (for tests and benchmarks)."""
+        self.writes = 0
+        """How many writes those transactions held."""
+
+    async def run(self, write: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``write`` in the next group transaction and return its result once committed.
+
+        Raises what ``write`` raised (its savepoint rolled back), or the driver error that
+        failed the whole transaction. A cancelled caller's write still runs; its result is
+        dropped.
+        """
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._waiting.append((write, future))
+            start = not self._armed
+            self._armed = True
+        if start:
+            self._post(self._drain)
+        return await future
+
+    def _take(self) -> list[tuple[Write, asyncio.Future[Any]]]:
+        with self._lock:
+            taken = self._waiting[: self._max_group]
+            del self._waiting[: self._max_group]
+            if not taken:
+                self._armed = False
+            return taken
+
+    def _drain(self, conn: sqlite3.Connection) -> None:
+        """The group job: commit groups until nobody waits (runs on the writer thread)."""
+        while batch := self._take():
+            self.groups += 1
+            self.writes += len(batch)
+            _settle(_commit_group(conn, batch))
+
+
+def _commit_group(
+    conn: sqlite3.Connection, batch: list[tuple[Write, asyncio.Future[Any]]]
+) -> list[_Outcome]:
+    outcomes: list[_Outcome] = []
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for write, future in batch:
+            conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+            try:
+                result = write(conn)
+            except Exception as exc:
+                if not conn.in_transaction:
+                    raise  # SQLite aborted the whole transaction: the group fails
+                undo(conn)
+                conn.execute(f"RELEASE {_SAVEPOINT}")
+                outcomes.append((future, True, exc))
+            else:
+                conn.execute(f"RELEASE {_SAVEPOINT}")
+                outcomes.append((future, False, result))
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        # Nothing of the group is stored: every caller gets the error, none a result.
+        return [(future, True, exc) for _, future in batch]
+    return outcomes
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    """Answer every caller of a group with one wake-up of each event loop involved."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].get_loop(), []).append(outcome)
+
+    def settle(items: list[_Outcome]) -> None:
+        for future, error, value in items:
+            if future.done():
+                continue
+            if error:
+                future.set_exception(value)
+            else:
+                future.set_result(value)
+
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, items)
