@@ -20,6 +20,7 @@ from ._codec import SCHEMA_VERSION, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError
 from ._state import apply_delta, session_part, shared_part
+from ._stored import STORED_SCHEMA_VERSION, decode_compact
 
 __all__ = ["DEFAULT_SNAPSHOT_INTERVAL", "StateFolder", "decode_all", "decode_stored"]
 
@@ -32,10 +33,16 @@ deltas per scope)."""
 def decode_stored(stored: StoredEvent) -> Event:
     """Decode one stored envelope; raises CorruptEventError naming session and seq."""
     try:
-        if stored.schema_version == SCHEMA_VERSION:
+        version = stored.schema_version
+        if version == STORED_SCHEMA_VERSION:
+            return decode_compact(
+                stored.payload, event_id=stored.event_id, author=stored.author,
+                invocation_id=stored.invocation_id, timestamp=stored.timestamp, seq=stored.seq,
+            )
+        if version == SCHEMA_VERSION:  # the event JSON, as rows were stored before version 2
             return decode_trusted(stored.payload, seq=stored.seq)
         return decode_event(stored.payload, schema_version=stored.schema_version, seq=stored.seq)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise CorruptEventError(stored.session_id, stored.seq, repr(exc)) from exc
 
 

@@ -23,7 +23,7 @@ from ._args import (
     check_str,
 )
 from ._backend import Backend, NewEvent, SessionRecord, StoredEvent
-from ._codec import SCHEMA_VERSION, encode_event, event_kind, with_seq
+from ._codec import check_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
     ArtifactNotFoundError,
@@ -34,6 +34,7 @@ from ._exceptions import (
 )
 from ._state import TEMP_PREFIX, USER_PREFIX, fold_state, has_shared_keys, session_part
 from ._statefold import DEFAULT_SNAPSHOT_INTERVAL, StateFolder, decode_all, decode_stored
+from ._stored import STORED_SCHEMA_VERSION, encode_compact
 
 __all__ = ["Artifact", "EventStore", "Session", "SessionInfo", "SessionPage"]
 
@@ -190,7 +191,13 @@ class EventStore:
             event = dataclasses.replace(
                 event, actions=dataclasses.replace(event.actions, state_delta=kept)
             )
-        payload = encode_event(event)
+        check_event(event)
+        try:
+            payload = encode_compact(event)
+        except TypeError as exc:
+            raise InvalidEventError(
+                f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
+            ) from exc
         return event, NewEvent(
             event_id=event.id,
             kind=event_kind(event),
@@ -198,7 +205,7 @@ class EventStore:
             author=event.author,
             timestamp=event.timestamp,
             shared_state=has_shared_keys(event.actions.state_delta),
-            schema_version=SCHEMA_VERSION,
+            schema_version=STORED_SCHEMA_VERSION,
             payload=payload,
         )
 
