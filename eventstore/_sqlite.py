@@ -44,6 +44,7 @@ Design (measured, see ``scripts/bench_store.py``):
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -91,7 +92,7 @@ from ._sqlite_driver import (
     connect_writer,
 )
 from ._sqlite_driver import Driver as _Driver
-from ._sqlite_group import GroupCommit, undo
+from ._sqlite_group import GroupCommit, savepoint
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
 
@@ -205,22 +206,41 @@ def _head(conn: sqlite3.Connection, session_id: str) -> _Head:
     return _Head(row)
 
 
+_ROWS_PER_INSERT: Final = 1_000
+"""Rows per INSERT statement (14 parameters each, well under SQLite's 32,766)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(rows: int) -> str:
+    return _INSERT_EVENT_SQL + ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
+
+
 def _insert(
     conn: sqlite3.Connection, session_id: str, head: _Head, events: Sequence[NewEvent]
 ) -> list[StoredEvent]:
+    """Insert the batch at the head. Raises sqlite3.IntegrityError (a stored id) having
+    changed nothing: a batch of up to ``_ROWS_PER_INSERT`` events is one statement, which
+    SQLite backs out whole; a larger one runs in a savepoint. The app position is advanced
+    after the rows (an upsert, which has no constraint to fail)."""
     out = []
+    params: list[Any] = []
     clock = head.clock
     for offset, e in enumerate(events, 1):
         seq = head.version + offset
         if e.shared_state:
             clock += 1
-        conn.execute(
-            _INSERT_EVENT_SQL,
-            (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
-             e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
-             head.user_id, e.schema_version, e.payload),
-        )
+        params += (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
+                   e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
+                   head.user_id, e.schema_version, e.payload)
         out.append(written(session_id, e, seq=seq, position=clock))
+    width = 14 * _ROWS_PER_INSERT
+    if len(events) <= _ROWS_PER_INSERT:
+        conn.execute(_insert_sql(len(events)), params)
+    else:
+        with savepoint(conn):
+            for lo in range(0, len(params), width):
+                chunk = params[lo:lo + width]
+                conn.execute(_insert_sql(len(chunk) // 14), chunk)
     if clock != head.clock:
         conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
     return out
@@ -366,16 +386,11 @@ class SQLiteBackend:
     async def _grouped(
         self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
     ) -> T:
-        """Run ``fn`` as one write of a group transaction (see ``_sqlite_group``); without
-        group commit, in a transaction of its own. ``fn`` rolls its own work back with
-        ``undo``."""
+        """Run ``fn`` as one write of a group transaction (see ``_sqlite_group`` for what
+        ``fn`` must guarantee); without group commit, in a transaction of its own."""
         group = self._group
         if group is None:
-            def alone(conn: sqlite3.Connection) -> T:
-                conn.execute("SAVEPOINT evs_write")  # what undo() rolls back to
-                return fn(conn)
-
-            return await self._write(alone, what=what, session_id=session_id)
+            return await self._write(fn, what=what, session_id=session_id)
         if self._closed or self._reader is None:
             raise StoreClosedError()
         try:
@@ -395,6 +410,13 @@ class SQLiteBackend:
         check_batch_ids(sid, initial)
 
         def job(conn: sqlite3.Connection) -> None:
+            if not initial:
+                create(conn)  # one statement: nothing to undo if it fails
+                return
+            with savepoint(conn):
+                create(conn)
+
+        def create(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, "
                 "created_at) VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 "
@@ -467,8 +489,7 @@ class SQLiteBackend:
             if expected_version is None or expected_version == actual:
                 try:
                     return _insert(conn, session_id, head, events)
-                except sqlite3.IntegrityError:
-                    undo(conn)  # the rows of this batch inserted before the clash
+                except sqlite3.IntegrityError:  # _insert changed nothing
                     retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
                                                                              events))
                     if retried is not None:

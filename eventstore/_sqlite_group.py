@@ -8,18 +8,18 @@ and commits them together — one ``BEGIN IMMEDIATE`` … ``COMMIT`` (and, with
 
 Each write keeps its own contract inside the group:
 
-- it runs in its own ``SAVEPOINT``: an error (a version conflict, a duplicate id, a missing
-  session) rolls back that write alone and fails only its caller, with the same typed error as
-  an ungrouped write; the others commit;
+- a write that raises leaves nothing of itself: either it made at most one change (one
+  statement: SQLite backs out a failing statement's changes, and earlier statements of the
+  transaction stay) or it wraps its changes in ``savepoint(conn)``. So a version conflict, a
+  duplicate id or a missing session fails only its caller, with the same typed error as an
+  ungrouped write, and the others commit. (An append is one multi-row ``INSERT`` and no
+  savepoint: every statement is a hop through the GIL, which the event loop's thread holds
+  most of the time under load, so fewer statements per write is what makes groups cheap.)
 - its caller is answered only after the ``COMMIT`` that holds it; if the transaction as a whole
   fails (``BEGIN`` or ``COMMIT`` refused, an I/O error that aborts it), every write of the group
   fails and nothing of it is stored;
 - writes run in submission order, so one caller's appends to a session keep their order, and
   every write sees the writes before it in the group (versions, app positions).
-
-A write is a plain function of the connection, run on the writer thread. It may roll back part
-of its own work with ``undo(conn)`` (back to its savepoint) and go on in the same transaction,
-e.g. to diagnose an idempotent retry after a unique-index clash.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
 
-__all__ = ["GroupCommit", "undo"]
+__all__ = ["GroupCommit", "savepoint"]
 
 T = TypeVar("T")
 
@@ -41,9 +41,19 @@ Write = Callable[[sqlite3.Connection], Any]
 _Outcome = tuple[asyncio.Future[Any], bool, Any]
 
 
-def undo(conn: sqlite3.Connection) -> None:
-    """Roll the current write back to its savepoint (its transaction and savepoint stay open)."""
-    conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
+@contextlib.contextmanager
+def savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run the block's statements as one unit: on an exception they are rolled back (the
+    transaction goes on) and the exception propagates. For writes that make several changes."""
+    conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
+            conn.execute(f"RELEASE {_SAVEPOINT}")
+        raise
+    conn.execute(f"RELEASE {_SAVEPOINT}")
 
 
 class GroupCommit:
@@ -106,17 +116,13 @@ def _commit_group(
     try:
         conn.execute("BEGIN IMMEDIATE")
         for write, future in batch:
-            conn.execute(f"SAVEPOINT {_SAVEPOINT}")
             try:
                 result = write(conn)
             except Exception as exc:
                 if not conn.in_transaction:
                     raise  # SQLite aborted the whole transaction: the group fails
-                undo(conn)
-                conn.execute(f"RELEASE {_SAVEPOINT}")
                 outcomes.append((future, True, exc))
             else:
-                conn.execute(f"RELEASE {_SAVEPOINT}")
                 outcomes.append((future, False, result))
         conn.execute("COMMIT")
     except BaseException as exc:
