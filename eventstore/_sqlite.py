@@ -44,7 +44,6 @@ Design (measured, see ``scripts/bench_store.py``):
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -59,11 +58,8 @@ from ._backend import (
     SharedSnapshot,
     StoredEvent,
     check_batch_ids,
-    check_retry,
-    written,
 )
 from ._exceptions import (
-    ConcurrencyError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
@@ -77,13 +73,20 @@ from ._sqlcommon import (
     NEWEST_ROW_KEY,
     SESSION_COLUMNS,
     Wakeups,
-    row_key,
     scope,
     seq_bound,
-    seq_of_row_key,
     session_record,
     sqlite_file,
     stored_events,
+)
+from ._sqlite_append import (
+    HEAD_SQL,
+    AppendRequest,
+    Head,
+    append_many,
+    append_one,
+    head,
+    insert,
 )
 from ._sqlite_driver import (
     BUSY_TIMEOUT_MS,
@@ -105,20 +108,6 @@ _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
 LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
-_HEAD_SQL = f"""
-SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
-FROM evs_sessions s WHERE s.session_id = ?
-"""
-_SET_APP_POSITION_SQL = (
-    "INSERT INTO evs_app_positions (app_name, position) VALUES (?, ?) "
-    "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
-)
-_INSERT_EVENT_SQL = """
-INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
-  timestamp, shared_state, app_name, user_id, schema_version, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
 # One statement, so the session key and the rows come from one snapshot: a key freed by a
 # deleted session and taken by a new one can never mix two sessions' events.
 _READ_SQL = (
@@ -129,7 +118,6 @@ _READ_SQL = (
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
-_BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
 _DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
@@ -182,78 +170,6 @@ def _read_revision(path: str) -> str | None:
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-
-
-class _Head:
-    """What an append needs to know of a session, read inside its write transaction."""
-
-    __slots__ = ("app_name", "clock", "key", "user_id", "version")
-
-    def __init__(self, row: Sequence[Any]) -> None:
-        self.app_name: str = row[0]
-        self.user_id: str = row[1]
-        self.key: int = row[2]
-        self.version: int = seq_of_row_key(row[3])
-        # The app's newest shared-state position (see StoredEvent.position): every write holds
-        # the file's lock, so positions are handed out and committed in order.
-        self.clock: int = row[4] or 0
-
-
-def _head(conn: sqlite3.Connection, session_id: str) -> _Head:
-    row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-    if row is None:
-        raise SessionNotFoundError(session_id)
-    return _Head(row)
-
-
-_ROWS_PER_INSERT: Final = 1_000
-"""Rows per INSERT statement (14 parameters each, well under SQLite's 32,766)."""
-
-
-@functools.lru_cache(maxsize=64)
-def _insert_sql(rows: int) -> str:
-    return _INSERT_EVENT_SQL + ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
-
-
-def _insert(
-    conn: sqlite3.Connection, session_id: str, head: _Head, events: Sequence[NewEvent]
-) -> list[StoredEvent]:
-    """Insert the batch at the head. Raises sqlite3.IntegrityError (a stored id) having
-    changed nothing: a batch of up to ``_ROWS_PER_INSERT`` events is one statement, which
-    SQLite backs out whole; a larger one runs in a savepoint. The app position is advanced
-    after the rows (an upsert, which has no constraint to fail)."""
-    out = []
-    params: list[Any] = []
-    clock = head.clock
-    for offset, e in enumerate(events, 1):
-        seq = head.version + offset
-        if e.shared_state:
-            clock += 1
-        params += (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
-                   e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
-                   head.user_id, e.schema_version, e.payload)
-        out.append(written(session_id, e, seq=seq, position=clock))
-    width = 14 * _ROWS_PER_INSERT
-    if len(events) <= _ROWS_PER_INSERT:
-        conn.execute(_insert_sql(len(events)), params)
-    else:
-        with savepoint(conn):
-            for lo in range(0, len(params), width):
-                chunk = params[lo:lo + width]
-                conn.execute(_insert_sql(len(chunk) // 14), chunk)
-    if clock != head.clock:
-        conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
-    return out
-
-
-def _stored_by_ids(
-    conn: sqlite3.Connection, session_id: str, events: Sequence[NewEvent]
-) -> dict[str, StoredEvent]:
-    marks = ", ".join("?" * len(events))
-    rows = conn.execute(
-        f"{_BY_IDS_SQL}({marks})", (session_id, *(e.event_id for e in events))
-    ).fetchall()
-    return {s.event_id: s for s in stored_events(session_id, rows)}
 
 
 class SQLiteBackend:
@@ -338,7 +254,7 @@ class SQLiteBackend:
                 self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
                 await self._writer.start()
                 if self._group_commit:
-                    self._group = GroupCommit(self._writer.post)
+                    self._group = GroupCommit(self._writer.post, batch=append_many)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:
@@ -384,7 +300,8 @@ class SQLiteBackend:
         return await self._run(self._writer, transaction, what=what, session_id=session_id)
 
     async def _grouped(
-        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None,
+        request: AppendRequest | None = None,
     ) -> T:
         """Run ``fn`` as one write of a group transaction (see ``_sqlite_group`` for what
         ``fn`` must guarantee); without group commit, in a transaction of its own."""
@@ -394,7 +311,7 @@ class SQLiteBackend:
         if self._closed or self._reader is None:
             raise StoreClosedError()
         try:
-            return await group.run(fn)
+            return await group.run(fn, request=request)
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
 
@@ -424,7 +341,7 @@ class SQLiteBackend:
                 (sid, record.app_name, record.user_id, record.created_at),
             )
             if initial:
-                _insert(conn, sid, _head(conn, sid), initial)
+                insert(conn, sid, head(conn, sid), initial)
 
         await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
 
@@ -483,27 +400,13 @@ class SQLiteBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
 
+        request = AppendRequest(session_id, events, expected_version)
+
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            head = _head(conn, session_id)
-            actual = head.version
-            if expected_version is None or expected_version == actual:
-                try:
-                    return _insert(conn, session_id, head, events)
-                except sqlite3.IntegrityError:  # _insert changed nothing
-                    retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
-                                                                             events))
-                    if retried is not None:
-                        return retried
-                    raise
-            retried = check_retry(session_id, events, _stored_by_ids(conn, session_id, events))
-            if retried is not None:
-                return retried
-            raise ConcurrencyError(
-                session_id, expected_version=expected_version, actual_version=actual
-            )
+            return append_one(conn, request)
 
         stored = await self._grouped(job, what=f"append to session {session_id!r}",
-                                     session_id=session_id)
+                                     session_id=session_id, request=request)
         self._wakeups.wake(session_id)
         return stored
 
@@ -627,8 +530,8 @@ class SQLiteBackend:
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         def version(conn: sqlite3.Connection) -> int | None:
-            row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-            return None if row is None else _Head(row).version
+            row = conn.execute(HEAD_SQL, (session_id,)).fetchone()
+            return None if row is None else Head(row).version
 
         await self._wakeups.wait(
             session_id,

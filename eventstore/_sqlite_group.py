@@ -28,17 +28,30 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-__all__ = ["GroupCommit", "savepoint"]
+__all__ = ["Batch", "GroupCommit", "Outcome", "savepoint"]
 
 T = TypeVar("T")
 
 _SAVEPOINT: Final = "evs_write"
 
 Write = Callable[[sqlite3.Connection], Any]
-_Outcome = tuple[asyncio.Future[Any], bool, Any]
+Outcome = tuple[bool, Any]
+"""``(failed, result)``: a write's result, or (``failed``) the exception it raised."""
+Batch = Callable[[sqlite3.Connection, Sequence[Any]], list[Outcome]]
+"""Runs a run of requests of one kind (appends) in few statements; returns each one's
+outcome, as running them one after another would; raises only what fails the group."""
+_Answer = tuple[asyncio.Future[Any], bool, Any]
+
+
+@dataclass(slots=True)
+class _Item:
+    write: Write
+    future: asyncio.Future[Any]
+    request: Any
 
 
 @contextlib.contextmanager
@@ -66,34 +79,37 @@ class GroupCommit:
     """
 
     def __init__(self, post: Callable[[Callable[[sqlite3.Connection], None]], None], *,
-                 max_group: int = 256) -> None:
+                 batch: Batch | None = None, max_group: int = 256) -> None:
         self._post = post
+        self._batch = batch
         self._max_group = max_group
         self._lock = threading.Lock()
-        self._waiting: list[tuple[Write, asyncio.Future[Any]]] = []
+        self._waiting: list[_Item] = []
         self._armed = False
         self.groups = 0
         """How many transactions were committed or attempted (for tests and benchmarks)."""
         self.writes = 0
         """How many writes those transactions held."""
 
-    async def run(self, write: Callable[[sqlite3.Connection], T]) -> T:
+    async def run(self, write: Callable[[sqlite3.Connection], T], *, request: Any = None) -> T:
         """Run ``write`` in the next group transaction and return its result once committed.
 
-        Raises what ``write`` raised (its savepoint rolled back), or the driver error that
-        failed the whole transaction. A cancelled caller's write still runs; its result is
-        dropped.
+        With ``request`` (an append), consecutive requests of a group run through the
+        ``batch`` function instead, with the outcome ``write`` would have given. Raises what
+        ``write`` raised (having changed nothing), or the driver error that failed the whole
+        transaction. A cancelled caller's write still runs; its result is dropped.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        item = _Item(write, future, request if self._batch is not None else None)
         with self._lock:
-            self._waiting.append((write, future))
+            self._waiting.append(item)
             start = not self._armed
             self._armed = True
         if start:
             self._post(self._drain)
         return await future
 
-    def _take(self) -> list[tuple[Write, asyncio.Future[Any]]]:
+    def _take(self) -> list[_Item]:
         with self._lock:
             taken = self._waiting[: self._max_group]
             del self._waiting[: self._max_group]
@@ -106,41 +122,51 @@ class GroupCommit:
         while batch := self._take():
             self.groups += 1
             self.writes += len(batch)
-            _settle(_commit_group(conn, batch))
+            _settle(self._commit_group(conn, batch))
+
+    def _commit_group(self, conn: sqlite3.Connection, batch: list[_Item]) -> list[_Answer]:
+        answers: list[_Answer] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            i = 0
+            while i < len(batch):
+                if batch[i].request is not None and self._batch is not None:
+                    j = i
+                    while j < len(batch) and batch[j].request is not None:
+                        j += 1
+                    run = batch[i:j]
+                    outcomes = self._batch(conn, [item.request for item in run])
+                    answers += [(item.future, *outcome)
+                                for item, outcome in zip(run, outcomes, strict=True)]
+                    i = j
+                    continue
+                item = batch[i]
+                try:
+                    result = item.write(conn)
+                except Exception as exc:
+                    if not conn.in_transaction:
+                        raise  # SQLite aborted the whole transaction: the group fails
+                    answers.append((item.future, True, exc))
+                else:
+                    answers.append((item.future, False, result))
+                i += 1
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            # Nothing of the group is stored: every caller gets the error, none a result.
+            return [(item.future, True, exc) for item in batch]
+        return answers
 
 
-def _commit_group(
-    conn: sqlite3.Connection, batch: list[tuple[Write, asyncio.Future[Any]]]
-) -> list[_Outcome]:
-    outcomes: list[_Outcome] = []
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        for write, future in batch:
-            try:
-                result = write(conn)
-            except Exception as exc:
-                if not conn.in_transaction:
-                    raise  # SQLite aborted the whole transaction: the group fails
-                outcomes.append((future, True, exc))
-            else:
-                outcomes.append((future, False, result))
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        # Nothing of the group is stored: every caller gets the error, none a result.
-        return [(future, True, exc) for _, future in batch]
-    return outcomes
-
-
-def _settle(outcomes: list[_Outcome]) -> None:
+def _settle(answers: list[_Answer]) -> None:
     """Answer every caller of a group with one wake-up of each event loop involved."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
-    for outcome in outcomes:
-        by_loop.setdefault(outcome[0].get_loop(), []).append(outcome)
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Answer]] = {}
+    for answer in answers:
+        by_loop.setdefault(answer[0].get_loop(), []).append(answer)
 
-    def settle(items: list[_Outcome]) -> None:
+    def settle(items: list[_Answer]) -> None:
         for future, error, value in items:
             if future.done():
                 continue
