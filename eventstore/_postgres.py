@@ -1,9 +1,13 @@
 """The PostgreSQL backend: many runtimes on many machines sharing one database (asyncpg).
 
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
-  by the session id (``pg_advisory_xact_lock``). Appends to one session are therefore
-  serialized: ``seq`` stays gap-free, and event ``n + 1`` never commits before event ``n``, so a
-  reader tailing by ``seq`` cannot skip an event that commits late. Appends to different
+  by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
+  state, at the expected version, no id stored yet) is one round trip: the server-side function
+  ``evs_append`` (revision 0007) does lock, head, insert and notify in one statement; the rest
+  (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
+  never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
+  commits late. Appends to different
   sessions do not wait for each other. The database's unique constraints stay the last guard.
 - **Shared state.** An append carrying ``user:``/``app:`` deltas also takes an advisory lock keyed
   by the app, numbers its shared-state events after the app's counter (``evs_app_positions``)
@@ -101,6 +105,8 @@ WITH ins AS (
 )
 SELECT seq, pg_notify('{CHANNEL}', $1) FROM ins
 """
+_APPEND_SQL = "SELECT status, version, app_position FROM evs_append($1, $2, $3, $4, $5, $6, " \
+    "$7, $8, $9, $10)"
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
 _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
@@ -196,6 +202,13 @@ async def _lock_shared(conn: Any, app_name: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SHARED, _lock_key(app_name))
 
 
+async def _keep_session(conn: Any) -> None:
+    """The pool's reset: nothing beyond asyncpg's own (it rolls back an open transaction).
+    The store's connections never LISTEN (the listener has its own connection), change
+    settings or take session-level locks, so the default reset query would be a round trip
+    per released connection for nothing."""
+
+
 class PostgresBackend:
     """The PostgreSQL backend (see the module docstring for its guarantees).
 
@@ -232,7 +245,12 @@ class PostgresBackend:
             current = await cls._revision(url, shown)
         check_revision(shown, current)
         try:
-            pool = await asyncpg.create_pool(_dsn(url), min_size=1, max_size=max_connections)
+            pool = await asyncpg.create_pool(
+                _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
+                # evs_append runs as its own transaction and must see, after the session's
+                # lock, what the lock's previous holder committed, whatever the server default.
+                server_settings={"default_transaction_isolation": "read committed"},
+            )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
         return cls(url, pool)
@@ -355,6 +373,11 @@ class PostgresBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
         ids = [e.event_id for e in events]
+        if not any(e.shared_state for e in events):
+            fast = await self._append_fast(session_id, events, expected_version)
+            if fast is not None:
+                self._wakeups.wake(session_id)
+                return fast
 
         async def job(conn: Any) -> list[StoredEvent]:
             await conn.execute(
@@ -389,6 +412,31 @@ class PostgresBackend:
                                  session_id=session_id, write=True)
         self._wakeups.wake(session_id)
         return stored
+
+    async def _append_fast(
+        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
+    ) -> list[StoredEvent] | None:
+        """The common append in one round trip (``evs_append``, revision 0007): one statement,
+        its own transaction. Returns None when the case needs the slower path (a conflict, a
+        retry or a duplicate to judge); nothing was written then."""
+
+        async def job(conn: Any) -> list[StoredEvent] | None:
+            status, version, position = await conn.fetchrow(
+                _APPEND_SQL, session_id, _lock_key(session_id), expected_version,
+                [e.event_id for e in events], [e.kind for e in events],
+                [e.invocation_id for e in events], [e.author for e in events],
+                [e.timestamp for e in events], [e.schema_version for e in events],
+                [e.payload for e in events],
+            )
+            if status == 1:
+                raise SessionNotFoundError(session_id)
+            if status != 0:
+                return None
+            return [written(session_id, e, seq=version + i, position=position)
+                    for i, e in enumerate(events, 1)]
+
+        return await self._run(job, what=f"append to session {session_id!r}",
+                               session_id=session_id)
 
     async def read(
         self,
