@@ -16,8 +16,10 @@
   value without the lock. Deleting a session and saving a shared snapshot take the same lock
   (see ``save_shared_snapshot``).
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
-  wake-up; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
-  dropped listener connection delays a tail but loses nothing.
+  wake-up, sent after the append committed (see ``_announce``: a notifying transaction would
+  serialize every append's commit), coalesced under load; callers always re-read from their
+  cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
+  but loses nothing.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
@@ -91,7 +93,7 @@ SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
 FROM evs_sessions s WHERE s.session_id = $1
 """
-_INSERT_SQL = f"""
+_INSERT_SQL = """
 WITH ins AS (
   INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
     author, timestamp, shared_state, app_name, user_id, schema_version, payload)
@@ -103,8 +105,13 @@ WITH ins AS (
                          position, n)
   RETURNING seq
 )
-SELECT seq, pg_notify('{CHANNEL}', $1) FROM ins
+SELECT seq FROM ins
 """
+# A notification is only a wake-up: its transaction need not wait for a WAL flush.
+_NOTIFY_SQL = (
+    "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)) "
+    f"SELECT pg_notify('{CHANNEL}', s) FROM c, unnest($1::text[]) AS s"
+)
 _APPEND_SQL = "SELECT status, version, app_position FROM evs_append($1, $2, $3, $4, $5, $6, " \
     "$7, $8, $9, $10)"
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
@@ -223,6 +230,8 @@ class PostgresBackend:
         self._listener: Any = None
         self._listener_lock = asyncio.Lock()
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
+        self._to_notify: set[str] = set()
+        self._notifier: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
@@ -376,7 +385,7 @@ class PostgresBackend:
         if not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version)
             if fast is not None:
-                self._wakeups.wake(session_id)
+                self._announce(session_id)
                 return fast
 
         async def job(conn: Any) -> list[StoredEvent]:
@@ -410,7 +419,7 @@ class PostgresBackend:
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
-        self._wakeups.wake(session_id)
+        self._announce(session_id)
         return stored
 
     async def _append_fast(
@@ -596,10 +605,34 @@ class PostgresBackend:
             session_id, after=after, max_wait=max_wait, read_version=read_version
         )
 
+    def _announce(self, session_id: str) -> None:
+        """Wake this process's tails now, other processes' through NOTIFY soon.
+
+        NOTIFY is sent after the append committed, never inside it: a transaction that
+        notifies holds a database-wide lock while it commits, so notifying inside each append
+        would serialize every append's commit — its WAL flush included — across all sessions.
+        One task sends one notification for every append waiting (``_notify_loop``), without
+        waiting for a WAL flush. Tails poll as well, so a lost notification only delays them."""
+        self._wakeups.wake(session_id)
+        self._to_notify.add(session_id)
+        if self._notifier is None or self._notifier.done():
+            self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
+
+    async def _notify_loop(self) -> None:
+        while self._to_notify and not self._closed:
+            sessions = sorted(self._to_notify)
+            self._to_notify.clear()
+            with contextlib.suppress(*_DRIVER_ERRORS):
+                async with self._pool.acquire() as conn:
+                    await conn.execute(_NOTIFY_SQL, sessions)
+
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._notifier is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._notifier, 5)
         async with self._listener_lock:
             if self._listener is not None:
                 with contextlib.suppress(*_DRIVER_ERRORS):

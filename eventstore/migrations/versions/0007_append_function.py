@@ -8,10 +8,12 @@ An append used to cost five round trips (``BEGIN``, the session's advisory lock,
 query, the INSERT, ``COMMIT``). ``evs_append`` does the common case in one statement, run as
 its own transaction: it takes the session's advisory lock (the same lock the backend's other
 writes take), reads the head after it (READ COMMITTED: every statement of the function sees
-what committed before it), and inserts the batch at the head with the app's committed position,
-then notifies the tails. When the session is missing it returns status 1; when the session is
-not at the expected version or holds one of the batch's ids it returns status 2 and writes
-nothing, and the backend judges the case (a retry, a conflict, a duplicate) on its slower path.
+what committed before it), and inserts the batch at the head with the app's committed position.
+It does not NOTIFY: a notifying transaction holds a database-wide lock through its commit, so
+the backend notifies tails after the commit instead. When the session is missing it returns
+status 1; when the session is not at the expected version or holds one of the batch's ids it
+returns status 2 and writes nothing, and the backend judges the case (a retry, a conflict, a
+duplicate) on its slower path.
 Batches that change ``user:``/``app:`` state keep the slower path (they take the app's lock and
 advance its position counter). No table changes; SQLite has nothing to do.
 """
@@ -64,7 +66,6 @@ BEGIN
   FROM unnest(p_event_ids, p_kinds, p_invocation_ids, p_authors, p_timestamps, p_versions,
               p_payloads) WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, sv,
                                                payload, n);
-  PERFORM pg_notify('evs_events', p_session_id);
   status := 0;
 END;
 $$
