@@ -53,13 +53,11 @@ async def open_sqlite(path: str, *, synchronous: str, group_commit: bool) -> Eve
 
 async def _session_writer(store: EventStore, session_id: str, events: list[Event],
                           latencies: list[float]) -> None:
-    version = 0
     clock = time.perf_counter
-    for event in events:
+    for version, event in enumerate(events):
         start = clock()
         await store.append(session_id, event, expected_version=version)
         latencies.append(clock() - start)
-        version += 1
 
 
 async def concurrent_appends(store: EventStore, sessions: int, per_session: int,

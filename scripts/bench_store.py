@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiosqlite
@@ -42,17 +41,17 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_concurrency import (  # noqa: E402
+from _bench_concurrency import (
     concurrent_appends,
     open_sqlite,
     two_processes,
     writer_process,
 )
-from _bench_events import compact_json, realistic_event  # noqa: E402
+from _bench_events import compact_json, realistic_event
 
-from eventstore import EventStore  # noqa: E402
-from eventstore._codec import encode_event  # noqa: E402
-from eventstore._stored import encode_compact  # noqa: E402
+from eventstore import EventStore
+from eventstore._codec import encode_event
+from eventstore._stored import encode_compact
 
 PRAGMAS = (
     "PRAGMA busy_timeout = 30000",
@@ -236,7 +235,7 @@ async def concurrency(tmp: str, quick: bool, results: Results) -> None:
     results.append(("  64 sessions, NORMAL, group commit off", f"{off:,.0f}",
                     f"on {many:,.0f}", f"{many / off:.1f}x", None))
     path = os.path.join(tmp, "two.db")
-    (await open_sqlite(path, synchronous="NORMAL", group_commit=True)).backend  # creates it
+    await (await open_sqlite(path, synchronous="NORMAL", group_commit=True)).aclose()  # creates it
     rate, p50 = await asyncio.to_thread(two_processes, path, 32, 25 if quick else 50)
     results.append(("2 processes x 32 sessions (events/s)", f"{rate:,.0f}",
                     f"1 process x 64 {many:,.0f}", f"{rate / many:.2f}x, p50 {p50 * 1e3:.1f} ms",
