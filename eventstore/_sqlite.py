@@ -16,10 +16,11 @@ Design (measured, see ``scripts/bench_store.py``):
   connection runs reads concurrently with writes (WAL).
 - **Group commit.** Appends, session creations and artifact saves go through ``GroupCommit``
   (``_sqlite_group``): the writer takes every such write waiting when the previous transaction
-  ends and commits them together, each in its own savepoint, each caller answered after the
-  ``COMMIT``. Under load from many sessions one commit (one fsync with ``FULL``) serves many
-  appends; a lone append commits at once. Deletes, snapshots and migrations stay one write per
-  transaction (rare, or a cache).
+  ends and commits them together, each with its own outcome (a write that fails changes
+  nothing), each caller answered after the ``COMMIT``; a run of appends costs one head read and
+  one multi-row INSERT in all (``_sqlite_append.append_many``). Under load from many sessions
+  one commit (one fsync with ``FULL``) serves many appends; a lone append commits at once.
+  Deletes, snapshots and migrations stay one write per transaction (rare, or a cache).
 - **Durability.** ``synchronous=NORMAL`` (default): a committed append survives a crash of the
   process (or of every process); after a power failure or OS crash the newest commits may be lost,
   but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at

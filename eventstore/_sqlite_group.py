@@ -19,7 +19,9 @@ Each write keeps its own contract inside the group:
   fails (``BEGIN`` or ``COMMIT`` refused, an I/O error that aborts it), every write of the group
   fails and nothing of it is stored;
 - writes run in submission order, so one caller's appends to a session keep their order, and
-  every write sees the writes before it in the group (versions, app positions).
+  every write sees the writes before it in the group (versions, app positions). A run of
+  consecutive appends goes to the ``batch`` function (``_sqlite_append.append_many``), which
+  gives each the outcome running them one by one would give.
 """
 
 from __future__ import annotations
