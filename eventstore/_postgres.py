@@ -74,6 +74,10 @@ T = TypeVar("T")
 CHANNEL: Final = "evs_events"
 """NOTIFY channel announcing appends; the payload is the session id."""
 
+NOTIFY_DELAY: Final = 0.005
+"""Seconds an append's NOTIFY waits to be sent together with the next appends' (see
+``_announce``)."""
+
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
 
@@ -611,8 +615,9 @@ class PostgresBackend:
         NOTIFY is sent after the append committed, never inside it: a transaction that
         notifies holds a database-wide lock while it commits, so notifying inside each append
         would serialize every append's commit — its WAL flush included — across all sessions.
-        One task sends one notification for every append waiting (``_notify_loop``), without
-        waiting for a WAL flush. Tails poll as well, so a lost notification only delays them."""
+        One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
+        (``_notify_loop``), without waiting for a WAL flush. Tails poll as well, so a lost
+        notification only delays them."""
         self._wakeups.wake(session_id)
         self._to_notify.add(session_id)
         if self._notifier is None or self._notifier.done():
@@ -620,6 +625,8 @@ class PostgresBackend:
 
     async def _notify_loop(self) -> None:
         while self._to_notify and not self._closed:
+            # Appends landing meanwhile share this notification (a tail waits a few ms more).
+            await asyncio.sleep(NOTIFY_DELAY)
             sessions = sorted(self._to_notify)
             self._to_notify.clear()
             with contextlib.suppress(*_DRIVER_ERRORS):
