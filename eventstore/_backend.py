@@ -26,6 +26,7 @@ __all__ = [
     "check_artifact_version",
     "check_batch_ids",
     "check_retry",
+    "same_event",
     "written",
 ]
 
@@ -405,7 +406,7 @@ def check_retry(
         if prior is None:
             missing.append(event.event_id)
             continue
-        if prior.payload != event.payload:
+        if not same_event(prior, event):
             raise DuplicateEventError(
                 f"Event {event.event_id!r} is already stored in session {session_id!r} (seq "
                 f"{prior.seq}) with a different payload; event ids cannot be reused.",
@@ -431,6 +432,19 @@ def check_artifact_version(session_id: str, artifact: NewArtifact, version: int)
     if version != artifact.version:
         raise ArtifactConflictError(session_id, artifact.filename,
                                     expected_version=artifact.version, actual_version=version)
+def same_event(stored: StoredEvent, event: NewEvent) -> bool:
+    """Whether ``event`` is the event ``stored`` holds: same payload and the same envelope
+    fields the payload does not repeat (author, invocation id, timestamp, kind, schema
+    version). An event stored by an older schema version compares unequal to its re-encoding
+    by this one, so retrying across such an upgrade raises DuplicateEventError."""
+    return (
+        stored.payload == event.payload
+        and stored.schema_version == event.schema_version
+        and stored.timestamp == event.timestamp
+        and stored.author == event.author
+        and stored.invocation_id == event.invocation_id
+        and stored.kind == event.kind
+    )
 
 
 def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:

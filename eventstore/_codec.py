@@ -38,6 +38,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "EventKind",
     "check_json_value",
+    "check_event",
     "decode_event",
     "decode_trusted",
     "encode_event",
@@ -48,7 +49,9 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-"""Version of the stored event payload shape written by this code."""
+"""Version of the event JSON shape (``encode_event``: exports, recordings, upcasters). Rows the
+store writes use the compact stored encoding (``_stored.STORED_SCHEMA_VERSION``); rows of
+version 1 hold this event JSON."""
 
 MAX_STATE_VALUE_BYTES = 1 << 20
 """Largest encoded size of one state value (1 MiB); larger values are refused."""
@@ -328,10 +331,28 @@ def with_seq(event: Event, seq: int | None) -> Event:
 
 
 def encode_event(event: Event) -> bytes:
-    """Return the stored payload of ``event`` (deterministic bytes; ``seq`` is not included).
+    """Return the event JSON of ``event`` (schema version 1: every field; deterministic bytes;
+    ``seq`` is not included) — what exports and recordings hold. The store keeps the compact
+    encoding of ``_stored`` instead.
 
     Raises InvalidEventError when the event holds something JSON cannot represent.
     """
+    check_event(event)
+    try:
+        payload = orjson.dumps(
+            with_seq(event, None) if event.seq is not None else event,
+            option=orjson.OPT_SORT_KEYS,
+        )
+    except TypeError as exc:
+        raise InvalidEventError(
+            f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
+        ) from exc
+    return payload
+
+
+def check_event(event: Event) -> None:
+    """Raise InvalidEventError unless ``event`` can be stored: an Event, not partial, with a
+    non-empty id and author, every field of its declared type and JSON values only."""
     if not isinstance(event, Event):
         raise InvalidEventError(f"Expected an Event, got a {type(event).__name__}.")
     if event.partial:
@@ -347,16 +368,6 @@ def encode_event(event: Event) -> bytes:
             event_id=event.id,
         )
     _check_shape(event)
-    try:
-        payload = orjson.dumps(
-            with_seq(event, None) if event.seq is not None else event,
-            option=orjson.OPT_SORT_KEYS,
-        )
-    except TypeError as exc:
-        raise InvalidEventError(
-            f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
-        ) from exc
-    return payload
 
 
 _EVENT_ADAPTER: pydantic.TypeAdapter[Event] = pydantic.TypeAdapter(Event)

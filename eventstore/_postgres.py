@@ -1,9 +1,13 @@
 """The PostgreSQL backend: many runtimes on many machines sharing one database (asyncpg).
 
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
-  by the session id (``pg_advisory_xact_lock``). Appends to one session are therefore
-  serialized: ``seq`` stays gap-free, and event ``n + 1`` never commits before event ``n``, so a
-  reader tailing by ``seq`` cannot skip an event that commits late. Appends to different
+  by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
+  state, at the expected version, no id stored yet) is one round trip: the server-side function
+  ``evs_append`` (revision 0007) does lock, head, insert and notify in one statement; the rest
+  (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
+  never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
+  commits late. Appends to different
   sessions do not wait for each other. The database's unique constraints stay the last guard.
 - **Shared state.** An append carrying ``user:``/``app:`` deltas also takes an advisory lock keyed
   by the app, numbers its shared-state events after the app's counter (``evs_app_positions``)
@@ -12,8 +16,10 @@
   value without the lock. Deleting a session and saving a shared snapshot take the same lock
   (see ``save_shared_snapshot``).
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
-  wake-up; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
-  dropped listener connection delays a tail but loses nothing.
+  wake-up, sent after the append committed (see ``_announce``: a notifying transaction would
+  serialize every append's commit), coalesced under load; callers always re-read from their
+  cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
+  but loses nothing.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
@@ -75,6 +81,10 @@ T = TypeVar("T")
 CHANNEL: Final = "evs_events"
 """NOTIFY channel announcing appends; the payload is the session id."""
 
+NOTIFY_DELAY: Final = 0.005
+"""Seconds an append's NOTIFY waits to be sent together with the next appends' (see
+``_announce``)."""
+
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
 
@@ -94,7 +104,7 @@ SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
 FROM evs_sessions s WHERE s.session_id = $1
 """
-_INSERT_SQL = f"""
+_INSERT_SQL = """
 WITH ins AS (
   INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
     author, timestamp, shared_state, app_name, user_id, schema_version, payload)
@@ -106,8 +116,15 @@ WITH ins AS (
                          position, n)
   RETURNING seq
 )
-SELECT seq, pg_notify('{CHANNEL}', $1) FROM ins
+SELECT seq FROM ins
 """
+# A notification is only a wake-up: its transaction need not wait for a WAL flush.
+_NOTIFY_SQL = (
+    "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)) "
+    f"SELECT pg_notify('{CHANNEL}', s) FROM c, unnest($1::text[]) AS s"
+)
+_APPEND_SQL = "SELECT status, version, app_position FROM evs_append($1, $2, $3, $4, $5, $6, " \
+    "$7, $8, $9, $10)"
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
 _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
@@ -203,6 +220,13 @@ async def _lock_shared(conn: Any, app_name: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SHARED, _lock_key(app_name))
 
 
+async def _keep_session(conn: Any) -> None:
+    """The pool's reset: nothing beyond asyncpg's own (it rolls back an open transaction).
+    The store's connections never LISTEN (the listener has its own connection), change
+    settings or take session-level locks, so the default reset query would be a round trip
+    per released connection for nothing."""
+
+
 class PostgresBackend:
     """The PostgreSQL backend (see the module docstring for its guarantees).
 
@@ -218,6 +242,8 @@ class PostgresBackend:
         self._listener_lock = asyncio.Lock()
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
         self._loop = asyncio.get_running_loop()
+        self._to_notify: set[str] = set()
+        self._notifier: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
@@ -240,7 +266,12 @@ class PostgresBackend:
             current = await cls._revision(url, shown)
         check_revision(shown, current)
         try:
-            pool = await asyncpg.create_pool(_dsn(url), min_size=1, max_size=max_connections)
+            pool = await asyncpg.create_pool(
+                _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
+                # evs_append runs as its own transaction and must see, after the session's
+                # lock, what the lock's previous holder committed, whatever the server default.
+                server_settings={"default_transaction_isolation": "read committed"},
+            )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
         return cls(url, pool)
@@ -392,6 +423,11 @@ class PostgresBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
         ids = [e.event_id for e in events]
+        if not any(e.shared_state for e in events):
+            fast = await self._append_fast(session_id, events, expected_version)
+            if fast is not None:
+                self._announce(session_id)
+                return fast
 
         async def job(conn: Any) -> list[StoredEvent]:
             await conn.execute(
@@ -424,8 +460,33 @@ class PostgresBackend:
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
-        self._wakeups.wake(session_id)
+        self._announce(session_id)
         return stored
+
+    async def _append_fast(
+        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
+    ) -> list[StoredEvent] | None:
+        """The common append in one round trip (``evs_append``, revision 0007): one statement,
+        its own transaction. Returns None when the case needs the slower path (a conflict, a
+        retry or a duplicate to judge); nothing was written then."""
+
+        async def job(conn: Any) -> list[StoredEvent] | None:
+            status, version, position = await conn.fetchrow(
+                _APPEND_SQL, session_id, _lock_key(session_id), expected_version,
+                [e.event_id for e in events], [e.kind for e in events],
+                [e.invocation_id for e in events], [e.author for e in events],
+                [e.timestamp for e in events], [e.schema_version for e in events],
+                [e.payload for e in events],
+            )
+            if status == 1:
+                raise SessionNotFoundError(session_id)
+            if status != 0:
+                return None
+            return [written(session_id, e, seq=version + i, position=position)
+                    for i, e in enumerate(events, 1)]
+
+        return await self._run(job, what=f"append to session {session_id!r}",
+                               session_id=session_id)
 
     async def read(
         self,
@@ -663,6 +724,30 @@ class PostgresBackend:
             session_id, after=after, max_wait=max_wait, read_version=read_version
         )
 
+    def _announce(self, session_id: str) -> None:
+        """Wake this process's tails now, other processes' through NOTIFY soon.
+
+        NOTIFY is sent after the append committed, never inside it: a transaction that
+        notifies holds a database-wide lock while it commits, so notifying inside each append
+        would serialize every append's commit — its WAL flush included — across all sessions.
+        One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
+        (``_notify_loop``), without waiting for a WAL flush. Tails poll as well, so a lost
+        notification only delays them."""
+        self._wakeups.wake(session_id)
+        self._to_notify.add(session_id)
+        if self._notifier is None or self._notifier.done():
+            self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
+
+    async def _notify_loop(self) -> None:
+        while self._to_notify and not self._closed:
+            # Appends landing meanwhile share this notification (a tail waits a few ms more).
+            await asyncio.sleep(NOTIFY_DELAY)
+            sessions = sorted(self._to_notify)
+            self._to_notify.clear()
+            with contextlib.suppress(*_DRIVER_ERRORS):
+                async with self._pool.acquire() as conn:
+                    await conn.execute(_NOTIFY_SQL, sessions)
+
     async def aclose(self) -> None:
         if self._closed:
             return
@@ -672,6 +757,9 @@ class PostgresBackend:
             self._pool.terminate()
             self._wakeups.close()
             return
+        if self._notifier is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._notifier, 5)
         async with self._listener_lock:
             if self._listener is not None:
                 with contextlib.suppress(*_DRIVER_ERRORS):

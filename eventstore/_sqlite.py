@@ -14,6 +14,13 @@ Design (measured, see ``scripts/bench_store.py``):
   every write transaction starts with ``BEGIN IMMEDIATE`` so that several processes writing one
   file queue on SQLite's lock (``busy_timeout`` 30 s) instead of failing half way. The reader
   connection runs reads concurrently with writes (WAL).
+- **Group commit.** Appends, session creations and artifact saves go through ``GroupCommit``
+  (``_sqlite_group``): the writer takes every such write waiting when the previous transaction
+  ends and commits them together, each with its own outcome (a write that fails changes
+  nothing), each caller answered after the ``COMMIT``; a run of appends costs one head read and
+  one multi-row INSERT in all (``_sqlite_append.append_many``). Under load from many sessions
+  one commit (one fsync with ``FULL``) serves many appends; a lone append commits at once.
+  Deletes, snapshots and migrations stay one write per transaction (rare, or a cache).
 - **Durability.** ``synchronous=NORMAL`` (default): a committed append survives a crash of the
   process (or of every process); after a power failure or OS crash the newest commits may be lost,
   but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at
@@ -57,11 +64,8 @@ from ._backend import (
     StoredEvent,
     check_artifact_version,
     check_batch_ids,
-    check_retry,
-    written,
 )
 from ._exceptions import (
-    ConcurrencyError,
     SchemaError,
     SessionExistsError,
     SessionNotFoundError,
@@ -82,13 +86,20 @@ from ._sqlcommon import (
     NEWEST_ROW_KEY,
     SESSION_COLUMNS,
     Wakeups,
-    row_key,
     scope,
     seq_bound,
-    seq_of_row_key,
     session_record,
     sqlite_file,
     stored_events,
+)
+from ._sqlite_append import (
+    HEAD_SQL,
+    AppendRequest,
+    Head,
+    append_many,
+    append_one,
+    head,
+    insert,
 )
 from ._sqlite_driver import (
     BUSY_TIMEOUT_MS,
@@ -97,6 +108,7 @@ from ._sqlite_driver import (
     directory_problem,
 )
 from ._sqlite_driver import Driver as _Driver
+from ._sqlite_group import GroupCommit, savepoint
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
 
@@ -109,20 +121,6 @@ _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
 LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
-_HEAD_SQL = f"""
-SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
-FROM evs_sessions s WHERE s.session_id = ?
-"""
-_SET_APP_POSITION_SQL = (
-    "INSERT INTO evs_app_positions (app_name, position) VALUES (?, ?) "
-    "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
-)
-_INSERT_EVENT_SQL = """
-INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
-  timestamp, shared_state, app_name, user_id, schema_version, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
 # One statement, so the session key and the rows come from one snapshot: a key freed by a
 # deleted session and taken by a new one can never mix two sessions' events.
 _READ_SQL = (
@@ -133,7 +131,6 @@ _READ_SQL = (
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
-_BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
 _DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
@@ -186,69 +183,18 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-class _Head:
-    """What an append needs to know of a session, read inside its write transaction."""
-
-    __slots__ = ("app_name", "clock", "key", "user_id", "version")
-
-    def __init__(self, row: Sequence[Any]) -> None:
-        self.app_name: str = row[0]
-        self.user_id: str = row[1]
-        self.key: int = row[2]
-        self.version: int = seq_of_row_key(row[3])
-        # The app's newest shared-state position (see StoredEvent.position): every write holds
-        # the file's lock, so positions are handed out and committed in order.
-        self.clock: int = row[4] or 0
-
-
-def _head(conn: sqlite3.Connection, session_id: str) -> _Head:
-    row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-    if row is None:
-        raise SessionNotFoundError(session_id)
-    return _Head(row)
-
-
-def _insert(
-    conn: sqlite3.Connection, session_id: str, head: _Head, events: Sequence[NewEvent]
-) -> list[StoredEvent]:
-    out = []
-    clock = head.clock
-    for offset, e in enumerate(events, 1):
-        seq = head.version + offset
-        if e.shared_state:
-            clock += 1
-        conn.execute(
-            _INSERT_EVENT_SQL,
-            (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
-             e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
-             head.user_id, e.schema_version, e.payload),
-        )
-        out.append(written(session_id, e, seq=seq, position=clock))
-    if clock != head.clock:
-        conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
-    return out
-
-
-def _stored_by_ids(
-    conn: sqlite3.Connection, session_id: str, events: Sequence[NewEvent]
-) -> dict[str, StoredEvent]:
-    marks = ", ".join("?" * len(events))
-    rows = conn.execute(
-        f"{_BY_IDS_SQL}({marks})", (session_id, *(e.event_id for e in events))
-    ).fetchall()
-    return {s.event_id: s for s in stored_events(session_id, rows)}
-
-
 class SQLiteBackend:
     """The SQLite backend (see the module docstring for the design and its guarantees).
 
     Open it with ``SQLiteBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, path: str, *, read_only: bool) -> None:
+    def __init__(self, url: str, path: str, *, read_only: bool, group_commit: bool = True) -> None:
         self.url = url
         self._path = path
         self._read_only = read_only
+        self._group_commit = group_commit
+        self._group: GroupCommit | None = None
         self._writer: _Driver | None = None
         self._reader: _Driver | None = None
         self._closed = False
@@ -262,6 +208,7 @@ class SQLiteBackend:
         auto_upgrade: bool = False,
         read_only: bool = False,
         synchronous: str = "NORMAL",
+        group_commit: bool = True,
     ) -> SQLiteBackend:
         """Open the SQLite file ``url`` names.
 
@@ -272,6 +219,8 @@ class SQLiteBackend:
         opened immutable instead, which does not see changes other writers make after the
         open — fine for inspection (see ``connect_read_only``).
         ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
+        ``group_commit=False`` commits every write alone (the behaviour before group commit;
+        for comparisons in tests and benchmarks).
         """
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
         if sync not in ("NORMAL", "FULL"):
@@ -280,7 +229,7 @@ class SQLiteBackend:
         if read_only and not await asyncio.to_thread(os.path.exists, path):
             raise StorageError(f"Cannot open {url} read-only: the file {path} does not exist.")
         await cls._ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
-        backend = cls(url, path, read_only=read_only)
+        backend = cls(url, path, read_only=read_only, group_commit=group_commit)
         await backend._start(sync)
         return backend
 
@@ -315,6 +264,8 @@ class SQLiteBackend:
             if not self._read_only:
                 self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
                 await self._writer.start()
+                if self._group_commit:
+                    self._group = GroupCommit(self._writer.post, batch=append_many)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:
@@ -359,6 +310,22 @@ class SQLiteBackend:
 
         return await self._run(self._writer, transaction, what=what, session_id=session_id)
 
+    async def _grouped(
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None,
+        request: AppendRequest | None = None,
+    ) -> T:
+        """Run ``fn`` as one write of a group transaction (see ``_sqlite_group`` for what
+        ``fn`` must guarantee); without group commit, in a transaction of its own."""
+        group = self._group
+        if group is None:
+            return await self._write(fn, what=what, session_id=session_id)
+        if self._closed or self._reader is None:
+            raise StoreClosedError()
+        try:
+            return await group.run(fn, request=request)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+
     async def _read(
         self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
     ) -> T:
@@ -376,6 +343,13 @@ class SQLiteBackend:
         check_batch_ids(sid, initial)
 
         def job(conn: sqlite3.Connection) -> None:
+            if not initial and not artifacts:
+                create(conn)  # one statement: nothing to undo if it fails
+                return
+            with savepoint(conn):
+                create(conn)
+
+        def create(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, "
                 "created_at) VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 "
@@ -383,7 +357,7 @@ class SQLiteBackend:
                 (sid, record.app_name, record.user_id, record.created_at),
             )
             if initial:
-                _insert(conn, sid, _head(conn, sid), initial)
+                insert(conn, sid, head(conn, sid), initial)
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
                        scope(sid if artifact.session_scoped else None), artifact.filename)
@@ -391,7 +365,7 @@ class SQLiteBackend:
                     conn, key, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at))
 
-        await self._write(job, what=f"create session {sid!r}", session_id=sid)
+        await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def job(conn: sqlite3.Connection) -> SessionRecord | None:
@@ -448,28 +422,13 @@ class SQLiteBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
 
-        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            head = _head(conn, session_id)
-            actual = head.version
-            if expected_version is None or expected_version == actual:
-                try:
-                    return _insert(conn, session_id, head, events)
-                except sqlite3.IntegrityError:
-                    _rollback(conn)  # undo the rows of this batch inserted before the clash
-                    retried = check_retry(session_id, events, _stored_by_ids(conn, session_id,
-                                                                             events))
-                    if retried is not None:
-                        return retried
-                    raise
-            retried = check_retry(session_id, events, _stored_by_ids(conn, session_id, events))
-            if retried is not None:
-                return retried
-            raise ConcurrencyError(
-                session_id, expected_version=expected_version, actual_version=actual
-            )
+        request = AppendRequest(session_id, events, expected_version)
 
-        stored = await self._write(job, what=f"append to session {session_id!r}",
-                                   session_id=session_id)
+        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+            return append_one(conn, request)
+
+        stored = await self._grouped(job, what=f"append to session {session_id!r}",
+                                     session_id=session_id, request=request)
         self._wakeups.wake(session_id)
         return stored
 
@@ -568,9 +527,9 @@ class SQLiteBackend:
         metadata: bytes | None = None,
     ) -> int:
         key = (app_name, user_id, scope(session_id), filename)
-        return await self._write(
+        return await self._grouped(
             lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at, metadata=metadata),
+                                            created_at=created_at, metadata=metadata),
             what=f"save artifact {filename!r}",
         )
 
@@ -665,8 +624,8 @@ class SQLiteBackend:
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         def version(conn: sqlite3.Connection) -> int | None:
-            row = conn.execute(_HEAD_SQL, (session_id,)).fetchone()
-            return None if row is None else _Head(row).version
+            row = conn.execute(HEAD_SQL, (session_id,)).fetchone()
+            return None if row is None else Head(row).version
 
         await self._wakeups.wait(
             session_id,

@@ -115,7 +115,7 @@ class Driver:
 
     def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
         self._jobs: queue.SimpleQueue[
-            tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]] | None
+            tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any] | None] | None
         ] = queue.SimpleQueue()
         self._connect = connect
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -139,6 +139,9 @@ class Driver:
         try:
             while (job := self._jobs.get()) is not None:
                 fn, future = job
+                if future is None:
+                    fn(conn)  # a posted job answers its callers itself (it never raises)
+                    continue
                 try:
                     result = fn(conn)
                 except BaseException as exc:
@@ -152,6 +155,11 @@ class Driver:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._jobs.put((fn, future))
         return await future
+
+    def post(self, fn: Callable[[sqlite3.Connection], None]) -> None:
+        """Queue ``fn`` behind the jobs already queued, without waiting for it. ``fn`` must not
+        raise: it answers whoever waits for it itself (see ``GroupCommit``)."""
+        self._jobs.put((fn, None))
 
     async def stop(self) -> None:
         self._jobs.put(None)

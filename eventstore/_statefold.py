@@ -20,6 +20,7 @@ from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._state import apply_delta, session_part, shared_part
+from ._stored import STORED_SCHEMA_VERSION, compact_mapping, decode_compact
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
@@ -41,10 +42,16 @@ def decode_stored(stored: StoredEvent) -> Event:
     if stored.damage is not None:
         raise CorruptEventError(stored.session_id, stored.seq, stored.damage + ".")
     try:
-        if stored.schema_version == SCHEMA_VERSION:
+        version = stored.schema_version
+        if version == STORED_SCHEMA_VERSION:
+            return decode_compact(
+                stored.payload, event_id=stored.event_id, author=stored.author,
+                invocation_id=stored.invocation_id, timestamp=stored.timestamp, seq=stored.seq,
+            )
+        if version == SCHEMA_VERSION:  # the event JSON, as rows were stored before version 2
             return decode_trusted(stored.payload, seq=stored.seq)
         return decode_event(stored.payload, schema_version=stored.schema_version, seq=stored.seq)
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise CorruptEventError(stored.session_id, stored.seq, repr(exc)) from exc
 
 
@@ -87,13 +94,21 @@ def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
         gc.disable()
     try:
         for row in rows:
+            if row.damage is not None:
+                raise CorruptEventError(row.session_id, row.seq, row.damage + ".")
             try:
-                mapping = orjson.loads(row.payload)
-                if not isinstance(mapping, dict):
-                    raise ValueError("the payload is not a JSON object")
-                if row.schema_version != SCHEMA_VERSION:
-                    mapping = _upcast(mapping, row.schema_version)
-            except ValueError as exc:
+                if row.schema_version == STORED_SCHEMA_VERSION:
+                    mapping = compact_mapping(
+                        row.payload, event_id=row.event_id, author=row.author,
+                        invocation_id=row.invocation_id, timestamp=row.timestamp, seq=row.seq,
+                    )
+                else:
+                    mapping = orjson.loads(row.payload)
+                    if not isinstance(mapping, dict):
+                        raise ValueError("the payload is not a JSON object")
+                    if row.schema_version != SCHEMA_VERSION:
+                        mapping = _upcast(mapping, row.schema_version)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
             mapping["seq"] = row.seq
             out.append(mapping)

@@ -24,7 +24,7 @@ from ._args import (
     check_str,
 )
 from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
-from ._codec import SCHEMA_VERSION, encode_event, event_kind, with_seq
+from ._codec import check_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
     InvalidEventError,
@@ -41,6 +41,7 @@ from ._statefold import (
     decode_stored,
 )
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
+from ._stored import STORED_SCHEMA_VERSION, encode_compact
 
 __all__ = [
     "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
@@ -232,7 +233,13 @@ class EventStore(ArtifactMethods):
                 raise InvalidEventError(
                     f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
                     "stores.", event_id=event.id)
-        payload = encode_event(event)
+        check_event(event)
+        try:
+            payload = encode_compact(event)
+        except TypeError as exc:
+            raise InvalidEventError(
+                f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
+            ) from exc
         return event, NewEvent(
             event_id=event.id,
             kind=event_kind(event),
@@ -240,7 +247,7 @@ class EventStore(ArtifactMethods):
             author=event.author,
             timestamp=event.timestamp,
             shared_state=has_shared_keys(event.actions.state_delta),
-            schema_version=SCHEMA_VERSION,
+            schema_version=STORED_SCHEMA_VERSION,
             payload=payload,
         )
 

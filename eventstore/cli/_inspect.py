@@ -286,8 +286,11 @@ async def _print_raw(
             payload: Any = orjson.loads(row.payload)
         except orjson.JSONDecodeError:
             payload = row.payload.decode("utf-8", "replace")
+        # The envelope's columns too: a version-2 payload does not repeat them.
         line = {"seq": row.seq, "event_id": row.event_id, "kind": row.kind,
-                "schema_version": row.schema_version, "payload": payload}
+                "author": row.author, "invocation_id": row.invocation_id,
+                "timestamp": row.timestamp, "schema_version": row.schema_version,
+                "payload": payload}
         typer.echo(orjson.dumps(line).decode())
 
 

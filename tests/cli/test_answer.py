@@ -202,8 +202,9 @@ def test_rerun_records_the_decision(db: Path) -> None:
     assert orjson.loads(result.stdout)["seq"] == 4
     raw = [orjson.loads(line) for line in
            invoke("show", "s1", "--db", str(db), "--raw").stdout.splitlines() if line.strip()]
-    assert raw[-1]["payload"]["author"] == "user"
-    assert raw[-1]["payload"]["custom_metadata"] == {"rerun_call_ids": ["c1"]}
+    assert raw[-1]["author"] == "user"
+    assert raw[-1]["schema_version"] == 2
+    assert raw[-1]["payload"] == {"m": {"rerun_call_ids": ["c1"]}}  # the stored encoding
     pending = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)["pending"]
     assert "in_doubt" not in [p["kind"] for p in pending]
 

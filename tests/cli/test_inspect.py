@@ -90,7 +90,7 @@ def test_show_json_window_and_raw(paused_db: Path) -> None:
     lines = [orjson.loads(line) for line in raw.stdout.splitlines()]
     assert [line["seq"] for line in lines] == [7, 8, 9]
     assert lines[-1]["kind"] == "confirmation_request"
-    assert lines[-1]["payload"]["long_running_tool_ids"] == ["confirm-1"]
+    assert lines[-1]["payload"]["l"] == ["confirm-1"]  # the stored encoding (version 2)
 
 
 def test_show_finished_session(db: Path) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import pool, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import Event, EventActions, EventStore, open_store
+from eventstore._codec import encode_event
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
 from eventstore._state import apply_delta, shared_part
 
@@ -72,7 +73,8 @@ async def _write_at_0002(url: str, history: list[tuple[str, Event]]) -> None:
                     {"s": sid, "q": seqs[sid], "i": new.event_id, "k": new.kind,
                      "v": new.invocation_id, "au": new.author, "t": new.timestamp,
                      "sh": new.shared_state, "a": apps[sid][0], "u": apps[sid][1],
-                     "sv": new.schema_version, "p": new.payload})
+                     # 0002's code stored the event JSON, schema version 1
+                     "sv": 1, "p": encode_event(event)})
             await conn.execute(text("DELETE FROM evs_events WHERE session_id = 'gone'"))
             await conn.execute(text("DELETE FROM evs_sessions WHERE session_id = 'gone'"))
             # Snapshots as 0002 saved them: the fold of the scope's first shared events.

@@ -1,0 +1,375 @@
+"""Group commit on SQLite: writes waiting together commit in one transaction, each with its own
+outcome; acknowledged appends survive SIGKILL; grouping never changes what the logs hold."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import random
+import signal
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eventstore import (
+    ConcurrencyError,
+    DuplicateEventError,
+    Event,
+    EventStore,
+    SessionExistsError,
+    SessionNotFoundError,
+    open_store,
+)
+from eventstore._sqlite import SQLiteBackend
+
+CHILD = Path(__file__).with_name("_group_child.py")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ev(event_id: str, text: str = "x") -> Event:
+    return Event(author="a", id=event_id, custom_metadata={"text": text})
+
+
+async def open_sqlite(path: Path, *, group_commit: bool = True) -> EventStore:
+    backend = await SQLiteBackend.open(
+        f"sqlite+aiosqlite:///{path}", auto_upgrade=True, group_commit=group_commit
+    )
+    return EventStore(backend)
+
+
+def backend_of(store: EventStore) -> SQLiteBackend:
+    backend = store.backend
+    assert isinstance(backend, SQLiteBackend)
+    return backend
+
+
+@contextlib.asynccontextmanager
+async def writer_held(store: EventStore) -> AsyncIterator[None]:
+    """Hold the writer thread busy, so that every write submitted meanwhile waits and the
+    next group takes them all; release it on exit."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        entered.set()
+        release.wait(30)
+
+    driver = backend_of(store)._writer
+    assert driver is not None
+    held = asyncio.ensure_future(driver.run(hold))
+    await asyncio.to_thread(entered.wait, 30)
+    try:
+        yield
+    finally:
+        release.set()
+        await held
+
+
+async def submitted(*calls: Callable[[], Awaitable[Any]]) -> list[asyncio.Task[Any]]:
+    """Start the calls as tasks in order and let each reach the writer's queue."""
+    tasks = []
+    for call in calls:
+        tasks.append(asyncio.ensure_future(call()))
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.01)
+    return tasks
+
+
+async def outcome(task: asyncio.Task[Any]) -> Any:
+    try:
+        return await task
+    except Exception as exc:
+        return exc
+
+
+async def test_group_each_write_gets_its_own_outcome(tmp_path: Path) -> None:
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        for sid in ("ok", "stale", "retry", "dup", "part"):
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        r1 = ev("r1")
+        [retried_before] = await store.append("retry", r1, expected_version=0)
+        await store.append("dup", ev("d1", "first"), expected_version=0)
+        await store.append("stale", ev("s1"), expected_version=0)
+        await store.append("part", ev("p1"), expected_version=0)
+        group = backend_of(store)._group
+        assert group is not None
+        groups_before, writes_before = group.groups, group.writes
+
+        async with writer_held(store):
+            tasks = await submitted(
+                lambda: store.append("ok", ev("o1"), expected_version=0),
+                lambda: store.append("stale", ev("s2"), expected_version=0),  # conflict
+                lambda: store.append("retry", r1, expected_version=0),  # retry: a no-op
+                lambda: store.append("dup", ev("d1", "other"), expected_version=None),
+                # the second event clashes after the first was inserted: both roll back
+                lambda: store.append("part", [ev("p2"), ev("p1")], expected_version=1),
+                lambda: store.append("ghost", ev("g1"), expected_version=0),
+                lambda: store.create_session(app_name="app", user_id="u", session_id="ok"),
+                lambda: store.create_session(app_name="app", user_id="u", session_id="new"),
+                # sees the first write of its own group: the session is at 1 by then
+                lambda: store.append("ok", ev("o2"), expected_version=1),
+            )
+        results = [await outcome(t) for t in tasks]
+
+        assert group.groups == groups_before + 1, "the nine writes did not share one commit"
+        assert group.writes == writes_before + 9
+        ok1, stale, retry, dup, part, ghost, exists, new, ok2 = results
+        assert [e.seq for e in ok1] == [1]
+        assert isinstance(stale, ConcurrencyError)
+        assert (stale.expected_version, stale.actual_version) == (0, 1)
+        assert [(e.seq, e.id) for e in retry] == [(retried_before.seq, "r1")]
+        assert isinstance(dup, DuplicateEventError)
+        assert dup.event_id == "d1"
+        assert isinstance(part, DuplicateEventError)
+        assert isinstance(ghost, SessionNotFoundError)
+        assert isinstance(exists, SessionExistsError)
+        assert new.id == "new"
+        assert [e.seq for e in ok2] == [2]
+
+        logs = {sid: [(e.seq, e.id, e.custom_metadata) for e in await store.read(sid)]
+                for sid in ("ok", "stale", "retry", "dup", "part", "new")}
+        assert logs == {
+            "ok": [(1, "o1", {"text": "x"}), (2, "o2", {"text": "x"})],
+            "stale": [(1, "s1", {"text": "x"})],
+            "retry": [(1, "r1", {"text": "x"})],
+            "dup": [(1, "d1", {"text": "first"})],
+            "part": [(1, "p1", {"text": "x"})],
+            "new": [],
+        }
+    finally:
+        await store.aclose()
+
+
+async def test_group_lone_append_commits_alone(tmp_path: Path) -> None:
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        await store.create_session(app_name="app", user_id="u", session_id="s")
+        group = backend_of(store)._group
+        assert group is not None
+        before = group.groups
+        for i in range(20):
+            await store.append("s", ev(f"e{i}"), expected_version=i)
+        assert group.groups == before + 20  # one commit each: nobody waited for company
+    finally:
+        await store.aclose()
+
+
+async def test_group_many_sessions_share_commits(tmp_path: Path) -> None:
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        sessions = [f"s{i}" for i in range(32)]
+        for sid in sessions:
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        group = backend_of(store)._group
+        assert group is not None
+        before_groups, before_writes = group.groups, group.writes
+
+        async def write(sid: str) -> None:
+            for i in range(10):
+                await store.append(sid, ev(f"{sid}-{i}"), expected_version=i)
+
+        await asyncio.gather(*(write(sid) for sid in sessions))
+        assert group.writes - before_writes == 320
+        assert group.groups - before_groups < 320 / 2, "appends of many sessions did not group"
+        for sid in sessions:
+            assert [e.id for e in await store.read(sid)] == [f"{sid}-{i}" for i in range(10)]
+    finally:
+        await store.aclose()
+
+
+async def test_group_failed_commit_fails_every_caller_and_stores_nothing(tmp_path: Path) -> None:
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        for sid in ("a", "b"):
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        blocker = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
+        blocker.execute("PRAGMA busy_timeout = 0")
+        driver = backend_of(store)._writer
+        assert driver is not None
+        await driver.run(lambda conn: conn.execute("PRAGMA busy_timeout = 50"))
+        blocker.execute("BEGIN IMMEDIATE")  # another process holds the file's write lock
+        try:
+            tasks = await submitted(
+                lambda: store.append("a", ev("a1"), expected_version=0),
+                lambda: store.append("b", ev("b1"), expected_version=0),
+            )
+            results = [await outcome(t) for t in tasks]
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert all("locked" in str(r) for r in results), results
+        assert await store.read("a") == []
+        assert await store.read("b") == []
+    finally:
+        await store.aclose()
+
+
+# -- SIGKILL while 64 sessions append -----------------------------------------------------------
+
+SESSIONS = 64
+BATCH = 3
+
+
+def _integrity(path: Path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        conn.close()
+
+
+async def _run_and_kill(url: str, prefix: str, delay: float) -> set[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(CHILD), url, prefix, str(SESSIONS), str(BATCH),
+        stdout=asyncio.subprocess.PIPE, env=env,
+    )
+    assert process.stdout is not None
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        assert line.strip() == b"ready", line
+        await asyncio.sleep(delay)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGKILL)
+    out = await process.stdout.read()
+    await process.wait()
+    assert process.returncode == -signal.SIGKILL
+    # a line cut by the kill is not an acknowledgement
+    return {line.split()[1] for line in out.decode().splitlines()
+            if line.endswith(tuple("0123456789")) and len(line.split()) == 2}
+
+
+@pytest.mark.slow
+async def test_group_sigkill_64_sessions_acknowledged_present_never_partial(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(15)
+    db = tmp_path / "crash.db"
+    url = f"sqlite+aiosqlite:///{db}"
+    async with await open_store(url, auto_upgrade=True) as setup:
+        for i in range(SESSIONS):
+            await setup.create_session(app_name="app", user_id="u", session_id=f"g{i}")
+
+    acked: set[str] = set()
+    started, kills = time.monotonic(), 0
+    while kills < 8 and time.monotonic() - started < 60:
+        acked |= await _run_and_kill(url, f"k{kills}", 0.2 + rng.random() * 0.6)
+        kills += 1
+        assert _integrity(db) == "ok", f"integrity check failed after kill {kills}"
+        async with await open_store(url) as store:
+            stored: set[str] = set()
+            for i in range(SESSIONS):
+                events = await store.read(f"g{i}")
+                assert [e.seq for e in events] == list(range(1, len(events) + 1))
+                sizes = Counter(e.custom_metadata["batch"] for e in events)
+                torn = {tag: n for tag, n in sizes.items() if n != BATCH}
+                assert not torn, f"batches stored in part after kill {kills}: {torn}"
+                stored |= set(sizes)
+            missing = acked - stored
+            assert not missing, f"acknowledged batches lost after kill {kills}: {missing}"
+    assert kills >= 4
+    assert len(acked) > SESSIONS, "the writers hardly acknowledged anything"
+
+
+# -- grouped and ungrouped writers give the same logs -------------------------------------------
+
+N_SESSIONS = 4
+
+operation = st.tuples(
+    st.integers(0, N_SESSIONS),  # N_SESSIONS names a session that does not exist
+    st.integers(1, 3),  # batch size
+    st.sampled_from(["current", "stale", "none", "retry", "reuse"]),
+)
+
+
+def plan(ops: list[tuple[int, int, str]]) -> list[tuple[str, list[Event], int | None]]:
+    """Turn drawn operations into appends with fixed arguments (versions as a sequential
+    run would see them, when the drawn mode asks for the current one)."""
+    versions = [0] * N_SESSIONS
+    batches: list[list[list[Event]]] = [[] for _ in range(N_SESSIONS)]
+    out: list[tuple[str, list[Event], int | None]] = []
+    for n, (s, size, mode) in enumerate(ops):
+        sid = f"s{s}"
+        if s == N_SESSIONS:
+            out.append((sid, [ev(f"n{n}")], 0))
+            continue
+        previous = batches[s]
+        if mode == "retry" and previous:
+            out.append((sid, previous[-1], versions[s] - len(previous[-1])))
+            continue
+        if mode == "reuse" and previous:
+            out.append((sid, [ev(previous[0][0].id, "other payload")], None))
+            continue
+        batch = [ev(f"{sid}-{n}-{i}") for i in range(size)]
+        expected = {"stale": max(0, versions[s] - 1) if versions[s] else 7,
+                    "none": None}.get(mode, versions[s])
+        out.append((sid, batch, expected))
+        if expected is None or expected == versions[s]:
+            versions[s] += size
+            previous.append(batch)
+    return out
+
+
+async def run_plan(
+    store: EventStore, appends: list[tuple[str, list[Event], int | None]], cuts: list[int]
+) -> list[Any]:
+    """Run the appends in order; writes between two cuts are submitted together (one group)."""
+    outcomes: list[Any] = []
+    bounds = sorted({0, len(appends), *(c % (len(appends) + 1) for c in cuts)})
+    for lo, hi in itertools.pairwise(bounds):
+        async with writer_held(store):
+            tasks = await submitted(*(
+                (lambda a=a: store.append(a[0], a[1], expected_version=a[2]))
+                for a in appends[lo:hi]
+            ))
+        for task in tasks:
+            result = await outcome(task)
+            outcomes.append(
+                type(result).__name__ if isinstance(result, Exception)
+                else [(e.seq, e.id) for e in result]
+            )
+    return outcomes
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(operation, min_size=1, max_size=24),
+       cuts=st.lists(st.integers(0, 30), max_size=4))
+def test_group_interleavings_give_the_same_logs_as_ungrouped(
+    ops: list[tuple[int, int, str]], cuts: list[int]
+) -> None:
+    appends = plan(ops)
+
+    async def one(path: Path, grouped: bool) -> tuple[list[Any], dict[str, Any]]:
+        store = await open_sqlite(path, group_commit=grouped)
+        try:
+            for i in range(N_SESSIONS):
+                await store.create_session(app_name="app", user_id="u", session_id=f"s{i}")
+            outcomes = await (run_plan(store, appends, cuts) if grouped else run_plan(
+                store, appends, []))
+            logs = {f"s{i}": [(e.seq, e.id, e.custom_metadata, e.seq)
+                              for e in await store.read(f"s{i}")] for i in range(N_SESSIONS)}
+            return outcomes, logs
+        finally:
+            await store.aclose()
+
+    async def both() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            grouped = await one(Path(tmp) / "grouped.db", True)
+            alone = await one(Path(tmp) / "alone.db", False)
+        assert grouped == alone
+
+    asyncio.run(both())

@@ -1,0 +1,119 @@
+"""The stored encoding (schema version 2): compact, deterministic, lossless; version-1 rows
+(the full event JSON) keep loading; a retry is judged on the envelope as well as the payload."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+import orjson
+import pytest
+from _evs_support import StoreFactory, events
+from hypothesis import given, settings
+
+from eventstore import (
+    CorruptEventError,
+    DuplicateEventError,
+    Event,
+    EventStore,
+    StoredEvent,
+)
+from eventstore._codec import encode_event
+from eventstore._stored import (
+    STORED_SCHEMA_VERSION,
+    compact_mapping,
+    decode_compact,
+    encode_compact,
+)
+
+
+def _decoded(event: Event, payload: bytes, seq: int = 3) -> Event:
+    return decode_compact(payload, event_id=event.id, author=event.author,
+                          invocation_id=event.invocation_id, timestamp=event.timestamp, seq=seq)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events)
+def test_stored_encoding_round_trips_any_event_deterministically(event: Event) -> None:
+    payload = encode_compact(event)
+    decoded = _decoded(event, payload)
+    assert decoded == dataclasses.replace(event, seq=3)
+    assert encode_compact(decoded) == payload
+    # the same event rebuilt from its event JSON (other dict insertion order) encodes the same
+    again = EventStore.decode(StoredEvent(
+        session_id="s", seq=1, position=0, event_id=event.id, kind="message",
+        invocation_id=event.invocation_id, author=event.author, timestamp=event.timestamp,
+        shared_state=False, schema_version=1, payload=encode_event(event)))
+    assert encode_compact(again) == payload
+    assert len(payload) < len(encode_event(event))
+
+
+@settings(max_examples=150, deadline=None)
+@given(events)
+def test_stored_encoding_expands_to_the_event_json_mapping(event: Event) -> None:
+    # read_mappings (the framework adapters' fast path) sees what the event JSON holds
+    expected = {**orjson.loads(encode_event(event)), "seq": 7}
+    assert compact_mapping(encode_compact(event), event_id=event.id, author=event.author,
+                           invocation_id=event.invocation_id, timestamp=event.timestamp,
+                           seq=7) == expected
+
+
+def test_stored_encoding_omits_defaults_and_the_envelope() -> None:
+    assert encode_compact(Event(author="agent", invocation_id="inv", timestamp=5.0)) == b"{}"
+    payload = orjson.loads(encode_compact(Event(author="a", turn_complete=True,
+                                                custom_metadata={"k": False})))
+    assert payload == {"t": True, "m": {"k": False}}  # the application's own values are kept
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param(b'{"author": "a"}', id="unknown-key"),
+    pytest.param(b"[]", id="array"),
+    pytest.param(b'{"c": {"r": "m", "p": [{"fc": ["id"]}]}}', id="short-call"),
+    pytest.param(b'{"c": {"r": "x", "p": []}}', id="unknown-role"),
+])
+def test_stored_encoding_garbage_is_a_corrupt_event(payload: bytes) -> None:
+    stored = StoredEvent(
+        session_id="s", seq=4, position=0, event_id="e", kind="message", invocation_id="",
+        author="a", timestamp=0.0, shared_state=False, schema_version=STORED_SCHEMA_VERSION,
+        payload=payload,
+    )
+    with pytest.raises(CorruptEventError):
+        EventStore.decode(stored)
+
+
+async def test_stored_retry_with_another_envelope_is_a_duplicate(
+    store_factory: StoreFactory,
+) -> None:
+    store = await store_factory()
+    await store.create_session(app_name="app", user_id="u", session_id="s")
+    event = Event(author="agent", id="e1", invocation_id="inv", timestamp=10.0)
+    await store.append("s", event, expected_version=0)
+    assert [e.seq for e in await store.append("s", event, expected_version=0)] == [1]
+    for other in (dataclasses.replace(event, timestamp=11.0),
+                  dataclasses.replace(event, author="someone"),
+                  dataclasses.replace(event, invocation_id="inv2")):
+        with pytest.raises(DuplicateEventError):
+            await store.append("s", other, expected_version=None)
+    assert [e.id for e in await store.read("s")] == ["e1"]
+
+
+async def test_stored_version_1_rows_keep_loading(sql_factory: StoreFactory) -> None:
+    if sql_factory.name != "sqlite":
+        pytest.skip("rows are rewritten by hand on the SQLite file")
+    store = await sql_factory()
+    await store.create_session(app_name="app", user_id="u", session_id="s")
+    old = [Event(author="agent", id=f"e{i}", custom_metadata={"i": i}) for i in range(3)]
+    stored = await store.append("s", old, expected_version=0)
+    await store.aclose()
+    path = sql_factory.url.split(":///", 1)[1]
+    conn = sqlite3.connect(path)
+    with conn:  # as the code before schema version 2 stored them: the full event JSON
+        for event in old:
+            conn.execute("UPDATE evs_events SET schema_version = 1, payload = ? "
+                         "WHERE event_id = ?", (encode_event(event), event.id))
+    conn.close()
+    store = await sql_factory()
+    assert await store.read("s") == stored
+    new = await store.append("s", Event(author="agent", id="e3"), expected_version=3)
+    assert [e.seq for e in await store.read("s")] == [1, 2, 3, 4]
+    assert (await store.read("s"))[3] == new[0]
