@@ -13,7 +13,12 @@ cleared) stays in the log for ``evs show``. What an event means lives under
 
 The items at head are read newest first and the read stops at the newest *clear* or once
 ``limit`` items are found: a read costs what it returns (plus the pops it skips), never a replay
-of the whole log.
+of the whole log. A full ``get_items()`` also keeps the items at head in memory, as their JSON
+bytes, with the seq and id of the newest event it has seen (``_HeadCache``): the next read asks
+the log only for the events after that seq (plus that event, to check the cache still describes
+this log — a deleted and re-created session does not match) and applies them. The cache is only
+ever derived from the log: folding the events after its seq onto it gives what a fresh read of
+the log gives (``tests/eventstore/test_contract_openai_agents.py`` checks it).
 """
 
 from __future__ import annotations
@@ -54,6 +59,46 @@ METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
 
 _PAGE = 512
+
+
+class _HeadCache:
+    """The items at head of one session at ``version`` (their JSON bytes by seq, oldest first),
+    and the id of the event at ``version``: rebuildable at any time from the log."""
+
+    __slots__ = ("_blob", "event_id", "items", "version")
+
+    def __init__(self, items: dict[int, bytes], version: int, event_id: str) -> None:
+        self.items = items
+        self.version = version
+        self.event_id = event_id
+        self._blob: bytes | None = None
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Fold one newer event (a stored mapping) onto the cache."""
+        self.version = event["seq"]
+        self.event_id = event["id"]
+        meaning = event["custom_metadata"].get(METADATA_KEY)
+        if not isinstance(meaning, dict):
+            return
+        self._blob = None
+        if meaning.get("clear") is True:
+            self.items = {}
+        elif "pop" in meaning:
+            self.items.pop(meaning["pop"], None)
+        elif "item" in meaning:
+            self.items[event["seq"]] = orjson.dumps(meaning["item"])
+
+    def decoded(self, limit: int | None) -> list[Any]:
+        """Fresh copies of the newest ``limit`` items (all when None), oldest first: one JSON
+        array parsed, so callers may change what they get."""
+        if limit is not None:
+            blob = b"[" + b",".join(list(self.items.values())[-limit:]) + b"]"
+        else:
+            if self._blob is None:
+                self._blob = b"[" + b",".join(self.items.values()) + b"]"
+            blob = self._blob
+        items: list[Any] = orjson.loads(blob)
+        return items
 
 
 def _text_of(content: Any) -> str | None:
@@ -121,6 +166,7 @@ class EventStoreSession:
         self._handle = StoreHandle(url_or_store)
         self._app_name = app_name
         self._user_id = user_id
+        self._cache: _HeadCache | None = None
 
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
@@ -159,9 +205,47 @@ class EventStoreSession:
         resolved = resolve_session_limit(limit, self.session_settings)
         if resolved is not None and resolved == 0:
             return []
+        limit = resolved if resolved and resolved > 0 else None
         store = await self._handle.get()
-        found = await self._scan(store, limit=resolved if resolved and resolved > 0 else None)
-        return [item for _, item in reversed(found)]
+        cache = await self._refresh(store)
+        if cache is not None:
+            return cache.decoded(limit)
+        if limit is not None:
+            found = await self._scan(store, limit=limit)
+            return [item for _, item in reversed(found)]
+        return (await self._rebuild(store)).decoded(None)
+
+    async def _refresh(self, store: EventStore) -> _HeadCache | None:
+        """The cache brought up to the log's head, or None (and dropped) when there is none or
+        it no longer describes this session's log."""
+        cache = self._cache
+        if cache is None:
+            return None
+        try:
+            newer = await store.read_mappings(self.session_id, after=cache.version - 1)
+        except SessionNotFoundError:
+            newer = []
+        if not newer or newer[0]["seq"] != cache.version or newer[0]["id"] != cache.event_id:
+            self._cache = None
+            return None
+        for event in newer[1:]:
+            cache.apply(event)
+        return cache
+
+    async def _rebuild(self, store: EventStore) -> _HeadCache:
+        """Read the items at head from the log and keep them as the cache (when non-empty)."""
+        try:
+            head = await store.read_mappings(self.session_id, backwards=True, limit=1)
+        except SessionNotFoundError:
+            head = []
+        if not head:
+            return _HeadCache({}, 0, "")
+        newest = head[0]
+        found = await self._scan(store, limit=None, upto=newest["seq"])
+        cache = _HeadCache({seq: orjson.dumps(item) for seq, item in reversed(found)},
+                           newest["seq"], newest["id"])
+        self._cache = cache
+        return cache
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items, in order, atomically (one event per item)."""

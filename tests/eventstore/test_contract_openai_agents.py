@@ -8,6 +8,7 @@ from _extras import require_extra
 
 agents = require_extra("agents", "openai-agents")
 
+import contextlib  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
@@ -16,7 +17,7 @@ from agents.memory.session_settings import SessionSettings  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from eventstore import EventStore, MemoryBackend, StoredEvent  # noqa: E402
+from eventstore import EventStore, MemoryBackend, SessionNotFoundError, StoredEvent  # noqa: E402
 from eventstore.integrations.openai_agents import METADATA_KEY, EventStoreSession  # noqa: E402
 
 
@@ -173,3 +174,66 @@ async def test_behaves_like_the_sdks_sqlite_session(backend: str, ops: list[Any]
     finally:
         theirs.close()
         await ours.close()
+
+
+def _fold(log: list[Any]) -> list[Any]:
+    """The items at head of a log, folded from scratch (the definition the cache must meet)."""
+    items: dict[int, Any] = {}
+    for event in log:
+        meaning = event.custom_metadata.get(METADATA_KEY, {})
+        if meaning.get("clear") is True:
+            items = {}
+        elif "pop" in meaning:
+            items.pop(meaning["pop"], None)
+        elif "item" in meaning:
+            items[event.seq] = meaning["item"]
+    return list(items.values())
+
+
+_CACHE_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["reader", "writer"]), st.just("add"),
+                  st.integers(min_value=1, max_value=3)),
+        st.tuples(st.sampled_from(["reader", "writer"]), st.just("pop"), st.just(0)),
+        st.tuples(st.sampled_from(["reader", "writer"]), st.just("clear"), st.just(0)),
+        st.tuples(st.just("store"), st.just("delete"), st.just(0)),
+    ),
+    max_size=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_CACHE_OPS)
+async def test_the_cache_at_head_equals_a_rebuild_from_the_log(ops: list[Any]) -> None:
+    store = EventStore(MemoryBackend())
+    sessions = {"reader": EventStoreSession("s", store), "writer": EventStoreSession("s", store)}
+    counter = 0
+    for who, op, arg in ops:
+        if op == "delete":
+            with contextlib.suppress(SessionNotFoundError):
+                await store.delete_session("s")
+        elif op == "add":
+            await sessions[who].add_items([_msg("user", f"i{counter + n}") for n in range(arg)])
+            counter += arg
+        elif op == "pop":
+            await sessions[who].pop_item()
+        else:
+            await sessions[who].clear_session()
+        cached = await sessions["reader"].get_items()  # refreshed incrementally when cached
+        try:
+            log = await store.read("s")
+        except SessionNotFoundError:
+            log = []
+        assert cached == _fold(log) == await EventStoreSession("s", store).get_items()
+        if log and cached:
+            assert sessions["reader"]._cache is not None  # the cache path is what was checked
+        assert await sessions["reader"].get_items(limit=2) == _fold(log)[-2:]
+    await store.aclose()
+
+
+async def test_got_items_are_copies(store: EventStore) -> None:
+    session = EventStoreSession("s", store)
+    await session.add_items([{"role": "user", "content": [{"type": "input_text", "text": "a"}]}])
+    got = await session.get_items()
+    got[0]["content"][0]["text"] = "changed"
+    assert (await session.get_items())[0]["content"][0]["text"] == "a"
