@@ -20,7 +20,13 @@ from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._state import apply_delta, session_part, shared_part
-from ._stored import STORED_SCHEMA_VERSION, compact_mapping, decode_compact
+from ._stored import (
+    STORED_SCHEMA_VERSION,
+    compact_fields,
+    compact_mapping,
+    decode_compact,
+    encode_compact,
+)
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
@@ -85,9 +91,13 @@ def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
             gc.enable()
 
 
-def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
+def decode_mappings(
+    rows: Sequence[StoredEvent], *, compact: bool = False
+) -> list[dict[str, Any]]:
     """Decode stored envelopes into plain mappings (upcast, ``seq`` set, not validated);
-    raises CorruptEventError at the first payload that is not a JSON object."""
+    raises CorruptEventError at the first payload that is not a JSON object. ``compact``:
+    each in the stored encoding of schema version 2 instead (``compact_fields``; rows of
+    older versions are re-encoded)."""
     out = []
     enabled = gc.isenabled()  # as in decode_all: many small objects
     if enabled and len(rows) > 256:
@@ -97,6 +107,16 @@ def decode_mappings(rows: Sequence[StoredEvent]) -> list[dict[str, Any]]:
             if row.damage is not None:
                 raise CorruptEventError(row.session_id, row.seq, row.damage + ".")
             try:
+                if compact:
+                    if row.schema_version == STORED_SCHEMA_VERSION:
+                        payload = row.payload
+                    else:
+                        payload = encode_compact(decode_stored(row))
+                    out.append(compact_fields(
+                        payload, event_id=row.event_id, author=row.author,
+                        invocation_id=row.invocation_id, timestamp=row.timestamp, seq=row.seq,
+                    ))
+                    continue
                 if row.schema_version == STORED_SCHEMA_VERSION:
                     mapping = compact_mapping(
                         row.payload, event_id=row.event_id, author=row.author,

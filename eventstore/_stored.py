@@ -37,7 +37,10 @@ from ._events import (
     ToolConfirmation,
 )
 
-__all__ = ["STORED_SCHEMA_VERSION", "compact_mapping", "decode_compact", "encode_compact"]
+__all__ = [
+    "STORED_SCHEMA_VERSION", "compact_fields", "compact_mapping", "decode_compact",
+    "encode_compact",
+]
 
 STORED_SCHEMA_VERSION: Final = 2
 """Schema version of the payloads this code stores (1: the full event JSON)."""
@@ -223,6 +226,24 @@ def decode_compact(
     _set(event, "custom_metadata", get("m", {}))
     _set(event, "seq", seq)
     return event
+
+
+def compact_fields(
+    payload: bytes, *, event_id: str, author: str, invocation_id: str, timestamp: float,
+    seq: int,
+) -> dict[str, Any]:
+    """The stored payload (schema version 2) as parsed, with the row's columns added under
+    their full names (``id``, ``author``, ``invocation_id``, ``timestamp``, ``seq``; no payload
+    key is one of them). Raises like ``decode_compact`` on bytes it did not write."""
+    raw = orjson.loads(payload)
+    if type(raw) is not dict or not raw.keys() <= _EVENT_KEYS:
+        raise ValueError(f"not a stored event payload of schema version 2: {payload[:80]!r}")
+    raw["id"] = event_id
+    raw["author"] = author
+    raw["invocation_id"] = invocation_id
+    raw["timestamp"] = timestamp
+    raw["seq"] = seq
+    return raw
 
 
 def _part_mapping(raw: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._adk_build import build_adk_events
+from ._adk_build import build_adk_events, build_adk_events_compact
 from ._adk_events import EXTENSION_KEY, event_from_adk_json
 from ._handle import StoreHandle
 
@@ -82,6 +82,17 @@ def to_adk_events(mappings: list[dict[str, Any]]) -> list[AdkEvent]:
         if not (isinstance(ext, dict) and ext.get("create") is True):
             kept.append(m)
     return build_adk_events(kept, _DEFAULTS)
+
+
+def to_adk_events_compact(events: list[dict[str, Any]]) -> list[AdkEvent]:
+    """``to_adk_events`` of events in the stored encoding (``read_mappings(compact=True)``)."""
+    kept = []
+    for r in events:
+        metadata = r.get("m")
+        ext = metadata.get(EXTENSION_KEY) if metadata else None
+        if not (isinstance(ext, dict) and ext.get("create") is True):
+            kept.append(r)
+    return build_adk_events_compact(kept, _DEFAULTS)
 
 
 def from_adk_event(event: AdkEvent) -> Event:
@@ -163,14 +174,15 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            mappings = await store.read_mappings(
-                sid, upto=found.version, since=since, backwards=last is not None, limit=last
+            stored = await store.read_mappings(
+                sid, upto=found.version, since=since, backwards=last is not None, limit=last,
+                compact=True,
             )
             if last is not None:
-                mappings.reverse()
+                stored.reverse()
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
-                state=found.state, events=to_adk_events(mappings),
+                state=found.state, events=to_adk_events_compact(stored),
                 last_update_time=found.updated_at,
             )
             _set_marker(session, found.version)

@@ -19,13 +19,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 from eventstore import EventKind, event_kind  # noqa: E402
 from eventstore._codec import decode_event, decode_trusted, encode_event  # noqa: E402
+from eventstore._stored import compact_fields, encode_compact  # noqa: E402
 from eventstore.integrations._adk_build import _fast  # noqa: E402
 from eventstore.integrations._adk_events import (  # noqa: E402
     apply_patch,
     diff,
     event_to_adk_json,
 )
-from eventstore.integrations._adk_sessions import _DEFAULTS  # noqa: E402
+from eventstore.integrations._adk_sessions import _DEFAULTS, to_adk_events_compact  # noqa: E402
 from eventstore.integrations.adk import (  # noqa: E402
     EXTENSION_KEY,
     from_adk_event,
@@ -107,12 +108,17 @@ def test_adk_event_round_trips_through_the_store_exactly(event: AdkEvent) -> Non
     payload = encode_event(ours)
     # The stored mapping read back (fast path where it applies) ...
     [fast] = to_adk_events([{**orjson.loads(payload), "seq": 1}])
+    # ... straight from the stored encoding (read_mappings(compact=True)) ...
+    [compact] = to_adk_events_compact([compact_fields(
+        encode_compact(ours), event_id=ours.id, author=ours.author,
+        invocation_id=ours.invocation_id, timestamp=ours.timestamp, seq=1,
+    )])
     # ... and the validated path from the decoded event (what every event could take).
     decoded = decode_event(payload, schema_version=1)
     assert decode_trusted(payload, seq=None) == decoded
     slow = AdkEvent.model_validate_json(orjson.dumps(event_to_adk_json(decoded,
                                                                        defaults=_DEFAULTS)))
-    for back in (fast, slow):
+    for back in (fast, compact, slow):
         assert back == event
         # Equal as JSON values (the codec sorts object keys; JSON objects have no order).
         assert orjson.loads(back.model_dump_json()) == orjson.loads(event.model_dump_json())
