@@ -93,7 +93,7 @@ async def bench_adk(name: str, service: BaseSessionService, n: int) -> tuple[flo
     return rate, load_s * 1000
 
 
-async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float]:
+async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float, float]:
     items = [oa_item(i) for i in range(n)]
     start = time.perf_counter()
     for item in items:
@@ -105,7 +105,9 @@ async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float]:
         if len(got) != n:
             raise SystemExit(f"{name}: get_items returned {len(got)} items, not {n}")
 
-    return rate, await best_of(3, load) * 1000
+    # The first read is shown apart: ours builds its cache of the items at head there.
+    first = await best_of(1, load) * 1000
+    return rate, await best_of(3, load) * 1000, first
 
 
 async def main(quick: bool) -> int:
@@ -140,9 +142,10 @@ async def main(quick: bool) -> int:
     mine = EventStoreSession("s", str(tmp / "evs-oa.db"))
     oa_ours = await bench_openai("ours", mine, n_oa)
     await mine.close()
-    for name, (rate, load_ms) in (("SQLiteSession", oa_theirs),
-                                  ("ours: EventStoreSession", oa_ours)):
-        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms")
+    for name, (rate, load_ms, first_ms) in (("SQLiteSession", oa_theirs),
+                                            ("ours: EventStoreSession", oa_ours)):
+        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms"
+              f"   (first get_items {first_ms:.1f} ms)")
     print(f"  ours vs SQLiteSession: add {oa_ours[0] / oa_theirs[0]:.1f}x (target 1x), "
           f"get {oa_theirs[1] / oa_ours[1]:.1f}x (target 1x)")
 
