@@ -59,6 +59,7 @@ METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
 
 _PAGE = 512
+_NONE: dict[str, Any] = {}
 
 
 class _HeadCache:
@@ -74,10 +75,10 @@ class _HeadCache:
         self._blob: bytes | None = None
 
     def apply(self, event: dict[str, Any]) -> None:
-        """Fold one newer event (a stored mapping) onto the cache."""
+        """Fold one newer event (``read_mappings(compact=True)``) onto the cache."""
         self.version = event["seq"]
         self.event_id = event["id"]
-        meaning = event["custom_metadata"].get(METADATA_KEY)
+        meaning = event.get("m", _NONE).get(METADATA_KEY)
         if not isinstance(meaning, dict):
             return
         self._blob = None
@@ -171,7 +172,8 @@ class EventStoreSession:
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
         """``(seq, item)`` of the newest ``limit`` items at ``upto`` (all when None), newest
-        first: pages of the log read backwards as plain mappings, until the newest clear."""
+        first: pages of the log read backwards in the stored encoding (the item is all that is
+        needed of an event, so the rest is not expanded), until the newest clear."""
         found: list[tuple[int, Any]] = []
         popped: set[int] = set()
         size = _PAGE if limit is None else min(max(limit, 1) + 8, _PAGE)
@@ -179,11 +181,11 @@ class EventStoreSession:
         while True:
             try:
                 page = await store.read_mappings(self.session_id, upto=cursor, backwards=True,
-                                                 limit=size)
+                                                 limit=size, compact=True)
             except SessionNotFoundError:
                 return []
             for event in page:
-                meaning = event["custom_metadata"].get(METADATA_KEY)
+                meaning = event.get("m", _NONE).get(METADATA_KEY)
                 if not isinstance(meaning, dict):
                     continue
                 if meaning.get("clear") is True:
@@ -222,7 +224,8 @@ class EventStoreSession:
         if cache is None:
             return None
         try:
-            newer = await store.read_mappings(self.session_id, after=cache.version - 1)
+            newer = await store.read_mappings(self.session_id, after=cache.version - 1,
+                                              compact=True)
         except SessionNotFoundError:
             newer = []
         if not newer or newer[0]["seq"] != cache.version or newer[0]["id"] != cache.event_id:
@@ -235,7 +238,8 @@ class EventStoreSession:
     async def _rebuild(self, store: EventStore) -> _HeadCache:
         """Read the items at head from the log and keep them as the cache (when non-empty)."""
         try:
-            head = await store.read_mappings(self.session_id, backwards=True, limit=1)
+            head = await store.read_mappings(self.session_id, backwards=True, limit=1,
+                                             compact=True)
         except SessionNotFoundError:
             head = []
         if not head:

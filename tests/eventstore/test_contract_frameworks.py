@@ -15,6 +15,7 @@ from eventstore import (
     StoreUsageError,
 )
 from eventstore._codec import encode_event
+from eventstore._stored import encode_compact
 
 APP = "app"
 
@@ -215,3 +216,25 @@ async def test_read_mappings_equal_read_as_plain_json(store: EventStore) -> None
                                                        backwards=True, limit=5)] == ["e4"]
     with pytest.raises(SessionNotFoundError):
         await store.read_mappings("nope")
+
+
+async def test_read_mappings_compact_is_the_stored_encoding_with_the_envelope(
+    store: EventStore,
+) -> None:
+    await store.create_session(app_name=APP, user_id="u", session_id="s")
+    await store.append(
+        "s", [text_event(f"m{i}", id=f"e{i}", timestamp=10.0 + i) for i in range(1, 4)],
+        expected_version=0,
+    )
+    events = await store.read("s")
+    compact = await store.read_mappings("s", compact=True)
+    assert compact == [
+        {**orjson.loads(encode_compact(e)), "id": e.id, "author": e.author,
+         "invocation_id": e.invocation_id, "timestamp": e.timestamp, "seq": e.seq}
+        for e in events
+    ]
+    assert compact[0]["c"]["p"] == [{"t": "m1"}]
+    assert [m["seq"] for m in await store.read_mappings("s", since=12.0, backwards=True,
+                                                       compact=True)] == [3, 2]
+    with pytest.raises(StoreUsageError, match="compact"):
+        await store.read_mappings("s", compact=1)  # type: ignore[arg-type]
