@@ -259,7 +259,11 @@ def run_app(app: typer.Typer) -> None:
     module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
     _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
     try:
-        status = app(standalone_mode=False)
+        # errors(): a command may refuse before its coroutine runs (a missing extra, bad input).
+        with errors():
+            status = app(standalone_mode=False)
+    except typer.Exit as exc:  # from errors(): the one line is printed already
+        raise SystemExit(exc.exit_code) from None
     except typer.Abort:
         typer.echo("evs: error: aborted.", err=True)
         raise SystemExit(EXIT_ERROR) from None

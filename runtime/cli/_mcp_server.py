@@ -26,9 +26,7 @@ def mcp_server(
     try:
         from runtime.mcp._evs_server import serve_http, serve_stdio
     except ImportError as exc:
-        raise CliError(
-            f"evs mcp-server needs the MCP SDK: install agent-eventstore[mcp] ({exc})"
-        ) from exc
+        raise CliError(f"evs mcp-server: {exc}") from exc
 
     # The commands in its answers are for the assistant's user, who runs ``evs``, not for
     # whatever launched this server.

@@ -5,7 +5,10 @@ directories that are the problem — on SQLite files and PostgreSQL."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -115,15 +118,36 @@ def test_db_current_on_a_read_only_file(paused_db: Path) -> None:
         paused_db.chmod(0o644)
 
 
-@pytest.mark.skipif(AS_ROOT, reason="root may write any directory")
+def _as_nobody() -> list[str]:
+    """A command prefix that runs a child as ``nobody`` (root writes any directory, so the
+    permission error only happens for another user). CAP_DAC_READ_SEARCH lets the child read and
+    traverse root's directories (the interpreter may live there) but never write."""
+    if shutil.which("setpriv"):
+        return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--"]
+    pytest.skip("running as root, and neither setpriv nor runuser exists to drop privileges")
+
+
 def test_permission_errors_name_the_directory(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        result = invoke("demo", "--db", str(locked / "evs.db"))
-        assert result.exit_code == 1
-        assert f"the directory {locked} is not writable" in result.stderr
+        if AS_ROOT:
+            child = subprocess.run(
+                [*_as_nobody(), sys.executable, "-m", "runtime.cli", "demo", "--db",
+                 str(locked / "evs.db")],
+                capture_output=True, text=True, timeout=120, check=False,
+            )
+            code, stderr = child.returncode, child.stderr
+        else:
+            result = invoke("demo", "--db", str(locked / "evs.db"))
+            code, stderr = result.exit_code, result.stderr
+        assert code == 1, stderr
+        assert f"the directory {locked} is not writable" in stderr
+        assert not (locked / "evs.db").exists()
     finally:
         locked.chmod(0o755)
 

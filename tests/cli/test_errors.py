@@ -125,3 +125,22 @@ def test_missing_import_file(db: Path, tmp_path: Path) -> None:
 def test_unknown_command_and_bad_option_exit_non_zero(paused_db: Path) -> None:
     assert invoke("frobnicate").exit_code == 2
     assert invoke("show", "s1", "--db", str(paused_db), "--last", "-1").exit_code == 2
+
+
+def test_a_command_refusing_before_it_runs_is_one_line(paused_db: Path) -> None:
+    # evs mcp-server without the [mcp] extra refuses before its coroutine starts: still one
+    # line and exit 1, never "internal error" (the MCP SDK is hidden from this child process).
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; sys.modules['mcp'] = None; sys.argv = ['evs', 'mcp-server', '--db', "
+         f"{str(paused_db)!r}]; from runtime.cli import main; main()"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert child.returncode == 1, child.stderr
+    assert child.stderr.startswith("evs: error: evs mcp-server: runtime.mcp needs the MCP SDK")
+    assert "install agent-eventstore[mcp]" in child.stderr
+    assert "internal error" not in child.stderr
+    assert len(child.stderr.strip().splitlines()) == 1

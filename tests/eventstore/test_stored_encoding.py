@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from pathlib import Path
 
 import orjson
 import pytest
@@ -17,6 +18,7 @@ from eventstore import (
     Event,
     EventStore,
     StoredEvent,
+    open_store,
 )
 from eventstore._codec import encode_event
 from eventstore._stored import (
@@ -97,23 +99,23 @@ async def test_stored_retry_with_another_envelope_is_a_duplicate(
     assert [e.id for e in await store.read("s")] == ["e1"]
 
 
-async def test_stored_version_1_rows_keep_loading(sql_factory: StoreFactory) -> None:
-    if sql_factory.name != "sqlite":
-        pytest.skip("rows are rewritten by hand on the SQLite file")
-    store = await sql_factory()
+async def test_stored_version_1_rows_keep_loading(tmp_path: Path) -> None:
+    # Rows are rewritten by hand on the SQLite file (the PostgreSQL decode path is the same code).
+    path = str(tmp_path / "v1.db")
+    store = await open_store(path, auto_upgrade=True)
     await store.create_session(app_name="app", user_id="u", session_id="s")
     old = [Event(author="agent", id=f"e{i}", custom_metadata={"i": i}) for i in range(3)]
     stored = await store.append("s", old, expected_version=0)
     await store.aclose()
-    path = sql_factory.url.split(":///", 1)[1]
     conn = sqlite3.connect(path)
     with conn:  # as the code before schema version 2 stored them: the full event JSON
         for event in old:
             conn.execute("UPDATE evs_events SET schema_version = 1, payload = ? "
                          "WHERE event_id = ?", (encode_event(event), event.id))
     conn.close()
-    store = await sql_factory()
+    store = await open_store(path)
     assert await store.read("s") == stored
     new = await store.append("s", Event(author="agent", id="e3"), expected_version=3)
     assert [e.seq for e in await store.read("s")] == [1, 2, 3, 4]
     assert (await store.read("s"))[3] == new[0]
+    await store.aclose()

@@ -12,6 +12,7 @@ from typing import Any
 from eventstore import EventStore, FunctionCall
 from runtime import (
     Agent,
+    AgentTool,
     LoadArtifactsProcessor,
     LoadArtifactsTool,
     ModelResponse,
@@ -22,7 +23,6 @@ from runtime import (
 )
 from runtime.cli._demo_agent import AGENT as DEMO_AGENT
 from runtime.cli._demo_agent import get_weather, long_range_outlook, paid_forecast, script
-from runtime.replay import AgentTool
 
 TRIP_APP = "trip"
 """App of the agent-as-tool recordings."""

@@ -28,13 +28,6 @@ HERE = Path(__file__).resolve().parent
 MANIFEST: dict[str, Any] = json.loads((HERE / "MANIFEST.json").read_text())
 RECORDINGS = sorted(MANIFEST["sessions"])
 
-ARTIFACT_LINES = pytest.mark.xfail(
-    strict=True,
-    reason="load_recording refuses the artifact lines of format-2 exports (known bug, fixed "
-    "by issue 9's branch)",
-)
-
-
 def _has_artifacts(name: str) -> bool:
     header = json.loads((HERE / f"{name}.jsonl").read_bytes().splitlines()[0])
     return bool(header.get("artifacts"))
@@ -56,8 +49,7 @@ def test_recordings_cover_every_event_kind() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, id=n, marks=[ARTIFACT_LINES] if _has_artifacts(n) else []) for n in
-     RECORDINGS],
+    [pytest.param(n, id=n) for n in RECORDINGS],
 )
 async def test_recording_replays_without_divergence(name: str) -> None:
     recording = load_recording(HERE / f"{name}.jsonl")
