@@ -22,6 +22,9 @@ decides the class from the HTTP status and the provider's words), so no SDK exce
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from types import ModuleType
+
 from runtime._exceptions import AgentRuntimeError, RuntimeUsageError
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "ModelOverloadedError",
     "ModelRateLimitError",
     "ModelResponseError",
+    "map_sdk_error",
     "map_status_error",
 ]
 
@@ -157,3 +161,44 @@ def parse_retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+def _provider_message(body: object, fallback: str) -> str:
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return fallback
+
+
+def map_sdk_error(
+    exc: Exception,
+    *,
+    sdk: ModuleType,
+    provider: str,
+    model: str,
+    context_length: Callable[[Exception, str], bool],
+) -> ModelError:
+    """Return the typed error for an exception of the ``openai`` or ``anthropic`` SDK (both have
+    ``APIStatusError`` with ``status_code``/``body``/``response`` and ``APIConnectionError``).
+
+    ``context_length(exc, message)`` is the adapter's reading of the provider's words.
+    """
+    if isinstance(exc, sdk.APIStatusError):
+        message = _provider_message(exc.body, str(exc))
+        return map_status_error(
+            provider=provider,
+            model=model,
+            status_code=exc.status_code,
+            message=message,
+            retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+            context_length=context_length(exc, message),
+        )
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelConnectionError(
+            f"{provider} model {model!r} could not be reached: {exc}",
+            provider=provider,
+            model=model,
+        )
+    return ModelResponseError(f"{provider} model {model!r} failed: {exc}", provider=provider,
+                              model=model)

@@ -38,11 +38,9 @@ from runtime.models._base import (
     unsupported_native_tool,
 )
 from runtime.models._errors import (
-    ModelConnectionError,
     ModelError,
     ModelResponseError,
-    map_status_error,
-    parse_retry_after,
+    map_sdk_error,
 )
 from runtime.tools import ModelRequest
 
@@ -236,12 +234,10 @@ class OpenAIStreamState:
         )
 
 
-def _provider_message(body: object, fallback: str) -> str:
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return fallback
+def _says_context_length(exc: Exception, message: str) -> bool:
+    return getattr(exc, "code", None) == "context_length_exceeded" or (
+        "maximum context length" in message
+    )
 
 
 class OpenAIChatModel:
@@ -319,27 +315,8 @@ class OpenAIChatModel:
         await self._client.close()
 
     def _map_error(self, exc: Exception) -> ModelError:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APIStatusError):
-            message = _provider_message(exc.body, str(exc))
-            return map_status_error(
-                provider=_PROVIDER,
-                model=self.model,
-                status_code=exc.status_code,
-                message=message,
-                retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
-                context_length=exc.code == "context_length_exceeded"
-                or "maximum context length" in message,
-            )
-        if isinstance(exc, sdk.APIConnectionError):
-            return ModelConnectionError(
-                f"openai model {self.model!r} could not be reached: {exc}",
-                provider=_PROVIDER,
-                model=self.model,
-            )
-        return ModelResponseError(
-            f"openai model {self.model!r} failed: {exc}", provider=_PROVIDER, model=self.model
-        )
+        return map_sdk_error(exc, sdk=self._sdk, provider=_PROVIDER, model=self.model,
+                             context_length=_says_context_length)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r})"
