@@ -32,10 +32,13 @@ def memory_rebuild(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
 
 
 def memory_search(
-    app_name: Annotated[str, typer.Argument(help="App name.", show_default=False)],
-    user_id: Annotated[str, typer.Argument(help="User id.", show_default=False)],
-    query: Annotated[str, typer.Argument(help="Words to look for.", show_default=False)],
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Most results.")] = 10,
+    app_name: Annotated[str, typer.Argument(help="App name.", show_default=False,
+                                              metavar="APP")],
+    user_id: Annotated[str, typer.Argument(help="User id.", show_default=False,
+                                             metavar="USER")],
+    query: Annotated[str, typer.Argument(help="Words to look for.",
+                                                show_default=False, metavar="QUERY")],
+    limit: Annotated[int, typer.Option("--limit", min=1, metavar="N", help="Most results.")] = 10,
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
 ) -> None:

@@ -206,3 +206,16 @@ def test_memory_rebuild_command(sql_target: BackendTarget) -> None:
             [(hits,)] = conn.execute(
                 "SELECT count(*) FROM evs_memory_fts WHERE evs_memory_fts MATCH 'glacier'")
         assert hits == 1
+
+
+def test_memory_search_usage_names_arguments_in_capitals() -> None:
+    from typer.testing import CliRunner
+
+    from eventstore.cli import app
+
+    missing = CliRunner().invoke(app, ["memory", "search"])
+    assert missing.exit_code == 2
+    assert "Missing argument 'APP'" in missing.output
+    assert "app_name" not in missing.output
+    usage = CliRunner().invoke(app, ["memory", "search", "--help"])
+    assert "memory search [OPTIONS] APP USER QUERY" in usage.output
