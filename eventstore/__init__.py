@@ -42,6 +42,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
@@ -51,6 +52,7 @@ from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo,
 __all__ = [
     "DEFAULT_URL",
     "MAX_JSON_DEPTH",
+    "PARENT_LINK_KEY",
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
     "Artifact",
@@ -95,9 +97,11 @@ __all__ = [
     "ToolConfirmation",
     "apply_delta",
     "check_json_value",
+    "child_session_id",
     "event_kind",
     "fold_state",
     "new_event_id",
+    "parent_link",
     "open_store",
     "register_upcaster",
     "resolve_url",

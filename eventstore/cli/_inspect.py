@@ -20,6 +20,7 @@ from rich.table import Table
 from .._backend import StoredEvent
 from .._events import Event
 from .._exceptions import CorruptEventError, SessionNotFoundError
+from .._links import child_session_id, parent_link
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
@@ -34,7 +35,7 @@ from ._common import (
     prog,
     run,
 )
-from ._render import event_entry, parent_link, print_event, print_events, short_json
+from ._render import event_entry, print_event, print_events, short_json
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
@@ -239,13 +240,13 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
 async def _children(store: EventStore, session_id: str, events: list[Event]) -> dict[str, str]:
     """Call id -> the child session linked to that call (an agent run as a tool).
 
-    The runtime names a child ``PARENT/CALL``; a candidate counts only when its own first events
-    link back to this session and call.
+    The runtime names a child by ``child_session_id``; a candidate counts only when its own
+    first events link back to this session and call.
     """
     found: dict[str, str] = {}
     for event in events:
         for call in event.function_calls():
-            candidate = f"{session_id}/{call.id}"
+            candidate = child_session_id(session_id, call.id)
             try:
                 first = await store.read(candidate, limit=4)
             except SessionNotFoundError:

@@ -16,12 +16,11 @@ from rich.text import Text
 
 from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
+from .._links import parent_link
 from ._timeline import Timeline, is_error_response
 
 __all__ = [
-    "PARENT_LINK_KEY",
     "event_entry",
-    "parent_link",
     "print_event",
     "print_events",
     "rerun_decisions",
@@ -131,22 +130,6 @@ def _line(console: Console, *pieces: tuple[str, str]) -> None:
     for value, style in pieces:
         text.append(value, style=style)
     console.print(text)
-
-
-PARENT_LINK_KEY = "parent"
-"""``custom_metadata`` key of a child session's first event: the parent session and call (an
-agent run as a tool; written by the runtime's ``AgentTool``)."""
-
-
-def parent_link(event: Event) -> tuple[str, str] | None:
-    """The (parent session id, parent call id) a child session's link event names, or None."""
-    link = event.custom_metadata.get(PARENT_LINK_KEY)
-    if not isinstance(link, Mapping):
-        return None
-    session, call = link.get("session_id"), link.get("function_call_id")
-    if isinstance(session, str) and isinstance(call, str):
-        return session, call
-    return None
 
 
 def print_event(

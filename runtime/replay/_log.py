@@ -6,18 +6,19 @@ error string that names what is wrong, because a malformed answer is user input,
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import orjson
 
 from eventstore import (
+    PARENT_LINK_KEY,
     REQUEST_CONFIRMATION_FUNCTION,
     Event,
     EventStore,
     FunctionCall,
     ToolConfirmation,
+    child_session_id,
 )
 
 __all__ = [
@@ -47,10 +48,6 @@ CLAIMED_BY_KEY = "claimed_by"
 """``custom_metadata`` key of a claim event (docs/protocol.md §3): who claimed the calls and when
 (``invocation_id``, ``host``, ``pid``, wall-clock ``at`` in seconds since the epoch)."""
 
-PARENT_LINK_KEY = "parent"
-"""``custom_metadata`` key of a child session's first event (``AgentTool``): the parent session,
-call, agent and invocation."""
-
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""
 
@@ -58,15 +55,6 @@ CONFIRMATION_REQUIRED_KIND = "confirmation_required"
 """``ToolErrorKind.CONFIRMATION_REQUIRED`` as stored (the log's vocabulary, not an import)."""
 
 _ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
-
-
-def child_session_id(parent_session_id: str, call_id: str) -> str:
-    """Return the child session id of one parent call (stable; at most 255 characters)."""
-    readable = f"{parent_session_id}/{call_id}"
-    if len(readable) <= 255:
-        return readable
-    digest = hashlib.sha256(f"{parent_session_id}\0{call_id}".encode()).hexdigest()[:32]
-    return f"{parent_session_id[:200]}/{digest}"
 
 
 class BackwardScan(Protocol):

@@ -345,3 +345,33 @@ def test_pending_names_commands_not_functions(db: Path) -> None:
     assert "()" not in item["reason"]
     assert "evs rerun" in item["reason"]
     assert "evs respond" in item["reason"]
+
+
+def test_show_finds_a_child_whose_id_is_hashed_because_it_is_long(db: Path) -> None:
+    import asyncio
+
+    from eventstore import FunctionCall, child_session_id, open_store
+    from runtime import Agent, AgentTool, ModelResponse, Runner, ScriptedModel
+
+    parent_id = "trip-" + "x" * 240
+    call_id = "p-" + "y" * 40
+    child_id = child_session_id(parent_id, call_id)
+    assert child_id != f"{parent_id}/{call_id}"
+    assert len(child_id) <= 255
+
+    async def build() -> None:
+        async with await open_store(db, auto_upgrade=True) as store:
+            child = Agent(name="booker", model=ScriptedModel([ModelResponse(text="booked")]))
+            parent = Agent(name="planner", tools=[AgentTool(child, store=store)],
+                           model=ScriptedModel([
+                               ModelResponse(function_calls=(FunctionCall(
+                                   id=call_id, name="booker", args={"request": "Kyoto"}),)),
+                               ModelResponse(text="done")]))
+            runner = Runner(agent=parent, store=store, app_name="trip")
+            await runner.create_session(user_id="u", session_id=parent_id)
+            await runner.run(session_id=parent_id, user_id="u", new_message="book")
+
+    asyncio.run(build())
+    links = orjson.loads(invoke("show", parent_id, "--db", str(db), "--json").stdout)["links"]
+    assert links == {"parent": None, "children": {call_id: child_id}}
+    assert f"↓ child session {child_id}" in invoke("show", parent_id, "--db", str(db)).stdout
