@@ -45,7 +45,9 @@ def test_exports_replay_is_sans_io_and_does_not_import_the_runner() -> None:
     assert not hasattr(runtime.replay, "AgentTool")
 
 
-def test_exports_the_parent_link_key_is_the_one_evs_show_reads() -> None:
-    from eventstore.cli._render import PARENT_LINK_KEY
+def test_exports_the_child_naming_rules_evs_show_reads() -> None:
+    import eventstore
 
-    assert runtime.replay.PARENT_LINK_KEY == PARENT_LINK_KEY
+    # One owner: the store's rules, re-exported (evs show runs without the runtime).
+    assert runtime.replay.PARENT_LINK_KEY is eventstore.PARENT_LINK_KEY
+    assert runtime.replay.child_session_id is eventstore.child_session_id
