@@ -33,6 +33,7 @@ from ._exceptions import (
     CorruptSnapshotError,
     DuplicateEventError,
     EventStoreError,
+    ForkPointError,
     InvalidEventError,
     SchemaError,
     SchemaOutdatedError,
@@ -42,6 +43,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._fork import ForkLink, SessionForks
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
@@ -70,6 +72,8 @@ __all__ = [
     "EventKind",
     "EventStore",
     "EventStoreError",
+    "ForkLink",
+    "ForkPointError",
     "FunctionCall",
     "FunctionResponse",
     "InvalidEventError",
@@ -84,6 +88,7 @@ __all__ = [
     "SchemaOutdatedError",
     "Session",
     "SessionExistsError",
+    "SessionForks",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionPage",

@@ -18,6 +18,7 @@ __all__ = [
     "Artifact",
     "Event",
     "Session",
+    "SessionFork",
     "SharedSnapshot",
     "Snapshot",
     "metadata",
@@ -197,3 +198,32 @@ class Artifact(SQLModel, table=True):
     """Save time."""
     custom_metadata: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
     """Custom metadata given at save time (an encoded JSON object), or NULL."""
+
+
+class SessionFork(SQLModel, table=True):
+    """The link of a fork to its origin (``EventStore.fork``). It goes with the fork (ON DELETE
+    CASCADE) and outlives the origin: no foreign key names the origin, whose events the fork
+    holds copies of."""
+
+    __tablename__ = "evs_session_forks"
+    __table_args__ = (
+        sa.Index("ix_evs_session_forks_origin", "origin_session_id", "forked_at"),
+    )
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_session_forks_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """The fork."""
+    origin_session_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The session it was forked from (may no longer exist)."""
+    origin_seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """The fork's events are the origin's 1..origin_seq."""
+    forked_at: float = Field(sa_type=sa.Float(), nullable=False)
+    """When the fork was made (seconds since the epoch)."""
