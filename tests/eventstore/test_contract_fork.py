@@ -6,7 +6,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _evs_support import BackendTarget, call_event, delta_event, full_dump, response_event, text_event
+from _evs_support import (
+    BackendTarget,
+    call_event,
+    delta_event,
+    full_dump,
+    response_event,
+    text_event,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
