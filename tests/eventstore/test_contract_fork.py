@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
+import pytest
 from _evs_support import (
     BackendTarget,
     call_event,
@@ -68,10 +70,12 @@ async def test_fork_copies_events_and_records_the_link(store: EventStore) -> Non
                 copy.schema_version, copy.invocation_id, copy.position) == (
             row.event_id, row.seq, row.kind, row.author, row.timestamp, row.payload,
             row.schema_version, row.invocation_id, row.position)
-        assert copy.session_id == "f" and not copy.shared_state
+        assert copy.session_id == "f"
+        assert not copy.shared_state
     assert await _raw(store, "o") == before
     links = await store.fork_links("f")
-    assert links.origin is not None and links.origin_exists
+    assert links.origin is not None
+    assert links.origin_exists
     assert (links.origin.origin_session_id, links.origin.origin_seq) == ("o", 5)
     assert links.forks == []
     origin_links = await store.fork_links("o")
@@ -82,7 +86,8 @@ async def test_fork_copies_events_and_records_the_link(store: EventStore) -> Non
 async def test_fork_generates_an_id_and_forks_can_be_forked(store: EventStore) -> None:
     await _origin(store)
     fork = await store.fork("o", at=2)
-    assert len(fork.id) == 32 and fork.id != "o"
+    assert len(fork.id) == 32
+    assert fork.id != "o"
     again = await store.fork(fork.id, at=1, new_session_id="g")
     assert [e.id for e in again.events] == ["e1"]
     assert [f.session_id for f in (await store.fork_links(fork.id)).forks] == ["g"]
@@ -118,26 +123,24 @@ async def test_fork_refuses_a_seq_inside_a_step_naming_the_nearest(store: EventS
     await _origin(store)
     before = await full_dump(store)
     for at in (3, 4):  # after the model's call (3), after its claim (4): no response yet
-        try:
+        with pytest.raises(ForkPointError) as raised:
             await store.fork("o", at=at, new_session_id="f")
-        except ForkPointError as exc:
-            assert (exc.reason, exc.seq, exc.before, exc.after) == ("inside_step", at, 2, 5)
-            assert "'c1'" in str(exc) and "2 (before)" in str(exc) and "5 (after)" in str(exc)
-        else:
-            raise AssertionError(f"fork at {at} was not refused")
+        refused = raised.value
+        assert (refused.reason, refused.seq, refused.before, refused.after) == (
+            "inside_step", at, 2, 5)
+        assert "'c1'" in str(raised.value)
+        assert "2 (before)" in str(raised.value)
+        assert "5 (after)" in str(raised.value)
     assert await full_dump(store) == before
 
 
 async def test_fork_inside_a_step_at_head_names_no_later_seq(store: EventStore) -> None:
     await store.create_session(app_name=APP, user_id=USER, session_id="o",
                                events=[call_event("c1")])
-    try:
+    with pytest.raises(ForkPointError) as raised:
         await store.fork("o", at=1)
-    except ForkPointError as exc:
-        assert (exc.before, exc.after) == (None, None)
-        assert "no seq of it is at a step boundary yet" in str(exc)
-    else:
-        raise AssertionError("fork was not refused")
+    assert (raised.value.before, raised.value.after) == (None, None)
+    assert "no seq of it is at a step boundary yet" in str(raised.value)
 
 
 def _confirmation_log() -> list[Event]:
@@ -176,12 +179,9 @@ async def test_fork_at_a_confirmation_pause_is_allowed_not_before_or_after(
     fork = await store.fork("o", at=4, new_session_id="f")
     assert fork.version == 4
     for at, before, after in ((2, 1, 4), (3, 1, 4), (5, 4, 7), (6, 4, 7)):
-        try:
+        with pytest.raises(ForkPointError) as raised:
             await store.fork("o", at=at)
-        except ForkPointError as exc:
-            assert (exc.before, exc.after) == (before, after), at
-        else:
-            raise AssertionError(f"fork at {at} was not refused")
+        assert (raised.value.before, raised.value.after) == (before, after), at
     assert (await store.fork("o", at=7)).version == 7
 
 
@@ -190,44 +190,25 @@ async def test_fork_errors_name_what_was_wrong_and_write_nothing(store: EventSto
     await store.create_session(app_name=APP, user_id=USER, session_id="taken")
     await store.create_session(app_name=APP, user_id=USER, session_id="empty")
     before = await full_dump(store)
-    try:
+    with pytest.raises(SessionNotFoundError) as raised:
         await store.fork("nope", at=1)
-    except SessionNotFoundError as exc:
-        assert exc.session_id == "nope"
-    else:
-        raise AssertionError("unknown session accepted")
+    assert raised.value.session_id == "nope"
     for at in (0, 7, -1):
-        try:
+        with pytest.raises(ForkPointError) as raised:
             await store.fork("o", at=at)
-        except ForkPointError as exc:
-            assert exc.reason == "out_of_range" and "1..6" in str(exc)
-        else:
-            raise AssertionError(f"at={at} accepted")
-    try:
+        assert raised.value.reason == "out_of_range"
+        assert "1..6" in str(raised.value)
+    with pytest.raises(ForkPointError) as raised:
         await store.fork("empty", at=1)
-    except ForkPointError as exc:
-        assert "has no events" in str(exc)
-    else:
-        raise AssertionError("empty session forked")
-    try:
+    assert "has no events" in str(raised.value)
+    with pytest.raises(SessionExistsError) as raised:
         await store.fork("o", at=2, new_session_id="taken")
-    except SessionExistsError as exc:
-        assert exc.session_id == "taken"
-    else:
-        raise AssertionError("taken id accepted")
+    assert raised.value.session_id == "taken"
     for bad in ("", "x\0y", 5):
-        try:
+        with pytest.raises(StoreUsageError):
             await store.fork("o", at=2, new_session_id=bad)  # type: ignore[arg-type]
-        except StoreUsageError:
-            pass
-        else:
-            raise AssertionError(f"new id {bad!r} accepted")
-    try:
+    with pytest.raises(StoreUsageError):
         await store.fork("o", at="2")  # type: ignore[arg-type]
-    except StoreUsageError:
-        pass
-    else:
-        raise AssertionError("a string seq accepted")
     assert await full_dump(store) == before
 
 
@@ -251,7 +232,8 @@ async def test_fork_copies_artifacts_up_to_the_versions_referenced_by_then(
     assert (await store.list_artifacts("f4"))["report.txt"] == [0, 1, 2]
     loaded = await store.load_artifact("f4", "report.txt", version=2)
     original = await store.load_artifact("o", "report.txt", version=2)
-    assert loaded == original and loaded.metadata == {"n": 2}
+    assert loaded == original
+    assert loaded.metadata == {"n": 2}
     assert (await store.list_artifacts("o"))["report.txt"] == [0, 1, 2, 3]
     # The fork's own saves number on from what it holds, without touching the origin's.
     assert await store.save_artifact("f2", "report.txt", b"mine", mime_type="text/plain") == 2
@@ -268,7 +250,8 @@ async def test_fork_survives_deleting_its_origin(store: EventStore) -> None:
     assert await store.read("f") == fork.events
     assert (await store.load_artifact("f", "a.txt")).data == b"a"
     links = await store.fork_links("f")
-    assert links.origin is not None and links.origin.origin_session_id == "o"
+    assert links.origin is not None
+    assert links.origin.origin_session_id == "o"
     assert not links.origin_exists
     # The origin's user:/app: deltas left the fold with it, as for any deleted session; the
     # fork's copies never were part of it.
@@ -283,12 +266,8 @@ async def test_deleting_a_fork_removes_its_link_only(store: EventStore) -> None:
     await store.delete_session("f")
     assert (await store.fork_links("o")).forks == []
     assert await _raw(store, "o") == before
-    try:
+    with pytest.raises(SessionNotFoundError):
         await store.fork_links("f")
-    except SessionNotFoundError:
-        pass
-    else:
-        raise AssertionError("links of a deleted session read")
 
 
 # -- the property -----------------------------------------------------------------------------
@@ -385,10 +364,8 @@ def test_fork_property_state_events_and_origin_untouched(
         store = await backend_target.open()
         try:
             for sid in ("o", "other", "f"):
-                try:
+                with contextlib.suppress(SessionNotFoundError):
                     await store.delete_session(sid)
-                except SessionNotFoundError:
-                    pass
             await _check_property(store, steps, pick)
         finally:
             await store.aclose()

@@ -52,7 +52,8 @@ async def test_fork_at_a_pause_answered_the_other_way_runs_independently(
     origin_rows = await _raw(store, "o")
     origin_artifacts = await store.list_artifacts("o")
     origin_state = await store.state("o")
-    assert origin_state["forecast_cost_usd"] == 0.05 and REPORT in origin_artifacts
+    assert origin_state["forecast_cost_usd"] == 0.05
+    assert REPORT in origin_artifacts
 
     await answer_confirmation(store, session_id="f", confirmation_id=cid, confirmed=False)
     assert await _run(store, "f") == "paused_long_running"
@@ -108,5 +109,6 @@ def test_step_boundaries_are_rest_points_of_the_resume_planner(
         for agent in agents:
             decision = plan_resume(reversed(events[:k]), agent_name=agent,
                                    idempotent_tools=demo_idempotent_tools())
-            assert decision.execute == () and decision.in_doubt == (), (name, k, agent)
+            assert decision.execute == (), (name, k, agent)
+            assert decision.in_doubt == (), (name, k, agent)
     assert 0 < rest_points <= len(events)
