@@ -101,7 +101,9 @@ class StoredEvent:
     timestamp: float
     """Event creation time."""
     shared_state: bool
-    """Whether the state delta touches ``user:`` or ``app:`` keys."""
+    """Whether the event's ``user:``/``app:`` delta takes part in its app's shared fold: true
+    for an appended event whose delta touches such keys, false for a fork's copy of one (the
+    origin's row takes part already; ``Backend.fork_session``)."""
     schema_version: int
     """Payload schema version."""
     payload: bytes

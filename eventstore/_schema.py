@@ -110,7 +110,8 @@ class Event(SQLModel, table=True):
     timestamp: float = Field(sa_type=sa.Float(), nullable=False)
     """Event creation time."""
     shared_state: bool = Field(sa_type=sa.Boolean(), nullable=False)
-    """Whether the state delta touches ``user:``/``app:`` keys."""
+    """Whether the ``user:``/``app:`` delta takes part in the app's shared fold (false on a fork's
+    copy of such an event: see ``StoredEvent.shared_state``)."""
     app_name: str = Field(sa_type=sa.String(255), nullable=False)
     """The session's app (denormalized so shared-state reads need no join)."""
     user_id: str = Field(sa_type=sa.String(255), nullable=False)
