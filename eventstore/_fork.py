@@ -19,8 +19,10 @@ at rest when every function call with no settled response is one of:
 Anything else (a call not yet claimed, claimed but unanswered, or confirmed but not yet run)
 is inside a step. A newer model turn of the same author ends the older turn's calls as far as
 the runtime is concerned (its resume planner reads only the newest turn), so they stop counting.
-These are the rest points of the runtime's own resume planner (``runtime.replay.plan_resume``
-has nothing to execute and nothing in doubt there; tests check the two agree on recorded logs).
+At every such boundary the runtime's own resume planner (``runtime.replay.plan_resume``) has
+nothing to execute and nothing in doubt (a test checks it at every seq of the recorded corpus);
+the converse does not hold where the planner reads a placeholder response as an answer (before
+its confirmation request is written), which is why the store keeps its own scan.
 
 **What a fork copies** (``artifact_versions``): the events 1..seq as stored, and of each
 session-scoped artifact the versions up to the newest one the copied events refer to (an

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, EventStore, ForkPointError
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Event,
+    EventStore,
+    ForkPointError,
+    open_store,
+)
 from eventstore._fork import StepScan
 from eventstore.cli._exchange import parse_export
 from runtime.cli._demo_agent import REPORT, demo_idempotent_tools, demo_runner
@@ -39,6 +45,18 @@ def _confirmation_id(events: list[Event]) -> str:
 async def test_fork_at_a_pause_answered_the_other_way_runs_independently(
     store: EventStore,
 ) -> None:
+    await _fork_and_answer_the_other_way(store)
+
+
+@pytest.mark.postgres
+async def test_fork_at_a_pause_answered_the_other_way_on_postgres(
+    empty_postgres_url: str,
+) -> None:
+    async with await open_store(empty_postgres_url, auto_upgrade=True) as store:
+        await _fork_and_answer_the_other_way(store)
+
+
+async def _fork_and_answer_the_other_way(store: EventStore) -> None:
     await store.create_session(app_name=APP, user_id="u", session_id="o")
     status = await _run(store, "o", "Weather in Paris and Atlantis, and the paid forecast.")
     assert status == "paused_for_confirmation"
