@@ -70,8 +70,12 @@ async def _measure(store: EventStore, count: int, runs: int,
     for run in range(runs):
         load.append(await _timed(lambda: store.get_session(ORIGIN)))
         copy.append(await _timed(raw_copy))
-        fork.append(await _timed(
-            lambda run=run: store.fork(ORIGIN, at=count, new_session_id=f"fork-{run}")))
+        fork_id = f"fork-{run}"
+
+        async def make(fork_id: str = fork_id) -> object:
+            return await store.fork(ORIGIN, at=count, new_session_id=fork_id)
+
+        fork.append(await _timed(make))
         made = await store.session_info(f"fork-{run}")
         assert made.version == count
     print(_summary("load (get_session)", load))
