@@ -119,10 +119,15 @@ class StepScan:
         self._calls: dict[str, _OpenCall] = {}
         self._requests: dict[str, str] = {}
         """Unanswered confirmation request id -> the original call id it asks about."""
+        self._open: list[tuple[str, str, int | None]] | None = []
+        """``open_calls()`` as of the newest event fed (None: to be computed again)."""
 
     def feed(self, event: Event) -> None:
         """Take the next (newer) event."""
         content = event.content
+        if content is None and not event.started_call_ids:
+            return  # a state delta, a decision, bookkeeping: no call opens or closes
+        self._open = None
         if content is not None and content.role == "model" and event.author != "user":
             calls = event.function_calls()
             if calls and not any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls):
@@ -157,18 +162,22 @@ class StepScan:
     def open_calls(self) -> list[tuple[str, str, int | None]]:
         """``(call id, tool name, seq of its model turn)`` of each call that keeps the log
         inside a step (empty: at rest)."""
-        awaited = set(self._requests.values())
-        return [
-            (call_id, call.name, call.seq) for call_id, call in self._calls.items()
-            if not (
-                (call.waiting_confirmation and call_id in awaited)
-                or (call.long_running and call.started and not call.waiting_confirmation)
-            )
-        ]
+        if self._open is None:
+            awaited = set(self._requests.values())
+            self._open = [
+                (call_id, call.name, call.seq) for call_id, call in self._calls.items()
+                if not (
+                    (call.waiting_confirmation and call_id in awaited)
+                    or (call.long_running and call.started and not call.waiting_confirmation)
+                )
+            ]
+        return list(self._open)
 
     def at_rest(self) -> bool:
         """Whether a fork may start after the newest event fed."""
-        return not self.open_calls()
+        if self._open is None:
+            self.open_calls()
+        return not self._open
 
 
 def artifact_versions(events: Iterable[Event]) -> dict[str, int]:
