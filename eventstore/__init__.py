@@ -33,6 +33,7 @@ from ._exceptions import (
     CorruptSnapshotError,
     DuplicateEventError,
     EventStoreError,
+    ForkPointError,
     InvalidEventError,
     SchemaError,
     SchemaOutdatedError,
@@ -42,6 +43,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._fork import ForkLink, SessionForks
 from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
@@ -72,6 +74,8 @@ __all__ = [
     "EventKind",
     "EventStore",
     "EventStoreError",
+    "ForkLink",
+    "ForkPointError",
     "FunctionCall",
     "FunctionResponse",
     "InvalidEventError",
@@ -86,6 +90,7 @@ __all__ = [
     "SchemaOutdatedError",
     "Session",
     "SessionExistsError",
+    "SessionForks",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionPage",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ._exceptions import ArtifactConflictError, DuplicateEventError
+from ._fork import ForkLink, ForkPlan
 
 __all__ = [
     "ArtifactRecord",
@@ -100,7 +101,9 @@ class StoredEvent:
     timestamp: float
     """Event creation time."""
     shared_state: bool
-    """Whether the state delta touches ``user:`` or ``app:`` keys."""
+    """Whether the event's ``user:``/``app:`` delta takes part in its app's shared fold: true
+    for an appended event whose delta touches such keys, false for a fork's copy of one (the
+    origin's row takes part already; ``Backend.fork_session``)."""
     schema_version: int
     """Payload schema version."""
     payload: bytes
@@ -204,6 +207,26 @@ class Backend(Protocol):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """Return the session's record with its current version, or None."""
+        ...
+
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+        """Create session ``record`` (the origin's app and user) as a fork of
+        ``plan.origin_session_id`` in one transaction: a copy of the origin's event rows
+        1..``plan.seq`` as stored (same ids, seqs, kinds, authors, timestamps, payloads and
+        global positions, so the fork's state at each copied seq is the origin's), except that
+        the copies take no part in the app's ``user:``/``app:`` fold (``shared_state`` false:
+        the origin's rows already do); the origin's session snapshots up to ``plan.seq``; the
+        session-scoped artifact versions ``plan.artifacts`` names; and the link (``ForkLink``).
+        All of it or nothing is written.
+
+        Raises SessionNotFoundError (naming the origin) when the origin does not exist or has
+        fewer than ``plan.seq`` events (it was deleted meanwhile), SessionExistsError when the
+        fork's id is taken.
+        """
+        ...
+
+    async def fork_links(self, session_id: str) -> list[ForkLink]:
+        """Return the links naming the session, as a fork or as an origin, oldest first."""
         ...
 
     async def list_sessions(

@@ -7,7 +7,8 @@ The tree::
     │   └── StoreClosedError             the store was used after ``aclose()``
     ├── InvalidEventError                an event or state delta cannot be stored as given
     ├── SessionNotFoundError             no such session (or it belongs to another app/user)
-    ├── SessionExistsError               create_session with an id that is taken
+    ├── SessionExistsError               create_session (or fork) with an id that is taken
+    ├── ForkPointError                   fork at a seq outside the log or inside a step
     ├── ConcurrencyError                 append with a stale ``expected_version``
     ├── DuplicateEventError              an event id is stored with another payload, or a retry
     │                                    overlaps stored events only partly
@@ -34,6 +35,7 @@ __all__ = [
     "CorruptSnapshotError",
     "DuplicateEventError",
     "EventStoreError",
+    "ForkPointError",
     "InvalidEventError",
     "SchemaError",
     "SchemaOutdatedError",
@@ -89,6 +91,25 @@ class SessionExistsError(EventStoreError):
     def __init__(self, session_id: str):
         super().__init__(f"Session {session_id!r} already exists; choose another id.")
         self.session_id = session_id
+
+
+class ForkPointError(EventStoreError):
+    """A session cannot be forked at the given seq; nothing was written.
+
+    ``reason`` is ``"out_of_range"`` (the seq is not one of the session's events ``1..head``)
+    or ``"inside_step"`` (the seq falls between a tool call and its response: see
+    ``EventStore.fork``). ``before`` and ``after`` are the nearest seqs a fork may start at
+    (None when there is none on that side).
+    """
+
+    def __init__(self, message: str, *, session_id: str, seq: int, reason: str,
+                 before: int | None = None, after: int | None = None):
+        super().__init__(message)
+        self.session_id = session_id
+        self.seq = seq
+        self.reason = reason
+        self.before = before
+        self.after = after
 
 
 class ConcurrencyError(EventStoreError):

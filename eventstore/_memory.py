@@ -31,6 +31,7 @@ from ._exceptions import (
     SessionNotFoundError,
     StoreClosedError,
 )
+from ._fork import ForkLink, ForkPlan
 from ._memorytext import words
 
 __all__ = ["MemoryBackend"]
@@ -56,6 +57,8 @@ class MemoryBackend:
         self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
         self._positions = itertools.count(1)
         self._shared_snapshots: dict[tuple[str, str | None], dict[int, SharedSnapshot]] = {}
+        self._forks: dict[str, ForkLink] = {}
+        """Fork session id -> its link (goes with the fork; outlives the origin)."""
         self._closed = False
 
     def _check_open(self) -> None:
@@ -127,6 +130,41 @@ class MemoryBackend:
         session = self._sessions.get(session_id)
         return None if session is None else self._summary(session)
 
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+        """See ``Backend.fork_session``."""
+        self._check_open()
+        sid, origin_id = record.session_id, plan.origin_session_id
+        origin = self._sessions.get(origin_id)
+        if origin is None or len(origin.events) < plan.seq:
+            raise SessionNotFoundError(origin_id)
+        if sid in self._sessions:
+            raise SessionExistsError(sid)
+        # Every check before the first write: nothing awaits in between, so this is atomic.
+        fork = _Session(record=record)
+        for event in origin.events[:plan.seq]:
+            copy = dataclasses.replace(event, session_id=sid, shared_state=False)
+            fork.events.append(copy)
+            fork.by_id[copy.event_id] = copy
+        fork.snapshots = {s: v for s, v in origin.snapshots.items() if s <= plan.seq}
+        self._sessions[sid] = fork
+        app, user = record.app_name, record.user_id
+        for filename, newest in plan.artifacts.items():
+            versions = [r for r in self._artifacts.get((app, user, origin_id, filename), ())
+                        if r.version <= newest]
+            if versions:
+                self._artifacts[(app, user, sid, filename)] = versions
+        self._forks[sid] = ForkLink(session_id=sid, origin_session_id=origin_id,
+                                    origin_seq=plan.seq, forked_at=plan.forked_at)
+
+    async def fork_links(self, session_id: str) -> list[ForkLink]:
+        """See ``Backend.fork_links``."""
+        self._check_open()
+        return sorted(
+            (link for link in self._forks.values()
+             if session_id in (link.session_id, link.origin_session_id)),
+            key=lambda link: (link.forked_at, link.session_id),
+        )
+
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
     ) -> list[SessionRecord]:
@@ -147,6 +185,7 @@ class MemoryBackend:
         session = self._sessions.pop(session_id, None)
         if session is None:
             return False
+        self._forks.pop(session_id, None)
         record = session.record
         for scope in [k for k in self._shared_snapshots if k[0] == record.app_name]:
             del self._shared_snapshots[scope]

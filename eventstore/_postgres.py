@@ -34,6 +34,7 @@ from typing import Any, Final, TypeVar
 import asyncpg
 
 from . import _postgres_artifacts as artifacts_sql
+from . import _postgres_fork as forks
 from . import _postgres_memory as memory
 from . import _postgres_queries as queries
 from . import _postgres_snapshots as snapshots
@@ -59,6 +60,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._fork import ForkLink, ForkPlan
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
 from ._sqlcommon import (
     EVENT_COLUMNS,
@@ -359,6 +361,15 @@ class PostgresBackend:
                     created_at=artifact.created_at))
 
         await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
+
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+        await self._run(lambda conn: forks.fork(conn, record, plan),
+                        what=f"fork session {plan.origin_session_id!r}",
+                        session_id=record.session_id, write=True)
+
+    async def fork_links(self, session_id: str) -> list[ForkLink]:
+        return await self._run(lambda conn: forks.links(conn, session_id),
+                               what=f"read the fork links of session {session_id!r}")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         async def job(conn: Any) -> SessionRecord | None:

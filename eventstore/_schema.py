@@ -18,6 +18,7 @@ __all__ = [
     "Artifact",
     "Event",
     "Session",
+    "SessionFork",
     "SharedSnapshot",
     "Snapshot",
     "metadata",
@@ -109,7 +110,8 @@ class Event(SQLModel, table=True):
     timestamp: float = Field(sa_type=sa.Float(), nullable=False)
     """Event creation time."""
     shared_state: bool = Field(sa_type=sa.Boolean(), nullable=False)
-    """Whether the state delta touches ``user:``/``app:`` keys."""
+    """Whether the ``user:``/``app:`` delta takes part in the app's shared fold (false on a fork's
+    copy of such an event: see ``StoredEvent.shared_state``)."""
     app_name: str = Field(sa_type=sa.String(255), nullable=False)
     """The session's app (denormalized so shared-state reads need no join)."""
     user_id: str = Field(sa_type=sa.String(255), nullable=False)
@@ -197,3 +199,32 @@ class Artifact(SQLModel, table=True):
     """Save time."""
     custom_metadata: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
     """Custom metadata given at save time (an encoded JSON object), or NULL."""
+
+
+class SessionFork(SQLModel, table=True):
+    """The link of a fork to its origin (``EventStore.fork``). It goes with the fork (ON DELETE
+    CASCADE) and outlives the origin: no foreign key names the origin, whose events the fork
+    holds copies of."""
+
+    __tablename__ = "evs_session_forks"
+    __table_args__ = (
+        sa.Index("ix_evs_session_forks_origin", "origin_session_id", "forked_at"),
+    )
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_session_forks_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """The fork."""
+    origin_session_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The session it was forked from (may no longer exist)."""
+    origin_seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """The fork's events are the origin's 1..origin_seq."""
+    forked_at: float = Field(sa_type=sa.Float(), nullable=False)
+    """When the fork was made (seconds since the epoch)."""

@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from . import _sqlite_artifacts as artifacts_sql
+from . import _sqlite_fork as forks
 from . import _sqlite_memory as memory
 from . import _sqlite_queries as queries
 from . import _sqlite_snapshots as snapshots
@@ -73,6 +74,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._fork import ForkLink, ForkPlan
 from ._migrate import (
     check_revision,
     head_revision,
@@ -366,6 +368,15 @@ class SQLiteBackend:
                     created_at=artifact.created_at))
 
         await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
+
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+        await self._write(lambda conn: forks.fork(conn, record, plan),
+                          what=f"fork session {plan.origin_session_id!r}",
+                          session_id=record.session_id)
+
+    async def fork_links(self, session_id: str) -> list[ForkLink]:
+        return await self._read(lambda conn: forks.links(conn, session_id),
+                                what=f"read the fork links of session {session_id!r}")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def job(conn: sqlite3.Connection) -> SessionRecord | None:

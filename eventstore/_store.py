@@ -11,7 +11,6 @@ import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -32,6 +31,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._session import Session, SessionInfo, SessionPage
 from ._state import TEMP_PREFIX, USER_PREFIX, fold_state, has_shared_keys, session_part
 from ._statefold import (
     DEFAULT_SNAPSHOT_INTERVAL,
@@ -41,61 +41,12 @@ from ._statefold import (
     decode_stored,
 )
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
+from ._store_fork import ForkMethods
 from ._stored import STORED_SCHEMA_VERSION, encode_compact
 
 __all__ = [
     "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
 ]
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionInfo:
-    """A session's identity and summary, as listed."""
-
-    id: str
-    """Session id (unique in the store)."""
-    app_name: str
-    """Application the session belongs to."""
-    user_id: str
-    """User the session belongs to."""
-    created_at: float
-    """Creation time (seconds since the epoch)."""
-    updated_at: float
-    """Timestamp of the newest event (``created_at`` when there is none)."""
-    version: int
-    """Number of events: the ``seq`` of the newest one."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Session:
-    """A session as read: identity, state at the read version, and the events asked for."""
-
-    id: str
-    """Session id."""
-    app_name: str
-    """Application the session belongs to."""
-    user_id: str
-    """User the session belongs to."""
-    created_at: float
-    """Creation time."""
-    updated_at: float
-    """Timestamp of the newest event."""
-    version: int
-    """``seq`` of the newest event when the session was read."""
-    state: dict[str, Any]
-    """Merged state (session, ``user:`` and ``app:`` keys) at ``version``."""
-    events: list[Event]
-    """The events asked for (all by default), oldest first."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionPage:
-    """One page of a session listing."""
-
-    sessions: list[SessionInfo]
-    """Sessions ordered by id."""
-    next_cursor: str | None
-    """Pass as ``after`` to get the next page; None on the last page."""
-
 
 def _info(record: SessionRecord) -> SessionInfo:
     return SessionInfo(
@@ -162,7 +113,7 @@ def _check_lookup(session_id: object) -> str:
     return session_id
 
 
-class EventStore(ArtifactMethods):
+class EventStore(ArtifactMethods, ForkMethods):
     """An append-only, per-session event log with derived state and versioned artifacts.
 
     Guarantees, on every backend: appends are atomic and checked against ``expected_version``;

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ._common import Command
+from ._fork_cmd import fork
 from ._import import import_
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
@@ -48,13 +49,14 @@ SHORT_HELP = {
     "export": "Export a session as JSON Lines.",
     "import": "Import an exported session, all or nothing.",
     "delete": "Delete a session.",
+    "fork": "Fork a session at a seq into a new session.",
 }
 """One whole short sentence per command for the command list (click would cut the docstring's
 first sentence mid-word)."""
 
 for _name, _command in (("sessions", sessions), ("show", show), ("state", state),
                         ("tail", tail), ("verify", verify), ("export", export),
-                        ("import", import_), ("delete", delete)):
+                        ("import", import_), ("delete", delete), ("fork", fork)):
     app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
 app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from .._backend import StoredEvent
 from .._events import Event
 from .._exceptions import CorruptEventError, SessionNotFoundError
+from .._fork import SessionForks
 from .._links import child_session_id, parent_link
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
@@ -147,6 +148,8 @@ def show(
         if parent is not None:
             out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
                       style="cyan")
+        for line in view.fork_lines():
+            out.print(line, style="cyan")
         by_seq: dict[int | None, list[Finding]] = {}
         for finding in findings:
             by_seq.setdefault(finding.seq, []).append(finding)
@@ -190,6 +193,21 @@ class ShowView:
     """The parent session and call when this session is a child agent's."""
     children: dict[str, str]
     """Call id -> the child session linked to that call."""
+    forks: SessionForks
+    """Where the session was forked from, and the forks made of it."""
+
+    def fork_lines(self) -> list[str]:
+        """The fork links as ``evs show`` prints them (both sides)."""
+        lines = []
+        origin = self.forks.origin
+        if origin is not None:
+            gone = "" if self.forks.origin_exists else " (that session was deleted since)"
+            lines.append(f"Forked from session {printable(origin.origin_session_id)} at seq "
+                         f"{origin.origin_seq}{gone}")
+        for link in self.forks.forks:
+            lines.append(f"Forked at seq {link.origin_seq} into session "
+                         f"{printable(link.session_id)}")
+        return lines
 
     def window(self, *, since: int | None, last: int | None) -> list[StoredEvent]:
         """The rows from seq ``since`` on, then only the newest ``last`` of them."""
@@ -214,6 +232,13 @@ class ShowView:
                 "parent": {"session_id": parent[0], "function_call_id": parent[1]}
                 if parent else None,
                 "children": self.children,
+                "forked_from": None if self.forks.origin is None else {
+                    "session_id": self.forks.origin.origin_session_id,
+                    "seq": self.forks.origin.origin_seq,
+                    "exists": self.forks.origin_exists,
+                },
+                "forks": [{"session_id": f.session_id, "seq": f.origin_seq,
+                           "forked_at": f.forked_at} for f in self.forks.forks],
             },
         }
 
@@ -234,6 +259,7 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
         timeline=analyze(events),
         parent=next((link for e in events[:4] if (link := parent_link(e)) is not None), None),
         children=await _children(store, session_id, events),
+        forks=await store.fork_links(session_id),
     )
 
 

@@ -282,7 +282,8 @@ def test_pending_parent_lists_the_paused_childs_items_with_their_commands(db: Pa
     assert "Child of session trip (call p-1)" in child_view.stdout
     assert "↑ child of session trip, call p-1" in child_view.stdout
     links = orjson.loads(invoke("show", "trip", "--db", str(db), "--json").stdout)["links"]
-    assert links == {"parent": None, "children": {"p-1": "trip/p-1"}}
+    assert links == {"parent": None, "children": {"p-1": "trip/p-1"}, "forked_from": None,
+                     "forks": []}
     # Answering through the parent's id routes the answer to the child's request.
     answered = invoke("confirm", "trip", confirm["confirmation_id"], "--yes", "--db", str(db))
     assert answered.exit_code == 0, answered.stderr

@@ -129,6 +129,8 @@ def _method_calls() -> dict[str, Call]:
         ),
         "delete_artifact": lambda s: s.delete_artifact(None, "a.txt", app_name="app",
                                                        user_id="u"),
+        "fork": lambda s: s.fork("s", at=1),
+        "fork_links": lambda s: s.fork_links("s"),
     }
 
 

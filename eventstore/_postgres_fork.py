@@ -1,0 +1,99 @@
+"""The PostgreSQL backend's fork queries: coroutines of an asyncpg connection, run inside one
+transaction (the whole fork commits or nothing does).
+
+A fork copies stored rows with ``INSERT … SELECT``: nothing is decoded or re-encoded, so every
+column of an event row — those of today and any a later revision adds — is copied as stored,
+but for the ones that name the session (``row_key``, ``session_id``) and ``shared_state``
+(see ``Backend.fork_session``). The origin's session row is locked ``FOR SHARE`` first, so a
+concurrent delete of the origin waits for the fork to commit (or the fork sees it gone).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._backend import SessionRecord
+from ._exceptions import SessionNotFoundError
+from ._fork import ForkLink, ForkPlan
+from ._sqlcommon import SEQ_BITS, seq_of_row_key
+
+__all__ = ["fork", "links"]
+
+_OVERRIDDEN = {
+    "evs_events": {"row_key": f"($1::bigint << {SEQ_BITS}) | seq", "session_id": "$2",
+                   "shared_state": "false"},
+    "evs_snapshots": {"session_id": "$1"},
+    "evs_artifacts": {"session_scope": "$1"},
+}
+_WHERE = {
+    "evs_events": "row_key > $3 AND row_key <= $4",
+    "evs_snapshots": "session_id = $2 AND seq <= $3",
+    "evs_artifacts": "app_name = $2 AND user_id = $3 AND session_scope = $4 AND filename = $5 "
+                     "AND version <= $6",
+}
+
+
+async def _copy_statements(conn: Any) -> dict[str, str]:
+    """``INSERT … SELECT`` per table, of every column as stored but the overridden ones."""
+    columns: dict[str, list[str]] = {}
+    for table, column in await conn.fetch(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ANY($1::text[]) "
+        "AND is_generated = 'NEVER' ORDER BY table_name, ordinal_position",
+        list(_OVERRIDDEN),
+    ):
+        columns.setdefault(table, []).append(column)
+    statements = {}
+    for table, names in columns.items():
+        overridden = _OVERRIDDEN[table]
+        quoted = ", ".join(f'"{c}"' for c in names)
+        values = ", ".join(overridden.get(c, f'"{c}"') for c in names)
+        statements[table] = (
+            f"INSERT INTO {table} ({quoted}) SELECT {values} FROM {table} WHERE {_WHERE[table]}"
+        )
+    return statements
+
+
+async def fork(conn: Any, record: SessionRecord, plan: ForkPlan) -> None:
+    """Write the fork ``record`` of ``plan`` (see ``Backend.fork_session``). Raises
+    SessionNotFoundError for a missing (or shorter) origin, asyncpg's UniqueViolationError for
+    a taken id; the caller rolls the transaction back."""
+    origin = plan.origin_session_id
+    row = await conn.fetchrow(
+        "SELECT session_key, (SELECT max(row_key) FROM evs_events WHERE row_key > "
+        f"s.session_key << {SEQ_BITS} AND row_key < (s.session_key + 1) << {SEQ_BITS}) "
+        "FROM evs_sessions s WHERE session_id = $1 FOR SHARE",
+        origin,
+    )
+    if row is None or seq_of_row_key(row[1]) < plan.seq:
+        raise SessionNotFoundError(origin)
+    base = int(row[0]) << SEQ_BITS
+    sid = record.session_id
+    key = await conn.fetchval(
+        "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
+        "VALUES ($1, $2, $3, $4) RETURNING session_key",
+        sid, record.app_name, record.user_id, record.created_at,
+    )
+    copy = await _copy_statements(conn)
+    await conn.execute(copy["evs_events"], key, sid, base, base | plan.seq)
+    await conn.execute(copy["evs_snapshots"], sid, origin, plan.seq)
+    for filename, newest in plan.artifacts.items():
+        await conn.execute(copy["evs_artifacts"], sid, record.app_name, record.user_id,
+                           origin, filename, newest)
+    await conn.execute(
+        "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at) "
+        "VALUES ($1, $2, $3, $4)",
+        sid, origin, plan.seq, plan.forked_at,
+    )
+
+
+async def links(conn: Any, session_id: str) -> list[ForkLink]:
+    """The links naming ``session_id`` as fork or origin, oldest first."""
+    return [
+        ForkLink(session_id=r[0], origin_session_id=r[1], origin_seq=r[2], forked_at=r[3])
+        for r in await conn.fetch(
+            "SELECT session_id, origin_session_id, origin_seq, forked_at FROM evs_session_forks "
+            "WHERE session_id = $1 OR origin_session_id = $1 ORDER BY forked_at, session_id",
+            session_id,
+        )
+    ]
