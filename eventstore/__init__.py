@@ -106,8 +106,8 @@ __all__ = [
     "event_kind",
     "fold_state",
     "new_event_id",
-    "parent_link",
     "open_store",
+    "parent_link",
     "register_upcaster",
     "resolve_url",
 ]
