@@ -41,6 +41,7 @@ from ._exceptions import (
     StorageError,
     StoreClosedError,
     StoreUsageError,
+    TamperedLogError,
 )
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
@@ -91,6 +92,7 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StoreUsageError",
+    "TamperedLogError",
     "StoredEvent",
     "ToolConfirmation",
     "apply_delta",

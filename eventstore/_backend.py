@@ -137,6 +137,8 @@ class SessionRecord:
     when the backend did not read it. Ahead of ``version`` when the log's tail was removed."""
     head_hash: bytes | None = None
     """The ``chain_hash`` of that event (None for an empty session or when not read)."""
+    head_signature: bytes | None = None
+    """The head record's signature when a keyed store wrote it (``eventstore._chain.sign_head``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

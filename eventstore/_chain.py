@@ -42,6 +42,7 @@ __all__ = [
     "link",
     "resolve_signing_key",
     "sign_event",
+    "sign_head",
     "signature_ok",
 ]
 
@@ -125,6 +126,14 @@ def sign_event(key: bytes, session_id: str, chain_hash: bytes) -> bytes:
     session signs them again with this)."""
     message = _frame(session_id.encode("utf-8", "surrogatepass")) + chain_hash
     return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def sign_head(key: bytes, session_id: str, head_seq: int, head_hash: bytes) -> bytes:
+    """Return the signature of a session's head record (HMAC-SHA256 under ``key`` of the
+    session id, ``head_seq`` and ``head_hash``)."""
+    message = (_frame(session_id.encode("utf-8", "surrogatepass"))
+               + head_seq.to_bytes(8, "big") + head_hash)
+    return hmac.new(key, b"evs-head-1\0" + message, hashlib.sha256).digest()
 
 
 def signature_ok(key: bytes, session_id: str, chain_hash: bytes | None,

@@ -25,7 +25,7 @@ from ._backend import (
     check_retry,
     written,
 )
-from ._chain import GENESIS, content_digest, link, sign_event
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
     ConcurrencyError,
     SessionExistsError,
@@ -94,6 +94,8 @@ class MemoryBackend:
             updated_at=last.timestamp,
             head_seq=last.seq,
             head_hash=last.chain_hash,
+            head_signature=None if self.signing_key is None or last.chain_hash is None
+            else sign_head(self.signing_key, record.session_id, last.seq, last.chain_hash),
         )
 
     async def create_session(

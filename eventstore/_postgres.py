@@ -50,7 +50,7 @@ from ._backend import (
     check_retry,
     written,
 )
-from ._chain import GENESIS, content_digest, link, sign_event
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
     ConcurrencyError,
     SchemaError,
@@ -106,7 +106,10 @@ SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq, s.head_hash
 FROM evs_sessions s WHERE s.session_id = $1
 """
-_SET_HEAD_SQL = "UPDATE evs_sessions SET head_seq = $2, head_hash = $3 WHERE session_id = $1"
+_SET_HEAD_SQL = (
+    "UPDATE evs_sessions SET head_seq = $2, head_hash = $3, head_signature = $4 "
+    "WHERE session_id = $1"
+)
 _INSERT_SQL = """
 WITH ins AS (
   INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
@@ -221,7 +224,9 @@ async def _insert(
         positions, hashes, signatures,
     )
     assert len(rows) == len(events)
-    await conn.execute(_SET_HEAD_SQL, session_id, start + len(events) - 1, chain)
+    head_seq = start + len(events) - 1
+    await conn.execute(_SET_HEAD_SQL, session_id, head_seq, chain, None if signing_key is None
+                       else sign_head(signing_key, session_id, head_seq, chain))
     if shared:
         await conn.execute(_SET_APP_POSITION_SQL, app_name, clock)
     return [

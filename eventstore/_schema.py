@@ -61,6 +61,9 @@ class Session(SQLModel, table=True):
     a log whose tail was deleted ends before its head (see ``eventstore._chain``)."""
     head_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
     """The ``chain_hash`` of the newest event appended (NULL while the session has none)."""
+    head_signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of the session id, ``head_seq`` and ``head_hash`` when a keyed store wrote the head
+    (so removing the tail and moving the head back needs the key), else NULL."""
 
 
 class Event(SQLModel, table=True):

@@ -46,7 +46,7 @@ EVENT_COLUMNS = (
 
 SESSION_COLUMNS = (
     "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp, s.head_seq, "
-    "s.head_hash"
+    "s.head_hash, s.head_signature"
 )
 """A session row joined (``e``) to its newest event, in ``session_record``'s order."""
 
@@ -110,7 +110,8 @@ def shared_scope(user_id: str | None) -> str:
 
 def session_record(row: Sequence[Any]) -> SessionRecord:
     """Build a SessionRecord from a ``SESSION_COLUMNS`` row."""
-    session_id, app_name, user_id, created_at, seq, timestamp, head_seq, head_hash = row
+    (session_id, app_name, user_id, created_at, seq, timestamp, head_seq, head_hash,
+     head_signature) = row
     return SessionRecord(
         session_id=session_id,
         app_name=app_name,
@@ -120,6 +121,7 @@ def session_record(row: Sequence[Any]) -> SessionRecord:
         updated_at=created_at if timestamp is None else timestamp,
         head_seq=head_seq,
         head_hash=_optional_bytes(head_hash),
+        head_signature=_optional_bytes(head_signature),
     )
 
 

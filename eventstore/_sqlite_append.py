@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._backend import NewEvent, StoredEvent, check_retry, written
-from ._chain import GENESIS, content_digest, link, sign_event
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import ConcurrencyError, SessionNotFoundError, TamperedLogError
 from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, row_key, seq_of_row_key, stored_events
 from ._sqlite_group import Outcome, savepoint
@@ -52,7 +52,9 @@ _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES (?, ?) "
     "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
 )
-_SET_HEAD_SQL = "UPDATE evs_sessions SET head_seq = ?, head_hash = ? WHERE session_id = ?"
+_SET_HEAD_SQL = (
+    "UPDATE evs_sessions SET head_seq = ?, head_hash = ?, head_signature = ? WHERE session_id = ?"
+)
 _INSERT_EVENT_SQL = """
 INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
   timestamp, shared_state, app_name, user_id, schema_version, payload, chain_hash, signature)
@@ -155,6 +157,11 @@ def _rows(session_id: str, head: Head, events: Sequence[NewEvent], clock: int,
     return out, clock
 
 
+def _head_params(session_id: str, head: Head, key: bytes | None) -> tuple[Any, ...]:
+    signature = None if key is None else sign_head(key, session_id, head.head_seq, head.hash)
+    return head.head_seq, head.hash, signature, session_id
+
+
 def insert(
     conn: sqlite3.Connection, session_id: str, head: Head, events: Sequence[NewEvent],
     key: bytes | None = None,
@@ -166,7 +173,7 @@ def insert(
     clock = head.clock
     out, clock = _rows(session_id, head, events, clock, params, key)
     _insert_rows(conn, params)
-    conn.execute(_SET_HEAD_SQL, (head.head_seq, head.hash, session_id))
+    conn.execute(_SET_HEAD_SQL, _head_params(session_id, head, key))
     if clock != head.clock:
         conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
     return out
@@ -235,7 +242,7 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
         start_clocks = {h.app_name: h.clock for h in heads.values()}
         clocks = dict(start_clocks)
         taken: dict[str, set[str]] = {}
-        moved: dict[str, Head] = {}
+        moved: dict[str, tuple[Head, AppendRequest]] = {}
         params: list[Any] = []
         results: list[list[StoredEvent]] = []
         first = i
@@ -252,7 +259,7 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
             out, clocks[current.app_name] = _rows(
                 request.session_id, current, request.events, clocks[current.app_name], params,
                 request.key)
-            moved[request.session_id] = current
+            moved[request.session_id] = (current, request)
             results.append(out)
             i += 1
         if results:
@@ -262,8 +269,8 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
                 outcomes.extend(_alone(conn, r) for r in requests[first:i])
             else:
                 # One head update per session of the run, however many appends it had.
-                conn.executemany(_SET_HEAD_SQL, [(h.head_seq, h.hash, sid)
-                                                 for sid, h in moved.items()])
+                conn.executemany(_SET_HEAD_SQL, [_head_params(sid, h, r.key)
+                                                 for sid, (h, r) in moved.items()])
                 for app_name, clock in clocks.items():
                     if clock != start_clocks[app_name]:
                         conn.execute(_SET_APP_POSITION_SQL, (app_name, clock))

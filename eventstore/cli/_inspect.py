@@ -223,7 +223,9 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
     info = await store.session_info(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
-    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode)
+    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode,
+                                 head=await store.backend.get_session(session_id),
+                                 signing_key=store.backend.signing_key)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return ShowView(
         info=info,

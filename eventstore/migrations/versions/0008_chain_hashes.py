@@ -5,7 +5,7 @@ Revises: 0007
 Create Date: 2026-11-30
 
 Adds ``evs_events.chain_hash`` and ``evs_events.signature`` (nullable) and
-``evs_sessions.head_seq`` / ``head_hash``, then backfills in place: for each session, in
+``evs_sessions.head_seq`` / ``head_hash`` / ``head_signature``, then backfills in place: for each session, in
 ``seq`` order and in batches, the chain hash of every stored row (``eventstore._chain``) and
 the session's head. The backfill vouches for the log as it is at migration time (a gap already
 there stays a ``seq_gap`` finding of ``evs verify``). Signatures cannot be backfilled without
@@ -82,8 +82,8 @@ BEGIN
   FROM unnest(p_event_ids, p_kinds, p_invocation_ids, p_authors, p_timestamps, p_versions,
               p_payloads, hashes) WITH ORDINALITY AS t(event_id, kind, invocation_id, author,
                                                        ts, sv, payload, hash, n);
-  UPDATE evs_sessions SET head_seq = version + cardinality(p_digests), head_hash = h
-    WHERE session_id = p_session_id;
+  UPDATE evs_sessions SET head_seq = version + cardinality(p_digests), head_hash = h,
+    head_signature = NULL WHERE session_id = p_session_id;
   status := 0;
 END;
 $$
@@ -157,6 +157,7 @@ def upgrade() -> None:
     op.add_column("evs_sessions", sa.Column("head_seq", sa.Integer(), nullable=False,
                                             server_default="0"))
     op.add_column("evs_sessions", sa.Column("head_hash", sa.LargeBinary(), nullable=True))
+    op.add_column("evs_sessions", sa.Column("head_signature", sa.LargeBinary(), nullable=True))
     _backfill(bind)
     if bind.dialect.name == "postgresql":
         op.execute(_revision_0007()._DROP)
@@ -170,5 +171,6 @@ def downgrade() -> None:
         op.execute(_revision_0007()._CREATE)
     # Plain ALTER TABLE … DROP COLUMN (SQLite >= 3.35, PostgreSQL): no table rebuild.
     for table, column in (("evs_events", "chain_hash"), ("evs_events", "signature"),
-                          ("evs_sessions", "head_seq"), ("evs_sessions", "head_hash")):
+                          ("evs_sessions", "head_seq"), ("evs_sessions", "head_hash"),
+                          ("evs_sessions", "head_signature")):
         op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
