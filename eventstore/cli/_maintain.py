@@ -13,7 +13,8 @@ from .._events import Event
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
-from .._statefold import snapshot_state
+from .._statefold import decode_all, snapshot_state
+from .._stored import STORED_SCHEMA_VERSION
 from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
@@ -185,11 +186,18 @@ def export(
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
             with progress(f"Exporting {info.version} events", total=None, size=info.version):
-                events = await store.read(session_id)
+                rows = await store.backend.read(session_id, after=None, upto=info.version,
+                                                backwards=False, limit=None)
+                events = decode_all(rows)
                 artifacts = await _export_artifacts(store, session_id, events)
+        # The chain is worth carrying only when an importer re-encoding the events gets the
+        # stored bytes back: every row in the current encoding, every row hashed.
+        chain = [(r.chain_hash, r.signature) for r in rows
+                 if r.chain_hash is not None and r.schema_version == STORED_SCHEMA_VERSION]
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=len(events),
-                             created_at=info.created_at, artifacts=len(artifacts))
+                             created_at=info.created_at, artifacts=len(artifacts),
+                             chain=chain if len(chain) == len(rows) else None)
         return [header, *(dump_event(e) for e in events), *map(dump_artifact, artifacts)]
 
     lines = run(main())
