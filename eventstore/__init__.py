@@ -43,6 +43,7 @@ from ._exceptions import (
     StoreUsageError,
     TamperedLogError,
 )
+from ._chain import sign_event
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
@@ -92,8 +93,8 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StoreUsageError",
-    "TamperedLogError",
     "StoredEvent",
+    "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",
     "check_json_value",
@@ -103,4 +104,5 @@ __all__ = [
     "open_store",
     "register_upcaster",
     "resolve_url",
+    "sign_event",
 ]

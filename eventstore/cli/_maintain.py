@@ -14,8 +14,8 @@ from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
 from .._statefold import decode_all, snapshot_state
-from .._stored import STORED_SCHEMA_VERSION
 from .._store import EventStore
+from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,

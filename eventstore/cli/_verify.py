@@ -60,11 +60,6 @@ def check_log(
     def found(seq: int | None, code: str, message: str) -> None:
         findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
 
-    broken = check_chain(rows, head=head, signing_key=signing_key)
-    if broken is not None:
-        found(broken.seq, broken.code, broken.message)
-    if signing_key is not None:
-        _signature_findings(rows, signature_problems(session_id, rows, signing_key), found)
 
     expected = 1
     for row in rows:
@@ -100,6 +95,12 @@ def check_log(
                   f"the row's kind {row.kind!r} differs from the payload's "
                   f"{event_kind(event)!r}.")
 
+    # After the structural findings: they name the plainer cause first (e.g. ``seq_gap``).
+    broken = check_chain(rows, head=head, signing_key=signing_key)
+    if broken is not None:
+        found(broken.seq, broken.code, broken.message)
+    if signing_key is not None:
+        _signature_findings(rows, signature_problems(session_id, rows, signing_key), found)
     return findings + check_events(session_id, events), events
 
 

@@ -14,8 +14,8 @@ Given the agent's tool knowledge (``idempotent_tools``) the report is exact. Wit
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
 import dataclasses
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 

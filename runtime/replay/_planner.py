@@ -54,8 +54,9 @@ class ReplayResumePlanner:
     any other started call pauses the invocation with a reason naming it; confirmed calls run with
     their stored arguments and the human's ``ToolConfirmation``; refused answers pause with the
     refusal reasons; with a keyed store, nothing is executed when an event the plan read has a
-    missing or wrong signature (the invocation pauses naming it). Two runners resuming the same session each plan the call, but only the one
-    whose claim lands first (``expected_version``) runs it. The log cannot tell a live claim from
+    missing or wrong signature (the invocation pauses naming it). Two runners resuming the same
+    session each plan the call, but only the one whose claim lands first (``expected_version``)
+    runs it. The log cannot tell a live claim from
     a crashed one, so an idempotent call another process is still running may run again here;
     both runs' answers are offered, and only the first to land is appended (``run_claimed``).
     """

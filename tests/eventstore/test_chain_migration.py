@@ -81,7 +81,8 @@ async def test_chain_migration_sqlite_backfills_what_appends_computed(tmp_path: 
         session_columns = {r[1] for r in conn.execute("PRAGMA table_info(evs_sessions)")}
     finally:
         conn.close()
-    assert "chain_hash" not in columns and "signature" not in columns
+    assert "chain_hash" not in columns
+    assert "signature" not in columns
     assert not {"head_seq", "head_hash", "head_signature"} & session_columns
 
 
@@ -123,7 +124,8 @@ async def test_chain_migration_frozen_recordings_database(tmp_path: Path) -> Non
                                             limit=None)
             assert [r.chain_hash for r in rows] == chain_hashes(GENESIS, 1, rows)
             record = await store.backend.get_session(info.id)
-            assert record is not None and record.head_seq == info.version
+            assert record is not None
+            assert record.head_seq == info.version
             codes = [f.code for f in await verify_session(store, info.id)]
             assert not [c for c in codes if c.startswith(_CHAIN_CODES)], (info.id, codes)
     await _downgrade(url, "0007")

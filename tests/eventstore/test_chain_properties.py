@@ -40,7 +40,8 @@ async def _chain_of(store: EventStore, batches: list[list[Event]]) -> list[bytes
     stored = [r.chain_hash for r in rows]
     assert stored == chain_hashes(GENESIS, 1, rows)  # incremental == full recompute
     record = await store.backend.get_session(sid)
-    assert record is not None and (record.head_seq, record.head_hash) == (len(rows), stored[-1])
+    assert record is not None
+    assert (record.head_seq, record.head_hash) == (len(rows), stored[-1])
     return [h for h in stored if h is not None]
 
 

@@ -50,6 +50,7 @@ PUBLIC = {
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",
     "check_json_value",
@@ -59,6 +60,7 @@ PUBLIC = {
     "open_store",
     "register_upcaster",
     "resolve_url",
+    "sign_event",
 }
 
 

@@ -5,12 +5,13 @@ Revises: 0007
 Create Date: 2026-11-30
 
 Adds ``evs_events.chain_hash`` and ``evs_events.signature`` (nullable) and
-``evs_sessions.head_seq`` / ``head_hash`` / ``head_signature``, then backfills in place: for each session, in
-``seq`` order and in batches, the chain hash of every stored row (``eventstore._chain``) and
-the session's head. The backfill vouches for the log as it is at migration time (a gap already
-there stays a ``seq_gap`` finding of ``evs verify``). Signatures cannot be backfilled without
-the key: rows written before a keyed store wrote them stay unsigned, and a keyed ``evs verify``
-reports them as ``unsigned`` (``evs db sign`` signs them once the owner vouches for them).
+``evs_sessions.head_seq`` / ``head_hash`` / ``head_signature``, then backfills in place: for
+each session, in ``seq`` order and in batches, the chain hash of every stored row
+(``eventstore._chain``) and the session's head. The backfill vouches for the log as it is at
+migration time (a gap already there stays a ``seq_gap`` finding of ``evs verify``).
+Signatures cannot be backfilled without the key: rows written before a keyed store wrote them
+stay unsigned, and a keyed ``evs verify`` reports them as ``unsigned`` (README, "Tamper
+evidence").
 
 On PostgreSQL ``evs_append`` (revision 0007) is replaced by a version that takes each event's
 content digest (computed by the client) and chains them with the built-in ``sha256(bytea)``,
@@ -99,7 +100,8 @@ def _revision_0007() -> Any:
     """Revision 0007's module (its function is what the downgrade restores)."""
     path = Path(__file__).with_name("0007_append_function.py")
     spec = importlib.util.spec_from_file_location("evs_revision_0007", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

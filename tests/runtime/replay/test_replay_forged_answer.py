@@ -92,7 +92,8 @@ async def test_keyed_runner_does_not_run_a_forged_approval(keyed_url: str) -> No
         assert await store.untrusted("s") == {forged: "unsigned"}
         report = pending(await store.read("s"), untrusted=await store.untrusted("s"))
         assert [(u.seq, u.problem) for u in report.untrusted] == [(forged, "unsigned")]
-        assert report.next_run.step == "pauses" and not report.next_run.executes
+        assert report.next_run.step == "pauses"
+        assert not report.next_run.executes
         findings = [(f.seq, f.code) for f in await verify_session(store, "s")]
         assert (forged, "unsigned") in findings
 
