@@ -16,8 +16,8 @@ reports the FIRST place it breaks, with how (stable codes):
 
 ``signature_problems`` (keyed mode) names every row whose signature is ``unsigned`` (missing)
 or a ``bad_signature``. A row a keyed store did not sign may be older than the key (written
-before the store was keyed, or migrated from before revision 0008): ``evs db sign`` vouches for
-such rows once.
+before the store was keyed, or migrated from before revision 0008): stored rows are never
+rewritten, so it stays ``unsigned`` (README, "Tamper evidence").
 """
 
 from __future__ import annotations

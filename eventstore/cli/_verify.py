@@ -114,8 +114,8 @@ def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str]
         if run:
             where = f"seq {run[0]}" if len(run) == 1 else f"seq {run[0]}..{run[-1]}"
             found(run[0], "unsigned", f"{where} carries no signature by this key: written "
-                  "behind the store's back, or before the store was keyed (evs db sign "
-                  "vouches for such rows).")
+                  "behind the store's back, or before the store was keyed (signatures are "
+                  "never added afterwards: rows are never rewritten).")
             run.clear()
 
     for row in rows:
