@@ -5,6 +5,7 @@ backward and live; state is the fold of the log; artifacts are versioned.
 """
 
 from ._backend import ArtifactRecord, Backend, MemoryRow, NewEvent, SessionRecord, StoredEvent
+from ._chain import sign_event
 from ._codec import (
     MAX_JSON_DEPTH,
     SCHEMA_VERSION,
@@ -43,7 +44,6 @@ from ._exceptions import (
     StoreUsageError,
     TamperedLogError,
 )
-from ._chain import sign_event
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
