@@ -76,3 +76,14 @@ def test_keyed_import_under_a_new_id_is_signed_again(paused_db: Path, tmp_path: 
             assert await verify_session(copy, "fork-1") == []
 
     asyncio.run(check())
+
+
+def test_show_marks_a_removed_tail_after_the_last_event(paused_db: Path) -> None:
+    with sqlite3.connect(paused_db) as conn:
+        (last,) = conn.execute("SELECT max(seq) FROM evs_events").fetchone()
+        conn.execute("DELETE FROM evs_events WHERE seq >= ?", (last - 1,))
+    lines = invoke("show", "s1", "--db", str(paused_db)).stdout.splitlines()
+    assert lines[-1].startswith(f"      ! tail_removed: the session's head record is at seq "
+                                f"{last} but its log ends at seq {last - 2}")
+    shown = orjson.loads(invoke("show", "s1", "--db", str(paused_db), "--json").stdout)
+    assert (last - 1, "tail_removed") in {(p["seq"], p["code"]) for p in shown["problems"]}
