@@ -16,6 +16,8 @@ evidence").
 On PostgreSQL ``evs_append`` (revision 0007) is replaced by a version that takes each event's
 content digest (computed by the client) and chains them with the built-in ``sha256(bytea)``,
 still in one statement; it also checks that the session's head record agrees with its log.
+``evs_sessions`` gets ``fillfactor = 50`` there, so the head update each append makes stays a
+HOT update (no index maintenance).
 The downgrade drops the columns and restores 0007's function.
 """
 
@@ -164,6 +166,9 @@ def upgrade() -> None:
     if bind.dialect.name == "postgresql":
         op.execute(_revision_0007()._DROP)
         op.execute(_CREATE)
+        # Every append now updates its session's row: room on each page keeps those updates
+        # HOT (no index entries written for them).
+        op.execute("ALTER TABLE evs_sessions SET (fillfactor = 50)")
 
 
 def downgrade() -> None:
@@ -171,6 +176,7 @@ def downgrade() -> None:
     if bind.dialect.name == "postgresql":
         op.execute(_DROP)
         op.execute(_revision_0007()._CREATE)
+        op.execute("ALTER TABLE evs_sessions RESET (fillfactor)")
     # Plain ALTER TABLE … DROP COLUMN (SQLite >= 3.35, PostgreSQL): no table rebuild.
     for table, column in (("evs_events", "chain_hash"), ("evs_events", "signature"),
                           ("evs_sessions", "head_seq"), ("evs_sessions", "head_hash"),
