@@ -5,6 +5,7 @@ backward and live; state is the fold of the log; artifacts are versioned.
 """
 
 from ._backend import ArtifactRecord, Backend, MemoryRow, NewEvent, SessionRecord, StoredEvent
+from ._chain import sign_event
 from ._codec import (
     MAX_JSON_DEPTH,
     SCHEMA_VERSION,
@@ -42,6 +43,7 @@ from ._exceptions import (
     StorageError,
     StoreClosedError,
     StoreUsageError,
+    TamperedLogError,
 )
 from ._fork import ForkLink, SessionForks
 from ._links import PARENT_LINK_KEY, child_session_id, parent_link
@@ -99,6 +101,7 @@ __all__ = [
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",
     "check_json_value",
@@ -110,4 +113,5 @@ __all__ = [
     "parent_link",
     "register_upcaster",
     "resolve_url",
+    "sign_event",
 ]

@@ -108,6 +108,11 @@ class StoredEvent:
     """Payload schema version."""
     payload: bytes
     """The encoded event."""
+    chain_hash: bytes | None = None
+    """The hash chaining the row to the previous one of its session (``eventstore._chain``),
+    or None when the row has none (written behind the store's back)."""
+    signature: bytes | None = None
+    """The row's HMAC signature when a keyed store wrote it, else None."""
     damage: str | None = None
     """Why the row cannot be decoded as stored, when the backend already knows (e.g. its payload
     column holds TEXT, not bytes: ``payload`` is then that text's UTF-8), else None. Decoding a
@@ -130,6 +135,13 @@ class SessionRecord:
     """Number of events, i.e. the ``seq`` of the newest one (0 when empty)."""
     updated_at: float = 0.0
     """Timestamp of the newest event, or ``created_at`` when there is none."""
+    head_seq: int | None = None
+    """The ``seq`` of the newest event the store recorded appending (its head record), or None
+    when the backend did not read it. Ahead of ``version`` when the log's tail was removed."""
+    head_hash: bytes | None = None
+    """The ``chain_hash`` of that event (None for an empty session or when not read)."""
+    head_signature: bytes | None = None
+    """The head record's signature when a keyed store wrote it (``eventstore._chain.sign_head``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,6 +201,9 @@ class Backend(Protocol):
 
     url: str
     """Where the data lives (secrets removed), for messages."""
+    signing_key: bytes | None
+    """The key signing every appended event (keyed mode), or None (see ``eventstore._chain``).
+    Every backend chains its events' hashes and keeps each session's head record."""
 
     async def create_session(
         self,
@@ -484,7 +499,8 @@ def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:
         seen.add(event.event_id)
 
 
-def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> StoredEvent:
+def written(session_id: str, event: NewEvent, *, seq: int, position: int,
+            chain_hash: bytes | None = None, signature: bytes | None = None) -> StoredEvent:
     """The envelope of ``event`` as just written at ``seq``/``position`` (every backend builds
     the StoredEvents an append returns with this, so all of them return the same fields)."""
     return StoredEvent(
@@ -499,4 +515,6 @@ def written(session_id: str, event: NewEvent, *, seq: int, position: int) -> Sto
         shared_state=event.shared_state,
         schema_version=event.schema_version,
         payload=event.payload,
+        chain_hash=chain_hash,
+        signature=signature,
     )

@@ -17,6 +17,8 @@ The tree::
     │                                    differently than given (nothing written)
     ├── CorruptEventError                a stored event row cannot be decoded
     ├── CorruptSnapshotError             a stored state snapshot (a cache) cannot be decoded
+    ├── TamperedLogError                 a session's log disagrees with its head record; no
+    │                                    append is stacked on it
     ├── SchemaError                      the database schema is not the one this code needs
     │   └── SchemaOutdatedError          the schema is behind head; carries the upgrade command
     └── StorageError                     the database failed (driver error, translated once)
@@ -44,6 +46,7 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StoreUsageError",
+    "TamperedLogError",
 ]
 
 
@@ -198,6 +201,22 @@ class CorruptSnapshotError(EventStoreError):
         self.session_id = session_id
         self.seq = seq
         self.reason = reason
+
+
+class TamperedLogError(EventStoreError):
+    """A session's log ends elsewhere than its head record says (events were removed or added
+    behind the store's back). The store appends nothing to it, which would hide the evidence;
+    ``evs verify`` says what changed."""
+
+    def __init__(self, session_id: str, *, head_seq: int, version: int):
+        super().__init__(
+            f"Session {session_id!r} records its newest event at seq {head_seq} but its log "
+            f"ends at seq {version}: it was changed behind the store's back, so nothing is "
+            f"appended to it. Run `evs verify --session {session_id}` to see what changed."
+        )
+        self.session_id = session_id
+        self.head_seq = head_seq
+        self.version = version
 
 
 class SchemaError(EventStoreError):

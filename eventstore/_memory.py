@@ -25,6 +25,7 @@ from ._backend import (
     check_retry,
     written,
 )
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
     ConcurrencyError,
     SessionExistsError,
@@ -51,8 +52,10 @@ class _Session:
 class MemoryBackend:
     """A backend that keeps everything in process memory, with the SQL backends' semantics."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, signing_key: bytes | None = None) -> None:
         self.url = "memory://"
+        self.signing_key = signing_key
+        """Signs every appended event when set (keyed mode, see ``eventstore._chain``)."""
         self._sessions: dict[str, _Session] = {}
         self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
         self._positions = itertools.count(1)
@@ -82,6 +85,7 @@ class MemoryBackend:
                 created_at=record.created_at,
                 version=0,
                 updated_at=record.created_at,
+                head_seq=0,
             )
         last = session.events[-1]
         return SessionRecord(
@@ -91,6 +95,10 @@ class MemoryBackend:
             created_at=record.created_at,
             version=last.seq,
             updated_at=last.timestamp,
+            head_seq=last.seq,
+            head_hash=last.chain_hash,
+            head_signature=None if self.signing_key is None or last.chain_hash is None
+            else sign_head(self.signing_key, record.session_id, last.seq, last.chain_hash),
         )
 
     async def create_session(
@@ -199,10 +207,15 @@ class MemoryBackend:
         StoredEvent
     ]:
         stored_batch = []
+        sid = session.record.session_id
+        chain = session.events[-1].chain_hash if session.events else None
         for offset, event in enumerate(events):
+            seq = start + offset
+            chain = link(chain or GENESIS, seq, content_digest(event))
             stored = written(
-                session.record.session_id, event, seq=start + offset,
-                position=next(self._positions),
+                sid, event, seq=seq, position=next(self._positions), chain_hash=chain,
+                signature=None if self.signing_key is None else sign_event(
+                    self.signing_key, sid, chain),
             )
             session.events.append(stored)
             session.by_id[stored.event_id] = stored

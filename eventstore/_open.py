@@ -6,6 +6,7 @@ import os
 import urllib.parse
 from pathlib import Path
 
+from ._chain import resolve_signing_key
 from ._exceptions import StoreUsageError
 from ._memory import MemoryBackend
 from ._statefold import DEFAULT_SNAPSHOT_INTERVAL
@@ -52,6 +53,7 @@ async def open_store(
     read_only: bool = False,
     synchronous: str = "NORMAL",
     snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL,
+    signing_key: bytes | str | None = None,
 ) -> EventStore:
     """Open the store the URL names and return it (use it with ``async with``).
 
@@ -63,21 +65,32 @@ async def open_store(
     upgrades it, unless ``auto_upgrade`` is set. ``read_only`` opens SQLite read-only (writes
     fail). ``synchronous`` is SQLite's ``NORMAL`` (durable against a process crash; the newest
     commits may be lost on power failure) or ``FULL`` (durable against power failure, slower).
+
+    ``signing_key`` (bytes, or a str taken as UTF-8; default: the ``EVS_SIGNING_KEY``
+    environment variable) opens the store in keyed mode: every event it appends is signed, and
+    ``EventStore.untrusted`` names the events whose signature is missing or wrong (the runner
+    acts on none of them). Every store chains its events' hashes, keyed or not (README, "Tamper
+    evidence"). An empty key raises StoreUsageError.
     """
+    try:
+        key = resolve_signing_key(signing_key)
+    except (ValueError, TypeError) as exc:
+        raise StoreUsageError(f"signing_key must be non-empty bytes or str: {exc}") from exc
     resolved = resolve_url(url)
     if resolved == "memory://":
-        return EventStore(MemoryBackend(), snapshot_interval=snapshot_interval)
+        return EventStore(MemoryBackend(signing_key=key), snapshot_interval=snapshot_interval)
     if resolved.startswith("sqlite+aiosqlite://"):
         from ._sqlite import SQLiteBackend
 
         backend = await SQLiteBackend.open(
-            resolved, auto_upgrade=auto_upgrade, read_only=read_only, synchronous=synchronous
+            resolved, auto_upgrade=auto_upgrade, read_only=read_only, synchronous=synchronous,
+            signing_key=key,
         )
         return EventStore(backend, snapshot_interval=snapshot_interval)
     if resolved.startswith("postgresql+asyncpg://"):
         from ._postgres import PostgresBackend
 
-        pg = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade)
+        pg = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade, signing_key=key)
         return EventStore(pg, snapshot_interval=snapshot_interval)
     raise StoreUsageError(
         f"Unsupported store URL {url!r}: use a file path, sqlite+aiosqlite:///path.db, "

@@ -3,7 +3,7 @@
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
   by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
   state, at the expected version, no id stored yet) is one round trip: the server-side function
-  ``evs_append`` (revision 0007) does lock, head, insert and notify in one statement; the rest
+  ``evs_append`` (revisions 0007, 0008) does lock, head, chain, insert in one statement; the rest
   (conflicts, retries, duplicates, shared state) take the multi-statement path below.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
@@ -51,6 +51,7 @@ from ._backend import (
     check_retry,
     written,
 )
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
     ConcurrencyError,
     SchemaError,
@@ -59,6 +60,7 @@ from ._exceptions import (
     StorageError,
     StoreClosedError,
     StoreUsageError,
+    TamperedLogError,
 )
 from ._fork import ForkLink, ForkPlan
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
@@ -103,19 +105,24 @@ _HEAD_SQL = f"""
 SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
           AND event_id = ANY($2::varchar[])),
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)
+  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq, s.head_hash
 FROM evs_sessions s WHERE s.session_id = $1
 """
+_SET_HEAD_SQL = (
+    "UPDATE evs_sessions SET head_seq = $2, head_hash = $3, head_signature = $4 "
+    "WHERE session_id = $1"
+)
 _INSERT_SQL = """
 WITH ins AS (
   INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
-    author, timestamp, shared_state, app_name, user_id, schema_version, payload)
+    author, timestamp, shared_state, app_name, user_id, schema_version, payload, chain_hash,
+    signature)
   SELECT ($13::bigint << 32) | ($2 + t.n), t.position, $1, $2 + t.n, t.event_id, t.kind,
-    t.invocation_id, t.author, t.ts, t.shared, $3, $4, t.version, t.payload
+    t.invocation_id, t.author, t.ts, t.shared, $3, $4, t.version, t.payload, t.hash, t.sig
   FROM unnest($5::varchar[], $6::varchar[], $7::varchar[], $8::varchar[], $9::float8[],
-              $10::bool[], $11::int[], $12::bytea[], $14::bigint[])
+              $10::bool[], $11::int[], $12::bytea[], $14::bigint[], $15::bytea[], $16::bytea[])
     WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload,
-                         position, n)
+                         position, hash, sig, n)
   RETURNING seq
 )
 SELECT seq FROM ins
@@ -125,8 +132,8 @@ _NOTIFY_SQL = (
     "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)) "
     f"SELECT pg_notify('{CHANNEL}', s) FROM c, unnest($1::text[]) AS s"
 )
-_APPEND_SQL = "SELECT status, version, app_position FROM evs_append($1, $2, $3, $4, $5, $6, " \
-    "$7, $8, $9, $10)"
+_APPEND_SQL = "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, " \
+    "$5, $6, $7, $8, $9, $10, $11)"
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
 _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
@@ -183,9 +190,13 @@ driver cannot encode."""
 async def _insert(
     conn: Any, session_id: str, app_name: str, user_id: str, session_key: int,
     events: Sequence[NewEvent], start: int, *, clock: int | None = None,
+    prev: bytes | None = None, signing_key: bytes | None = None,
 ) -> list[StoredEvent]:
-    """Insert ``events`` at ``start``; ``clock`` is the app's committed position if the caller
-    read it already (it is re-read under the lock when the batch changes shared state)."""
+    """Insert ``events`` at ``start``, chained after the event whose chain hash is ``prev``
+    (None: the session's first events) and signed with ``signing_key`` when given, and move
+    the session's head record past them; ``clock`` is the app's committed position if the
+    caller read it already (it is re-read under the lock when the batch changes shared
+    state)."""
     shared = any(e.shared_state for e in events)
     if shared:
         # Shared-state appends of one app take positions and commit one at a time, in order.
@@ -196,23 +207,33 @@ async def _insert(
         # position: a shared-state event still in flight gets a larger one, so no fold changes.
         clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
     positions = []
-    for e in events:
+    hashes: list[bytes] = []
+    chain = GENESIS if prev is None else prev
+    for seq, e in enumerate(events, start):
         if e.shared_state:
             clock += 1
         positions.append(clock)
+        chain = link(chain, seq, content_digest(e))
+        hashes.append(chain)
+    signatures = [None if signing_key is None else sign_event(signing_key, session_id, h)
+                  for h in hashes]
     rows = await conn.fetch(
         _INSERT_SQL, session_id, start - 1, app_name, user_id,
         [e.event_id for e in events], [e.kind for e in events],
         [e.invocation_id for e in events], [e.author for e in events],
         [e.timestamp for e in events], [e.shared_state for e in events],
         [e.schema_version for e in events], [e.payload for e in events], session_key,
-        positions,
+        positions, hashes, signatures,
     )
     assert len(rows) == len(events)
+    head_seq = start + len(events) - 1
+    await conn.execute(_SET_HEAD_SQL, session_id, head_seq, chain, None if signing_key is None
+                       else sign_head(signing_key, session_id, head_seq, chain))
     if shared:
         await conn.execute(_SET_APP_POSITION_SQL, app_name, clock)
     return [
-        written(session_id, e, seq=start + i, position=positions[i])
+        written(session_id, e, seq=start + i, position=positions[i], chain_hash=hashes[i],
+                signature=signatures[i])
         for i, e in enumerate(events)
     ]
 
@@ -235,8 +256,9 @@ class PostgresBackend:
     Open it with ``PostgresBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, pool: Any) -> None:
+    def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None) -> None:
         self.url = _redact(url)
+        self.signing_key = signing_key
         self._dsn = _dsn(url)
         self._pool = pool
         self._closed = False
@@ -249,9 +271,14 @@ class PostgresBackend:
 
     @classmethod
     async def open(
-        cls, url: str, *, auto_upgrade: bool = False, max_connections: int = 10
+        cls, url: str, *, auto_upgrade: bool = False, max_connections: int = 10,
+        signing_key: bytes | None = None,
     ) -> PostgresBackend:
         """Connect to the database ``url`` names (``postgresql+asyncpg://…``).
+
+        ``signing_key`` signs every appended event (keyed mode, see ``eventstore._chain``);
+        keyed appends take the multi-statement path (the signature needs the chain hash,
+        which the one-statement ``evs_append`` computes on the server).
 
         Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
         unless ``auto_upgrade`` (then it is upgraded first), StorageError when unreachable.
@@ -276,7 +303,7 @@ class PostgresBackend:
             )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
-        return cls(url, pool)
+        return cls(url, pool, signing_key=signing_key)
 
     @staticmethod
     async def _revision(url: str, shown: str) -> str | None:
@@ -350,7 +377,8 @@ class PostgresBackend:
                 sid, record.app_name, record.user_id, record.created_at,
             )
             if initial:
-                await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1)
+                await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1,
+                              signing_key=self.signing_key)
             for artifact in artifacts:
                 names = (record.app_name, record.user_id,
                          scope(sid if artifact.session_scoped else None), artifact.filename)
@@ -434,7 +462,7 @@ class PostgresBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
         ids = [e.event_id for e in events]
-        if not any(e.shared_state for e in events):
+        if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version)
             if fast is not None:
                 self._announce(session_id)
@@ -449,7 +477,7 @@ class PostgresBackend:
             head = await conn.fetchrow(_HEAD_SQL, session_id, ids)
             if head is None:
                 raise SessionNotFoundError(session_id)
-            app_name, user_id, key, newest, known, clock = head
+            app_name, user_id, key, newest, known, clock, head_seq, head_hash = head
             actual = seq_of_row_key(newest)
             if known or (expected_version is not None and expected_version != actual):
                 rows = await conn.fetch(
@@ -466,8 +494,11 @@ class PostgresBackend:
                 raise ConcurrencyError(
                     session_id, expected_version=expected_version, actual_version=actual
                 )
+            if head_seq != actual:
+                raise TamperedLogError(session_id, head_seq=head_seq, version=actual)
             return await _insert(conn, session_id, app_name, user_id, key, events, actual + 1,
-                                 clock=clock or 0)
+                                 clock=clock or 0, prev=head_hash,
+                                 signing_key=self.signing_key)
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
@@ -477,23 +508,27 @@ class PostgresBackend:
     async def _append_fast(
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
     ) -> list[StoredEvent] | None:
-        """The common append in one round trip (``evs_append``, revision 0007): one statement,
+        """The common append in one round trip (``evs_append``, revision 0008): one statement,
         its own transaction. Returns None when the case needs the slower path (a conflict, a
-        retry or a duplicate to judge); nothing was written then."""
+        retry or a duplicate to judge, a head record that disagrees with the log); nothing was
+        written then. The client computes each event's content digest and the server chains
+        them (``eventstore._chain``)."""
+        digests = [content_digest(e) for e in events]
 
         async def job(conn: Any) -> list[StoredEvent] | None:
-            status, version, position = await conn.fetchrow(
+            status, version, position, hashes = await conn.fetchrow(
                 _APPEND_SQL, session_id, _lock_key(session_id), expected_version,
                 [e.event_id for e in events], [e.kind for e in events],
                 [e.invocation_id for e in events], [e.author for e in events],
                 [e.timestamp for e in events], [e.schema_version for e in events],
-                [e.payload for e in events],
+                [e.payload for e in events], digests,
             )
             if status == 1:
                 raise SessionNotFoundError(session_id)
             if status != 0:
                 return None
-            return [written(session_id, e, seq=version + i, position=position)
+            return [written(session_id, e, seq=version + i, position=position,
+                            chain_hash=hashes[i - 1])
                     for i, e in enumerate(events, 1)]
 
         return await self._run(job, what=f"append to session {session_id!r}",

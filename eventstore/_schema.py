@@ -54,6 +54,17 @@ class Session(SQLModel, table=True):
     """User the session belongs to."""
     created_at: float = Field(sa_type=sa.Float(), nullable=False)
     """Creation time (seconds since the epoch)."""
+    head_seq: int = Field(
+        default=0,
+        sa_column=sa.Column("head_seq", sa.Integer(), nullable=False, server_default="0"),
+    )
+    """The ``seq`` of the newest event appended (revision 0008): written with every append, so
+    a log whose tail was deleted ends before its head (see ``eventstore._chain``)."""
+    head_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The ``chain_hash`` of the newest event appended (NULL while the session has none)."""
+    head_signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of the session id, ``head_seq`` and ``head_hash`` when a keyed store wrote the head
+    (so removing the tail and moving the head back needs the key), else NULL."""
 
 
 class Event(SQLModel, table=True):
@@ -120,6 +131,12 @@ class Event(SQLModel, table=True):
     """Payload schema version."""
     payload: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded event (orjson)."""
+    chain_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """sha256 chaining this row to the previous one of its session (``eventstore._chain``;
+    revision 0008 backfilled older rows). NULL only in a row written behind the store's back."""
+    signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC-SHA256 of the session id and ``chain_hash`` under the signing key, when a keyed
+    store wrote the row; NULL otherwise."""
 
 
 class AppPosition(SQLModel, table=True):

@@ -40,11 +40,14 @@ __all__ = [
 
 EVENT_COLUMNS = (
     "seq, position, event_id, kind, invocation_id, author, timestamp, shared_state, "
-    "schema_version, payload"
+    "schema_version, payload, chain_hash, signature"
 )
 """Columns of ``evs_events`` read into a StoredEvent, in ``stored_event``'s order."""
 
-SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp"
+SESSION_COLUMNS = (
+    "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp, s.head_seq, "
+    "s.head_hash, s.head_signature"
+)
 """A session row joined (``e``) to its newest event, in ``session_record``'s order."""
 
 MAX_SEQ = (1 << 31) - 1
@@ -107,7 +110,8 @@ def shared_scope(user_id: str | None) -> str:
 
 def session_record(row: Sequence[Any]) -> SessionRecord:
     """Build a SessionRecord from a ``SESSION_COLUMNS`` row."""
-    session_id, app_name, user_id, created_at, seq, timestamp = row
+    (session_id, app_name, user_id, created_at, seq, timestamp, head_seq, head_hash,
+     head_signature) = row
     return SessionRecord(
         session_id=session_id,
         app_name=app_name,
@@ -115,12 +119,20 @@ def session_record(row: Sequence[Any]) -> SessionRecord:
         created_at=created_at,
         version=0 if seq is None else seq,
         updated_at=created_at if timestamp is None else timestamp,
+        head_seq=head_seq,
+        head_hash=_optional_bytes(head_hash),
+        head_signature=_optional_bytes(head_signature),
     )
+
+
+def _optional_bytes(value: object) -> bytes | None:
+    return None if value is None else payload_bytes(value)
 
 
 def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
     """Build a StoredEvent from an ``EVENT_COLUMNS`` row."""
-    seq, position, event_id, kind, invocation_id, author, ts, shared, version, payload = row
+    (seq, position, event_id, kind, invocation_id, author, ts, shared, version, payload,
+     chain_hash, signature) = row
     return StoredEvent(
         session_id=session_id,
         seq=seq,
@@ -133,6 +145,8 @@ def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
         shared_state=bool(shared),
         schema_version=version,
         payload=payload_bytes(payload),
+        chain_hash=_optional_bytes(chain_hash),
+        signature=_optional_bytes(signature),
         damage=None if isinstance(payload, (bytes, bytearray, memoryview)) else (
             f"its payload is stored as {stored_type(payload)}, not as bytes"
         ),

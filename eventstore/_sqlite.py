@@ -191,8 +191,10 @@ class SQLiteBackend:
     Open it with ``SQLiteBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, path: str, *, read_only: bool, group_commit: bool = True) -> None:
+    def __init__(self, url: str, path: str, *, read_only: bool, group_commit: bool = True,
+                 signing_key: bytes | None = None) -> None:
         self.url = url
+        self.signing_key = signing_key
         self._path = path
         self._read_only = read_only
         self._group_commit = group_commit
@@ -211,6 +213,7 @@ class SQLiteBackend:
         read_only: bool = False,
         synchronous: str = "NORMAL",
         group_commit: bool = True,
+        signing_key: bytes | None = None,
     ) -> SQLiteBackend:
         """Open the SQLite file ``url`` names.
 
@@ -222,7 +225,8 @@ class SQLiteBackend:
         open — fine for inspection (see ``connect_read_only``).
         ``synchronous`` is ``NORMAL`` or ``FULL`` (see the module docstring).
         ``group_commit=False`` commits every write alone (the behaviour before group commit;
-        for comparisons in tests and benchmarks).
+        for comparisons in tests and benchmarks). ``signing_key`` signs every appended event
+        (keyed mode, see ``eventstore._chain``).
         """
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
         if sync not in ("NORMAL", "FULL"):
@@ -231,7 +235,8 @@ class SQLiteBackend:
         if read_only and not await asyncio.to_thread(os.path.exists, path):
             raise StorageError(f"Cannot open {url} read-only: the file {path} does not exist.")
         await cls._ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
-        backend = cls(url, path, read_only=read_only, group_commit=group_commit)
+        backend = cls(url, path, read_only=read_only, group_commit=group_commit,
+                      signing_key=signing_key)
         await backend._start(sync)
         return backend
 
@@ -359,7 +364,7 @@ class SQLiteBackend:
                 (sid, record.app_name, record.user_id, record.created_at),
             )
             if initial:
-                insert(conn, sid, head(conn, sid), initial)
+                insert(conn, sid, head(conn, sid), initial, self.signing_key)
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
                        scope(sid if artifact.session_scoped else None), artifact.filename)
@@ -433,7 +438,7 @@ class SQLiteBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
 
-        request = AppendRequest(session_id, events, expected_version)
+        request = AppendRequest(session_id, events, expected_version, self.signing_key)
 
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
             return append_one(conn, request)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._backend import NewEvent, StoredEvent, check_retry, written
-from ._exceptions import ConcurrencyError, SessionNotFoundError
+from ._chain import GENESIS, content_digest, link, sign_event, sign_head
+from ._exceptions import ConcurrencyError, SessionNotFoundError, TamperedLogError
 from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, row_key, seq_of_row_key, stored_events
 from ._sqlite_group import Outcome, savepoint
 
@@ -40,7 +41,8 @@ __all__ = [
 ]
 
 _HEAD_COLUMNS = f"""s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name)"""
+  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq,
+  s.head_hash"""
 
 HEAD_SQL = f"SELECT {_HEAD_COLUMNS} FROM evs_sessions s WHERE s.session_id = ?"
 """The head of one session: a ``Head`` row."""
@@ -50,14 +52,17 @@ _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES (?, ?) "
     "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
 )
+_SET_HEAD_SQL = (
+    "UPDATE evs_sessions SET head_seq = ?, head_hash = ?, head_signature = ? WHERE session_id = ?"
+)
 _INSERT_EVENT_SQL = """
 INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
-  timestamp, shared_state, app_name, user_id, schema_version, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  timestamp, shared_state, app_name, user_id, schema_version, payload, chain_hash, signature)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-_WIDTH: Final = 14
+_WIDTH: Final = 16
 _ROWS_PER_INSERT: Final = 1_000
-"""Rows per INSERT statement (14 parameters each, well under SQLite's 32,766)."""
+"""Rows per INSERT statement (16 parameters each, well under SQLite's 32,766)."""
 _BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
@@ -68,12 +73,14 @@ class AppendRequest:
     session_id: str
     events: Sequence[NewEvent]
     expected_version: int | None
+    key: bytes | None = None
+    """The signing key of a keyed store (each row is signed), else None."""
 
 
 class Head:
     """What an append needs to know of a session, read inside its write transaction."""
 
-    __slots__ = ("app_name", "clock", "key", "user_id", "version")
+    __slots__ = ("app_name", "clock", "hash", "head_seq", "key", "user_id", "version")
 
     def __init__(self, row: Sequence[Any]) -> None:
         self.app_name: str = row[0]
@@ -83,6 +90,19 @@ class Head:
         # The app's newest shared-state position (see StoredEvent.position): every write holds
         # the file's lock, so positions are handed out and committed in order.
         self.clock: int = row[4] or 0
+        # The head record (revision 0008): where the chain continues from.
+        self.head_seq: int = row[5]
+        self.hash: bytes = GENESIS if row[6] is None else bytes(row[6])
+
+    @property
+    def consistent(self) -> bool:
+        """Whether the log ends where the head record says (else it was tampered with)."""
+        return self.head_seq == self.version
+
+    def check(self, session_id: str) -> None:
+        """Raise TamperedLogError unless ``consistent``."""
+        if not self.consistent:
+            raise TamperedLogError(session_id, head_seq=self.head_seq, version=self.version)
 
 
 def head(conn: sqlite3.Connection, session_id: str) -> Head:
@@ -95,7 +115,7 @@ def head(conn: sqlite3.Connection, session_id: str) -> Head:
 
 @functools.lru_cache(maxsize=64)
 def _insert_sql(rows: int) -> str:
-    return _INSERT_EVENT_SQL + ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
+    return _INSERT_EVENT_SQL + (", (" + ", ".join("?" * _WIDTH) + ")") * (rows - 1)
 
 
 def _insert_rows(conn: sqlite3.Connection, params: list[Any]) -> None:
@@ -115,30 +135,45 @@ def _insert_rows(conn: sqlite3.Connection, params: list[Any]) -> None:
 
 
 def _rows(session_id: str, head: Head, events: Sequence[NewEvent], clock: int,
-          params: list[Any]) -> tuple[list[StoredEvent], int]:
-    """Add the batch's rows at the head to ``params``; return its envelopes and the app's
-    position after it."""
+          params: list[Any], key: bytes | None) -> tuple[list[StoredEvent], int]:
+    """Add the batch's rows at the head to ``params``, chained (and signed with ``key``) after
+    it, and move the head past them; return the envelopes and the app's position after it."""
     out = []
+    chain = head.hash
     for offset, e in enumerate(events, 1):
         seq = head.version + offset
         if e.shared_state:
             clock += 1
+        chain = link(chain, seq, content_digest(e))
+        signature = None if key is None else sign_event(key, session_id, chain)
         params += (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
                    e.invocation_id, e.author, e.timestamp, e.shared_state, head.app_name,
-                   head.user_id, e.schema_version, e.payload)
-        out.append(written(session_id, e, seq=seq, position=clock))
+                   head.user_id, e.schema_version, e.payload, chain, signature)
+        out.append(written(session_id, e, seq=seq, position=clock, chain_hash=chain,
+                           signature=signature))
+    head.version += len(events)
+    head.head_seq = head.version
+    head.hash = chain
     return out, clock
 
 
+def _head_params(session_id: str, head: Head, key: bytes | None) -> tuple[Any, ...]:
+    signature = None if key is None else sign_head(key, session_id, head.head_seq, head.hash)
+    return head.head_seq, head.hash, signature, session_id
+
+
 def insert(
-    conn: sqlite3.Connection, session_id: str, head: Head, events: Sequence[NewEvent]
+    conn: sqlite3.Connection, session_id: str, head: Head, events: Sequence[NewEvent],
+    key: bytes | None = None,
 ) -> list[StoredEvent]:
-    """Insert the batch at the head. Raises sqlite3.IntegrityError (a stored id) having
-    changed nothing. The app position is advanced after the rows (an upsert, which has no
-    constraint to fail)."""
+    """Insert the batch at the head, chained after it (signed with ``key``). Raises
+    sqlite3.IntegrityError (a stored id) having changed nothing. The head record and the app
+    position are updated after the rows (statements with no constraint to fail)."""
     params: list[Any] = []
-    out, clock = _rows(session_id, head, events, head.clock, params)
+    clock = head.clock
+    out, clock = _rows(session_id, head, events, clock, params, key)
     _insert_rows(conn, params)
+    conn.execute(_SET_HEAD_SQL, _head_params(session_id, head, key))
     if clock != head.clock:
         conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
     return out
@@ -161,8 +196,9 @@ def append_one(conn: sqlite3.Connection, request: AppendRequest) -> list[StoredE
     current = head(conn, session_id)
     actual = current.version
     if expected is None or expected == actual:
+        current.check(session_id)
         try:
-            return insert(conn, session_id, current, events)
+            return insert(conn, session_id, current, events, request.key)
         except sqlite3.IntegrityError:  # insert changed nothing
             retried = check_retry(session_id, events, _stored_by_ids(conn, session_id, events))
             if retried is not None:
@@ -206,21 +242,24 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
         start_clocks = {h.app_name: h.clock for h in heads.values()}
         clocks = dict(start_clocks)
         taken: dict[str, set[str]] = {}
+        moved: dict[str, tuple[Head, AppendRequest]] = {}
         params: list[Any] = []
         results: list[list[StoredEvent]] = []
         first = i
         while i < n:
             request = requests[i]
             current = heads.get(request.session_id)
-            if current is None or request.expected_version not in (None, current.version):
+            if current is None or request.expected_version not in (None, current.version) \
+                    or not current.consistent:
                 break
             ids = taken.setdefault(request.session_id, set())
             if any(e.event_id in ids for e in request.events):
                 break
             ids.update(e.event_id for e in request.events)
             out, clocks[current.app_name] = _rows(
-                request.session_id, current, request.events, clocks[current.app_name], params)
-            current.version += len(request.events)
+                request.session_id, current, request.events, clocks[current.app_name], params,
+                request.key)
+            moved[request.session_id] = (current, request)
             results.append(out)
             i += 1
         if results:
@@ -229,6 +268,9 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
             except sqlite3.IntegrityError:  # a stored id: nothing written; judge one by one
                 outcomes.extend(_alone(conn, r) for r in requests[first:i])
             else:
+                # One head update per session of the run, however many appends it had.
+                conn.executemany(_SET_HEAD_SQL, [_head_params(sid, h, r.key)
+                                                 for sid, (h, r) in moved.items()])
                 for app_name, clock in clocks.items():
                     if clock != start_clocks[app_name]:
                         conn.execute(_SET_APP_POSITION_SQL, (app_name, clock))

@@ -23,6 +23,7 @@ from ._args import (
     check_str,
 )
 from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
+from ._chain_check import SignatureProblem, signature_problems
 from ._codec import check_event, event_kind, with_seq
 from ._events import Event, EventActions
 from ._exceptions import (
@@ -544,6 +545,29 @@ class EventStore(ArtifactMethods, ForkMethods):
             if cursor <= 0:
                 return
             size = min(size * 2, max_page_size)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the store signs the events it appends (``open_store(signing_key=…)``)."""
+        return self._backend.signing_key is not None
+
+    async def untrusted(
+        self, session_id: str, *, after: int | None = None, upto: int | None = None
+    ) -> dict[int, SignatureProblem]:
+        """Return ``seq -> problem`` for the events with ``after < seq <= upto`` whose
+        signature under the store's key is missing (``unsigned``) or wrong
+        (``bad_signature``): events someone wrote behind the store's back, or before it was
+        keyed. The runner executes nothing from them. An unkeyed store returns ``{}`` without
+        reading. Raises SessionNotFoundError."""
+        backend = self._open_backend()
+        key = backend.signing_key
+        if key is None:
+            return {}
+        sid = _check_lookup(session_id)
+        rows = await backend.read(sid, after=check_seq_bound(after, "after"),
+                                  upto=check_seq_bound(upto, "upto"), backwards=False,
+                                  limit=None)
+        return signature_problems(sid, rows, key)
 
     async def version(self, session_id: str) -> int:
         """Return the session's version: the ``seq`` of its newest event (0 when empty)."""

@@ -43,10 +43,11 @@ class Run:
         return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-async def open_sqlite(path: str, *, synchronous: str, group_commit: bool) -> EventStore:
+async def open_sqlite(path: str, *, synchronous: str, group_commit: bool,
+                      signing_key: bytes | None = None) -> EventStore:
     backend = await SQLiteBackend.open(
         f"sqlite+aiosqlite:///{path}", auto_upgrade=True, synchronous=synchronous,
-        group_commit=group_commit,
+        group_commit=group_commit, signing_key=signing_key,
     )
     return EventStore(backend)
 

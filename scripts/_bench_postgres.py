@@ -92,6 +92,9 @@ async def postgres_section(url: str, quick: bool, results: Results) -> None:
             per = max(10, count // 16)
             same_app = await concurrent_appends(store, 64, per, app="one-app")
             apps = await _many_apps(store, 64, per)
+        async with await open_store(store_url, signing_key=b"bench-key") as keyed_store:
+            await concurrent_appends(keyed_store, 1, 50)
+            keyed = (await concurrent_appends(keyed_store, 1, count)).rate
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
@@ -100,6 +103,8 @@ async def postgres_section(url: str, quick: bool, results: Results) -> None:
     results.append(("PostgreSQL 1 session (events/s)", f"{one:,.0f}",
                     f"SELECT+INSERT tx {transaction:,.0f}",
                     f"cost {transaction / one:.2f}x <= 1.5x", transaction / one <= 1.5))
+    results.append(("  same, keyed (signed; head read + write)", f"{keyed:,.0f}",
+                    f"unkeyed {one:,.0f}", f"cost {transaction / keyed:.2f}x", None))
     results.append(("PostgreSQL 64 sessions, different apps", f"{apps.rate:,.0f}",
                     f"10 raw connections {ten:,.0f}", f"{apps.rate / ten:.2f}x >= 0.6x",
                     apps.rate / ten >= 0.6))

@@ -9,7 +9,8 @@ deltas, text turns; ``_bench_events``), their sizes printed first.
 (a) single session: append events one at a time, each awaited, with ``expected_version``,
     against raw aiosqlite inserting the same bytes into a minimal table, one transaction per
     insert; at least 5 alternating runs, median and spread of the ratio; the store without
-    group commit (every write its own transaction, as before it) alongside;
+    group commit (every write its own transaction, as before it) and a keyed store (every
+    event signed) alongside;
 (b) load a 10,000-event session with ``read`` against a plain SELECT of the same rows'
     payloads with ``orjson.loads`` of each; the newest 20 events;
 (c) bytes on disk per event of that session against the events' compact JSON;
@@ -111,23 +112,29 @@ async def single_session(tmp: str, appends: int, runs: int, results: Results) ->
                               group_commit=True)
     alone = await open_sqlite(os.path.join(tmp, "alone.db"), synchronous="NORMAL",
                               group_commit=False)
+    keyed = await open_sqlite(os.path.join(tmp, "keyed.db"), synchronous="NORMAL",
+                              group_commit=True, signing_key=b"bench-key")
     floor = await floor_connection(os.path.join(tmp, "floor.db"))
     try:
         await store_append(store, 100)  # warm both paths up
         await store_append(alone, 100)
+        await store_append(keyed, 100)
         await floor_append(floor, 100)
-        ratios, alone_ratios, rates, floor_rates = [], [], [], []
+        ratios, alone_ratios, keyed_ratios, rates, floor_rates = [], [], [], [], []
         for _ in range(runs):
             t_store = await store_append(store, appends)
             t_floor = await floor_append(floor, appends)
             t_alone = await store_append(alone, appends)
+            t_keyed = await store_append(keyed, appends)
             ratios.append(t_store / t_floor)
             alone_ratios.append(t_alone / t_floor)
+            keyed_ratios.append(t_keyed / t_floor)
             rates.append(appends / t_store)
             floor_rates.append(appends / t_floor)
     finally:
         await store.aclose()
         await alone.aclose()
+        await keyed.aclose()
         await floor.close()
     median = statistics.median(ratios)
     results.append((
@@ -144,6 +151,14 @@ async def single_session(tmp: str, appends: int, runs: int, results: Results) ->
         f"runs {min(alone_ratios):.2f}-{max(alone_ratios):.2f}",
         f"group commit within +10%: {median / alone_median:.2f}",
         median <= alone_median * 1.10,
+    ))
+    keyed_median = statistics.median(keyed_ratios)
+    results.append((
+        "  same, keyed (every event signed)",
+        f"cost {keyed_median:.2f}x",
+        f"runs {min(keyed_ratios):.2f}-{max(keyed_ratios):.2f}",
+        f"unkeyed {median:.2f}x",
+        None,
     ))
 
 

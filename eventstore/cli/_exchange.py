@@ -16,6 +16,12 @@ Which artifact versions an export holds (format version 2):
   user's sessions, so import never changes a version the target already holds (see
   ``evs import``).
 
+The header may carry the exporting store's hash chain (``"chain": {"hashes": [hex …],
+"signatures": [hex or null …]}``, one per event; ``eventstore._chain``) when every row was
+stored in the current encoding (so an importer re-encoding the events gets the same bytes):
+``evs import`` checks the events against it and refuses a broken chain. Signatures bind the
+exporting session id; an importing keyed store signs the events again.
+
 Each artifact's versions must be exactly 0..n: an export lacking a version in the middle is
 refused, because the importing store numbers versions itself and every later one would shift.
 Import validates every line before anything is written. Version 1 exports (no artifacts) are
@@ -97,6 +103,8 @@ class Export:
     """The events, oldest first (``seq`` unset)."""
     artifacts: list[ExportedArtifact]
     """The artifact versions, by filename and then version 0, 1, 2 … without gaps."""
+    chain_hashes: list[bytes] | None = None
+    """The exporting store's chain hash of each event, when the export carries them."""
 
 
 class ExportFormatError(EventStoreError):
@@ -108,8 +116,14 @@ class ExportFormatError(EventStoreError):
 
 
 def dump_header(*, app_name: str, user_id: str, session_id: str, events: int,
-                created_at: float, artifacts: int = 0) -> bytes:
-    """Return the header line (without newline)."""
+                created_at: float, artifacts: int = 0,
+                chain: Sequence[tuple[bytes, bytes | None]] | None = None) -> bytes:
+    """Return the header line (without newline); ``chain`` holds each event's chain hash and
+    signature (see the module docstring)."""
+    extra: dict[str, Any] = {}
+    if chain is not None:
+        extra["chain"] = {"hashes": [h.hex() for h, _ in chain],
+                          "signatures": [None if s is None else s.hex() for _, s in chain]}
     return orjson.dumps({
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -120,6 +134,7 @@ def dump_header(*, app_name: str, user_id: str, session_id: str, events: int,
         "created_at": created_at,
         "events": events,
         "artifacts": artifacts,
+        **extra,
     })
 
 
@@ -280,6 +295,7 @@ def parse_export(lines: Iterable[bytes]) -> Export:
         raise ExportFormatError(numbered[-1][0], f"the header announces {declared} artifact "
                                 f"versions but the file has {len(artifacts)} (truncated?).")
     _check_versions(artifacts)
+    chain = _chain(first, header.get("chain"), len(events))
     return Export(
         app_name=app_name,
         user_id=user_id,
@@ -287,4 +303,24 @@ def parse_export(lines: Iterable[bytes]) -> Export:
         created_at=float(created_at) if created_at is not None else None,
         events=events,
         artifacts=[artifacts[key][1] for key in sorted(artifacts)],
+        chain_hashes=chain,
     )
+
+
+def _chain(line: int, raw: Any, count: int) -> list[bytes] | None:
+    if raw is None:
+        return None
+    hashes = raw.get("hashes") if isinstance(raw, dict) else None
+    if not isinstance(hashes, list) or len(hashes) != count:
+        raise ExportFormatError(line, f"the header's 'chain' must hold {count} 'hashes'.")
+    out = []
+    for value in hashes:
+        try:
+            digest = bytes.fromhex(value) if isinstance(value, str) else b""
+        except ValueError:
+            digest = b""
+        if len(digest) != 32:
+            raise ExportFormatError(line, f"the header's chain hash {value!r} is not 64 hex "
+                                    "digits.")
+        out.append(digest)
+    return out

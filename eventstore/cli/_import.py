@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from .._backend import SessionRecord, StoredEvent
+from .._chain_check import check_chain
 from .._codec import with_seq
 from .._exceptions import ArtifactConflictError, SessionExistsError
 from .._open import open_store
@@ -66,13 +68,38 @@ async def _user_artifacts(store: EventStore, parsed: Export) -> tuple[list[Expor
     return missing, held
 
 
+def _chain_findings(parsed: Export, session_id: str) -> list[Finding]:
+    """Where the exported events stop matching the chain the export carries: the events as
+    this store would store them, checked against the exported hashes (``check_chain``)."""
+    if parsed.chain_hashes is None:
+        return []
+    rows = []
+    for seq, (event, chain_hash) in enumerate(zip(parsed.events, parsed.chain_hashes,
+                                                  strict=True), start=1):
+        new = EventStore._prepare(event)[1]
+        rows.append(StoredEvent(
+            session_id=session_id, seq=seq, position=0, event_id=new.event_id, kind=new.kind,
+            invocation_id=new.invocation_id, author=new.author, timestamp=new.timestamp,
+            shared_state=new.shared_state, schema_version=new.schema_version,
+            payload=new.payload, chain_hash=chain_hash))
+    head = SessionRecord(session_id=session_id, app_name=parsed.app_name,
+                         user_id=parsed.user_id, created_at=0.0, head_seq=len(rows),
+                         head_hash=rows[-1].chain_hash if rows else None)
+    broken = check_chain(rows, head=head)
+    if broken is None:
+        return []
+    return [Finding(session_id=session_id, seq=broken.seq, code=broken.code,
+                    message=f"{broken.message} (against the chain the export carries)")]
+
+
 def _findings(parsed: Export, session_id: str, held: dict[str, list[int]]) -> list[Finding]:
-    """What ``evs verify`` would flag in the imported session."""
+    """What ``evs verify`` would flag in the imported session (its chain included)."""
     events = [with_seq(e, n) for n, e in enumerate(parsed.events, start=1)]
     stored: dict[str, list[int]] = {k: list(v) for k, v in held.items()}
     for artifact in parsed.artifacts:
         stored.setdefault(artifact.filename, []).append(artifact.version)
-    return check_events(session_id, events) + check_artifacts(session_id, events, stored)
+    return (_chain_findings(parsed, session_id) + check_events(session_id, events)
+            + check_artifacts(session_id, events, stored))
 
 
 def import_(
@@ -93,7 +120,9 @@ def import_(
     import leaves no trace. Events and session artifacts come back byte for byte with their
     version numbers. user: artifacts are shared by the user's sessions and never overwritten:
     versions the database already holds must be identical (they are kept), missing ones are
-    added. A log that evs verify would flag is refused unless --force is given. A missing
+    added. A log that evs verify would flag — an event that no longer matches the hash chain
+    the export carries included — is refused unless --force is given. The importing store
+    chains (and, keyed, signs) the events itself, under the new session id. A missing
     SQLite file is created."""
     if session_id is not None and not session_id.strip():
         fail("--session-id must not be empty (leave it out to keep the exported id).",

@@ -157,8 +157,13 @@ def show(
         command = confirm_command(db, session_id)
         last_index = {r.seq: n for n, r in enumerate(shown)}
         first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
+        # Findings about a seq no row holds (a deleted event, a removed tail) are printed
+        # where that seq would stand: before the first row after it, or after the last row.
+        missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
         for n, row in enumerate(shown):
             here = by_seq.get(row.seq, [])
+            while missing and missing[0] < row.seq:
+                _print_problems(out, by_seq[missing.pop(0)])
             if first_index[row.seq] == n:  # a gap is marked where it is: before the row
                 _print_problems(out, [f for f in here if f.code == "seq_gap"])
             event = view.decoded.get(id(row))
@@ -170,6 +175,8 @@ def show(
                              children=view.children)
             if last_index[row.seq] == n:
                 _print_problems(out, [f for f in here if f.code != "seq_gap"])
+        for seq in missing:
+            _print_problems(out, by_seq[seq])
 
     run(main())
 
@@ -216,6 +223,16 @@ class ShowView:
             shown = shown[len(shown) - last:] if last else []
         return shown
 
+    def rowless_seqs(self, shown: list[StoredEvent]) -> list[int]:
+        """The seqs findings name that no stored row holds (a deleted event, a removed tail),
+        within the window ``shown`` (up to one past its last row), in order."""
+        if not shown:
+            return []
+        stored = {r.seq for r in self.rows}
+        low, high = shown[0].seq, shown[-1].seq + 1
+        return sorted({f.seq for f in self.findings if f.seq is not None
+                       and f.seq not in stored and low <= f.seq <= high})
+
     def payload(self, *, since: int | None = None, last: int | None = None) -> dict[str, Any]:
         """What ``evs show --json`` prints (also served by ``evs mcp-server``)."""
         shown = self.window(since=since, last=last)
@@ -227,7 +244,8 @@ class ShowView:
             "events": [event_entry(self.decoded[id(r)], self.timeline) for r in shown
                        if id(r) in self.decoded],
             "problems": [f.as_dict() for f in self.findings
-                         if f.seq is None or f.seq in shown_seqs],
+                         if f.seq is None or f.seq in shown_seqs
+                         or f.seq in self.rowless_seqs(shown)],
             "links": {
                 "parent": {"session_id": parent[0], "function_call_id": parent[1]}
                 if parent else None,
@@ -249,7 +267,9 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
     info = await store.session_info(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
-    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode)
+    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode,
+                                 head=await store.backend.get_session(session_id),
+                                 signing_key=store.backend.signing_key)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return ShowView(
         info=info,

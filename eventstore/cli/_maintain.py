@@ -13,8 +13,9 @@ from .._events import Event
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
-from .._statefold import snapshot_state
+from .._statefold import decode_all, snapshot_state
 from .._store import EventStore
+from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,
@@ -85,7 +86,9 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
     version = await store.version(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
-    findings, events = check_log(session_id, rows, version=version, decode=store.decode)
+    findings, events = check_log(session_id, rows, version=version, decode=store.decode,
+                                 head=await store.backend.get_session(session_id),
+                                 signing_key=store.backend.signing_key)
     snapshots, damaged = await _snapshots(store, session_id, version)
     findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
@@ -183,11 +186,18 @@ def export(
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id)
             with progress(f"Exporting {info.version} events", total=None, size=info.version):
-                events = await store.read(session_id)
+                rows = await store.backend.read(session_id, after=None, upto=info.version,
+                                                backwards=False, limit=None)
+                events = decode_all(rows)
                 artifacts = await _export_artifacts(store, session_id, events)
+        # The chain is worth carrying only when an importer re-encoding the events gets the
+        # stored bytes back: every row in the current encoding, every row hashed.
+        chain = [(r.chain_hash, r.signature) for r in rows
+                 if r.chain_hash is not None and r.schema_version == STORED_SCHEMA_VERSION]
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=len(events),
-                             created_at=info.created_at, artifacts=len(artifacts))
+                             created_at=info.created_at, artifacts=len(artifacts),
+                             chain=chain if len(chain) == len(rows) else None)
         return [header, *(dump_event(e) for e in events), *map(dump_artifact, artifacts)]
 
     lines = run(main())

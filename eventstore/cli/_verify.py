@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._backend import StoredEvent
+from .._backend import SessionRecord, StoredEvent
+from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
 from .._events import Event
 from .._exceptions import CorruptEventError
@@ -45,13 +46,20 @@ def check_log(
     *,
     version: int,
     decode: Callable[[StoredEvent], Event],
+    head: SessionRecord | None = None,
+    signing_key: bytes | None = None,
 ) -> tuple[list[Finding], list[Event]]:
     """Check the stored rows of one session (oldest first) and return the findings together
-    with the events that decoded (undecodable rows are findings, never skipped silently)."""
+    with the events that decoded (undecodable rows are findings, never skipped silently).
+
+    The hash chain is checked too (``eventstore._chain_check``: the first place it breaks;
+    ``head``, the session's record, also catches a removed tail), and with ``signing_key``
+    every row's signature."""
     findings: list[Finding] = []
 
     def found(seq: int | None, code: str, message: str) -> None:
         findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
+
 
     expected = 1
     for row in rows:
@@ -87,7 +95,39 @@ def check_log(
                   f"the row's kind {row.kind!r} differs from the payload's "
                   f"{event_kind(event)!r}.")
 
+    # After the structural findings: they name the plainer cause first (e.g. ``seq_gap``).
+    broken = check_chain(rows, head=head, signing_key=signing_key)
+    if broken is not None:
+        found(broken.seq, broken.code, broken.message)
+    if signing_key is not None:
+        _signature_findings(rows, signature_problems(session_id, rows, signing_key), found)
     return findings + check_events(session_id, events), events
+
+
+def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str],
+                        found: Callable[[int | None, str, str], None]) -> None:
+    """Report each wrong signature, and each run of unsigned rows once (a database keyed after
+    it was written has many)."""
+    run: list[int] = []
+
+    def flush() -> None:
+        if run:
+            where = f"seq {run[0]}" if len(run) == 1 else f"seq {run[0]}..{run[-1]}"
+            found(run[0], "unsigned", f"{where} carries no signature by this key: written "
+                  "behind the store's back, or before the store was keyed (signatures are "
+                  "never added afterwards: rows are never rewritten).")
+            run.clear()
+
+    for row in rows:
+        problem = problems.get(row.seq)
+        if problem == "unsigned":
+            run.append(row.seq)
+            continue
+        flush()
+        if problem == "bad_signature":
+            found(row.seq, "bad_signature", f"seq {row.seq}'s signature does not match its "
+                  "chain hash under this key: it was forged or changed.")
+    flush()
 
 
 def check_events(session_id: str, events: Sequence[Event]) -> list[Finding]:

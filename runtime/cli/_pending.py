@@ -112,6 +112,9 @@ def pending(
             print_json(payload)
             return
         out = console()
+        for bad in payload["untrusted"]:
+            out.print(printable(f"#{bad['seq']}  {bad['problem'].replace('_', ' ')}: "
+                                f"{bad['reason']}", newlines=False), style="bold")
         if not items:
             out.print(printable(f"Nothing is pending in session {session_id}."))
             return
@@ -141,7 +144,8 @@ async def pending_payload(
     and of its paused children, each with the command that answers it, and the next run."""
     info = await store.session_info(session_id)
     knowledge = _tool_knowledge(info.app_name, idempotent)
-    report = runtime_pending(await store.read(session_id), idempotent_tools=knowledge)
+    report = runtime_pending(await store.read(session_id), idempotent_tools=knowledge,
+                             untrusted=await store.untrusted(session_id))
     items = _pending_items(report, db=db, session_id=session_id)
     items += await _child_items(store, session_id, db=db, knowledge=knowledge)
     next_run = {
@@ -149,7 +153,10 @@ async def pending_payload(
         "step": report.next_run.step,
         "reason": report.next_run.reason,
     }
-    return {"session_id": session_id, "pending": items, "next_run": next_run}
+    untrusted = [{"seq": u.seq, "problem": u.problem, "reason": u.reason}
+                 for u in report.untrusted]
+    return {"session_id": session_id, "pending": items, "next_run": next_run,
+            "untrusted": untrusted}
 
 
 async def _child_items(

@@ -53,6 +53,7 @@ from runtime.replay._resume import (
     ResumeDecision,
     ResumeReason,
     ResumeScan,
+    UntrustedEvent,
     plan_resume,
     rerun_call_ids,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "ResumeDecision",
     "ResumeReason",
     "ResumeScan",
+    "UntrustedEvent",
     "answer_confirmation",
     "child_session_id",
     "decide",

@@ -14,7 +14,8 @@ Given the agent's tool knowledge (``idempotent_tools``) the report is exact. Wit
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+import dataclasses
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -28,7 +29,7 @@ from ._log import (
     parse_confirmation_request,
     settled_response_ids,
 )
-from ._resume import HeadScan, ResumeCall, ResumeDecision, plan_resume
+from ._resume import HeadScan, ResumeCall, ResumeDecision, UntrustedEvent, plan_resume
 
 __all__ = ["NextRun", "NextStep", "PendingCall", "PendingKind", "PendingReport", "pending"]
 
@@ -135,6 +136,9 @@ class PendingReport:
     """Refused answers, superseded confirmations and abandoned calls: nothing runs them."""
     next_run: NextRun = NextRun()
     """What the next run does (the runner's own decision)."""
+    untrusted: tuple[UntrustedEvent, ...] = ()
+    """Events a keyed store cannot vouch for (missing or wrong signature), in log order:
+    nothing is executed from them; the next run pauses when it would read one."""
 
     def __iter__(self) -> Iterator[PendingCall]:
         """Iterate over every reported call, ordered by ``seq``."""
@@ -149,7 +153,8 @@ class PendingReport:
 
     def __bool__(self) -> bool:
         """True when anything waits: a call the next run acts on, or a call waiting for someone."""
-        return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt)
+        return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt
+                    or self.untrusted)
 
 
 @dataclass(slots=True)
@@ -216,6 +221,7 @@ def pending(
     *,
     idempotent_tools: Collection[str] | None = None,
     agent_name: str | None = None,
+    untrusted: Mapping[int, Literal["unsigned", "bad_signature"]] | None = None,
 ) -> PendingReport:
     """Return what the session described by ``events`` is waiting on, with reasons.
 
@@ -224,15 +230,22 @@ def pending(
     means unknown (see the module docstring). ``agent_name`` is the agent the next run runs
     (default: the author of the newest model turn). ``next_run`` is exactly what
     ``Runner.run(new_message=None)`` does, given the same tool knowledge. Pure: the same events
-    give the same report.
+    give the same report. ``untrusted`` (seq -> problem, a keyed store's
+    ``EventStore.untrusted``) names events whose signature is missing or wrong: they are
+    reported in ``untrusted`` and the runner executes nothing from them.
     """
     log = _ordered(events)
     index = _index(log)
     agent = agent_name if agent_name is not None else (index.agents[-1] if index.agents else "")
     decision = plan_resume(
-        reversed(log), agent_name=agent, idempotent_tools=idempotent_tools or ()
+        reversed(log), agent_name=agent, idempotent_tools=idempotent_tools or (),
+        untrusted=untrusted,
     )
-    return _Report(index, agent, decision, idempotent_tools, log).build()
+    report = _Report(index, agent, decision, idempotent_tools, log).build()
+    if not untrusted:
+        return report
+    return dataclasses.replace(report, untrusted=tuple(
+        UntrustedEvent(seq=seq, problem=problem) for seq, problem in sorted(untrusted.items())))
 
 
 class _Report:

@@ -11,6 +11,11 @@ call:
   decided to re-run (``RERUN_DECISION_KEY`` event newer than its last claim) is executed again;
   anything else is *in doubt* and the invocation pauses until someone decides.
 
+A keyed store (``open_store(signing_key=…)``) names the events whose signature is missing or
+wrong (``EventStore.untrusted``); fed those, the scan acts on nothing when any event it read is
+one of them — a forged model turn, claim, response, confirmation request or answer — and the
+decision pauses naming them (``ResumeDecision.untrusted``).
+
 The decision is only advice on one version of the log: the executor claims the calls with
 ``expected_version`` and re-plans on a ConcurrencyError, which is what makes two resuming
 processes run each call at most once.
@@ -18,7 +23,7 @@ processes run each call at most once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,6 +42,7 @@ __all__ = [
     "ResumeDecision",
     "ResumeReason",
     "ResumeScan",
+    "UntrustedEvent",
     "plan_resume",
     "rerun_call_ids",
 ]
@@ -85,6 +91,26 @@ class InDoubtCall:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UntrustedEvent:
+    """An event a keyed store cannot vouch for: nothing is executed from it."""
+
+    seq: int
+    """Its position in the log."""
+    problem: Literal["unsigned", "bad_signature"]
+    """``unsigned``: it carries no signature (written behind the store's back, or before the
+    store was keyed); ``bad_signature``: its signature does not match (forged or changed)."""
+
+    @property
+    def reason(self) -> str:
+        """A full sentence for humans."""
+        what = ("carries no signature by the store's key" if self.problem == "unsigned"
+                else "has a signature that does not match it")
+        return (f"The event at seq {self.seq} {what}: it was written behind the store's back "
+                "(or before the store was keyed), so nothing is executed from it. Check it with "
+                "`evs verify`.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeDecision:
     """What the log says to do before the next model request."""
 
@@ -96,6 +122,9 @@ class ResumeDecision:
     """Long-running calls started and waiting for their result (``submit_response``)."""
     refusals: tuple[Refusal, ...] = ()
     """Confirmation answers not acted on, with reasons."""
+    untrusted: tuple[UntrustedEvent, ...] = ()
+    """Events the decision read that a keyed store cannot vouch for; when any, nothing is
+    executed and the invocation pauses."""
 
     @property
     def pause_reason(self) -> str | None:
@@ -104,6 +133,8 @@ class ResumeDecision:
         In-doubt calls pause; refused answers pause when nothing else is to be executed (the
         human's message was not acted on, so the model must not answer as if it were).
         """
+        if self.untrusted:
+            return " ".join(u.reason for u in self.untrusted)
         if self.in_doubt:
             return " ".join(c.reason for c in self.in_doubt)
         if self.refusals and not self.execute:
@@ -118,8 +149,13 @@ class ResumeScan:
     ``idempotent=True``). The same events and configuration always give the same decision.
     """
 
-    def __init__(self, *, agent_name: str, idempotent_tools: Collection[str] = ()) -> None:
+    def __init__(
+        self, *, agent_name: str, idempotent_tools: Collection[str] = (),
+        untrusted: Mapping[int, Literal["unsigned", "bad_signature"]] | None = None,
+    ) -> None:
         self._agent = agent_name
+        self._untrusted_seqs = untrusted or {}
+        self._untrusted: list[UntrustedEvent] = []
         self._idempotent = frozenset(idempotent_tools)
         self._confirmations = ConfirmationScan(agent_name=agent_name)
         self._confirmations_open = True
@@ -131,6 +167,9 @@ class ResumeScan:
 
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
+        if event.seq is not None and event.seq in self._untrusted_seqs:
+            self._untrusted.append(
+                UntrustedEvent(seq=event.seq, problem=self._untrusted_seqs[event.seq]))
         if self._confirmations_open:
             self._confirmations_open = self._confirmations.feed(event)
         if self._turn is None and is_model_turn(event, self._agent):
@@ -148,6 +187,8 @@ class ResumeScan:
 
     def result(self) -> ResumeDecision:
         """Return the decision from the events fed so far."""
+        if self._untrusted:
+            return ResumeDecision(untrusted=tuple(sorted(self._untrusted, key=lambda u: u.seq)))
         recovery = self._confirmations.result()
         execute: list[ResumeCall] = []
         in_doubt: list[InDoubtCall] = []
@@ -213,14 +254,17 @@ def _in_doubt_reason(call: FunctionCall) -> str:
 
 
 def plan_resume(
-    events: Iterable[Event], *, agent_name: str, idempotent_tools: Collection[str] = ()
+    events: Iterable[Event], *, agent_name: str, idempotent_tools: Collection[str] = (),
+    untrusted: Mapping[int, Literal["unsigned", "bad_signature"]] | None = None,
 ) -> ResumeDecision:
     """Return the resume decision for ``agent_name`` from newest-first ``events``.
 
     Pure and deterministic; reads the iterable only as far as needed. A call with a response
-    after it is never in ``execute``.
+    after it is never in ``execute``; nothing is when an event read is ``untrusted`` (seq ->
+    problem, from a keyed store's ``EventStore.untrusted``).
     """
-    scan = ResumeScan(agent_name=agent_name, idempotent_tools=idempotent_tools)
+    scan = ResumeScan(agent_name=agent_name, idempotent_tools=idempotent_tools,
+                      untrusted=untrusted)
     feed_all(scan, events)
     return scan.result()
 

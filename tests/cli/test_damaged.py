@@ -174,8 +174,12 @@ def test_undecodable_rows_are_named_by_session_and_seq(
     seq = {"payload-text": 3, "payload-not-json": 4, "snapshot-text": 4}[damage]
     code, out, _ = run_evs(["verify", "--db", str(db), "--json"], capsys, monkeypatch)
     assert code == 3
-    [finding] = orjson.loads(out)["findings"]
+    findings = orjson.loads(out)["findings"]
+    # A payload edited by hand also breaks the hash chain there (revision 0008).
+    chain = [f for f in findings if f["code"] == "chain_edited"]
+    [finding] = [f for f in findings if f["code"] != "chain_edited"]
     assert (finding["session_id"], finding["seq"]) == (session_id, seq)
+    assert [f["seq"] for f in chain] == ([seq] if damage == "payload-not-json" else [])
     readers = [["state", session_id]]
     if damage != "snapshot-text":  # only state reads snapshots
         readers += [["export", session_id], ["pending", session_id]]

@@ -81,8 +81,9 @@ def test_show_marks_damage_inline_with_verify_words(db: Path) -> None:
     _damaged(db)
     verify = orjson.loads(invoke("verify", "s1", "--db", str(db), "--json").stdout)
     codes = {(f["seq"], f["code"]) for f in verify["findings"]}
+    # The hash chain (revision 0008) also names the deleted seq.
     assert codes == {(1, "undecodable"), (7, "seq_gap"), (7, "seq_order"),
-                     (4, "answered_twice")}
+                     (4, "answered_twice"), (6, "chain_deleted")}
 
     result = invoke("show", "s1", "--db", str(db))
     assert result.exit_code == 0, result.stderr
@@ -91,7 +92,9 @@ def test_show_marks_damage_inline_with_verify_words(db: Path) -> None:
         assert f"! {finding['code']}: {finding['message']}" in result.stdout
     assert any(line.startswith("#1") and "cannot be decoded" in line for line in lines)
     gap = lines.index("      ! seq_gap: seq 6 is missing before seq 7.")
-    assert lines[gap - 1].strip() == "“five”"
+    # The chain's finding about the deleted seq 6 stands where seq 6 would, just before.
+    assert lines[gap - 1].startswith("      ! chain_deleted: seq 6 was deleted")
+    assert lines[gap - 2].strip() == "“five”"
     assert lines[gap + 1].startswith("#7")
     # The repeated seq prints twice, and the second is marked.
     assert [line[:2] for line in lines if line.startswith("#7")] == ["#7", "#7"]

@@ -17,6 +17,7 @@ from eventstore import (
     StoredEvent,
     event_kind,
 )
+from eventstore._chain import GENESIS, chain_hashes
 from eventstore._codec import encode_event
 from eventstore.cli._exchange import (
     ExportedArtifact,
@@ -36,13 +37,16 @@ def _numbered(events: list[Event]) -> list[Event]:
 
 
 def _rows(events: list[Event], session_id: str = "s1") -> list[StoredEvent]:
-    return [
+    """The rows as a store writes them: chained (``eventstore._chain``)."""
+    rows = [
         StoredEvent(session_id=session_id, seq=n, position=n, event_id=e.id,
                     kind=event_kind(e), invocation_id=e.invocation_id, author=e.author,
                     timestamp=e.timestamp, shared_state=False, schema_version=SCHEMA_VERSION,
                     payload=encode_event(e))
         for n, e in enumerate(events, start=1)
     ]
+    hashes = chain_hashes(GENESIS, 1, rows)
+    return [dataclasses.replace(r, chain_hash=h) for r, h in zip(rows, hashes, strict=True)]
 
 
 def test_timeline_paused_session_pairs_calls_and_confirmation() -> None:

@@ -54,6 +54,7 @@ PUBLIC = {
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",
     "check_json_value",
@@ -65,6 +66,7 @@ PUBLIC = {
     "parent_link",
     "register_upcaster",
     "resolve_url",
+    "sign_event",
 }
 
 

@@ -1,0 +1,160 @@
+"""The hash chain and the signatures that make a session's log tamper-evident.
+
+Every stored event carries ``chain_hash``::
+
+    digest     = sha256(FRAME_TAG ‖ frame(event_id) ‖ frame(invocation_id) ‖ frame(author)
+                        ‖ frame(kind) ‖ frame(timestamp) ‖ frame(shared_state)
+                        ‖ frame(schema_version) ‖ frame(payload))
+    chain_hash = sha256(prev_chain_hash ‖ seq as 8 bytes big-endian ‖ digest)
+
+where ``frame(x)`` is the 4-byte big-endian length of ``x``'s bytes followed by them (strings
+as UTF-8, the timestamp as its 8-byte IEEE-754 double, ``shared_state`` one byte, the schema
+version 8 bytes), so no field boundary can be shifted. ``prev_chain_hash`` of seq 1 is 32 zero
+bytes (``GENESIS``). Everything the runtime trusts of a row is covered; ``position`` (handed
+out by the store, different in a copy) and the session id are not: a copy of a log's prefix
+under another session id (a fork, an import) keeps valid hashes.
+
+The outer hash takes fixed-size parts only, which is what lets PostgreSQL's ``evs_append``
+chain client-computed digests with its built-in ``sha256(bytea)`` and store byte-for-byte what
+this module computes.
+
+Keyed mode adds ``signature = HMAC-SHA256(key, frame(session_id) ‖ chain_hash)``: it binds the
+event to its session and its place in the chain, so someone without the key cannot write an
+event that checks out. A store re-signing a copy under a new session id uses ``sign_event``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import struct
+from collections.abc import Iterable
+from typing import Final, Protocol
+
+__all__ = [
+    "FRAME_TAG",
+    "GENESIS",
+    "SIGNING_KEY_ENV",
+    "Chained",
+    "chain_hashes",
+    "content_digest",
+    "link",
+    "resolve_signing_key",
+    "sign_event",
+    "sign_head",
+    "signature_ok",
+]
+
+GENESIS: Final = bytes(32)
+"""The ``prev_chain_hash`` of a session's first event."""
+
+FRAME_TAG: Final = b"evs-chain-1\0"
+"""Prefix of every content digest (names the framing, so a future one cannot collide)."""
+
+SIGNING_KEY_ENV: Final = "EVS_SIGNING_KEY"
+"""Environment variable holding the signing key when ``open_store`` is given none."""
+
+_DOUBLE = struct.Struct(">d")
+_LONG = struct.Struct(">q")
+
+
+class Chained(Protocol):
+    """The fields of an event the chain covers (``NewEvent`` and ``StoredEvent`` have them)."""
+
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def timestamp(self) -> float: ...
+    @property
+    def shared_state(self) -> bool: ...
+    @property
+    def schema_version(self) -> int: ...
+    @property
+    def payload(self) -> bytes: ...
+
+
+def _frame(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+def content_digest(event: Chained) -> bytes:
+    """Return the sha256 digest of the event's framed columns (see the module docstring).
+
+    Raises ValueError for a string that is not valid Unicode text (a damaged row).
+    """
+    parts = (
+        FRAME_TAG,
+        _frame(event.event_id.encode("utf-8", "surrogatepass")),
+        _frame(event.invocation_id.encode("utf-8", "surrogatepass")),
+        _frame(event.author.encode("utf-8", "surrogatepass")),
+        _frame(event.kind.encode("utf-8", "surrogatepass")),
+        _frame(_DOUBLE.pack(float(event.timestamp))),
+        _frame(b"\1" if event.shared_state else b"\0"),
+        _frame(_LONG.pack(int(event.schema_version))),
+        _frame(bytes(event.payload)),
+    )
+    return hashlib.sha256(b"".join(parts)).digest()
+
+
+def link(prev: bytes, seq: int, digest: bytes) -> bytes:
+    """Return the chain hash of the event at ``seq`` with content ``digest`` after ``prev``."""
+    return hashlib.sha256(prev + seq.to_bytes(8, "big") + digest).digest()
+
+
+def chain_hashes(prev: bytes, first_seq: int, events: Iterable[Chained]) -> list[bytes]:
+    """Return the chain hashes of ``events`` stored at ``first_seq, first_seq + 1, …`` after
+    the event whose chain hash is ``prev``."""
+    out: list[bytes] = []
+    seq = first_seq
+    for event in events:
+        prev = link(prev, seq, content_digest(event))
+        out.append(prev)
+        seq += 1
+    return out
+
+
+def sign_event(key: bytes, session_id: str, chain_hash: bytes) -> bytes:
+    """Return the signature of the event with ``chain_hash`` in session ``session_id``:
+    HMAC-SHA256 under ``key`` (what a keyed store stores; a store copying events to another
+    session signs them again with this)."""
+    message = _frame(session_id.encode("utf-8", "surrogatepass")) + chain_hash
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def sign_head(key: bytes, session_id: str, head_seq: int, head_hash: bytes) -> bytes:
+    """Return the signature of a session's head record (HMAC-SHA256 under ``key`` of the
+    session id, ``head_seq`` and ``head_hash``)."""
+    message = (_frame(session_id.encode("utf-8", "surrogatepass"))
+               + head_seq.to_bytes(8, "big") + head_hash)
+    return hmac.new(key, b"evs-head-1\0" + message, hashlib.sha256).digest()
+
+
+def signature_ok(key: bytes, session_id: str, chain_hash: bytes | None,
+                 signature: bytes | None) -> bool:
+    """Whether ``signature`` is the key's signature of ``chain_hash`` in the session
+    (constant-time comparison; False when either is missing)."""
+    if chain_hash is None or signature is None:
+        return False
+    return hmac.compare_digest(sign_event(key, session_id, chain_hash), signature)
+
+
+def resolve_signing_key(key: bytes | str | None) -> bytes | None:
+    """Return the signing key as bytes: ``key`` (a str is taken as UTF-8), else the
+    ``EVS_SIGNING_KEY`` environment variable, else None (unkeyed). An empty key is refused
+    with ValueError (it would sign nothing of value)."""
+    if key is None:
+        env = os.environ.get(SIGNING_KEY_ENV)
+        if not env:
+            return None
+        key = env
+    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    if not raw:
+        raise ValueError("The signing key is empty.")
+    return raw

@@ -1,0 +1,176 @@
+"""Checking a session's hash chain and signatures: pure functions of its stored rows and head.
+
+``check_chain`` recomputes the chain (``eventstore._chain``) over the rows oldest first and
+reports the FIRST place it breaks, with how (stable codes):
+
+- ``chain_edited``    the row's columns changed after it was written (the next row still links
+                      to its stored hash, or the head record vouches for it);
+- ``chain_inserted``  a row was put in that the store did not write (it has no hash, the rows
+                      after it link to the row before it, or it lies beyond the head record);
+- ``chain_deleted``   a row is missing (a gap in ``seq``, or later rows renumbered down: they
+                      link one ``seq`` further than they stand);
+- ``chain_reordered`` two neighbouring rows traded places (each links where the other stands);
+- ``tail_removed``    every row checks out but the head record is ahead of the last one;
+- ``head_mismatch``   the head record's hash (or, keyed, its signature) is not the last row's;
+- ``chain_broken``    the row's hash is wrong in a way none of the above explains.
+
+``signature_problems`` (keyed mode) names every row whose signature is ``unsigned`` (missing)
+or a ``bad_signature``. A row a keyed store did not sign may be older than the key (written
+before the store was keyed, or migrated from before revision 0008): stored rows are never
+rewritten, so it stays ``unsigned`` (README, "Tamper evidence").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ._backend import SessionRecord, StoredEvent
+from ._chain import GENESIS, content_digest, link, sign_head, signature_ok
+
+__all__ = ["CHAIN_CODES", "ChainProblem", "SignatureProblem", "check_chain",
+           "signature_problems"]
+
+CHAIN_CODES: Final = (
+    "chain_edited", "chain_inserted", "chain_deleted", "chain_reordered", "tail_removed",
+    "head_mismatch", "chain_broken",
+)
+"""Every code ``check_chain`` reports (stable strings)."""
+
+SignatureProblem = Literal["unsigned", "bad_signature"]
+"""Why a keyed store does not trust an event (stable strings)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChainProblem:
+    """Where a session's chain first breaks, and how."""
+
+    seq: int
+    """The first seq concerned."""
+    code: str
+    """One of ``CHAIN_CODES``."""
+    message: str
+    """What is wrong, in one sentence."""
+
+
+def _digest(row: StoredEvent) -> bytes | None:
+    try:
+        return content_digest(row)
+    except (ValueError, TypeError, AttributeError):
+        return None  # a column a hand edit filled with something else
+
+
+def _links(prev: bytes, seq: int, row: StoredEvent, want: bytes | None) -> bool:
+    digest = _digest(row)
+    return want is not None and digest is not None and link(prev, seq, digest) == want
+
+
+def _classify(rows: Sequence[StoredEvent], i: int, prev: bytes, before: bytes | None,
+              head: SessionRecord | None) -> ChainProblem:
+    """Say how the chain breaks at ``rows[i]`` (``prev``: the hash it should follow;
+    ``before``: the hash ``prev``'s row followed, None at the first row)."""
+    row = rows[i]
+    k = row.seq
+    nxt = rows[i + 1] if i + 1 < len(rows) else None
+
+    def problem(code: str, message: str, seq: int = k) -> ChainProblem:
+        return ChainProblem(seq=seq, code=code, message=message)
+
+    if row.chain_hash is None:
+        return problem("chain_inserted", f"seq {k} has no chain hash: the store did not write "
+                       "it (inserted behind its back).")
+    if before is not None and i >= 1 and _links(before, k - 1, row, row.chain_hash):
+        return problem("chain_inserted", f"seq {k} links to seq {k - 2}: the event at seq "
+                       f"{k - 1} was inserted behind the store's back.", seq=k - 1)
+    if nxt is not None:
+        if _links(nxt.chain_hash or b"", k + 1, row, row.chain_hash) and _links(
+                prev, k, nxt, nxt.chain_hash):
+            return problem("chain_reordered", f"seq {k} and seq {nxt.seq} traded places.")
+        if _links(prev, k, nxt, row.chain_hash) and _links(row.chain_hash, k + 1, row,
+                                                           nxt.chain_hash):
+            return problem("chain_reordered", f"the contents of seq {k} and seq {nxt.seq} "
+                           "traded places.")
+        if _links(prev, k, nxt, nxt.chain_hash):
+            return problem("chain_inserted", f"seq {nxt.seq} is what seq {k} was: the event "
+                           f"now at seq {k} was inserted behind the store's back.")
+        if _links(row.chain_hash, k + 1, nxt, nxt.chain_hash):
+            return problem("chain_edited", f"seq {k} was changed after it was written (its "
+                           "stored hash no longer matches its content; the chain links after "
+                           "it).")
+        if _links(row.chain_hash, k + 2, nxt, nxt.chain_hash):
+            return problem("chain_deleted", f"the event at seq {k} was deleted and the later "
+                           "events renumbered down.")
+    elif head is not None and head.head_seq is not None:
+        if head.head_seq < k:
+            return problem("chain_inserted", f"seq {k} lies beyond the session's head record "
+                           f"(seq {head.head_seq}): it was appended behind the store's back.")
+        if head.head_seq == k and head.head_hash == row.chain_hash:
+            return problem("chain_edited", f"seq {k} was changed after it was written (its "
+                           "stored hash no longer matches its content; the head record vouches "
+                           "for the hash).")
+    return problem("chain_broken", f"the chain breaks at seq {k}: its stored hash matches "
+                   "neither its content nor its place.")
+
+
+def check_chain(
+    rows: Sequence[StoredEvent], *, head: SessionRecord | None = None,
+    signing_key: bytes | None = None,
+) -> ChainProblem | None:
+    """Return where the chain of one session's ``rows`` (oldest first, as stored) first
+    breaks, or None when it checks out. ``head`` (the session's record with its head fields)
+    also catches a removed or replaced tail; with ``signing_key`` the head record's signature
+    must check out too (a head moved back by someone without the key)."""
+    prev, before, expected = GENESIS, None, 1
+    for i, row in enumerate(rows):
+        if row.seq != expected:
+            if row.seq > expected:
+                missing = f"{expected}" if row.seq == expected + 1 else \
+                    f"{expected}..{row.seq - 1}"
+                return ChainProblem(seq=expected, code="chain_deleted",
+                                    message=f"seq {missing} was deleted (the chain skips from "
+                                    f"seq {expected - 1} to seq {row.seq}).")
+            return ChainProblem(seq=row.seq, code="chain_reordered",
+                                message=f"seq {row.seq} appears out of order.")
+        if not _links(prev, row.seq, row, row.chain_hash):
+            return _classify(rows, i, prev, before, head)
+        assert row.chain_hash is not None
+        before, prev, expected = prev, row.chain_hash, expected + 1
+    last = expected - 1
+    if head is None or head.head_seq is None:
+        return None
+    if head.head_seq > last:
+        removed = f"{last + 1}" if head.head_seq == last + 1 else f"{last + 1}..{head.head_seq}"
+        return ChainProblem(seq=last + 1, code="tail_removed",
+                            message=f"the session's head record is at seq {head.head_seq} but "
+                            f"its log ends at seq {last}: seq {removed} was removed.")
+    if head.head_seq < last:
+        return ChainProblem(seq=head.head_seq + 1, code="chain_inserted",
+                            message=f"the events after seq {head.head_seq} (the session's head "
+                            "record) were appended behind the store's back.")
+    if last and head.head_hash != prev:
+        return ChainProblem(seq=last, code="head_mismatch",
+                            message=f"the session's head record does not hold the hash of seq "
+                            f"{last}.")
+    if signing_key is not None and last and (head.head_signature is None or head.head_signature
+                                             != sign_head(signing_key, head.session_id, last,
+                                                          prev)):
+        return ChainProblem(seq=last, code="head_mismatch",
+                            message="the session's head record is not signed by this key: it "
+                            "was written behind the store's back, or before the store was "
+                            "keyed.")
+    return None
+
+
+def signature_problems(
+    session_id: str, rows: Sequence[StoredEvent], signing_key: bytes
+) -> dict[int, SignatureProblem]:
+    """Return ``seq -> problem`` for every row whose signature under ``signing_key`` is missing
+    (``unsigned``) or wrong (``bad_signature``)."""
+    found: dict[int, SignatureProblem] = {}
+    for row in rows:
+        if row.signature is None:
+            found[row.seq] = "unsigned"
+        elif not signature_ok(signing_key, session_id, row.chain_hash, row.signature):
+            found[row.seq] = "bad_signature"
+    return found
