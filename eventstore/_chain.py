@@ -3,16 +3,19 @@
 Every stored event carries ``chain_hash``::
 
     digest     = sha256(FRAME_TAG ‖ frame(event_id) ‖ frame(invocation_id) ‖ frame(author)
-                        ‖ frame(kind) ‖ frame(timestamp) ‖ frame(shared_state)
-                        ‖ frame(schema_version) ‖ frame(payload))
+                        ‖ frame(kind) ‖ frame(timestamp) ‖ frame(schema_version)
+                        ‖ frame(payload))
     chain_hash = sha256(prev_chain_hash ‖ seq as 8 bytes big-endian ‖ digest)
 
 where ``frame(x)`` is the 4-byte big-endian length of ``x``'s bytes followed by them (strings
-as UTF-8, the timestamp as its 8-byte IEEE-754 double, ``shared_state`` one byte, the schema
-version 8 bytes), so no field boundary can be shifted. ``prev_chain_hash`` of seq 1 is 32 zero
+as UTF-8, the timestamp as its 8-byte IEEE-754 double, the schema version 8 bytes), so no
+field boundary can be shifted. ``prev_chain_hash`` of seq 1 is 32 zero
 bytes (``GENESIS``). Everything the runtime trusts of a row is covered; ``position`` (handed
 out by the store, different in a copy) and the session id are not: a copy of a log's prefix
-under another session id (a fork, an import) keeps valid hashes.
+under another session id (a fork, an import) keeps valid hashes. Nor is ``shared_state``: it is
+derived from the payload (does the state delta hold ``user:``/``app:`` keys?), a fork's copies
+store it false (their shared deltas count once, in the origin), and ``evs verify`` checks it
+against the payload (code ``shared_flag``).
 
 The outer hash takes fixed-size parts only, which is what lets PostgreSQL's ``evs_append``
 chain client-computed digests with its built-in ``sha256(bytea)`` and store byte-for-byte what
@@ -73,8 +76,6 @@ class Chained(Protocol):
     @property
     def timestamp(self) -> float: ...
     @property
-    def shared_state(self) -> bool: ...
-    @property
     def schema_version(self) -> int: ...
     @property
     def payload(self) -> bytes: ...
@@ -96,7 +97,6 @@ def content_digest(event: Chained) -> bytes:
         _frame(event.author.encode("utf-8", "surrogatepass")),
         _frame(event.kind.encode("utf-8", "surrogatepass")),
         _frame(_DOUBLE.pack(float(event.timestamp))),
-        _frame(b"\1" if event.shared_state else b"\0"),
         _frame(_LONG.pack(int(event.schema_version))),
         _frame(bytes(event.payload)),
     )

@@ -150,7 +150,10 @@ class MemoryBackend:
         # Every check before the first write: nothing awaits in between, so this is atomic.
         fork = _Session(record=record)
         for event in origin.events[:plan.seq]:
-            copy = dataclasses.replace(event, session_id=sid, shared_state=False)
+            copy = dataclasses.replace(
+                event, session_id=sid, shared_state=False,
+                signature=None if self.signing_key is None or event.chain_hash is None
+                else sign_event(self.signing_key, sid, event.chain_hash))
             fork.events.append(copy)
             fork.by_id[copy.event_id] = copy
         fork.snapshots = {s: v for s, v in origin.snapshots.items() if s <= plan.seq}

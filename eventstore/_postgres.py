@@ -391,7 +391,7 @@ class PostgresBackend:
         await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
-        await self._run(lambda conn: forks.fork(conn, record, plan),
+        await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
                         what=f"fork session {plan.origin_session_id!r}",
                         session_id=record.session_id, write=True)
 

@@ -375,7 +375,7 @@ class SQLiteBackend:
         await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
-        await self._write(lambda conn: forks.fork(conn, record, plan),
+        await self._write(lambda conn: forks.fork(conn, record, plan, self.signing_key),
                           what=f"fork session {plan.origin_session_id!r}",
                           session_id=record.session_id)
 

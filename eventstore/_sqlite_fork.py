@@ -3,8 +3,11 @@ write transaction (``BEGIN IMMEDIATE``: the whole fork commits or nothing does).
 
 A fork copies stored rows with ``INSERT … SELECT``: nothing is decoded or re-encoded, so every
 column of an event row — those of today and any a later revision adds — is copied as stored,
-but for the ones that name the session (``row_key``, ``session_id``) and ``shared_state``
-(see ``Backend.fork_session``).
+but for the ones that name the session (``row_key``, ``session_id``, ``signature``) and
+``shared_state`` (see ``Backend.fork_session``). The chain hashes do not name the session and
+are copied; the fork's head record is the origin's event at the fork's seq; a keyed store signs
+the copies for the fork (an unkeyed one leaves them unsigned: the origin's signatures name the
+origin).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 
 from ._backend import SessionRecord
+from ._chain import sign_event, sign_head
 from ._exceptions import SessionNotFoundError
 from ._fork import ForkLink, ForkPlan
 from ._sqlcommon import SEQ_BITS, seq_of_row_key
@@ -26,17 +30,21 @@ _OVERRIDDEN = {
 }
 
 
-def _copy_sql(conn: sqlite3.Connection, table: str, where: str) -> str:
+def _copy_sql(conn: sqlite3.Connection, table: str, where: str, *, signed: bool = False) -> str:
     """``INSERT … SELECT`` of every column of ``table`` as stored, but the overridden ones."""
     columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     overridden = _OVERRIDDEN[table]
+    if table == "evs_events":
+        overridden = {**overridden, "signature": "evs_fork_sign(chain_hash)" if signed else "NULL"}
     names = ", ".join(f'"{c}"' for c in columns)
     values = ", ".join(overridden.get(c, f'"{c}"') for c in columns)
     return f"INSERT INTO {table} ({names}) SELECT {values} FROM {table} WHERE {where}"
 
 
-def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan) -> None:
-    """Write the fork ``record`` of ``plan`` (see ``Backend.fork_session``). Raises
+def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan,
+         signing_key: bytes | None = None) -> None:
+    """Write the fork ``record`` of ``plan`` (see ``Backend.fork_session``), signed with
+    ``signing_key`` when there is one. Raises
     SessionNotFoundError for a missing (or shorter) origin, sqlite3.IntegrityError for a
     taken id; the caller's transaction is then rolled back."""
     origin = plan.origin_session_id
@@ -50,15 +58,33 @@ def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan) -> Non
         raise SessionNotFoundError(origin)
     origin_key = int(row[0])
     sid = record.session_id
+    high = (origin_key << SEQ_BITS) | plan.seq
+    head_hash = conn.execute("SELECT chain_hash FROM evs_events WHERE row_key = ?",
+                             (high,)).fetchone()[0]
+    head_signature = (None if signing_key is None or head_hash is None
+                      else sign_head(signing_key, sid, plan.seq, head_hash))
     key = int(conn.execute(
-        "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, created_at) "
-        "VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 FROM evs_sessions), ?, ?, ?) "
-        "RETURNING session_key",
-        (sid, record.app_name, record.user_id, record.created_at),
+        "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, created_at, "
+        "head_seq, head_hash, head_signature) "
+        "VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 FROM evs_sessions), ?, ?, ?, "
+        "?, ?, ?) RETURNING session_key",
+        (sid, record.app_name, record.user_id, record.created_at, plan.seq, head_hash,
+         head_signature),
     ).fetchone()[0])
     params = {"sid": sid, "key": key, "origin": origin, "seq": plan.seq,
-              "low": origin_key << SEQ_BITS, "high": (origin_key << SEQ_BITS) | plan.seq}
-    conn.execute(_copy_sql(conn, "evs_events", "row_key > :low AND row_key <= :high"), params)
+              "low": origin_key << SEQ_BITS, "high": high}
+    if signing_key is not None:
+        key_bytes = signing_key
+        conn.create_function(
+            "evs_fork_sign", 1,
+            lambda chain: None if chain is None else sign_event(key_bytes, sid, chain),
+            deterministic=True)
+    try:
+        conn.execute(_copy_sql(conn, "evs_events", "row_key > :low AND row_key <= :high",
+                               signed=signing_key is not None), params)
+    finally:
+        if signing_key is not None:
+            conn.create_function("evs_fork_sign", 1, None)
     conn.execute(_copy_sql(conn, "evs_snapshots", "session_id = :origin AND seq <= :seq"),
                  params)
     artifacts_sql = _copy_sql(

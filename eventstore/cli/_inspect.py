@@ -267,9 +267,11 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
     info = await store.session_info(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
+    forks = await store.fork_links(session_id)
     findings, events = check_log(session_id, rows, version=info.version, decode=store.decode,
                                  head=await store.backend.get_session(session_id),
-                                 signing_key=store.backend.signing_key)
+                                 signing_key=store.backend.signing_key,
+                                 copied_through=forks.origin.origin_seq if forks.origin else 0)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
     return ShowView(
         info=info,
@@ -279,7 +281,7 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
         timeline=analyze(events),
         parent=next((link for e in events[:4] if (link := parent_link(e)) is not None), None),
         children=await _children(store, session_id, events),
-        forks=await store.fork_links(session_id),
+        forks=forks,
     )
 
 

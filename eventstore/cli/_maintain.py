@@ -86,9 +86,11 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
     version = await store.version(session_id)
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
+    origin = (await store.fork_links(session_id)).origin
     findings, events = check_log(session_id, rows, version=version, decode=store.decode,
                                  head=await store.backend.get_session(session_id),
-                                 signing_key=store.backend.signing_key)
+                                 signing_key=store.backend.signing_key,
+                                 copied_through=origin.origin_seq if origin else 0)
     snapshots, damaged = await _snapshots(store, session_id, version)
     findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))

@@ -15,7 +15,7 @@ from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
 from .._events import Event
 from .._exceptions import CorruptEventError
-from .._state import fold_state, session_part
+from .._state import fold_state, has_shared_keys, session_part
 from ._timeline import analyze
 
 __all__ = ["Finding", "check_artifacts", "check_events", "check_log", "check_snapshots"]
@@ -48,13 +48,17 @@ def check_log(
     decode: Callable[[StoredEvent], Event],
     head: SessionRecord | None = None,
     signing_key: bytes | None = None,
+    copied_through: int = 0,
 ) -> tuple[list[Finding], list[Event]]:
     """Check the stored rows of one session (oldest first) and return the findings together
     with the events that decoded (undecodable rows are findings, never skipped silently).
 
     The hash chain is checked too (``eventstore._chain_check``: the first place it breaks;
     ``head``, the session's record, also catches a removed tail), and with ``signing_key``
-    every row's signature."""
+    every row's signature. Each row's ``shared_state`` flag must say what its payload says
+    (does the state delta hold ``user:``/``app:`` keys?), except that the first
+    ``copied_through`` rows of a fork are copies whose shared deltas count in the origin only
+    (flag false)."""
     findings: list[Finding] = []
 
     def found(seq: int | None, code: str, message: str) -> None:
@@ -94,6 +98,12 @@ def check_log(
             found(row.seq, "kind_mismatch",
                   f"the row's kind {row.kind!r} differs from the payload's "
                   f"{event_kind(event)!r}.")
+        shared = row.seq > copied_through and has_shared_keys(event.actions.state_delta)
+        if row.shared_state != shared:
+            found(row.seq, "shared_flag",
+                  f"the row's shared_state flag is {row.shared_state} but its payload "
+                  + ("is a fork's copy (false)." if row.seq <= copied_through else
+                     f"{'changes' if shared else 'changes no'} user:/app: state."))
 
     # After the structural findings: they name the plainer cause first (e.g. ``seq_gap``).
     broken = check_chain(rows, head=head, signing_key=signing_key)
