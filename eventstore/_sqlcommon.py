@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._backend import SessionRecord, StoredEvent
-from ._exceptions import SessionNotFoundError
+from ._backend import EventRow, SessionRecord, StoredEvent
+from ._exceptions import CorruptEventError, SessionNotFoundError
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -24,7 +24,9 @@ __all__ = [
     "SEQ_BITS",
     "SESSION_COLUMNS",
     "USER_SCOPE",
+    "ROW_COLUMNS",
     "Wakeups",
+    "event_rows",
     "payload_bytes",
     "scope",
     "seq_bound",
@@ -43,6 +45,9 @@ EVENT_COLUMNS = (
     "schema_version, payload"
 )
 """Columns of ``evs_events`` read into a StoredEvent, in ``stored_event``'s order."""
+
+ROW_COLUMNS = "seq, event_id, invocation_id, author, timestamp, schema_version, payload"
+"""Columns of ``evs_events`` read into an ``EventRow``, in its order."""
 
 SESSION_COLUMNS = "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp"
 """A session row joined (``e``) to its newest event, in ``session_record``'s order."""
@@ -160,6 +165,23 @@ def payload_bytes(value: object) -> bytes:
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass")
     return b"" if value is None else str(value).encode()
+
+
+def event_rows(session_id: str, rows: Iterable[Sequence[Any]]) -> list[EventRow]:
+    """``EventRow`` tuples of ``ROW_COLUMNS`` rows; raises CorruptEventError at the first row
+    whose payload is not bytes (as decoding its StoredEvent would)."""
+    out: list[EventRow] = []
+    for row in rows:
+        payload = row[6]
+        if type(payload) is not bytes:
+            if not isinstance(payload, (bytearray, memoryview)):
+                raise CorruptEventError(
+                    session_id, row[0],
+                    f"its payload is stored as {stored_type(payload)}, not as bytes.",
+                )
+            row = (*row[:6], bytes(payload))
+        out.append(row if type(row) is tuple else tuple(row))
+    return out
 
 
 def stored_events(session_id: str, rows: Iterable[Sequence[Any]]) -> list[StoredEvent]:
