@@ -18,6 +18,7 @@ from ._fork import ForkLink, ForkPlan
 __all__ = [
     "ArtifactRecord",
     "Backend",
+    "EventRow",
     "MemoryRow",
     "NewArtifact",
     "NewEvent",
@@ -117,6 +118,11 @@ class StoredEvent:
     """Why the row cannot be decoded as stored, when the backend already knows (e.g. its payload
     column holds TEXT, not bytes: ``payload`` is then that text's UTF-8), else None. Decoding a
     damaged row raises CorruptEventError naming session and seq."""
+
+
+EventRow = tuple[int, str, str, str, float, int, bytes]
+"""An event row as ``Backend.read_rows`` gives it: ``(seq, event_id, invocation_id, author,
+timestamp, schema_version, payload)``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,6 +287,20 @@ class Backend(Protocol):
     ) -> list[StoredEvent]:
         """Return events with ``after < seq <= upto``, oldest first (newest first when
         ``backwards``), at most ``limit`` of them. Raises SessionNotFoundError."""
+        ...
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[EventRow]:
+        """``read``'s events as ``EventRow`` tuples, for bulk readers that decode payloads
+        themselves (no StoredEvent built per row). Raises SessionNotFoundError, and
+        CorruptEventError for a row whose payload is not stored as bytes."""
         ...
 
     async def read_shared(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ._backend import (
     ArtifactRecord,
+    EventRow,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -28,6 +29,7 @@ from ._backend import (
 from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
     ConcurrencyError,
+    CorruptEventError,
     SessionExistsError,
     SessionNotFoundError,
     StoreClosedError,
@@ -261,6 +263,26 @@ class MemoryBackend:
         if backwards:
             chosen = chosen[::-1]
         return chosen if limit is None else chosen[:limit]
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[EventRow]:
+        """See ``Backend.read_rows``."""
+        chosen = await self.read(session_id, after=after, upto=upto, backwards=backwards,
+                                 limit=limit)
+        out: list[EventRow] = []
+        for e in chosen:
+            if e.damage is not None:
+                raise CorruptEventError(session_id, e.seq, e.damage + ".")
+            out.append((e.seq, e.event_id, e.invocation_id, e.author, e.timestamp,
+                        e.schema_version, e.payload))
+        return out
 
     async def read_shared(
         self,

@@ -40,6 +40,7 @@ from . import _postgres_queries as queries
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
+    EventRow,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -68,8 +69,10 @@ from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
     NEWEST_ROW_KEY,
+    ROW_COLUMNS,
     SESSION_COLUMNS,
     Wakeups,
+    event_rows,
     row_key,
     scope,
     seq_bound,
@@ -143,6 +146,7 @@ _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
     "ORDER BY row_key {order} LIMIT $3"
 )
+_ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
 
 
@@ -553,6 +557,27 @@ class PostgresBackend:
                 raise SessionNotFoundError(session_id)
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
             return stored_events(session_id, rows)
+
+        return await self._run(job, what=f"read session {session_id!r}")
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[EventRow]:
+        sql = _ROWS_SQL.format(order="DESC" if backwards else "ASC")
+        low, high = seq_bound(after or 0), seq_bound(upto)
+
+        async def job(conn: Any) -> list[EventRow]:
+            key = await conn.fetchval(_KEY_SQL, session_id)
+            if key is None:
+                raise SessionNotFoundError(session_id)
+            rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
+            return event_rows(session_id, rows)
 
         return await self._run(job, what=f"read session {session_id!r}")
 

@@ -57,6 +57,7 @@ from . import _sqlite_queries as queries
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
+    EventRow,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -86,8 +87,10 @@ from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
     NEWEST_ROW_KEY,
+    ROW_COLUMNS,
     SESSION_COLUMNS,
     Wakeups,
+    event_rows,
     scope,
     seq_bound,
     session_record,
@@ -132,6 +135,8 @@ _READ_SQL = (
 )
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
+_ROWS_FORWARD_SQL = _READ_FORWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
+_ROWS_BACKWARD_SQL = _READ_BACKWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
 
 
@@ -466,6 +471,27 @@ class SQLiteBackend:
             if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
                 raise SessionNotFoundError(session_id)
             return stored_events(session_id, rows)
+
+        return await self._read(job, what=f"read session {session_id!r}")
+
+    async def read_rows(
+        self,
+        session_id: str,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> list[EventRow]:
+        sql = _ROWS_BACKWARD_SQL if backwards else _ROWS_FORWARD_SQL
+        low, high = seq_bound(after or 0), seq_bound(upto)
+        count = -1 if limit is None else limit
+
+        def job(conn: sqlite3.Connection) -> list[EventRow]:
+            rows = conn.execute(sql, (session_id, low, high, count)).fetchall()
+            if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            return event_rows(session_id, rows)
 
         return await self._read(job, what=f"read session {session_id!r}")
 

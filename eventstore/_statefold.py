@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ._backend import Backend, SessionRecord, SharedSnapshot, StoredEvent
+from ._backend import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEvent
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
@@ -33,6 +33,7 @@ __all__ = [
     "StateFolder",
     "decode_all",
     "decode_mappings",
+    "decode_row_mappings",
     "decode_stored",
     "snapshot_state",
 ]
@@ -89,6 +90,31 @@ def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
     finally:
         if enabled:
             gc.enable()
+
+
+def decode_row_mappings(
+    session_id: str, rows: Sequence[EventRow], *, compact: bool = False
+) -> list[dict[str, Any]] | None:
+    """``decode_mappings`` of rows read with ``Backend.read_rows``, or None when a row is of
+    an older schema version (the caller then reads StoredEvents, which upcast)."""
+    out = []
+    enabled = gc.isenabled()  # as in decode_all: many small objects
+    if enabled and len(rows) > 256:
+        gc.disable()
+    decode = compact_fields if compact else compact_mapping
+    try:
+        for seq, event_id, invocation_id, author, timestamp, version, payload in rows:
+            if version != STORED_SCHEMA_VERSION:
+                return None
+            try:
+                out.append(decode(payload, event_id=event_id, author=author,
+                                  invocation_id=invocation_id, timestamp=timestamp, seq=seq))
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise CorruptEventError(session_id, seq, repr(exc)) from exc
+    finally:
+        if enabled:
+            gc.enable()
+    return out
 
 
 def decode_mappings(

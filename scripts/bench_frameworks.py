@@ -9,7 +9,11 @@ Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLit
     ``DatabaseSessionService`` (SQLAlchemy over aiosqlite), ADK's ``SqliteSessionService`` and
     our ``EventStoreSessionService``; then ``get_session`` of that N-event session (best of 3).
 (b) OpenAI Agents SDK: ``add_items`` of N items one call each, then ``get_items()`` of all of
-    them, through the SDK's ``SQLiteSession`` and our ``EventStoreSession``.
+    them, through the SDK's ``SQLiteSession`` and our ``EventStoreSession``: *warm* = again on
+    the session object that wrote them (ours answers from its cache of the items at head,
+    best of 3); *cold* = a fresh session object over the existing file, constructed and asked
+    once, as a new process would (best of 3 fresh objects; ours opens its store there, the
+    imports being done).
 
 Prints events/s, load ms and our ratio to each baseline measured in the same run. Targets:
 ours >= 20x DatabaseSessionService on append and >= 5x on load; >= 1x SQLiteSession on both.
@@ -93,21 +97,34 @@ async def bench_adk(name: str, service: BaseSessionService, n: int) -> tuple[flo
     return rate, load_s * 1000
 
 
-async def bench_openai(name: str, session: Any, n: int) -> tuple[float, float, float]:
+async def bench_openai(
+    name: str, session: Any, n: int, fresh: Callable[[], Awaitable[Any]],
+    close: Callable[[Any], Awaitable[None]],
+) -> tuple[float, float, float]:
+    """Items/s of ``add_items``, warm and cold ``get_items()`` ms (see the module docstring);
+    ``fresh`` makes a new session object over the same file, ``close`` closes one."""
     items = [oa_item(i) for i in range(n)]
     start = time.perf_counter()
     for item in items:
         await session.add_items([item])
     rate = n / (time.perf_counter() - start)
 
-    async def load() -> None:
-        got = await session.get_items()
+    def check(got: list[Any]) -> None:
         if len(got) != n:
             raise SystemExit(f"{name}: get_items returned {len(got)} items, not {n}")
 
-    # The first read is shown apart: ours builds its cache of the items at head there.
-    first = await best_of(1, load) * 1000
-    return rate, await best_of(3, load) * 1000, first
+    async def warm() -> None:
+        check(await session.get_items())
+
+    await warm()  # ours builds its cache of the items at head here
+    warm_ms = await best_of(3, warm) * 1000
+
+    async def cold() -> None:
+        other = await fresh()
+        check(await other.get_items())
+        await close(other)  # inside the timing: opening and closing are a cold read's cost
+
+    return rate, warm_ms, await best_of(3, cold) * 1000
 
 
 async def main(quick: bool) -> int:
@@ -136,25 +153,39 @@ async def main(quick: bool) -> int:
           f"load {sq_load / ours_load:.1f}x")
 
     print(f"\nOpenAI Agents SDK: add_items x {n_oa:,} (one item per call), then get_items()")
-    theirs = SQLiteSession("s", str(tmp / "oa.db"))
-    oa_theirs = await bench_openai("sqlite", theirs, n_oa)
+    async def sqlite_fresh() -> SQLiteSession:
+        return SQLiteSession("s", str(tmp / "oa.db"))
+
+    async def sqlite_close(session: SQLiteSession) -> None:
+        session.close()
+
+    async def ours_fresh() -> EventStoreSession:
+        return EventStoreSession("s", str(tmp / "evs-oa.db"))
+
+    async def ours_close(session: EventStoreSession) -> None:
+        await session.close()
+
+    theirs = await sqlite_fresh()
+    oa_theirs = await bench_openai("sqlite", theirs, n_oa, sqlite_fresh, sqlite_close)
     theirs.close()
-    mine = EventStoreSession("s", str(tmp / "evs-oa.db"))
-    oa_ours = await bench_openai("ours", mine, n_oa)
+    mine = await ours_fresh()
+    oa_ours = await bench_openai("ours", mine, n_oa, ours_fresh, ours_close)
     await mine.close()
-    for name, (rate, load_ms, first_ms) in (("SQLiteSession", oa_theirs),
-                                            ("ours: EventStoreSession", oa_ours)):
-        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms"
-              f"   (first get_items {first_ms:.1f} ms)")
+    for name, (rate, warm_ms, cold_ms) in (("SQLiteSession", oa_theirs),
+                                           ("ours: EventStoreSession", oa_ours)):
+        print(f"  {name:<32} {rate:>8,.0f} events/s   get warm {warm_ms:>7.1f} ms"
+              f"   cold {cold_ms:>7.1f} ms")
     print(f"  ours vs SQLiteSession: add {oa_ours[0] / oa_theirs[0]:.1f}x (target 1x), "
-          f"get {oa_theirs[1] / oa_ours[1]:.1f}x (target 1x)")
+          f"get warm {oa_theirs[1] / oa_ours[1]:.1f}x, cold {oa_theirs[2] / oa_ours[2]:.1f}x "
+          "(target 1x)")
 
     missed = [
         what for what, ok in (
             ("append >= 20x DatabaseSessionService", ours_rate >= 20 * db_rate),
             ("load >= 5x DatabaseSessionService", db_load >= 5 * ours_load),
             ("add_items >= 1x SQLiteSession", oa_ours[0] >= oa_theirs[0]),
-            ("get_items >= 1x SQLiteSession", oa_theirs[1] >= oa_ours[1]),
+            ("get_items warm >= 1x SQLiteSession", oa_theirs[1] >= oa_ours[1]),
+            ("get_items cold >= 1x SQLiteSession", oa_theirs[2] >= oa_ours[2]),
         ) if not ok
     ]
     if quick:

@@ -46,6 +46,7 @@ Json = dict[str, Any]
 _EVENT: TypeAdapter[AdkEvent] = TypeAdapter(AdkEvent)
 _PART: TypeAdapter[types.Part] = TypeAdapter(types.Part)
 _set = object.__setattr__
+_new = object.__new__
 
 
 @functools.cache
@@ -74,6 +75,7 @@ def _maker(cls: type[M]) -> Callable[[dict[str, Any]], M]:
     """``_make`` of one class, with its template bound (the hot path builds ~5 objects per
     event, so the per-call lookups are worth saving)."""
     base, factories = _template(cls)
+    factories = tuple((name, _trusted_factory(factory)) for name, factory in factories)
     new = object.__new__
     copy = base.copy
 
@@ -94,6 +96,39 @@ def _maker(cls: type[M]) -> Callable[[dict[str, Any]], M]:
 
 
 _MAKERS: dict[type[BaseModel], Callable[[dict[str, Any]], BaseModel]] = {}
+
+
+def _trusted_factory(factory: Any) -> Callable[[], Any]:
+    """``factory``, or for a pydantic model class without validators or ``model_post_init``
+    (ADK's ``NodeInfo``, made for every event) its trusted construction: the same defaults
+    without ~1 µs of validation."""
+    if not (isinstance(factory, type) and issubclass(factory, BaseModel)
+            and factory.model_post_init is BaseModel.model_post_init):
+        return cast(Callable[[], Any], factory)
+    model: type[BaseModel] = factory
+    base, nested = _template(model)
+    copy = base.copy
+
+    def make() -> BaseModel:
+        return _trusted(model, copy(), set())
+
+    # Validators could make defaults other than the declared ones: use the trusted form only
+    # where it builds what the class itself builds.
+    made, validated = make(), model()
+    if nested or made != validated or made.model_dump() != validated.model_dump():
+        return cast(Callable[[], Any], factory)
+    return make
+
+
+def _trusted(cls: type[M], fields: dict[str, Any], given: set[str]) -> M:
+    """An instance of ``cls`` holding ``fields`` (every field, in declaration order) with
+    ``given`` as its set fields, not validated: the end of ``model_construct``."""
+    obj = _new(cls)
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", given)
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
 
 
 @functools.cache
@@ -223,26 +258,83 @@ def _fast(m: Json) -> AdkEvent | None:
     return _make_event(fields)
 
 
+def _copier(cls: type[BaseModel]) -> Callable[[], dict[str, Any]]:
+    """A fresh copy of ``cls``'s defaults, in declaration order (see ``_template``)."""
+    return _template(cls)[0].copy
+
+
+_part_fields = _copier(types.Part)
+_call_fields = _copier(types.FunctionCall)
+_response_fields = _copier(types.FunctionResponse)
+_content_fields = _copier(types.Content)
+_actions_fields = _copier(AdkActions)
+_event_fields = _copier(AdkEvent)
+_node_info = _trusted_factory(AdkEvent.model_fields["node_info"].default_factory)
+# The hot path below builds each object's fields in place (one template copy, no mapping of
+# the given values first): what ``_make`` gives for the same values, ~30% cheaper.
+
+
 def _compact_part(raw: Json) -> types.Part | None:
+    fields = _part_fields()
     text = raw.get("t")
     if text is not None:
-        return _make_part({"text": text})
+        fields["text"] = text
+        return _trusted(types.Part, fields, {"text"})
     c = raw.get("fc")
     if c is not None:
-        return _make_part({"function_call": _make_call({"id": c[0], "name": c[1], "args": c[2]})})
+        call = _call_fields()
+        call["id"], call["name"], call["args"] = c
+        fields["function_call"] = _trusted(types.FunctionCall, call, {"id", "name", "args"})
+        return _trusted(types.Part, fields, {"function_call"})
     r = raw.get("fr")
     if r is not None:
-        response = _make_response({"id": r[0], "name": r[1], "response": r[2]})
-        return _make_part({"function_response": response})
+        response = _response_fields()
+        response["id"], response["name"], response["response"] = r
+        fields["function_response"] = _trusted(types.FunctionResponse, response,
+                                               {"id", "name", "response"})
+        return _trusted(types.Part, fields, {"function_response"})
     return None  # an artifact reference: only the JSON path gives its ADK form
+
+
+_ACTIONS_GIVEN = frozenset({
+    "state_delta", "artifact_delta", "requested_tool_confirmations", "skip_summarization",
+    "escalate", "transfer_to_agent",
+})
+_EVENT_GIVEN = frozenset({
+    "id", "invocation_id", "author", "timestamp", "content", "actions", "branch",
+    "long_running_tool_ids", "turn_complete", "error_code", "error_message", "custom_metadata",
+})
+
+
+def _compact_actions(a: Json | None) -> AdkActions:
+    fields = _actions_fields()
+    fields["requested_auth_configs"] = {}
+    if a is None:
+        fields["state_delta"] = {}
+        fields["artifact_delta"] = {}
+        fields["requested_tool_confirmations"] = {}
+        return _trusted(AdkActions, fields, set(_ACTIONS_GIVEN))
+    confirmations = a.get("rc")
+    fields["state_delta"] = a.get("sd", {})
+    fields["artifact_delta"] = a.get("ad", {})
+    fields["requested_tool_confirmations"] = {
+        k: _make(AdkConfirmation, {"hint": c.get("h", ""), "confirmed": c.get("c", False),
+                                   "payload": c.get("p")})
+        for k, c in confirmations.items()
+    } if confirmations else {}
+    fields["skip_summarization"] = True if a.get("ss") else None
+    fields["escalate"] = True if a.get("e") else None
+    fields["transfer_to_agent"] = a.get("tr")
+    return _trusted(AdkActions, fields, set(_ACTIONS_GIVEN))
 
 
 def _fast_compact(r: Json) -> AdkEvent | None:
     """``_fast`` of an event in the stored encoding (``read_mappings(compact=True)``), for
     events without an extension (the others are expanded and take ``_fast``); None when only
     validation can build it."""
-    content = None
-    raw_content = r.get("c")
+    fields = _event_fields()
+    get = r.get
+    raw_content = get("c")
     if raw_content is not None:
         parts = []
         for raw in raw_content["p"]:
@@ -250,43 +342,24 @@ def _fast_compact(r: Json) -> AdkEvent | None:
             if built is None:
                 return None
             parts.append(built)
-        content = _make_content({"role": _ROLE_NAMES[raw_content["r"]], "parts": parts})
-    a = r.get("a")
-    if a is None:
-        actions = _make_actions({
-            "state_delta": {}, "artifact_delta": {}, "requested_tool_confirmations": {},
-            "skip_summarization": None, "escalate": None, "transfer_to_agent": None,
-        })
-    else:
-        confirmations = a.get("rc")
-        actions = _make_actions({
-            "state_delta": a.get("sd", {}),
-            "artifact_delta": a.get("ad", {}),
-            "requested_tool_confirmations": {
-                k: _make(AdkConfirmation, {"hint": c.get("h", ""),
-                                           "confirmed": c.get("c", False),
-                                           "payload": c.get("p")})
-                for k, c in confirmations.items()
-            } if confirmations else {},
-            "skip_summarization": True if a.get("ss") else None,
-            "escalate": True if a.get("e") else None,
-            "transfer_to_agent": a.get("tr"),
-        })
-    lro = r.get("l")
-    return _make_event({
-        "id": r["id"],
-        "invocation_id": r["invocation_id"],
-        "author": r["author"],
-        "timestamp": r["timestamp"],
-        "content": content,
-        "actions": actions,
-        "branch": r.get("b"),
-        "long_running_tool_ids": set(lro) if lro else None,
-        "turn_complete": True if r.get("t") else None,
-        "error_code": r.get("ec"),
-        "error_message": r.get("em"),
-        "custom_metadata": r.get("m") or None,
-    })
+        content = _content_fields()
+        content["parts"] = parts
+        content["role"] = _ROLE_NAMES[raw_content["r"]]
+        fields["content"] = _trusted(types.Content, content, {"role", "parts"})
+    fields["id"] = r["id"]
+    fields["invocation_id"] = r["invocation_id"]
+    fields["author"] = r["author"]
+    fields["timestamp"] = r["timestamp"]
+    fields["actions"] = _compact_actions(get("a"))
+    fields["branch"] = get("b")
+    lro = get("l")
+    fields["long_running_tool_ids"] = set(lro) if lro else None
+    fields["turn_complete"] = True if get("t") else None
+    fields["error_code"] = get("ec")
+    fields["error_message"] = get("em")
+    fields["custom_metadata"] = get("m") or None
+    fields["node_info"] = _node_info()
+    return _trusted(AdkEvent, fields, set(_EVENT_GIVEN))
 
 
 def _expanded_part(raw: Json) -> Json:

@@ -63,12 +63,13 @@ _NONE: dict[str, Any] = {}
 
 
 class _HeadCache:
-    """The items at head of one session at ``version`` (their JSON bytes by seq, oldest first),
-    and the id of the event at ``version``: rebuildable at any time from the log."""
+    """The items at head of one session at ``version`` (by seq, oldest first; parsed from the
+    log and never handed out: callers get copies), and the id of the event at ``version``:
+    rebuildable at any time from the log."""
 
     __slots__ = ("_blob", "event_id", "items", "version")
 
-    def __init__(self, items: dict[int, bytes], version: int, event_id: str) -> None:
+    def __init__(self, items: dict[int, Any], version: int, event_id: str) -> None:
         self.items = items
         self.version = version
         self.event_id = event_id
@@ -87,16 +88,17 @@ class _HeadCache:
         elif "pop" in meaning:
             self.items.pop(meaning["pop"], None)
         elif "item" in meaning:
-            self.items[event["seq"]] = orjson.dumps(meaning["item"])
+            self.items[event["seq"]] = meaning["item"]  # parsed for this read: ours alone
 
     def decoded(self, limit: int | None) -> list[Any]:
         """Fresh copies of the newest ``limit`` items (all when None), oldest first: one JSON
-        array parsed, so callers may change what they get."""
+        array written (kept until the items change) and parsed, so callers may change what
+        they get."""
         if limit is not None:
-            blob = b"[" + b",".join(list(self.items.values())[-limit:]) + b"]"
+            blob = orjson.dumps(list(self.items.values())[-limit:])
         else:
             if self._blob is None:
-                self._blob = b"[" + b",".join(self.items.values()) + b"]"
+                self._blob = orjson.dumps(list(self.items.values()))
             blob = self._blob
         items: list[Any] = orjson.loads(blob)
         return items
@@ -246,8 +248,7 @@ class EventStoreSession:
             return _HeadCache({}, 0, "")
         newest = head[0]
         found = await self._scan(store, limit=None, upto=newest["seq"])
-        cache = _HeadCache({seq: orjson.dumps(item) for seq, item in reversed(found)},
-                           newest["seq"], newest["id"])
+        cache = _HeadCache(dict(reversed(found)), newest["seq"], newest["id"])
         self._cache = cache
         return cache
 

@@ -186,3 +186,28 @@ def test_the_extension_holds_only_what_is_not_native() -> None:
     assert ext["event"]["set"]["usage_metadata"] == {"prompt_token_count": 3}
     assert "content" not in ext
     assert orjson.loads(orjson.dumps(ext)) == ext
+
+
+def test_parts_kept_in_the_extension_take_the_trusted_path_and_round_trip() -> None:
+    # A thought and a signed call: the fast path validates only these parts (the part adapter),
+    # the rest is built trusted; the generated events above rarely reach it.
+    event = AdkEvent(
+        id="e1", invocation_id="i", author="agent", timestamp=5.0,
+        content=types.Content(role="model", parts=[
+            types.Part(text="thinking", thought=True),
+            types.Part(function_call=types.FunctionCall(id="c1", name="f", args={"a": 1}),
+                       thought_signature=b"s"),
+            types.Part(text="done"),
+        ]),
+    )
+    ours = from_adk_event(event)
+    mapping = {**orjson.loads(encode_event(ours)), "seq": 1}
+    built = _fast(mapping)
+    assert built is not None
+    assert built == event
+    [compact] = to_adk_events_compact([compact_fields(
+        encode_compact(ours), event_id=ours.id, author=ours.author,
+        invocation_id=ours.invocation_id, timestamp=ours.timestamp, seq=1,
+    )])
+    assert compact == event
+    assert orjson.loads(compact.model_dump_json()) == orjson.loads(event.model_dump_json())

@@ -110,6 +110,27 @@ async def test_sql_sqlite_corrupt_payload_names_session_and_seq(
     await store.aclose()
 
 
+async def test_sql_sqlite_payload_stored_as_text_is_named_by_every_read(
+    db_path: Path, store: EventStore
+) -> None:
+    session = await store.create_session(app_name="a", user_id="u", session_id="s-text")
+    await store.append(session.id, [_text("one"), _text("two")], expected_version=0)
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE evs_events SET payload = CAST(payload AS TEXT) "
+                 "WHERE session_id = ? AND seq = 2", (session.id,))
+    conn.commit()
+    conn.close()
+    for read in (lambda: store.read(session.id),
+                 lambda: store.read_mappings(session.id),
+                 lambda: store.read_mappings(session.id, compact=True)):
+        with pytest.raises(CorruptEventError) as info:
+            await read()
+        assert (info.value.session_id, info.value.seq) == ("s-text", 2)
+        assert "stored as TEXT, not as bytes" in str(info.value)
+    assert len(await store.read_mappings(session.id, upto=1, compact=True)) == 1
+    await store.aclose()
+
+
 async def test_sql_sqlite_lists_a_page_of_100k_sessions_fast(
     db_path: Path, store: EventStore
 ) -> None:
