@@ -3,7 +3,7 @@
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
   by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
   state, at the expected version, no id stored yet) is one round trip: the server-side function
-  ``evs_append`` (revision 0007) does lock, head, insert and notify in one statement; the rest
+  ``evs_append`` (revisions 0007, 0009) does lock, head and insert in one statement; the rest
   (conflicts, retries, duplicates, shared state) take the multi-statement path below.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
@@ -466,9 +466,9 @@ class PostgresBackend:
     async def _append_fast(
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
     ) -> list[StoredEvent] | None:
-        """The common append in one round trip (``evs_append``, revision 0007): one statement,
-        its own transaction. Returns None when the case needs the slower path (a conflict, a
-        retry or a duplicate to judge); nothing was written then."""
+        """The common append in one round trip (``evs_append``, revisions 0007 and 0009): one
+        statement, its own transaction. Returns None when the case needs the slower path (a
+        conflict, a retry or a duplicate to judge); nothing was written then."""
 
         async def job(conn: Any) -> list[StoredEvent] | None:
             status, version, position = await conn.fetchrow(
