@@ -85,6 +85,10 @@ NOTIFY_DELAY: Final = 0.005
 """Seconds an append's NOTIFY waits to be sent together with the next appends' (see
 ``_announce``)."""
 
+NOTIFY_BUSY_DELAY: Final = 0.05
+"""The same while many sessions are appending (the last notification named several): each
+notification is a transaction on a pooled connection, which appends then wait for."""
+
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
 
@@ -731,7 +735,8 @@ class PostgresBackend:
         notifies holds a database-wide lock while it commits, so notifying inside each append
         would serialize every append's commit — its WAL flush included — across all sessions.
         One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
-        (``_notify_loop``), without waiting for a WAL flush. Tails poll as well, so a lost
+        (``NOTIFY_BUSY_DELAY`` while several sessions append; ``_notify_loop``), without waiting
+        for a WAL flush. Tails poll as well, so a lost
         notification only delays them."""
         self._wakeups.wake(session_id)
         self._to_notify.add(session_id)
@@ -739,10 +744,13 @@ class PostgresBackend:
             self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
 
     async def _notify_loop(self) -> None:
+        delay = NOTIFY_DELAY
         while self._to_notify and not self._closed:
-            # Appends landing meanwhile share this notification (a tail waits a few ms more).
-            await asyncio.sleep(NOTIFY_DELAY)
+            # Appends landing meanwhile share this notification (a tail waits a few ms more,
+            # up to NOTIFY_BUSY_DELAY under load).
+            await asyncio.sleep(delay)
             sessions = sorted(self._to_notify)
+            delay = NOTIFY_BUSY_DELAY if len(sessions) > 1 else NOTIFY_DELAY
             self._to_notify.clear()
             with contextlib.suppress(*_DRIVER_ERRORS):
                 async with self._pool.acquire() as conn:
