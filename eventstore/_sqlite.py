@@ -98,6 +98,7 @@ from ._sqlite_append import (
     Head,
     append_many,
     append_one,
+    append_statement,
     head,
     insert,
 )
@@ -265,7 +266,8 @@ class SQLiteBackend:
                 self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
                 await self._writer.start()
                 if self._group_commit:
-                    self._group = GroupCommit(self._writer.post, batch=append_many)
+                    self._group = GroupCommit(self._writer.post, batch=append_many,
+                                              lone=append_statement)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:
