@@ -98,7 +98,6 @@ from ._sqlite_append import (
     Head,
     append_many,
     append_one,
-    append_statement,
     head,
     insert,
 )
@@ -266,8 +265,7 @@ class SQLiteBackend:
                 self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
                 await self._writer.start()
                 if self._group_commit:
-                    self._group = GroupCommit(self._writer.post, batch=append_many,
-                                              lone=append_statement)
+                    self._group = GroupCommit(self._writer.post, batch=append_many)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:

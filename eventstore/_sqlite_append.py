@@ -26,14 +26,7 @@ from typing import Any, Final
 
 from ._backend import NewEvent, StoredEvent, check_retry, written
 from ._exceptions import ConcurrencyError, SessionNotFoundError
-from ._sqlcommon import (
-    EVENT_COLUMNS,
-    NEWEST_ROW_KEY,
-    SEQ_BITS,
-    row_key,
-    seq_of_row_key,
-    stored_events,
-)
+from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, row_key, seq_of_row_key, stored_events
 from ._sqlite_group import Outcome, savepoint
 
 __all__ = [
@@ -42,7 +35,6 @@ __all__ = [
     "Head",
     "append_many",
     "append_one",
-    "append_statement",
     "head",
     "insert",
 ]
@@ -180,47 +172,6 @@ def append_one(conn: sqlite3.Connection, request: AppendRequest) -> list[StoredE
     if retried is not None:
         return retried
     raise ConcurrencyError(session_id, expected_version=expected, actual_version=actual)
-
-
-_ONE_STATEMENT: Final = sqlite3.sqlite_version_info >= (3, 35, 0)  # RETURNING
-_APPEND_ONE_SQL = f"""
-INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id, author,
-  timestamp, shared_state, app_name, user_id, schema_version, payload)
-SELECT (s.session_key << {SEQ_BITS}) | (h.version + 1),
-  coalesce((SELECT position FROM evs_app_positions WHERE app_name = s.app_name), 0),
-  s.session_id, h.version + 1, ?2, ?3, ?4, ?5, ?6, 0, s.app_name, s.user_id, ?7, ?8
-FROM evs_sessions s,
-  (SELECT coalesce({NEWEST_ROW_KEY.replace("s.session_key", "k.session_key")}
-     & {(1 << SEQ_BITS) - 1}, 0) AS version
-   FROM evs_sessions k WHERE k.session_id = ?1) h
-WHERE s.session_id = ?1 AND (?9 IS NULL OR h.version = ?9)
-RETURNING seq, position
-"""
-
-
-def append_statement(conn: sqlite3.Connection, request: AppendRequest) -> Outcome | None:
-    """Run the common append — one event, no ``user:``/``app:`` state, the session at the
-    expected version, the id not stored — as one autocommit statement (its own transaction,
-    taking the write lock as it starts, like ``BEGIN IMMEDIATE``): a quarter of the
-    statements of ``append_one`` in a transaction. Returns None, having written nothing, for
-    every other case (no such session, another version, a stored id: ``append_one`` judges
-    it), or when this SQLite has no ``RETURNING``. Must run outside a transaction."""
-    events = request.events
-    if not _ONE_STATEMENT or len(events) != 1 or events[0].shared_state:
-        return None
-    e = events[0]
-    try:
-        # fetchall: the statement (and with it the transaction) ends only once stepped to done
-        rows = conn.execute(_APPEND_ONE_SQL, (
-            request.session_id, e.event_id, e.kind, e.invocation_id, e.author, e.timestamp,
-            e.schema_version, e.payload, request.expected_version,
-        )).fetchall()
-    except sqlite3.IntegrityError:  # a stored id: the statement changed nothing
-        return None
-    if not rows:
-        return None
-    seq, position = rows[0]
-    return False, [written(request.session_id, e, seq=seq, position=position)]
 
 
 def _alone(conn: sqlite3.Connection, request: AppendRequest) -> Outcome:

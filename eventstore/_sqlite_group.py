@@ -46,9 +46,6 @@ Outcome = tuple[bool, Any]
 Batch = Callable[[sqlite3.Connection, Sequence[Any]], list[Outcome]]
 """Runs a run of requests of one kind (appends) in few statements; returns each one's
 outcome, as running them one after another would; raises only what fails the group."""
-Lone = Callable[[sqlite3.Connection, Any], "Outcome | None"]
-"""Runs one request alone as one autocommit statement (outside any transaction) and returns
-its outcome, or None having written nothing when the request needs ``Batch``."""
 _Answer = tuple[asyncio.Future[Any], bool, Any]
 
 
@@ -84,11 +81,9 @@ class GroupCommit:
     """
 
     def __init__(self, post: Callable[[Callable[[sqlite3.Connection], None]], None], *,
-                 batch: Batch | None = None, lone: Lone | None = None,
-                 max_group: int = 256) -> None:
+                 batch: Batch | None = None, max_group: int = 256) -> None:
         self._post = post
         self._batch = batch
-        self._lone = lone
         self._max_group = max_group
         self._lock = threading.Lock()
         self._waiting: list[_Item] = []
@@ -132,18 +127,6 @@ class GroupCommit:
             _settle(self._commit_group(conn, batch))
 
     def _commit_group(self, conn: sqlite3.Connection, batch: list[_Item]) -> list[_Answer]:
-        if len(batch) == 1 and batch[0].request is not None and self._lone is not None:
-            # A request alone (one session appending): one statement, no BEGIN/COMMIT.
-            item = batch[0]
-            try:
-                outcome = self._lone(conn, item.request)
-            except Exception as exc:
-                if conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                return [(item.future, True, exc)]
-            if outcome is not None:
-                return [(item.future, *outcome)]
         answers: list[_Answer] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
