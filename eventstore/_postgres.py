@@ -3,8 +3,8 @@
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
   by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
   state, at the expected version, no id stored yet) is one round trip: the server-side function
-  ``evs_append`` (revisions 0007, 0008) does lock, head, chain, insert in one statement; the rest
-  (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
+  the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
   commits late. Appends to different
@@ -91,6 +91,10 @@ CHANNEL: Final = "evs_events"
 NOTIFY_DELAY: Final = 0.005
 """Seconds an append's NOTIFY waits to be sent together with the next appends' (see
 ``_announce``)."""
+
+NOTIFY_BUSY_DELAY: Final = 0.05
+"""The same while many sessions are appending (the last notification named several): each
+notification is a transaction on a pooled connection, which appends then wait for."""
 
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
@@ -512,8 +516,8 @@ class PostgresBackend:
     async def _append_fast(
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
     ) -> list[StoredEvent] | None:
-        """The common append in one round trip (``evs_append``, revision 0008): one statement,
-        its own transaction. Returns None when the case needs the slower path (a conflict, a
+        """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
+        statement, its own transaction. Returns None when the case needs the slower path (a conflict, a
         retry or a duplicate to judge, a head record that disagrees with the log); nothing was
         written then. The client computes each event's content digest and the server chains
         them (``eventstore._chain``)."""
@@ -802,7 +806,8 @@ class PostgresBackend:
         notifies holds a database-wide lock while it commits, so notifying inside each append
         would serialize every append's commit — its WAL flush included — across all sessions.
         One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
-        (``_notify_loop``), without waiting for a WAL flush. Tails poll as well, so a lost
+        (``NOTIFY_BUSY_DELAY`` while several sessions append; ``_notify_loop``), without waiting
+        for a WAL flush. Tails poll as well, so a lost
         notification only delays them."""
         self._wakeups.wake(session_id)
         self._to_notify.add(session_id)
@@ -810,10 +815,13 @@ class PostgresBackend:
             self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
 
     async def _notify_loop(self) -> None:
+        delay = NOTIFY_DELAY
         while self._to_notify and not self._closed:
-            # Appends landing meanwhile share this notification (a tail waits a few ms more).
-            await asyncio.sleep(NOTIFY_DELAY)
+            # Appends landing meanwhile share this notification (a tail waits a few ms more,
+            # up to NOTIFY_BUSY_DELAY under load).
+            await asyncio.sleep(delay)
             sessions = sorted(self._to_notify)
+            delay = NOTIFY_BUSY_DELAY if len(sessions) > 1 else NOTIFY_DELAY
             self._to_notify.clear()
             with contextlib.suppress(*_DRIVER_ERRORS):
                 async with self._pool.acquire() as conn:

@@ -62,11 +62,13 @@ SEQ_BITS = 32
 """``evs_events.row_key`` is ``session_key << SEQ_BITS | seq`` (``seq`` < 2**31)."""
 
 NEWEST_ROW_KEY = (
-    "(SELECT max(row_key) FROM evs_events "
+    "(SELECT row_key FROM evs_events "
     f"WHERE row_key > s.session_key << {SEQ_BITS} "
-    f"AND row_key < (s.session_key + 1) << {SEQ_BITS})"
+    f"AND row_key < (s.session_key + 1) << {SEQ_BITS} ORDER BY row_key DESC LIMIT 1)"
 )
-"""The ``row_key`` of the newest event of session row ``s`` (NULL when it has none)."""
+"""The ``row_key`` of the newest event of session row ``s`` (NULL when it has none). Written
+as the first row of a backward range scan, not ``max(row_key)``: PostgreSQL, planning with the
+statistics of a young table, aggregated ``max`` over every row of the session."""
 
 MAX_POSITION = (1 << 63) - 1
 """The largest global ``position``; stands in for "no upper bound"."""

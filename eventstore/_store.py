@@ -25,6 +25,7 @@ from ._args import (
 from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
 from ._chain_check import SignatureProblem, signature_problems
 from ._codec import check_event, event_kind, with_seq
+from ._encode_fast import encode_plain
 from ._events import Event, EventActions
 from ._exceptions import (
     InvalidEventError,
@@ -186,13 +187,15 @@ class EventStore(ArtifactMethods, ForkMethods):
                 raise InvalidEventError(
                     f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
                     "stores.", event_id=event.id)
-        check_event(event)
-        try:
-            payload = encode_compact(event)
-        except TypeError as exc:
-            raise InvalidEventError(
-                f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
-            ) from exc
+        payload = encode_plain(event)
+        if payload is None:  # not plain, or refused: the walk names what is wrong
+            check_event(event)
+            try:
+                payload = encode_compact(event)
+            except TypeError as exc:
+                raise InvalidEventError(
+                    f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
+                ) from exc
         return event, NewEvent(
             event_id=event.id,
             kind=event_kind(event),

@@ -38,8 +38,8 @@ from ._events import (
 )
 
 __all__ = [
-    "STORED_SCHEMA_VERSION", "compact_fields", "compact_mapping", "decode_compact",
-    "encode_compact",
+    "STORED_SCHEMA_VERSION", "compact_fields", "compact_mapping", "compact_tree",
+    "decode_compact", "encode_compact",
 ]
 
 STORED_SCHEMA_VERSION: Final = 2
@@ -105,6 +105,14 @@ def encode_compact(event: Event) -> bytes:
     Deterministic: the same event gives the same bytes. Id, author, invocation id and timestamp
     are not in it (the row's columns hold them); neither are ``seq`` and ``partial``.
     """
+    return orjson.dumps(compact_tree(event), option=orjson.OPT_SORT_KEYS)
+
+
+def compact_tree(event: Event) -> dict[str, Any]:
+    """The stored payload (schema version 2) of ``event`` before serialization: what
+    ``encode_compact`` writes, built of dicts, lists and the application's own values (id
+    lists are lists, not the event's tuples, so the tree equals its own JSON round trip
+    whenever the application's values do)."""
     out: dict[str, Any] = {}
     if event.branch is not None:
         out["b"] = event.branch
@@ -117,9 +125,9 @@ def encode_compact(event: Event) -> bytes:
         if encoded:
             out["a"] = encoded
     if event.long_running_tool_ids:
-        out["l"] = event.long_running_tool_ids
+        out["l"] = list(event.long_running_tool_ids)
     if event.started_call_ids:
-        out["s"] = event.started_call_ids
+        out["s"] = list(event.started_call_ids)
     if event.turn_complete:
         out["t"] = True
     if event.error_code is not None:
@@ -128,7 +136,7 @@ def encode_compact(event: Event) -> bytes:
         out["em"] = event.error_message
     if event.custom_metadata:
         out["m"] = event.custom_metadata
-    return orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+    return out
 
 
 def _decode_part(raw: dict[str, Any]) -> Part:
