@@ -517,10 +517,10 @@ class PostgresBackend:
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
     ) -> list[StoredEvent] | None:
         """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
-        statement, its own transaction. Returns None when the case needs the slower path (a conflict, a
-        retry or a duplicate to judge, a head record that disagrees with the log); nothing was
-        written then. The client computes each event's content digest and the server chains
-        them (``eventstore._chain``)."""
+        statement, its own transaction. Returns None when the case needs the slower path (a
+        conflict, a retry or a duplicate to judge, a head record that disagrees with the
+        log); nothing was written then. The client computes each event's content digest and
+        the server chains them (``eventstore._chain``)."""
         digests = [content_digest(e) for e in events]
 
         async def job(conn: Any) -> list[StoredEvent] | None:

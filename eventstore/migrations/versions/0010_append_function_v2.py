@@ -4,16 +4,16 @@ Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-30
 
-The function of revisions 0007 and 0008 read the session's newest ``row_key`` with
-``max(row_key)`` over the session's key range and looked for the batch's ids with
-``event_id = ANY(ids)``. Which plan the server picks for those depends on the table's statistics: with the statistics of a young or
-unanalyzed table it aggregates over every row of the session and filters the session's rows by
-id, so an append cost time in proportion to the session's length (about 0.3 ms per statement
-at 1,000 events, measured). This revision states the plans instead: the newest row is the
-first of a backward range scan (``ORDER BY row_key DESC LIMIT 1``), and each id is one probe of
-the unique ``(session_id, event_id)`` index. Same signature and results as revision 0008's (which
-chains the events and keeps the head record); no table changes, SQLite has nothing to do. The
-downgrade restores the function of revision 0008.
+The function of revisions 0007 and 0008 read the session's newest ``row_key`` with ``max(row_key)``
+over the session's key range and looked for the batch's ids with ``event_id = ANY(ids)``. Which
+plan the server picks for those depends on the table's statistics: with the statistics of a young
+or unanalyzed table it aggregates over every row of the session and filters the session's rows by
+id, so an append cost time in proportion to the session's length (about 0.3 ms per statement at
+1,000 events, measured). This revision states the plans instead: the newest row is the first of a
+backward range scan (``ORDER BY row_key DESC LIMIT 1``), and each id is one probe of the unique
+``(session_id, event_id)`` index. Same signature and results as revision 0008's (which chains the
+events and keeps the head record); no table changes, SQLite has nothing to do. The downgrade
+restores the function of revision 0008.
 """
 
 from __future__ import annotations
