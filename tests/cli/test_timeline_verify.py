@@ -19,6 +19,7 @@ from eventstore import (
 )
 from eventstore._chain import GENESIS, chain_hashes
 from eventstore._codec import encode_event
+from eventstore._state import has_shared_keys
 from eventstore.cli._exchange import (
     ExportedArtifact,
     ExportFormatError,
@@ -37,11 +38,13 @@ def _numbered(events: list[Event]) -> list[Event]:
 
 
 def _rows(events: list[Event], session_id: str = "s1") -> list[StoredEvent]:
-    """The rows as a store writes them: chained (``eventstore._chain``)."""
+    """The rows as a store writes them: chained (``eventstore._chain``), flagged when their delta
+    changes ``user:``/``app:`` state."""
     rows = [
         StoredEvent(session_id=session_id, seq=n, position=n, event_id=e.id,
                     kind=event_kind(e), invocation_id=e.invocation_id, author=e.author,
-                    timestamp=e.timestamp, shared_state=False, schema_version=SCHEMA_VERSION,
+                    timestamp=e.timestamp, shared_state=has_shared_keys(e.actions.state_delta),
+                    schema_version=SCHEMA_VERSION,
                     payload=encode_event(e))
         for n, e in enumerate(events, start=1)
     ]
