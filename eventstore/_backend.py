@@ -343,7 +343,18 @@ class Backend(Protocol):
         ...
 
     async def drop_snapshots(self) -> int:
-        """Delete every snapshot, session and shared; return how many were dropped."""
+        """Delete every snapshot, session and shared, and every session cache; return how
+        many were dropped."""
+        ...
+
+    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+        """Return the session's cache ``name`` as ``(seq, data)``, or None when there is none
+        (or no such session)."""
+        ...
+
+    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+        """Store (or replace) the session's cache ``name`` at ``seq`` (a cache: may be dropped;
+        nothing is stored for a missing session or by a read-only store)."""
         ...
 
     async def save_artifact(

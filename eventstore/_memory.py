@@ -46,6 +46,7 @@ class _Session:
     events: list[StoredEvent] = field(default_factory=list)
     by_id: dict[str, StoredEvent] = field(default_factory=dict)
     snapshots: dict[int, bytes] = field(default_factory=dict)
+    caches: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     memory: tuple[int, list[MemoryRow]] | None = None
     """``(upto_seq, rows)`` once the session was added to memory; goes with the session."""
@@ -346,9 +347,23 @@ class MemoryBackend:
         dropped = sum(len(s) for s in self._shared_snapshots.values())
         self._shared_snapshots.clear()
         for session in self._sessions.values():
-            dropped += len(session.snapshots)
+            dropped += len(session.snapshots) + len(session.caches)
             session.snapshots.clear()
+            session.caches.clear()
         return dropped
+
+    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+        """See ``Backend.load_cache``."""
+        self._check_open()
+        session = self._sessions.get(session_id)
+        return None if session is None else session.caches.get(name)
+
+    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+        """See ``Backend.save_cache``."""
+        self._check_open()
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.caches[name] = (seq, bytes(data))
 
     async def save_artifact(
         self,

@@ -624,6 +624,15 @@ class PostgresBackend:
     async def drop_snapshots(self) -> int:
         return await self._run(snapshots.drop_all, what="drop snapshots", write=True)
 
+    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+        return await self._run(lambda conn: snapshots.load_cache(conn, session_id, name),
+                               what=f"load cache {name!r} of session {session_id!r}")
+
+    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+        await self._run(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data),
+                        what=f"save cache {name!r} of session {session_id!r}",
+                        session_id=session_id)
+
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:

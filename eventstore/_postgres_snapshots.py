@@ -13,7 +13,7 @@ from ._backend import SharedSnapshot
 from ._exceptions import SessionNotFoundError
 from ._sqlcommon import MAX_POSITION, seq_bound, shared_scope
 
-__all__ = ["drop_all", "load", "load_shared", "save", "save_shared"]
+__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
 
 
 async def load(conn: Any, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
@@ -43,10 +43,30 @@ async def save(conn: Any, session_id: str, seq: int, state: bytes) -> None:
 async def drop_all(conn: Any) -> int:
     """Delete every snapshot of both kinds; return how many there were."""
     dropped = 0
-    for table in ("evs_snapshots", "evs_shared_snapshots"):
+    for table in ("evs_snapshots", "evs_shared_snapshots", "evs_session_caches"):
         status = await conn.execute(f"DELETE FROM {table}")
         dropped += int(status.rsplit(" ", 1)[-1])
     return dropped
+
+
+async def load_cache(conn: Any, session_id: str, name: str) -> tuple[int, bytes] | None:
+    """Return ``(seq, data)`` of the session's cache ``name``, or None."""
+    row = await conn.fetchrow(
+        "SELECT seq, data FROM evs_session_caches WHERE session_id = $1 AND name = $2",
+        session_id, name,
+    )
+    return None if row is None else (int(row[0]), bytes(row[1]))
+
+
+async def save_cache(conn: Any, session_id: str, name: str, seq: int, data: bytes) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
+    await conn.execute(
+        "INSERT INTO evs_session_caches (session_id, name, seq, data) "
+        "SELECT $1::varchar, $2::varchar, $3::integer, $4::bytea "
+        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1) "
+        "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        session_id, name, seq, data,
+    )
 
 
 async def load_shared(

@@ -218,6 +218,32 @@ class Artifact(SQLModel, table=True):
     """Custom metadata given at save time (an encoded JSON object), or NULL."""
 
 
+class SessionCache(SQLModel, table=True):
+    """A named cache of state derived from a session's log at one ``seq`` (written by an
+    integration through ``EventStore.save_cache``); droppable, rebuilt from the log, checked
+    against it by its reader."""
+
+    __tablename__ = "evs_session_caches"
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_session_caches_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """Owning session."""
+    name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """Which cache (one per reader, e.g. ``openai_agents.items``)."""
+    seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """The cache describes events ``1..seq``."""
+    data: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The cache, in its reader's encoding."""
+
+
 class SessionFork(SQLModel, table=True):
     """The link of a fork to its origin (``EventStore.fork``). It goes with the fork (ON DELETE
     CASCADE) and outlives the origin: no foreign key names the origin, whose events the fork

@@ -535,6 +535,17 @@ class SQLiteBackend:
     async def drop_snapshots(self) -> int:
         return await self._write(snapshots.drop_all, what="drop snapshots")
 
+    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+        return await self._read(lambda conn: snapshots.load_cache(conn, session_id, name),
+                                what=f"load cache {name!r} of session {session_id!r}")
+
+    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+        if self._read_only:
+            return  # a cache; a read-only store simply does not keep one
+        await self._write(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data),
+                          what=f"save cache {name!r} of session {session_id!r}",
+                          session_id=session_id)
+
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:

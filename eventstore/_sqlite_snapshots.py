@@ -14,7 +14,7 @@ from ._backend import SharedSnapshot
 from ._exceptions import CorruptSnapshotError, SessionNotFoundError
 from ._sqlcommon import MAX_POSITION, payload_bytes, seq_bound, shared_scope, stored_type
 
-__all__ = ["drop_all", "load", "load_shared", "save", "save_shared"]
+__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
 
 
 def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
@@ -45,9 +45,36 @@ def save(conn: sqlite3.Connection, session_id: str, seq: int, state: bytes) -> N
 
 
 def drop_all(conn: sqlite3.Connection) -> int:
-    """Delete every snapshot of both kinds; return how many there were."""
+    """Delete every snapshot of both kinds and every session cache; return how many."""
     return (conn.execute("DELETE FROM evs_snapshots").rowcount
-            + conn.execute("DELETE FROM evs_shared_snapshots").rowcount)
+            + conn.execute("DELETE FROM evs_shared_snapshots").rowcount
+            + conn.execute("DELETE FROM evs_session_caches").rowcount)
+
+
+def load_cache(conn: sqlite3.Connection, session_id: str, name: str) -> tuple[int, bytes] | None:
+    """Return ``(seq, data)`` of the session's cache ``name``, or None; raises
+    CorruptSnapshotError when its data is not stored as bytes."""
+    row = conn.execute(
+        "SELECT seq, data FROM evs_session_caches WHERE session_id = ? AND name = ?",
+        (session_id, name),
+    ).fetchone()
+    if row is None:
+        return None
+    if not isinstance(row[1], bytes):
+        raise CorruptSnapshotError(session_id, int(row[0]), f"its cache {name!r} is stored as "
+                                   f"{stored_type(row[1])}, not as bytes.")
+    return int(row[0]), row[1]
+
+
+def save_cache(conn: sqlite3.Connection, session_id: str, name: str, seq: int,
+               data: bytes) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
+    conn.execute(
+        "INSERT INTO evs_session_caches (session_id, name, seq, data) SELECT ?, ?, ?, ? "
+        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = ?) "
+        "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        (session_id, name, seq, data, session_id),
+    )
 
 
 def load_shared(

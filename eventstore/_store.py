@@ -116,6 +116,14 @@ def _check_lookup(session_id: object) -> str:
     return session_id
 
 
+def _check_cache_name(name: object) -> str:
+    if not isinstance(name, str) or not name or len(name) > 255 or "\0" in name:
+        raise StoreUsageError(
+            f"A cache name must be a string of 1 to 255 characters without NUL, not {name!r}."
+        )
+    return name
+
+
 class EventStore(ArtifactMethods, ForkMethods):
     """An append-only, per-session event log with derived state and versioned artifacts.
 
@@ -638,6 +646,31 @@ class EventStore(ArtifactMethods, ForkMethods):
         return fold_state(session_part(e.actions.state_delta) for e in rows)
 
     async def rebuild_snapshots(self) -> int:
-        """Drop every snapshot — of session state and of ``user:``/``app:`` state (they are a
-        cache; the next state reads rebuild them). Returns how many were dropped."""
+        """Drop every snapshot — of session state and of ``user:``/``app:`` state — and every
+        session cache (``save_cache``): they are caches; the next reads rebuild them. Returns
+        how many were dropped."""
         return await self._open_backend().drop_snapshots()
+
+    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+        """Return ``(seq, data)`` of the session's cache ``name`` (see ``save_cache``), or None
+        when there is none (or no such session).
+
+        A cache is never a source of truth: the caller must check it still describes the log
+        (e.g. the id of the event at ``seq``) and ignore it otherwise."""
+        _check_lookup(session_id)
+        return await self._open_backend().load_cache(session_id, _check_cache_name(name))
+
+    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+        """Keep ``data``, state its caller derived from the session's events ``1..seq``, as the
+        session's cache ``name`` (replacing the previous one), for ``load_cache``.
+
+        A cache, like the state snapshots: deleted with the session, dropped by
+        ``rebuild_snapshots`` (``evs db rebuild-snapshots``), not copied by ``fork``, not kept
+        by a read-only store or for a session that does not exist. The log stays the only
+        source of truth: the reader checks the cache against it."""
+        _check_lookup(session_id)
+        name = _check_cache_name(name)
+        seq = check_int(seq, "seq", minimum=0, maximum=(1 << 31) - 1)
+        if not isinstance(data, bytes):
+            raise StoreUsageError(f"data must be bytes, not {type(data).__name__}.")
+        await self._open_backend().save_cache(session_id, name, seq, data)

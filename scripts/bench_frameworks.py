@@ -1,6 +1,6 @@
 """Side by side through the frameworks' own APIs: their session backends vs ours, in one run.
 
-    .venv/bin/python scripts/bench_frameworks.py [--quick]
+    .venv/bin/python scripts/bench_frameworks.py [--quick] [--only adk|openai-agents]
 
 Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLite files:
 
@@ -13,7 +13,10 @@ Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLit
     the session object that wrote them (ours answers from its cache of the items at head,
     best of 3); *cold* = a fresh session object over the existing file, constructed and asked
     once, as a new process would (best of 3 fresh objects; ours opens its store there, the
-    imports being done).
+    imports being done; ours answers from the items at head it saved in the store, checked
+    against the log). Also printed, not judged: ours cold without that saved cache (dropped by
+    ``rebuild_snapshots`` before each read, outside the timing) — what the first read after
+    ``evs db rebuild-snapshots`` or an upgrade costs.
 
 Prints events/s, load ms and our ratio to each baseline measured in the same run. Targets:
 ours >= 20x DatabaseSessionService on append and >= 5x on load; >= 1x SQLiteSession on both.
@@ -39,6 +42,7 @@ from google.adk.sessions import BaseSessionService, DatabaseSessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.genai import types
 
+from eventstore import open_store
 from eventstore.integrations.adk import EventStoreSessionService
 from eventstore.integrations.openai_agents import EventStoreSession
 
@@ -127,10 +131,22 @@ async def bench_openai(
     return rate, warm_ms, await best_of(3, cold) * 1000
 
 
-async def main(quick: bool) -> int:
+async def main(quick: bool, only: str | None = None) -> int:
     n_adk = 1_000 if quick else 10_000
     n_oa = 1_000 if quick else 10_000
     tmp = Path(tempfile.mkdtemp(prefix="evs-bench-frameworks-"))
+    missed = [] if only == "openai-agents" else await run_adk(tmp, n_adk)
+    if only != "adk":
+        missed += await run_openai(tmp, n_oa)
+    if quick:
+        print("\n--quick is a smoke run: the targets are judged on the full run.")
+        return 0
+    print("\nall targets met" if not missed else f"\nmissed: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+async def run_adk(tmp: Path, n_adk: int) -> list[str]:
+    """Part (a); returns the targets missed."""
     print(f"google-adk: append_event x {n_adk:,} (awaited, one session), then get_session")
     adk: dict[str, tuple[float, float]] = {}
     database = DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk-db.db'}")
@@ -151,6 +167,16 @@ async def main(quick: bool) -> int:
           f"load {db_load / ours_load:.1f}x (target 5x)")
     print(f"  ours vs SqliteSessionService:   append {ours_rate / sq_rate:.1f}x, "
           f"load {sq_load / ours_load:.1f}x")
+    return [
+        what for what, ok in (
+            ("append >= 20x DatabaseSessionService", ours_rate >= 20 * db_rate),
+            ("load >= 5x DatabaseSessionService", db_load >= 5 * ours_load),
+        ) if not ok
+    ]
+
+
+async def run_openai(tmp: Path, n_oa: int) -> list[str]:
+    """Part (b); returns the targets missed."""
 
     print(f"\nOpenAI Agents SDK: add_items x {n_oa:,} (one item per call), then get_items()")
     async def sqlite_fresh() -> SQLiteSession:
@@ -171,6 +197,19 @@ async def main(quick: bool) -> int:
     mine = await ours_fresh()
     oa_ours = await bench_openai("ours", mine, n_oa, ours_fresh, ours_close)
     await mine.close()
+
+    async def uncached() -> float:
+        store = await open_store(tmp / "evs-oa.db")
+        await store.rebuild_snapshots()
+        await store.aclose()
+        start = time.perf_counter()
+        other = await ours_fresh()
+        if len(await other.get_items()) != n_oa:
+            raise SystemExit("ours: get_items returned the wrong number of items")
+        await ours_close(other)
+        return time.perf_counter() - start
+
+    uncached_ms = min([await uncached() for _ in range(3)]) * 1000
     for name, (rate, warm_ms, cold_ms) in (("SQLiteSession", oa_theirs),
                                            ("ours: EventStoreSession", oa_ours)):
         print(f"  {name:<32} {rate:>8,.0f} events/s   get warm {warm_ms:>7.1f} ms"
@@ -178,24 +217,22 @@ async def main(quick: bool) -> int:
     print(f"  ours vs SQLiteSession: add {oa_ours[0] / oa_theirs[0]:.1f}x (target 1x), "
           f"get warm {oa_theirs[1] / oa_ours[1]:.1f}x, cold {oa_theirs[2] / oa_ours[2]:.1f}x "
           "(target 1x)")
+    print(f"  ours cold without its saved cache: {uncached_ms:.1f} ms "
+          f"({oa_theirs[2] / uncached_ms:.2f}x; not judged)")
 
-    missed = [
+    return [
         what for what, ok in (
-            ("append >= 20x DatabaseSessionService", ours_rate >= 20 * db_rate),
-            ("load >= 5x DatabaseSessionService", db_load >= 5 * ours_load),
             ("add_items >= 1x SQLiteSession", oa_ours[0] >= oa_theirs[0]),
             ("get_items warm >= 1x SQLiteSession", oa_theirs[1] >= oa_ours[1]),
             ("get_items cold >= 1x SQLiteSession", oa_theirs[2] >= oa_ours[2]),
         ) if not ok
     ]
-    if quick:
-        print("\n--quick is a smoke run: the targets are judged on the full run.")
-        return 0
-    print("\nall targets met" if not missed else f"\nmissed: {', '.join(missed)}")
-    return 1 if missed else 0
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1,000 events instead of 10,000")
-    sys.exit(asyncio.run(main(parser.parse_args().quick)))
+    parser.add_argument("--only", choices=["adk", "openai-agents"],
+                        help="run one framework's part only")
+    args = parser.parse_args()
+    sys.exit(asyncio.run(main(args.quick, args.only)))

@@ -53,27 +53,49 @@ from eventstore import (
 
 from ._handle import StoreHandle
 
-__all__ = ["METADATA_KEY", "EventStoreSession"]
+__all__ = ["CACHE_NAME", "METADATA_KEY", "EventStoreSession"]
 
 METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
 
 _PAGE = 512
 _NONE: dict[str, Any] = {}
+CACHE_NAME = "openai_agents.items.v1"
+"""Name of the store cache (``EventStore.save_cache``) of a session's items at head."""
+_SAVE_AFTER = 256
+"""A full read that had to fold this many events or more saves the store cache."""
 
 
 class _HeadCache:
     """The items at head of one session at ``version`` (by seq, oldest first; parsed from the
     log and never handed out: callers get copies), and the id of the event at ``version``:
-    rebuildable at any time from the log."""
+    rebuildable at any time from the log. Loaded from the store's cache (``from_bytes``), the
+    items are parsed once and that parse is handed to the first full read (nobody else holds
+    it); the by-seq mapping is built only when a change needs it."""
 
-    __slots__ = ("_blob", "event_id", "items", "version")
+    __slots__ = ("_blob", "_fresh", "_items", "_seqs", "event_id", "version")
 
-    def __init__(self, items: dict[int, Any], version: int, event_id: str) -> None:
-        self.items = items
+    def __init__(self, items: dict[int, Any] | None, version: int, event_id: str, *,
+                 seqs: list[int] | None = None, blob: bytes | None = None,
+                 fresh: list[Any] | None = None) -> None:
+        self._items = items
+        self._fresh = fresh
+        self._seqs = seqs
+        self._blob = blob
         self.version = version
         self.event_id = event_id
-        self._blob: bytes | None = None
+
+    @property
+    def items(self) -> dict[int, Any]:
+        """The items by seq, parsed on first use."""
+        if self._items is None:
+            assert self._seqs is not None
+            assert self._blob is not None
+            parsed = orjson.loads(self._blob) if self._fresh is None else self._fresh
+            self._items = dict(zip(self._seqs, parsed, strict=True))
+            self._seqs = None
+            self._fresh = None
+        return self._items
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one newer event (``read_mappings(compact=True)``) onto the cache."""
@@ -82,13 +104,19 @@ class _HeadCache:
         meaning = event.get("m", _NONE).get(METADATA_KEY)
         if not isinstance(meaning, dict):
             return
+        items = self.items
         self._blob = None
         if meaning.get("clear") is True:
-            self.items = {}
+            self._items = {}
         elif "pop" in meaning:
-            self.items.pop(meaning["pop"], None)
+            items.pop(meaning["pop"], None)
         elif "item" in meaning:
-            self.items[event["seq"]] = meaning["item"]  # parsed for this read: ours alone
+            items[event["seq"]] = meaning["item"]  # parsed for this read: ours alone
+
+    def _items_blob(self) -> bytes:
+        if self._blob is None:
+            self._blob = orjson.dumps(list(self.items.values()))
+        return self._blob
 
     def decoded(self, limit: int | None) -> list[Any]:
         """Fresh copies of the newest ``limit`` items (all when None), oldest first: one JSON
@@ -96,12 +124,34 @@ class _HeadCache:
         they get."""
         if limit is not None:
             blob = orjson.dumps(list(self.items.values())[-limit:])
+        elif self._fresh is not None:
+            fresh, self._fresh = self._fresh, None
+            return fresh
         else:
-            if self._blob is None:
-                self._blob = orjson.dumps(list(self.items.values()))
-            blob = self._blob
+            blob = self._items_blob()
         items: list[Any] = orjson.loads(blob)
         return items
+
+    def to_bytes(self) -> bytes:
+        """The cache as kept in the store (``EventStore.save_cache``): a JSON header
+        ``[event_id, [seq, ...]]``, a newline, the items' JSON array."""
+        seqs = self._seqs if self._items is None else list(self._items)
+        return orjson.dumps([self.event_id, seqs]) + b"\n" + self._items_blob()
+
+    @classmethod
+    def from_bytes(cls, version: int, data: bytes) -> _HeadCache | None:
+        """The cache ``to_bytes`` wrote at ``version``, or None when ``data`` is not one."""
+        header, sep, blob = data.partition(b"\n")
+        try:
+            event_id, seqs = orjson.loads(header)
+            items = orjson.loads(blob)
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return None
+        if (not sep or not isinstance(event_id, str) or not isinstance(seqs, list)
+                or not isinstance(items, list) or len(items) != len(seqs)
+                or not all(type(s) is int for s in seqs)):
+            return None
+        return cls(None, version, event_id, seqs=seqs, blob=blob, fresh=items)
 
 
 def _text_of(content: Any) -> str | None:
@@ -238,7 +288,9 @@ class EventStoreSession:
         return cache
 
     async def _rebuild(self, store: EventStore) -> _HeadCache:
-        """Read the items at head from the log and keep them as the cache (when non-empty)."""
+        """Read the items at head and keep them as the cache (when non-empty): from the
+        store's cache of them when it still describes the log, brought up to head; else from
+        the log. A read that folded many events saves the store's cache for the next one."""
         try:
             head = await store.read_mappings(self.session_id, backwards=True, limit=1,
                                              compact=True)
@@ -247,9 +299,36 @@ class EventStoreSession:
         if not head:
             return _HeadCache({}, 0, "")
         newest = head[0]
-        found = await self._scan(store, limit=None, upto=newest["seq"])
-        cache = _HeadCache(dict(reversed(found)), newest["seq"], newest["id"])
+        cache = await self._load_saved(store, newest["seq"])
+        base = 0 if cache is None else cache.version
+        if cache is None:
+            found = await self._scan(store, limit=None, upto=newest["seq"])
+            cache = _HeadCache(dict(reversed(found)), newest["seq"], newest["id"])
+        if newest["seq"] - base >= _SAVE_AFTER:
+            with contextlib.suppress(SessionNotFoundError):
+                await store.save_cache(self.session_id, CACHE_NAME, cache.version,
+                                       cache.to_bytes())
         self._cache = cache
+        return cache
+
+    async def _load_saved(self, store: EventStore, upto: int) -> _HeadCache | None:
+        """The store's cache of the items, brought up to ``upto``, or None when there is none
+        or it does not describe this log (its event is not the log's event at its seq)."""
+        saved = await store.load_cache(self.session_id, CACHE_NAME)
+        if saved is None or not 0 < saved[0] <= upto:
+            return None
+        cache = _HeadCache.from_bytes(*saved)
+        if cache is None:
+            return None
+        try:
+            newer = await store.read_mappings(self.session_id, after=cache.version - 1,
+                                              upto=upto, compact=True)
+        except SessionNotFoundError:
+            return None
+        if not newer or newer[0]["seq"] != cache.version or newer[0]["id"] != cache.event_id:
+            return None
+        for event in newer[1:]:
+            cache.apply(event)
         return cache
 
     async def add_items(self, items: list[Any]) -> None:

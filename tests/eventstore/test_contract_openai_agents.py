@@ -18,7 +18,12 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from eventstore import EventStore, MemoryBackend, SessionNotFoundError, StoredEvent  # noqa: E402
-from eventstore.integrations.openai_agents import METADATA_KEY, EventStoreSession  # noqa: E402
+from eventstore.integrations import openai_agents  # noqa: E402
+from eventstore.integrations.openai_agents import (  # noqa: E402
+    CACHE_NAME,
+    METADATA_KEY,
+    EventStoreSession,
+)
 
 
 def _msg(role: str, text: str) -> dict[str, Any]:
@@ -202,9 +207,15 @@ _CACHE_OPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@pytest.mark.parametrize("save_after", [1, 3, 10**9], ids=["save-always", "save-3", "never"])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_CACHE_OPS)
-async def test_the_cache_at_head_equals_a_rebuild_from_the_log(ops: list[Any]) -> None:
+async def test_the_cache_at_head_equals_a_rebuild_from_the_log(
+    ops: list[Any], save_after: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # save_after: fresh objects read (and save) the store's cache of the items at head.
+    monkeypatch.setattr(openai_agents, "_SAVE_AFTER", save_after)
     store = EventStore(MemoryBackend())
     sessions = {"reader": EventStoreSession("s", store), "writer": EventStoreSession("s", store)}
     counter = 0
@@ -237,3 +248,46 @@ async def test_got_items_are_copies(store: EventStore) -> None:
     got = await session.get_items()
     got[0]["content"][0]["text"] = "changed"
     assert (await session.get_items())[0]["content"][0]["text"] == "a"
+
+
+async def test_a_fresh_object_answers_from_the_saved_cache_checked_against_the_log(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openai_agents, "_SAVE_AFTER", 3)
+    writer = EventStoreSession("s", store)
+    items = [_msg("user", f"m{i}") for i in range(6)]
+    await writer.add_items(items[:2])
+    assert await writer.get_items() == items[:2]
+    assert await store.load_cache("s", CACHE_NAME) is None  # 2 events folded: not worth it
+    await writer.add_items(items[2:])
+    assert await EventStoreSession("s", store).get_items() == items
+    saved = await store.load_cache("s", CACHE_NAME)
+    assert saved is not None
+    assert saved[0] == 6
+
+    # The saved cache is what answers a fresh object once its event matches the log's...
+    head = (await store.read("s", upto=6))[-1]
+    forged = b'["' + head.id.encode() + b'",[1]]\n[{"role":"user","content":"cached"}]'
+    await store.save_cache("s", CACHE_NAME, 6, forged)
+    assert await EventStoreSession("s", store).get_items() == [_msg("user", "cached")]
+    # ...and is ignored when it does not: another event id at its seq, a seq past head,
+    # bytes it did not write.
+    for seq, data in ((6, forged.replace(head.id.encode(), b"other-id")), (7, forged),
+                      (6, b"not a cache"), (6, forged[:-1])):
+        await store.save_cache("s", CACHE_NAME, seq, data)
+        assert await EventStoreSession("s", store).get_items() == items
+    assert await store.rebuild_snapshots() >= 1
+    assert await store.load_cache("s", CACHE_NAME) is None
+    assert await EventStoreSession("s", store).get_items() == items
+
+    # Events after the cache (adds, a pop, a clear) are folded onto it.
+    await EventStoreSession("s", store).get_items()
+    other = EventStoreSession("s", store)
+    await other.add_items([_msg("assistant", "late")])
+    assert await other.pop_item() == _msg("assistant", "late")
+    await other.add_items([_msg("assistant", "later")])
+    assert await EventStoreSession("s", store).get_items() == [*items, _msg("assistant", "later")]
+    await other.clear_session()
+    assert await EventStoreSession("s", store).get_items() == []
+    await store.delete_session("s")
+    assert await store.load_cache("s", CACHE_NAME) is None
