@@ -131,6 +131,8 @@ def _method_calls() -> dict[str, Call]:
                                                        user_id="u"),
         "fork": lambda s: s.fork("s", at=1),
         "fork_links": lambda s: s.fork_links("s"),
+        "load_cache": lambda s: s.load_cache("s", "items"),
+        "save_cache": lambda s: s.save_cache("s", "items", 1, b"[]"),
         # Reads only on a keyed store (an unkeyed one has nothing to check): opened keyed below.
         "untrusted": lambda s: s.untrusted("s"),
     }
@@ -146,7 +148,8 @@ def test_arguments_dropped_table_calls_cover_every_method() -> None:
     assert public - {"aclose"} == set(_method_calls())
 
 
-_TABLES = ["evs_shared_snapshots", "evs_snapshots", "evs_artifacts", "evs_events", "evs_sessions"]
+_TABLES = ["evs_session_caches", "evs_shared_snapshots", "evs_snapshots", "evs_artifacts",
+           "evs_events", "evs_sessions"]
 
 
 async def _rename_tables(factory: StoreFactory, *, away: bool) -> type[BaseException]:
