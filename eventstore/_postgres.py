@@ -38,7 +38,6 @@ from . import _postgres_fork as forks
 from . import _postgres_memory as memory
 from . import _postgres_queries as queries
 from . import _postgres_snapshots as snapshots
-from ._postgres_group import AppendGroups
 from ._backend import (
     ArtifactRecord,
     EventRow,
@@ -66,6 +65,7 @@ from ._exceptions import (
 )
 from ._fork import ForkLink, ForkPlan
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
+from ._postgres_group import AppendGroups
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
