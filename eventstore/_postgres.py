@@ -5,6 +5,8 @@
   state, at the expected version, no id stored yet) is one round trip: the server-side function
   ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
   the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  Under load, the ``evs_append`` calls waiting at one moment share one round trip and one
+  commit (``_postgres_group``); each is still judged alone.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
   commits late. Appends to different

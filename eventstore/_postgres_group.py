@@ -35,7 +35,8 @@ class AppendGroups:
     waiting at one moment into one transaction (see the module docstring).
 
     ``errors`` are the exceptions of a failed group that make each of its calls run again
-    alone; ``lock_key`` gives each argument tuple's lock key (the order within a group)."""
+    alone; ``lock_position`` is the index of the lock key in each argument tuple (the order
+    within a group); at most ``max_senders`` pooled connections send groups at once."""
 
     def __init__(self, pool: Any, sql: str, *, max_senders: int,
                  errors: tuple[type[BaseException], ...], lock_position: int) -> None:
