@@ -5,6 +5,8 @@
   state, at the expected version, no id stored yet) is one round trip: the server-side function
   ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
   the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  Under load, the ``evs_append`` calls waiting at one moment share one round trip and one
+  commit (``_postgres_group``); each is still judged alone.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
   commits late. Appends to different
@@ -65,6 +67,7 @@ from ._exceptions import (
 )
 from ._fork import ForkLink, ForkPlan
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
+from ._postgres_group import AppendGroups
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -276,6 +279,10 @@ class PostgresBackend:
         self._loop = asyncio.get_running_loop()
         self._to_notify: set[str] = set()
         self._notifier: asyncio.Task[None] | None = None
+        # Half the pool at most sends grouped appends: the rest serves reads and the
+        # multi-statement path meanwhile.
+        self._appends = AppendGroups(pool, _APPEND_SQL, max_senders=pool.get_max_size() // 2,
+                                     errors=_DRIVER_ERRORS, lock_position=1)
 
     @classmethod
     async def open(
@@ -517,30 +524,33 @@ class PostgresBackend:
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
     ) -> list[StoredEvent] | None:
         """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
-        statement, its own transaction. Returns None when the case needs the slower path (a
+        statement, committed together with the other sessions' appends sent at the same
+        moment (``_postgres_group``). Returns None when the case needs the slower path (a
         conflict, a retry or a duplicate to judge, a head record that disagrees with the
         log); nothing was written then. The client computes each event's content digest and
         the server chains them (``eventstore._chain``)."""
-        digests = [content_digest(e) for e in events]
-
-        async def job(conn: Any) -> list[StoredEvent] | None:
-            status, version, position, hashes = await conn.fetchrow(
-                _APPEND_SQL, session_id, _lock_key(session_id), expected_version,
-                [e.event_id for e in events], [e.kind for e in events],
-                [e.invocation_id for e in events], [e.author for e in events],
-                [e.timestamp for e in events], [e.schema_version for e in events],
-                [e.payload for e in events], digests,
-            )
-            if status == 1:
-                raise SessionNotFoundError(session_id)
-            if status != 0:
-                return None
-            return [written(session_id, e, seq=version + i, position=position,
-                            chain_hash=hashes[i - 1])
-                    for i, e in enumerate(events, 1)]
-
-        return await self._run(job, what=f"append to session {session_id!r}",
-                               session_id=session_id)
+        if self._closed:
+            raise StoreClosedError()
+        self._check_loop()
+        args = (
+            session_id, _lock_key(session_id), expected_version, [e.event_id for e in events],
+            [e.kind for e in events], [e.invocation_id for e in events],
+            [e.author for e in events], [e.timestamp for e in events],
+            [e.schema_version for e in events], [e.payload for e in events],
+            [content_digest(e) for e in events],
+        )
+        try:
+            status, version, position, hashes = await self._appends.run(args)
+        except _DRIVER_ERRORS as exc:
+            raise _translate(exc, url=self.url, what=f"append to session {session_id!r}",
+                             session_id=session_id) from exc
+        if status == 1:
+            raise SessionNotFoundError(session_id)
+        if status != 0:
+            return None
+        return [written(session_id, e, seq=version + i, position=position,
+                        chain_hash=hashes[i - 1])
+                for i, e in enumerate(events, 1)]
 
     async def read(
         self,
@@ -845,6 +855,8 @@ class PostgresBackend:
             self._pool.terminate()
             self._wakeups.close()
             return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._appends.drain(), 10)
         if self._notifier is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._notifier, 5)

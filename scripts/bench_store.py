@@ -1,6 +1,7 @@
 """Benchmark the SQLite store (and PostgreSQL, when reachable) against raw-driver floors.
 
     .venv/bin/python scripts/bench_store.py [--quick] [--postgres URL | --no-postgres]
+        [--only postgres]
 
 Every figure is printed next to a baseline measured in the same run. Events are a realistic
 agent mix by default (model turns calling tools, tool responses with nested results and state
@@ -270,12 +271,13 @@ def sizes() -> None:
 async def main(args: argparse.Namespace) -> int:
     quick = args.quick
     appends, big, reps, runs = (300, 2_000, 2, 3) if quick else (2_000, 10_000, 5, 5)
-    sizes()
     results: Results = []
-    with tempfile.TemporaryDirectory(prefix="evs-bench-") as tmp:
-        await single_session(tmp, appends, runs, results)
-        await load_and_bytes(tmp, big, reps, results)
-        await concurrency(tmp, quick, results)
+    if args.only != "postgres":
+        sizes()
+        with tempfile.TemporaryDirectory(prefix="evs-bench-") as tmp:
+            await single_session(tmp, appends, runs, results)
+            await load_and_bytes(tmp, big, reps, results)
+            await concurrency(tmp, quick, results)
     if not args.no_postgres:
         from _bench_postgres import postgres_section
 
@@ -301,4 +303,6 @@ if __name__ == "__main__":
         "EVS_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"),
         help="server for the PostgreSQL section (a private database is created and dropped)")
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
+    parser.add_argument("--only", choices=["postgres"],
+                        help="run only this section (e.g. to compare PostgreSQL changes)")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -1,0 +1,125 @@
+"""Group commit for PostgreSQL's one-statement appends (``evs_append``).
+
+Under load the cost of an append is its commit (a WAL flush) and its round trip, not the
+function's work. The appends waiting at one moment, of any sessions, are therefore sent on one
+pooled connection as one pipelined round trip (asyncpg's ``fetchmany``: one ``evs_append`` per
+append, one ``Sync``), which makes them one transaction and one commit. Each append keeps its
+own contract, because ``evs_append`` judges each call alone: it takes the session's lock, checks
+the head and the ids, and either writes or returns a status without writing (the caller then
+takes the multi-statement path). A caller is answered only after the commit that holds its
+events. If the group's transaction fails as a whole (e.g. a session deleted meanwhile), nothing
+of it was written and each append is run again alone, so an error reaches only its own caller.
+
+A lone append does not wait for company: it is sent as soon as a connection is free. At most
+``max_senders`` connections send groups at once; the rest of the pool stays free for reads and
+the multi-statement path. Within a group the calls are ordered by lock key, so two groups take
+their sessions' locks in the same order and cannot deadlock each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Final
+
+__all__ = ["AppendGroups", "MAX_GROUP"]
+
+MAX_GROUP: Final = 64
+"""The most appends one round trip carries."""
+
+_Pending = tuple[Sequence[Any], "asyncio.Future[Any]"]
+
+
+class AppendGroups:
+    """Runs ``sql`` (one row per call) for each submitted argument tuple, grouping the calls
+    waiting at one moment into one transaction (see the module docstring).
+
+    ``errors`` are the exceptions of a failed group that make each of its calls run again
+    alone; ``lock_position`` is the index of the lock key in each argument tuple (the order
+    within a group); at most ``max_senders`` pooled connections send groups at once."""
+
+    def __init__(self, pool: Any, sql: str, *, max_senders: int,
+                 errors: tuple[type[BaseException], ...], lock_position: int) -> None:
+        self._pool = pool
+        self._sql = sql
+        self._max_senders = max(1, max_senders)
+        self._errors = errors
+        self._lock_position = lock_position
+        self._pending: list[_Pending] = []
+        self._senders = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, args: Sequence[Any]) -> Any:
+        """The row ``sql`` returns for ``args``, after the transaction holding it committed.
+        Raises what running it alone would raise."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((args, future))
+        if self._senders < self._max_senders:
+            self._start_sender()
+        return await future
+
+    async def _send(self) -> None:
+        group: list[_Pending] = []
+        try:
+            async with self._pool.acquire() as conn:
+                while self._pending:
+                    group = [p for p in self._pending[:MAX_GROUP] if not p[1].done()]
+                    del self._pending[:MAX_GROUP]
+                    if group:
+                        await self._send_group(conn, group)
+                    group = []
+        except BaseException as exc:
+            # No connection, a broken one, or this task was cancelled: its group fails with it,
+            # and so do the queued calls when no other sender is left to take them (a later
+            # call starts a sender of its own).
+            unanswered = group
+            if self._senders == 1:
+                unanswered += self._pending
+                self._pending = []
+            for _, future in unanswered:
+                if future.done():
+                    continue
+                if isinstance(exc, Exception):
+                    future.set_exception(exc)
+                else:
+                    future.cancel()
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._senders -= 1
+            # Calls queued while this sender released its connection.
+            if self._pending and self._senders < self._max_senders:
+                self._start_sender()
+
+    def _start_sender(self) -> None:
+        self._senders += 1
+        task = asyncio.get_running_loop().create_task(self._send())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_group(self, conn: Any, group: list[_Pending]) -> None:
+        if len(group) > 1:
+            group.sort(key=lambda p: p[0][self._lock_position])
+            try:
+                rows = await conn.fetchmany(self._sql, [args for args, _ in group])
+            except self._errors:
+                pass  # nothing of the group was written: each call runs again alone
+            else:
+                for (_, future), row in zip(group, rows, strict=True):
+                    if not future.done():
+                        future.set_result(row)
+                return
+        for args, future in group:
+            try:
+                row = await conn.fetchrow(self._sql, *args)
+            except self._errors as exc:
+                if not future.done():
+                    future.set_exception(exc)
+            else:
+                if not future.done():
+                    future.set_result(row)
+
+    async def drain(self) -> None:
+        """Wait for the groups being sent (before the pool closes)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
