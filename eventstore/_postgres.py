@@ -562,17 +562,8 @@ class PostgresBackend:
         limit: int | None,
     ) -> list[StoredEvent]:
         sql = _READ_SQL.format(order="DESC" if backwards else "ASC")
-
-        low, high = seq_bound(after or 0), seq_bound(upto)
-
-        async def job(conn: Any) -> list[StoredEvent]:
-            key = await conn.fetchval(_KEY_SQL, session_id)
-            if key is None:
-                raise SessionNotFoundError(session_id)
-            rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
-            return stored_events(session_id, rows)
-
-        return await self._run(job, what=f"read session {session_id!r}")
+        return await self._read_range(session_id, sql, stored_events, after=after, upto=upto,
+                                      limit=limit)
 
     async def read_rows(
         self,
@@ -584,14 +575,29 @@ class PostgresBackend:
         limit: int | None,
     ) -> list[EventRow]:
         sql = _ROWS_SQL.format(order="DESC" if backwards else "ASC")
+        return await self._read_range(session_id, sql, event_rows, after=after, upto=upto,
+                                      limit=limit)
+
+    async def _read_range(
+        self,
+        session_id: str,
+        sql: str,
+        build: Callable[[str, list[Any]], list[T]],
+        *,
+        after: int | None,
+        upto: int | None,
+        limit: int | None,
+    ) -> list[T]:
+        """Run one of the range reads (row keys ``low..high``, ``limit``) and ``build`` its
+        rows; raises SessionNotFoundError for a missing session."""
         low, high = seq_bound(after or 0), seq_bound(upto)
 
-        async def job(conn: Any) -> list[EventRow]:
+        async def job(conn: Any) -> list[T]:
             key = await conn.fetchval(_KEY_SQL, session_id)
             if key is None:
                 raise SessionNotFoundError(session_id)
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
-            return event_rows(session_id, rows)
+            return build(session_id, rows)
 
         return await self._run(job, what=f"read session {session_id!r}")
 

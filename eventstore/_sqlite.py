@@ -463,16 +463,8 @@ class SQLiteBackend:
         limit: int | None,
     ) -> list[StoredEvent]:
         sql = _READ_BACKWARD_SQL if backwards else _READ_FORWARD_SQL
-        low, high = seq_bound(after or 0), seq_bound(upto)
-        count = -1 if limit is None else limit
-
-        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            rows = conn.execute(sql, (session_id, low, high, count)).fetchall()
-            if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
-                raise SessionNotFoundError(session_id)
-            return stored_events(session_id, rows)
-
-        return await self._read(job, what=f"read session {session_id!r}")
+        return await self._read_range(session_id, sql, stored_events, after=after, upto=upto,
+                                      limit=limit)
 
     async def read_rows(
         self,
@@ -484,14 +476,29 @@ class SQLiteBackend:
         limit: int | None,
     ) -> list[EventRow]:
         sql = _ROWS_BACKWARD_SQL if backwards else _ROWS_FORWARD_SQL
+        return await self._read_range(session_id, sql, event_rows, after=after, upto=upto,
+                                      limit=limit)
+
+    async def _read_range(
+        self,
+        session_id: str,
+        sql: str,
+        build: Callable[[str, list[Any]], list[T]],
+        *,
+        after: int | None,
+        upto: int | None,
+        limit: int | None,
+    ) -> list[T]:
+        """Run one of the range reads (``session_id, low, high, count``) and ``build`` its
+        rows; raises SessionNotFoundError when nothing came back for a missing session."""
         low, high = seq_bound(after or 0), seq_bound(upto)
         count = -1 if limit is None else limit
 
-        def job(conn: sqlite3.Connection) -> list[EventRow]:
+        def job(conn: sqlite3.Connection) -> list[T]:
             rows = conn.execute(sql, (session_id, low, high, count)).fetchall()
             if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
                 raise SessionNotFoundError(session_id)
-            return event_rows(session_id, rows)
+            return build(session_id, rows)
 
         return await self._read(job, what=f"read session {session_id!r}")
 
