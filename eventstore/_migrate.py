@@ -239,16 +239,29 @@ async def upgrade(url: str, revision: str = "head") -> None:
     config = _config(url)
     assert isinstance(config, Config)
 
+    path = sqlite_file(url)
+
     def run() -> None:
         with _UPGRADE_LOCK, _file_lock(url):
+            if path is not None:
+                # Read under the lock: outside it, another process's upgrade may be half done
+                # (SQLite DDL is not in alembic's transaction, so its tables can be visible
+                # before alembic_version is written) and look like an unversioned database.
+                current, unversioned = sqlite_revision(str(path))
+                if unversioned:
+                    raise SchemaError(unversioned_message(url))
+                if is_newer(current):
+                    assert current is not None
+                    raise SchemaError(newer_message(url, current))
             command.upgrade(config, revision)
 
     with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(_probe_sqlite, url, "Upgrading the schema")
-    current = await current_revision(url)
-    if is_newer(current):
-        assert current is not None
-        raise SchemaError(newer_message(url, current))
+    if path is None:
+        current = await current_revision(url)
+        if is_newer(current):
+            assert current is not None
+            raise SchemaError(newer_message(url, current))
     with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(run)
 

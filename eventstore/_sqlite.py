@@ -248,13 +248,15 @@ class SQLiteBackend:
     @staticmethod
     async def _ensure_schema(url: str, path: str, *, auto_upgrade: bool) -> None:
         try:
-            current = await asyncio.to_thread(_read_revision, path)
+            current, unversioned = await asyncio.to_thread(sqlite_revision, path)
         except sqlite3.Error as exc:
             raise _translate(exc, url=url, what="read its schema revision", session_id=None) \
                 from exc
         if current == head_revision() or not auto_upgrade:
-            check_revision(url, current)
+            check_revision(url, current, unversioned=unversioned)
             return
+        # An unversioned read here may be another process's upgrade half done: upgrade()
+        # decides under the file lock.
         try:
             await upgrade(url)
         except StorageError:

@@ -126,3 +126,42 @@ def test_postgres_store_from_a_second_event_loop_is_refused(postgres_url: str) -
         loop.run_until_complete(store.aclose())
     finally:
         loop.close()
+
+
+def test_sqlite_open_waits_for_an_upgrade_half_done_in_another_process(tmp_path: Path) -> None:
+    """An upgrade in progress elsewhere can leave the store's tables visible before
+    ``alembic_version`` has its row; an auto-upgrading open must wait for that upgrade's file
+    lock and then find head, not refuse the file as unversioned."""
+    import sqlite3
+
+    from eventstore._migrate import _file_lock, upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'half.db'}"
+    run_in_thread(lambda: upgrade(url))
+    conn = sqlite3.connect(tmp_path / "half.db")
+    (version,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    conn.execute("DELETE FROM alembic_version")
+    conn.commit()
+    outcome: list[object] = []
+
+    def opener() -> None:
+        async def main() -> None:
+            async with await open_store(url, auto_upgrade=True) as store:
+                await store.create_session(app_name="a", user_id="u", session_id="late")
+        try:
+            asyncio.run(main())
+            outcome.append("opened")
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with _file_lock(url):  # the other process's upgrade, not finished yet
+        thread = threading.Thread(target=opener)
+        thread.start()
+        thread.join(1.0)
+        assert outcome == [], "the open did not wait for the upgrade in progress"
+        conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (version,))
+        conn.commit()
+    conn.close()
+    thread.join(60)
+    assert outcome == ["opened"]
+    assert run_in_thread(lambda: current_revision(url)) == head_revision()
