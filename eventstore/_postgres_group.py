@@ -11,8 +11,12 @@ events. If the group's transaction fails as a whole (e.g. a session deleted mean
 of it was written and each append is run again alone, so an error reaches only its own caller.
 
 A lone append does not wait for company: it is sent as soon as a connection is free. At most
-``max_senders`` connections send groups at once; the rest of the pool stays free for reads and
-the multi-statement path. Within a group the calls are ordered by lock key, so two groups take
+``max_senders`` connections send groups at once (the rest of the pool stays free for reads and
+the multi-statement path), each of at most ``MAX_GROUP`` appends: one group of everything leaves
+the client idle while one server process works and that process idle while the client answers,
+where several small groups in flight keep the client and several server processes busy (64
+sessions on 2 cores, five senders: 14,000 events/s in groups of 64, 17,500 of 32, 20,000 of 8,
+17,000 of 4). Within a group the calls are ordered by lock key, so two groups take
 their sessions' locks in the same order and cannot deadlock each other.
 """
 
@@ -24,8 +28,9 @@ from typing import Any, Final
 
 __all__ = ["AppendGroups", "MAX_GROUP"]
 
-MAX_GROUP: Final = 64
-"""The most appends one round trip carries."""
+MAX_GROUP: Final = 8
+"""The most appends one round trip carries (more in flight at once, on several connections,
+beat one big group: see the module docstring)."""
 
 _Pending = tuple[Sequence[Any], "asyncio.Future[Any]"]
 
@@ -63,8 +68,7 @@ class AppendGroups:
         try:
             async with self._pool.acquire() as conn:
                 while self._pending:
-                    group = [p for p in self._pending[:MAX_GROUP] if not p[1].done()]
-                    del self._pending[:MAX_GROUP]
+                    group = [p for p in self._take() if not p[1].done()]
                     if group:
                         await self._send_group(conn, group)
                     group = []
@@ -90,6 +94,22 @@ class AppendGroups:
             # Calls queued while this sender released its connection.
             if self._pending and self._senders < self._max_senders:
                 self._start_sender()
+
+    def _take(self) -> list[_Pending]:
+        """The next group: the oldest ``MAX_GROUP`` waiting calls, and every later waiting
+        call of a session they hold (so a session's calls stay in one group, in order)."""
+        pending = self._pending
+        size = MAX_GROUP
+        group = pending[:size]
+        if len(pending) > size:
+            keys = {args[self._lock_position] for args, _ in group}
+            rest: list[_Pending] = []
+            for item in pending[size:]:
+                (group if item[0][self._lock_position] in keys else rest).append(item)
+            self._pending = rest
+        else:
+            self._pending = []
+        return group
 
     def _start_sender(self) -> None:
         self._senders += 1

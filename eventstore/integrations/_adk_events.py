@@ -279,6 +279,8 @@ def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | Non
     metadata = raw.get("custom_metadata")
     timestamp = raw.get("timestamp")
     lr_ids = raw.get("long_running_tool_ids")
+    kept_metadata: Json = ({k: v for k, v in metadata.items() if k != EXTENSION_KEY}
+                           if isinstance(metadata, dict) else {})
     event = Event(
         author=author,
         id=raw["id"],
@@ -302,8 +304,7 @@ def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | Non
         turn_complete=raw.get("turn_complete") is True,
         error_code=_str_or_none(raw.get("error_code")),
         error_message=_str_or_none(raw.get("error_message")),
-        custom_metadata={k: v for k, v in metadata.items() if k != EXTENSION_KEY}
-        if isinstance(metadata, dict) else {},
+        custom_metadata=kept_metadata,
     )
     event_patch = diff(raw, _rest_json(event, defaults or {}))
     if event_patch:
@@ -311,14 +312,9 @@ def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | Non
     if create:
         ext["create"] = True
     if ext:
-        return Event(
-            author=event.author, id=event.id, invocation_id=event.invocation_id,
-            branch=event.branch, timestamp=event.timestamp, content=event.content,
-            actions=event.actions, long_running_tool_ids=event.long_running_tool_ids,
-            turn_complete=event.turn_complete, error_code=event.error_code,
-            error_message=event.error_message,
-            custom_metadata={**event.custom_metadata, EXTENSION_KEY: ext},
-        )
+        # The event has not left this function: its metadata dict is still ours to complete
+        # (one frozen-dataclass construction instead of two; _rest_json skips this key).
+        kept_metadata[EXTENSION_KEY] = ext
     return event
 
 

@@ -71,6 +71,20 @@ async def test_appends_of_many_sessions_share_commits_and_keep_their_logs(
     assert len(commits) < 200
 
 
+async def test_calls_of_one_session_waiting_together_keep_their_order(
+    store: EventStore,
+) -> None:
+    """More calls wait than one group carries, each session's calls submitted at once (not
+    awaited one by one) and interleaved with other sessions': a session's calls go into one
+    group, so its log holds them in submission order."""
+    sids = [(await store.create_session(app_name="app", user_id="u")).id for _ in range(12)]
+    calls = [store.append(sid, ev(f"{sid}-{n}"), expected_version=None)
+             for n in range(4) for sid in sids]
+    await asyncio.gather(*calls)
+    for sid in sids:
+        assert [e.id for e in await store.read(sid)] == [f"{sid}-{n}" for n in range(4)]
+
+
 async def test_a_group_gives_each_caller_its_own_outcome(
     store: EventStore, postgres_url: str
 ) -> None:
