@@ -21,6 +21,10 @@ Design (measured, see ``scripts/bench_store.py``):
   one multi-row INSERT in all (``_sqlite_append.append_many``). Under load from many sessions
   one commit (one fsync with ``FULL``) serves many appends; a lone append commits at once.
   Deletes, snapshots and migrations stay one write per transaction (rare, or a cache).
+- **Checkpoints off the append path.** A ``Checkpointer`` thread (``_sqlite_checkpoint``), with
+  its own connection, copies committed WAL frames into the file soon after each write job
+  (``PASSIVE``: it never blocks the writer or readers); the writer's own automatic checkpoint
+  is only a safety net, so no append pays for copying the WAL of a few hundred others.
 - **Durability.** ``synchronous=NORMAL`` (default): a committed append survives a crash of the
   process (or of every process); after a power failure or OS crash the newest commits may be lost,
   but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at
@@ -106,6 +110,7 @@ from ._sqlite_append import (
     head,
     insert,
 )
+from ._sqlite_checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 from ._sqlite_driver import (
     BUSY_TIMEOUT_MS,
     connect_reader,
@@ -205,6 +210,7 @@ class SQLiteBackend:
         self._group_commit = group_commit
         self._group: GroupCommit | None = None
         self._writer: _Driver | None = None
+        self._checkpointer: Checkpointer | None = None
         self._reader: _Driver | None = None
         self._closed = False
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
@@ -269,14 +275,18 @@ class SQLiteBackend:
         path = self._path
 
         def writer() -> sqlite3.Connection:
-            return connect_writer(path, synchronous=synchronous)
+            return connect_writer(path, synchronous=synchronous,
+                                  autocheckpoint=WRITER_AUTOCHECKPOINT)
 
         def reader() -> sqlite3.Connection:
             return connect_reader(path, read_only=self._read_only)
 
         try:
             if not self._read_only:
-                self._writer = _Driver(f"evs-sqlite-writer:{path}", writer)
+                self._checkpointer = Checkpointer(path)
+                self._checkpointer.start()
+                self._writer = _Driver(f"evs-sqlite-writer:{path}", writer,
+                                       after_job=self._checkpointer.notify)
                 await self._writer.start()
                 if self._group_commit:
                     self._group = GroupCommit(self._writer.post, batch=append_many)
@@ -703,5 +713,7 @@ class SQLiteBackend:
         for driver in (self._writer, self._reader):
             if driver is not None:
                 await driver.stop()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
         self._wakeups.close()
 

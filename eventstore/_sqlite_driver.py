@@ -47,13 +47,17 @@ def directory_problem(path: str) -> str | None:
     return None
 
 
-def connect_writer(path: str, *, synchronous: str) -> sqlite3.Connection:
-    """Open the writer connection: autocommit (explicit transactions), WAL, foreign keys."""
+def connect_writer(path: str, *, synchronous: str,
+                   autocheckpoint: int | None = None) -> sqlite3.Connection:
+    """Open the writer connection: autocommit (explicit transactions), WAL, foreign keys;
+    ``autocheckpoint`` sets its ``wal_autocheckpoint`` (pages; SQLite's default otherwise)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")
+    if autocheckpoint is not None:
+        conn.execute(f"PRAGMA wal_autocheckpoint = {int(autocheckpoint)}")
     return conn
 
 
@@ -111,9 +115,13 @@ class Driver:
 
     A job is a plain function of the connection. If the awaiting task is cancelled the job still
     runs to completion (a transaction is never abandoned half way); its result is dropped.
+    ``after_job`` (which must not raise) runs on the thread after every job, once its caller
+    has been answered.
     """
 
-    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, name: str, connect: Callable[[], sqlite3.Connection], *,
+                 after_job: Callable[[], None] | None = None) -> None:
+        self._after_job = after_job
         self._jobs: queue.SimpleQueue[
             tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any] | None] | None
         ] = queue.SimpleQueue()
@@ -141,13 +149,15 @@ class Driver:
                 fn, future = job
                 if future is None:
                     fn(conn)  # a posted job answers its callers itself (it never raises)
-                    continue
-                try:
-                    result = fn(conn)
-                except BaseException as exc:
-                    _resolve(future, exc, error=True)
                 else:
-                    _resolve(future, result, error=False)
+                    try:
+                        result = fn(conn)
+                    except BaseException as exc:
+                        _resolve(future, exc, error=True)
+                    else:
+                        _resolve(future, result, error=False)
+                if self._after_job is not None:
+                    self._after_job()
         finally:
             conn.close()
 
