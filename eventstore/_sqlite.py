@@ -343,6 +343,11 @@ class SQLiteBackend:
         group = self._group
         if group is None:
             return await self._write(fn, what=what, session_id=session_id)
+        if group.claim_alone():
+            try:
+                return await self._write(fn, what=what, session_id=session_id)
+            finally:
+                group.release_alone()
         if self._closed or self._reader is None:
             raise StoreClosedError()
         try:

@@ -1,9 +1,10 @@
 """Group commit for the SQLite writer: every write waiting at that moment, in one transaction.
 
-One session appending awaits each commit, so it never has company: its append is handed to the
-writer thread at once and commits alone (no added latency when idle). Many sessions appending
-at once queue behind the transaction in flight; when it ends, the writer takes *all* of them
-and commits them together — one ``BEGIN IMMEDIATE`` … ``COMMIT`` (and, with
+One session appending awaits each commit, so it never has company: when the writer is idle
+(``claim_alone``) its append is handed to the writer thread at once and commits in a
+transaction of its own (no added latency, and none of the group's bookkeeping). Many sessions
+appending at once queue behind the transaction in flight; when it ends, the writer takes *all*
+of them and commits them together — one ``BEGIN IMMEDIATE`` … ``COMMIT`` (and, with
 ``synchronous=FULL``, one fsync) for the whole group.
 
 Each write keeps its own contract inside the group:
@@ -88,10 +89,30 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._waiting: list[_Item] = []
         self._armed = False
+        self._alone = 0
         self.groups = 0
         """How many transactions were committed or attempted (for tests and benchmarks)."""
         self.writes = 0
         """How many writes those transactions held."""
+        self.alone = 0
+        """How many writes ran in a transaction of their own (``claim_alone``)."""
+
+    def claim_alone(self) -> bool:
+        """Whether the writer is idle, nobody waiting and no write of its own in flight; if so
+        the caller may run its write in a transaction of its own (cheaper than a group of one)
+        and must call ``release_alone()`` once it is answered. Writes arriving meanwhile are
+        grouped behind it, so a lone write never waits and a busy writer still groups."""
+        with self._lock:
+            if self._armed or self._alone:
+                return False
+            self._alone += 1
+            self.alone += 1
+            return True
+
+    def release_alone(self) -> None:
+        """End what ``claim_alone`` granted."""
+        with self._lock:
+            self._alone -= 1
 
     async def run(self, write: Callable[[sqlite3.Connection], T], *, request: Any = None) -> T:
         """Run ``write`` in the next group transaction and return its result once committed.
