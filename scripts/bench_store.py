@@ -100,9 +100,18 @@ async def floor_append(db: aiosqlite.Connection, count: int) -> float:
 
 
 def _checkpoint(path: str) -> int:
+    """Copy the whole WAL into the file and return the file's size. Retried while busy: the
+    store's own checkpointer thread may be running a checkpoint at that moment, and a
+    checkpoint that did not finish would leave pages out of the size."""
     conn = sqlite3.connect(path)
     try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for _ in range(500):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                break
+            time.sleep(0.01)
+        else:
+            raise SystemExit(f"could not checkpoint {path}: busy for 5 s")
     finally:
         conn.close()
     return os.path.getsize(path)
