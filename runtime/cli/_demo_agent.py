@@ -95,14 +95,24 @@ def long_range_outlook(city: str) -> None:
 
 
 def _final_answer(request: ModelRequest) -> ModelResponse:
-    """The last turn: quotes the report when ``load_artifacts`` put it into this request."""
+    """The last turn: says what the paid forecast gave (or that it was declined, or failed) and
+    quotes the report when ``load_artifacts`` put it into this request."""
     texts = [p.text for c in request.contents for p in c.parts if p.text]
     report = next((t for t in texts if t.startswith(f"Artifact {REPORT}")), None)
     quoted = (" The report I loaded says: " + report.splitlines()[-1].strip()) if report else ""
+    forecast = next((p.function_response.response for c in reversed(request.contents)
+                     for p in c.parts if p.function_response is not None
+                     and p.function_response.id == "call-forecast"), None)
+    error = forecast.get("error") if isinstance(forecast, dict) else None
+    if isinstance(error, dict) and error.get("kind") == "confirmation_rejected":
+        week = "you declined the paid 7-day forecast, so I have no forecast for the week"
+    elif error is not None or forecast is None:
+        week = "I could not get the 7-day forecast"
+    else:
+        week = "the 7-day forecast stays dry with highs of 24°C"
     return ModelResponse(
-        text="Paris: 22°C and sunny now; the 7-day forecast stays dry with highs of 24°C, and "
-        "the 30-day outlook is warmer than usual. Atlantis has no weather station, so I could "
-        f"not get its weather.{quoted}"
+        text=f"Paris: 22°C and sunny now; {week}, and the 30-day outlook is warmer than usual. "
+        f"Atlantis has no weather station, so I could not get its weather.{quoted}"
     )
 
 

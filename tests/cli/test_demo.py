@@ -228,3 +228,28 @@ def test_demo_resumes_a_crashed_idempotent_call_that_pending_says_will_rerun(db:
     resumed = invoke("demo", "--db", str(db), "--resume", "demo-crashed", "--approve")
     assert resumed.exit_code == 0, resumed.stderr
     assert "Done: session demo-crashed is complete" in resumed.stdout
+
+
+def test_demo_final_answer_follows_the_human_answer(tmp_path: Path) -> None:
+    """Approved: the answer gives the week's forecast and quotes the report. Rejected: it says
+    the forecast was declined and claims nothing from it."""
+    approved_db, rejected_db = tmp_path / "approved.db", tmp_path / "rejected.db"
+    assert invoke("demo", "--approve", "--db", str(approved_db)).exit_code == 0
+    approved = orjson.loads(invoke("show", _session(approved_db), "--db", str(approved_db),
+                                   "--json").stdout)["events"][-1]["text"]
+    assert "the 7-day forecast stays dry" in approved
+    assert "The report I loaded says" in approved
+
+    assert invoke("demo", "--db", str(rejected_db)).exit_code == 0
+    sid = _session(rejected_db)
+    [pending] = orjson.loads(invoke("pending", sid, "--db", str(rejected_db),
+                                    "--json").stdout)["pending"]
+    rejected = invoke("confirm", sid, pending["confirmation_id"], "--no", "--db",
+                      str(rejected_db))
+    assert rejected.exit_code == 0, rejected.stderr
+    assert invoke("demo", "--db", str(rejected_db), "--resume", sid).exit_code == 0
+    answer = orjson.loads(invoke("show", sid, "--db", str(rejected_db),
+                                 "--json").stdout)["events"][-1]["text"]
+    assert "you declined the paid 7-day forecast" in answer
+    assert "stays dry" not in answer
+    assert "The report I loaded says" not in answer
