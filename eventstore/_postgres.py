@@ -5,8 +5,9 @@
   state, at the expected version, no id stored yet) is one round trip: the server-side function
   ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
   the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
-  Under load, the ``evs_append`` calls waiting at one moment share one round trip and one
-  commit (``_postgres_group``); each is still judged alone.
+  Under load, the ``evs_append`` calls waiting at one moment share round trips and commits
+  (``_postgres_group``: groups of at most 8, several in flight); each is still judged alone.
+  The append path's SQL and both paths live in ``_postgres_append``.
   Appends to one session are therefore serialized: ``seq`` stays gap-free, and event ``n + 1``
   never commits before event ``n``, so a reader tailing by ``seq`` cannot skip an event that
   commits late. Appends to different
@@ -18,7 +19,7 @@
   value without the lock. Deleting a session and saving a shared snapshot take the same lock
   (see ``save_shared_snapshot``).
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
-  wake-up, sent after the append committed (see ``_announce``: a notifying transaction would
+  wake-up, sent after the append committed (see ``_postgres_notify``: a notifying transaction would
   serialize every append's commit), coalesced under load; callers always re-read from their
   cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
   but loses nothing.
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -51,23 +51,29 @@ from ._backend import (
     StoredEvent,
     check_artifact_version,
     check_batch_ids,
-    check_retry,
-    written,
 )
-from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import (
-    ConcurrencyError,
     SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
-    TamperedLogError,
 )
 from ._fork import ForkLink, ForkPlan
 from ._migrate import check_revision, head_revision, unversioned_message, upgrade
+from ._postgres_append import (
+    APPEND_SQL,
+    LOCK_ARTIFACT,
+    append_locked,
+    fast_args,
+    fast_result,
+    insert,
+    lock_key,
+    lock_shared,
+)
 from ._postgres_group import AppendGroups
+from ._postgres_notify import CHANNEL, Notices
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -88,78 +94,19 @@ __all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]
 
 T = TypeVar("T")
 
-CHANNEL: Final = "evs_events"
-"""NOTIFY channel announcing appends; the payload is the session id."""
-
-NOTIFY_DELAY: Final = 0.005
-"""Seconds an append's NOTIFY waits to be sent together with the next appends' (see
-``_announce``)."""
-
-NOTIFY_BUSY_DELAY: Final = 0.05
-"""The same while many sessions are appending (the last notification named several): each
-notification is a transaction on a pooled connection, which appends then wait for."""
-
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
-
-# First key of the two-key advisory locks, so ours cannot collide with other applications'.
-_LOCK_SESSION: Final = 0x65767331  # "evs1"
-_LOCK_ARTIFACT: Final = 0x65767332  # "evs2"
-_LOCK_SHARED: Final = 0x65767333  # "evs3"
 
 _SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
 LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
-_HEAD_SQL = f"""
-SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
-          AND event_id = ANY($2::varchar[])),
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq, s.head_hash
-FROM evs_sessions s WHERE s.session_id = $1
-"""
-_SET_HEAD_SQL = (
-    "UPDATE evs_sessions SET head_seq = $2, head_hash = $3, head_signature = $4 "
-    "WHERE session_id = $1"
-)
-_INSERT_SQL = """
-WITH ins AS (
-  INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
-    author, timestamp, shared_state, app_name, user_id, schema_version, payload, chain_hash,
-    signature)
-  SELECT ($13::bigint << 32) | ($2 + t.n), t.position, $1, $2 + t.n, t.event_id, t.kind,
-    t.invocation_id, t.author, t.ts, t.shared, $3, $4, t.version, t.payload, t.hash, t.sig
-  FROM unnest($5::varchar[], $6::varchar[], $7::varchar[], $8::varchar[], $9::float8[],
-              $10::bool[], $11::int[], $12::bytea[], $14::bigint[], $15::bytea[], $16::bytea[])
-    WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, shared, version, payload,
-                         position, hash, sig, n)
-  RETURNING seq
-)
-SELECT seq FROM ins
-"""
-# A notification is only a wake-up: its transaction need not wait for a WAL flush.
-_NOTIFY_SQL = (
-    "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)) "
-    f"SELECT pg_notify('{CHANNEL}', s) FROM c, unnest($1::text[]) AS s"
-)
-_APPEND_SQL = "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, " \
-    "$5, $6, $7, $8, $9, $10, $11)"
-_APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
-_SET_APP_POSITION_SQL = (
-    "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
-    "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
-)
 _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
     "ORDER BY row_key {order} LIMIT $3"
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
-
-
-def _lock_key(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big",
-                          signed=True)
 
 
 def _dsn(url: str) -> str:
@@ -198,62 +145,6 @@ _DRIVER_ERRORS = (
 driver cannot encode."""
 
 
-async def _insert(
-    conn: Any, session_id: str, app_name: str, user_id: str, session_key: int,
-    events: Sequence[NewEvent], start: int, *, clock: int | None = None,
-    prev: bytes | None = None, signing_key: bytes | None = None,
-) -> list[StoredEvent]:
-    """Insert ``events`` at ``start``, chained after the event whose chain hash is ``prev``
-    (None: the session's first events) and signed with ``signing_key`` when given, and move
-    the session's head record past them; ``clock`` is the app's committed position if the
-    caller read it already (it is re-read under the lock when the batch changes shared
-    state)."""
-    shared = any(e.shared_state for e in events)
-    if shared:
-        # Shared-state appends of one app take positions and commit one at a time, in order.
-        await _lock_shared(conn, app_name)
-    if shared or clock is None:
-        # After the lock, a statement sees every position committed before it was granted.
-        # Without the lock (no shared state here) the events take the newest committed
-        # position: a shared-state event still in flight gets a larger one, so no fold changes.
-        clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
-    positions = []
-    hashes: list[bytes] = []
-    chain = GENESIS if prev is None else prev
-    for seq, e in enumerate(events, start):
-        if e.shared_state:
-            clock += 1
-        positions.append(clock)
-        chain = link(chain, seq, content_digest(e))
-        hashes.append(chain)
-    signatures = [None if signing_key is None else sign_event(signing_key, session_id, h)
-                  for h in hashes]
-    rows = await conn.fetch(
-        _INSERT_SQL, session_id, start - 1, app_name, user_id,
-        [e.event_id for e in events], [e.kind for e in events],
-        [e.invocation_id for e in events], [e.author for e in events],
-        [e.timestamp for e in events], [e.shared_state for e in events],
-        [e.schema_version for e in events], [e.payload for e in events], session_key,
-        positions, hashes, signatures,
-    )
-    assert len(rows) == len(events)
-    head_seq = start + len(events) - 1
-    await conn.execute(_SET_HEAD_SQL, session_id, head_seq, chain, None if signing_key is None
-                       else sign_head(signing_key, session_id, head_seq, chain))
-    if shared:
-        await conn.execute(_SET_APP_POSITION_SQL, app_name, clock)
-    return [
-        written(session_id, e, seq=start + i, position=positions[i], chain_hash=hashes[i],
-                signature=signatures[i])
-        for i, e in enumerate(events)
-    ]
-
-
-async def _lock_shared(conn: Any, app_name: str) -> None:
-    """Take the app's shared-state lock until the transaction ends (see the module docstring)."""
-    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SHARED, _lock_key(app_name))
-
-
 async def _keep_session(conn: Any) -> None:
     """The pool's reset: nothing beyond asyncpg's own (it rolls back an open transaction).
     The store's connections never LISTEN (the listener has its own connection), change
@@ -273,15 +164,12 @@ class PostgresBackend:
         self._dsn = _dsn(url)
         self._pool = pool
         self._closed = False
-        self._listener: Any = None
-        self._listener_lock = asyncio.Lock()
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
         self._loop = asyncio.get_running_loop()
-        self._to_notify: set[str] = set()
-        self._notifier: asyncio.Task[None] | None = None
+        self._notices = Notices(self._dsn, pool, self._wakeups, errors=_DRIVER_ERRORS)
         # Half the pool at most sends grouped appends: the rest serves reads and the
         # multi-statement path meanwhile.
-        self._appends = AppendGroups(pool, _APPEND_SQL, max_senders=pool.get_max_size() // 2,
+        self._appends = AppendGroups(pool, APPEND_SQL, max_senders=pool.get_max_size() // 2,
                                      errors=_DRIVER_ERRORS, lock_position=1)
 
     @classmethod
@@ -392,13 +280,13 @@ class PostgresBackend:
                 sid, record.app_name, record.user_id, record.created_at,
             )
             if initial:
-                await _insert(conn, sid, record.app_name, record.user_id, key, initial, 1,
+                await insert(conn, sid, record.app_name, record.user_id, key, initial, 1,
                               signing_key=self.signing_key)
             for artifact in artifacts:
                 names = (record.app_name, record.user_id,
                          scope(sid if artifact.session_scoped else None), artifact.filename)
-                await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT,
-                                   _lock_key("\0".join(names)))
+                await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
+                                   lock_key("\0".join(names)))
                 check_artifact_version(sid, artifact, await artifacts_sql.save(
                     conn, names, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at))
@@ -450,7 +338,7 @@ class PostgresBackend:
                 return False
             # Its shared-state deltas leave the app's fold: drop the app's shared snapshots,
             # under the lock that orders this against a snapshot being saved.
-            await _lock_shared(conn, app_name)
+            await lock_shared(conn, app_name)
             row = await conn.fetchrow(
                 "DELETE FROM evs_sessions WHERE session_id = $1 RETURNING app_name, user_id",
                 session_id,
@@ -476,7 +364,6 @@ class PostgresBackend:
         self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
-        ids = [e.event_id for e in events]
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version)
             if fast is not None:
@@ -484,36 +371,8 @@ class PostgresBackend:
                 return fast
 
         async def job(conn: Any) -> list[StoredEvent]:
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_SESSION, _lock_key(session_id)
-            )
-            # A separate statement: under READ COMMITTED it sees every append that committed
-            # while this transaction waited for the lock.
-            head = await conn.fetchrow(_HEAD_SQL, session_id, ids)
-            if head is None:
-                raise SessionNotFoundError(session_id)
-            app_name, user_id, key, newest, known, clock, head_seq, head_hash = head
-            actual = seq_of_row_key(newest)
-            if known or (expected_version is not None and expected_version != actual):
-                rows = await conn.fetch(
-                    f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = $1 "
-                    "AND event_id = ANY($2::varchar[])",
-                    session_id, ids,
-                )
-                retried = check_retry(
-                    session_id, events, {s.event_id: s for s in stored_events(session_id, rows)}
-                )
-                if retried is not None:
-                    return retried
-                assert expected_version is not None
-                raise ConcurrencyError(
-                    session_id, expected_version=expected_version, actual_version=actual
-                )
-            if head_seq != actual:
-                raise TamperedLogError(session_id, head_seq=head_seq, version=actual)
-            return await _insert(conn, session_id, app_name, user_id, key, events, actual + 1,
-                                 clock=clock or 0, prev=head_hash,
-                                 signing_key=self.signing_key)
+            return await append_locked(conn, session_id, events, expected_version,
+                                       self.signing_key)
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
@@ -532,25 +391,13 @@ class PostgresBackend:
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        args = (
-            session_id, _lock_key(session_id), expected_version, [e.event_id for e in events],
-            [e.kind for e in events], [e.invocation_id for e in events],
-            [e.author for e in events], [e.timestamp for e in events],
-            [e.schema_version for e in events], [e.payload for e in events],
-            [content_digest(e) for e in events],
-        )
+        args = fast_args(session_id, events, expected_version)
         try:
             status, version, position, hashes = await self._appends.run(args)
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=self.url, what=f"append to session {session_id!r}",
                              session_id=session_id) from exc
-        if status == 1:
-            raise SessionNotFoundError(session_id)
-        if status != 0:
-            return None
-        return [written(session_id, e, seq=version + i, position=position,
-                        chain_hash=hashes[i - 1])
-                for i, e in enumerate(events, 1)]
+        return fast_result(session_id, events, status, version, position, hashes)
 
     async def read(
         self,
@@ -663,7 +510,7 @@ class PostgresBackend:
         async def job(conn: Any) -> None:
             # Under the lock delete_session takes, and counted in a statement that starts after
             # it: a session deleted since the fold was read changes the count.
-            await _lock_shared(conn, app_name)
+            await lock_shared(conn, app_name)
             await snapshots.save_shared(conn, app_name, user_id, snapshot)
 
         await self._run(job, what=f"save a shared-state snapshot of app {app_name!r}",
@@ -687,7 +534,7 @@ class PostgresBackend:
 
         async def job(conn: Any) -> int:
             await conn.execute(
-                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
+                "SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT, lock_key("\0".join(key))
             )
             return await artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                         created_at=created_at, metadata=metadata)
@@ -756,7 +603,7 @@ class PostgresBackend:
 
         async def job(conn: Any) -> int:
             await conn.execute(
-                "SELECT pg_advisory_xact_lock($1, $2)", _LOCK_ARTIFACT, _lock_key("\0".join(key))
+                "SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT, lock_key("\0".join(key))
             )
             return await artifacts_sql.delete(conn, key)
 
@@ -788,23 +635,6 @@ class PostgresBackend:
 
     # -- live tails ----------------------------------------------------------------------------
 
-    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._wakeups.wake(payload)
-
-    async def _listen(self) -> None:
-        """Make sure a LISTEN connection is up; on failure, waiting falls back to polling."""
-        self._check_loop()
-        async with self._listener_lock:
-            if self._closed or (self._listener is not None and not self._listener.is_closed()):
-                return
-            try:
-                conn = await asyncpg.connect(self._dsn, timeout=10)
-                await conn.add_listener(CHANNEL, self._on_notify)
-            except _DRIVER_ERRORS:
-                self._listener = None
-                return
-            self._listener = conn
-
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         async def version(conn: Any) -> int | None:
             row = await conn.fetchrow(
@@ -817,7 +647,8 @@ class PostgresBackend:
 
         async def read_version() -> int | None:
             # Listening before the version is read, so no notification is missed.
-            await self._listen()
+            self._check_loop()
+            await self._notices.listen()
             return await self._run(version, what=f"read session {session_id!r}")
 
         await self._wakeups.wait(
@@ -825,32 +656,9 @@ class PostgresBackend:
         )
 
     def _announce(self, session_id: str) -> None:
-        """Wake this process's tails now, other processes' through NOTIFY soon.
-
-        NOTIFY is sent after the append committed, never inside it: a transaction that
-        notifies holds a database-wide lock while it commits, so notifying inside each append
-        would serialize every append's commit — its WAL flush included — across all sessions.
-        One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
-        (``NOTIFY_BUSY_DELAY`` while several sessions append; ``_notify_loop``), without waiting
-        for a WAL flush. Tails poll as well, so a lost
-        notification only delays them."""
-        self._wakeups.wake(session_id)
-        self._to_notify.add(session_id)
-        if self._notifier is None or self._notifier.done():
-            self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
-
-    async def _notify_loop(self) -> None:
-        delay = NOTIFY_DELAY
-        while self._to_notify and not self._closed:
-            # Appends landing meanwhile share this notification (a tail waits a few ms more,
-            # up to NOTIFY_BUSY_DELAY under load).
-            await asyncio.sleep(delay)
-            sessions = sorted(self._to_notify)
-            delay = NOTIFY_BUSY_DELAY if len(sessions) > 1 else NOTIFY_DELAY
-            self._to_notify.clear()
-            with contextlib.suppress(*_DRIVER_ERRORS):
-                async with self._pool.acquire() as conn:
-                    await conn.execute(_NOTIFY_SQL, sessions)
+        """Wake this process's tails now, other processes' soon (``Notices.announce``)."""
+        self._check_loop()
+        self._notices.announce(session_id)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -863,14 +671,7 @@ class PostgresBackend:
             return
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
-        if self._notifier is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._notifier, 5)
-        async with self._listener_lock:
-            if self._listener is not None:
-                with contextlib.suppress(*_DRIVER_ERRORS):
-                    await self._listener.close(timeout=5)
-                self._listener = None
+        await self._notices.close()
         try:
             await asyncio.wait_for(self._pool.close(), 10)
         except (TimeoutError, *_DRIVER_ERRORS):

@@ -218,12 +218,12 @@ async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
 ) -> None:
     """A shared-state change whose commit is held back while another session appends: the
     other session's state at that event is the same before and after the change commits."""
-    from eventstore import EventActions, _postgres
+    from eventstore import EventActions, _postgres_append
 
     for sid in ("a", "b"):
         await store.create_session(app_name="app", user_id="u", session_id=sid)
     inserted, release = asyncio.Event(), asyncio.Event()
-    insert = _postgres._insert
+    insert = _postgres_append.insert
 
     async def held_insert(conn: object, session_id: str, *args: Any, **kwargs: Any) -> object:
         rows = await insert(conn, session_id, *args, **kwargs)
@@ -232,7 +232,7 @@ async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
             await release.wait()
         return rows
 
-    monkeypatch.setattr(_postgres, "_insert", held_insert)
+    monkeypatch.setattr(_postgres_append, "insert", held_insert)
     change = Event(author="x", actions=EventActions(state_delta={"app:x": "late"}))
     held = asyncio.create_task(store.append("a", change, expected_version=0))
     await asyncio.wait_for(inserted.wait(), 30)
