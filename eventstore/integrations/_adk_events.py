@@ -226,6 +226,9 @@ def _confirmations(raw: Any) -> dict[str, ToolConfirmation]:
     return out
 
 
+_CONTENT_KEYS = frozenset(("parts", "role"))
+
+
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -264,11 +267,15 @@ def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | Non
         )
         if any(entries):
             ext["parts"] = entries
-        rebuilt = _content_json(content, ext)
-        assert rebuilt is not None
-        content_patch = diff(raw_content, rebuilt)
-        if content_patch:
-            ext["content"] = content_patch
+        # Every part native and exact, and nothing else in the content but a role we keep:
+        # the rebuilt content would equal it, so there is no patch to compute.
+        if (ext or raw_content.keys() != _CONTENT_KEYS or role != content.role
+                or type(raw_content["parts"]) is not list):
+            rebuilt = _content_json(content, ext)
+            assert rebuilt is not None
+            content_patch = diff(raw_content, rebuilt)
+            if content_patch:
+                ext["content"] = content_patch
     elif raw_content is not None:
         ext["content_raw"] = raw_content
     actions = raw.get("actions") if isinstance(raw.get("actions"), dict) else {}
