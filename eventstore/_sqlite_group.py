@@ -89,7 +89,7 @@ class GroupCommit:
         self._lock = threading.Lock()
         self._waiting: list[_Item] = []
         self._armed = False
-        self._alone = 0
+        self._alone_in_flight = 0
         self.groups = 0
         """How many transactions were committed or attempted (for tests and benchmarks)."""
         self.writes = 0
@@ -103,16 +103,16 @@ class GroupCommit:
         and must call ``release_alone()`` once it is answered. Writes arriving meanwhile are
         grouped behind it, so a lone write never waits and a busy writer still groups."""
         with self._lock:
-            if self._armed or self._alone:
+            if self._armed or self._alone_in_flight:
                 return False
-            self._alone += 1
+            self._alone_in_flight += 1
             self.alone += 1
             return True
 
     def release_alone(self) -> None:
         """End what ``claim_alone`` granted."""
         with self._lock:
-            self._alone -= 1
+            self._alone_in_flight -= 1
 
     async def run(self, write: Callable[[sqlite3.Connection], T], *, request: Any = None) -> T:
         """Run ``write`` in the next group transaction and return its result once committed.

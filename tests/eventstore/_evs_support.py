@@ -10,9 +10,12 @@ import asyncio
 import concurrent.futures
 import importlib.util
 import os
+import signal
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
@@ -239,3 +242,31 @@ events = st.builds(
 def unique_id(prefix: str = "s") -> str:
     """A fresh id for a session or an event."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+REPO = Path(__file__).resolve().parents[2]
+"""The project's root (children import ``eventstore`` from here)."""
+
+
+async def kill_after_ready(args: list[str], delay: float, *, expect_killed: bool = True) -> str:
+    """Run ``python *args`` (a child script that prints ``ready`` once it starts working), let it
+    work ``delay`` seconds after that line, SIGKILL it, and return what it printed after
+    ``ready``. ``expect_killed``: the child must still have been running when killed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
+        "PYTHONPATH", "")])}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *args, stdout=asyncio.subprocess.PIPE, env=env,
+    )
+    assert process.stdout is not None
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        assert line.strip() == b"ready", line
+        await asyncio.sleep(delay)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGKILL)
+    out = await process.stdout.read()
+    await process.wait()
+    if expect_killed:
+        assert process.returncode == -signal.SIGKILL
+    return out.decode()

@@ -6,18 +6,14 @@ is stored, every batch is wholly present or wholly absent, and seq stays 1..N wi
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
-import signal
 import sqlite3
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from _evs_support import StoreFactory, backend_module_exists
+from _evs_support import StoreFactory, backend_module_exists, kill_after_ready
 
 pytestmark = [
     pytest.mark.slow,
@@ -25,7 +21,6 @@ pytestmark = [
 ]
 
 CHILD = Path(__file__).with_name("_evs_child.py")
-REPO = Path(__file__).resolve().parents[2]
 KILLS = 18
 BATCH = 4
 TIME_BUDGET = 40.0
@@ -41,24 +36,8 @@ def _integrity(path: str) -> str:
 
 async def _run_and_kill(url: str, sid: str, prefix: str, delay: float) -> list[str]:
     """Start a writer, let it append for ``delay`` seconds, SIGKILL it; return the acked batches."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-        "PYTHONPATH", "")])}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), "crash", url, sid, prefix, str(BATCH),
-        stdout=asyncio.subprocess.PIPE, env=env,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), 60)
-        assert line.strip() == b"ready", line
-        await asyncio.sleep(delay)
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-    out = await process.stdout.read()
-    await process.wait()
-    assert process.returncode == -signal.SIGKILL
-    return out.decode().split()
+    out = await kill_after_ready([str(CHILD), "crash", url, sid, prefix, str(BATCH)], delay)
+    return out.split()
 
 
 @pytest.mark.parametrize("sql_target", [pytest.param("sqlite", id="sqlite")], indirect=True)

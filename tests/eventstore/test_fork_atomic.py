@@ -5,21 +5,23 @@ every link names a session that exists."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
-import sys
 from pathlib import Path
 
 import pytest
-from _evs_support import BackendTarget, call_event, delta_event, response_event
+from _evs_support import (
+    BackendTarget,
+    call_event,
+    delta_event,
+    kill_after_ready,
+    response_event,
+)
 
 from eventstore import Event, EventActions, EventStore
 
 pytestmark = pytest.mark.slow
 
 CHILD = Path(__file__).with_name("_fork_child.py")
-REPO = Path(__file__).resolve().parents[2]
 EVENTS = 6_000
 KILLS = 6
 
@@ -37,23 +39,9 @@ async def _origin(store: EventStore) -> None:
 
 
 async def _kill_once(url: str, delay: float) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-        "PYTHONPATH", "")])}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), url, "o", str(EVENTS), stdout=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), 60)
-        assert line.strip() == b"ready", line
-        await asyncio.sleep(delay)
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-    out = await process.stdout.read()
-    await process.wait()
-    return out.decode().split()
+    out = await kill_after_ready([str(CHILD), url, "o", str(EVENTS)], delay,
+                                 expect_killed=False)
+    return out.split()
 
 
 async def _check(store: EventStore, acked: set[str]) -> int:

@@ -6,11 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
 import random
-import signal
 import sqlite3
-import sys
 import tempfile
 import threading
 import time
@@ -20,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _evs_support import kill_after_ready
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +33,6 @@ from eventstore import (
 from eventstore._sqlite import SQLiteBackend
 
 CHILD = Path(__file__).with_name("_group_child.py")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def ev(event_id: str, text: str = "x") -> Event:
@@ -245,25 +242,9 @@ def _integrity(path: Path) -> str:
 
 
 async def _run_and_kill(url: str, prefix: str, delay: float) -> set[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
-        "PYTHONPATH", "")])}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(CHILD), url, prefix, str(SESSIONS), str(BATCH),
-        stdout=asyncio.subprocess.PIPE, env=env,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), 60)
-        assert line.strip() == b"ready", line
-        await asyncio.sleep(delay)
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-    out = await process.stdout.read()
-    await process.wait()
-    assert process.returncode == -signal.SIGKILL
+    out = await kill_after_ready([str(CHILD), url, prefix, str(SESSIONS), str(BATCH)], delay)
     # a line cut by the kill is not an acknowledgement
-    return {line.split()[1] for line in out.decode().splitlines()
+    return {line.split()[1] for line in out.splitlines()
             if line.endswith(tuple("0123456789")) and len(line.split()) == 2}
 
 
