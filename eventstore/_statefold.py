@@ -10,7 +10,7 @@ full replay (``session_state_fold`` is the reference). Knows no SQL: it uses the
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -93,11 +93,12 @@ def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
 
 
 def decode_row_mappings(
-    session_id: str, rows: Sequence[EventRow], *, compact: bool = False
-) -> list[dict[str, Any]] | None:
+    session_id: str, rows: Sequence[EventRow], *, compact: bool = False,
+    convert: Callable[[dict[str, Any]], Any] | None = None,
+) -> list[Any] | None:
     """``decode_mappings`` of rows read with ``Backend.read_rows``, or None when a row is of
     an older schema version (the caller then reads StoredEvents, which upcast)."""
-    out = []
+    out: list[Any] = []
     enabled = gc.isenabled()  # as in decode_all: many small objects
     if enabled and len(rows) > 256:
         gc.disable()
@@ -107,10 +108,11 @@ def decode_row_mappings(
             if version != STORED_SCHEMA_VERSION:
                 return None
             try:
-                out.append(decode(payload, event_id=event_id, author=author,
-                                  invocation_id=invocation_id, timestamp=timestamp, seq=seq))
+                mapping = decode(payload, event_id=event_id, author=author,
+                                 invocation_id=invocation_id, timestamp=timestamp, seq=seq)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise CorruptEventError(session_id, seq, repr(exc)) from exc
+            out.append(mapping if convert is None else convert(mapping))
     finally:
         if enabled:
             gc.enable()
@@ -118,13 +120,16 @@ def decode_row_mappings(
 
 
 def decode_mappings(
-    rows: Sequence[StoredEvent], *, compact: bool = False
-) -> list[dict[str, Any]]:
+    rows: Sequence[StoredEvent], *, compact: bool = False,
+    convert: Callable[[dict[str, Any]], Any] | None = None,
+) -> list[Any]:
     """Decode stored envelopes into plain mappings (upcast, ``seq`` set, not validated);
     raises CorruptEventError at the first payload that is not a JSON object. ``compact``:
     each in the stored encoding of schema version 2 instead (``compact_fields``; rows of
-    older versions are re-encoded)."""
-    out = []
+    older versions are re-encoded). ``convert``, when given, is applied to each mapping as it
+    is decoded (in the same pass, with the cyclic GC paused for long reads), and the list
+    holds what it returned; what it raises propagates as is."""
+    out: list[Any] = []
     enabled = gc.isenabled()  # as in decode_all: many small objects
     if enabled and len(rows) > 256:
         gc.disable()
@@ -138,12 +143,11 @@ def decode_mappings(
                         payload = row.payload
                     else:
                         payload = encode_compact(decode_stored(row))
-                    out.append(compact_fields(
+                    mapping = compact_fields(
                         payload, event_id=row.event_id, author=row.author,
                         invocation_id=row.invocation_id, timestamp=row.timestamp, seq=row.seq,
-                    ))
-                    continue
-                if row.schema_version == STORED_SCHEMA_VERSION:
+                    )
+                elif row.schema_version == STORED_SCHEMA_VERSION:
                     mapping = compact_mapping(
                         row.payload, event_id=row.event_id, author=row.author,
                         invocation_id=row.invocation_id, timestamp=row.timestamp, seq=row.seq,
@@ -154,10 +158,10 @@ def decode_mappings(
                         raise ValueError("the payload is not a JSON object")
                     if row.schema_version != SCHEMA_VERSION:
                         mapping = _upcast(mapping, row.schema_version)
+                    mapping["seq"] = row.seq
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
-            mapping["seq"] = row.seq
-            out.append(mapping)
+            out.append(mapping if convert is None else convert(mapping))
     finally:
         if enabled:
             gc.enable()

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from ._args import (
     check_bool,
@@ -46,6 +46,8 @@ from ._statefold import (
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 from ._store_fork import ForkMethods
 from ._stored import STORED_SCHEMA_VERSION, encode_compact
+
+T = TypeVar("T")
 
 __all__ = [
     "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
@@ -507,6 +509,46 @@ class EventStore(ArtifactMethods, ForkMethods):
         ``invocation_id``, ``timestamp`` and ``seq`` added — what the payload holds, without
         expanding it (cheaper again). Raises CorruptEventError for a payload that is not a JSON
         object (``compact``: not a stored payload of schema version 2)."""
+        return await self._mappings(session_id, None, after=after, upto=upto,
+                                    backwards=backwards, limit=limit, since=since,
+                                    compact=compact)
+
+    async def read_converted(
+        self,
+        session_id: str,
+        convert: Callable[[dict[str, Any]], T],
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+        since: float | None = None,
+        compact: bool = False,
+    ) -> list[T]:
+        """``read_mappings`` with ``convert`` applied to each mapping as it is decoded: the
+        list holds what ``convert`` returned, in the same order. For adapters that turn events
+        into objects of their own: one pass, with the cyclic garbage collector paused over a
+        long read (no mapping outlives its conversion, and no collection scans them).
+        ``convert`` must not keep state between calls: for a log that mixes schema versions it
+        runs again on the events it already saw. What it raises propagates unchanged."""
+        if not callable(convert):
+            raise StoreUsageError(f"convert must be callable, not {convert!r}.")
+        return await self._mappings(session_id, convert, after=after, upto=upto,
+                                    backwards=backwards, limit=limit, since=since,
+                                    compact=compact)
+
+    async def _mappings(
+        self,
+        session_id: str,
+        convert: Callable[[dict[str, Any]], Any] | None,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+        since: float | None,
+        compact: bool,
+    ) -> list[Any]:
         backend = self._open_backend()
         _check_lookup(session_id)
         after = check_seq_bound(after, "after")
@@ -520,13 +562,13 @@ class EventStore(ArtifactMethods, ForkMethods):
             plain = await backend.read_rows(
                 session_id, after=after, upto=upto, backwards=backwards, limit=limit
             )
-            decoded = decode_row_mappings(session_id, plain, compact=compact)
+            decoded = decode_row_mappings(session_id, plain, compact=compact, convert=convert)
             if decoded is not None:
                 return decoded
             rows = await backend.read(
                 session_id, after=after, upto=upto, backwards=backwards, limit=limit
             )
-            return decode_mappings(rows, compact=compact)
+            return decode_mappings(rows, compact=compact, convert=convert)
         since = check_number(since, "since", positive=False)
         rows = await backend.read_since(
             session_id, timestamp=since, upto=upto,
@@ -536,7 +578,8 @@ class EventStore(ArtifactMethods, ForkMethods):
             rows = [r for r in rows if r.seq > after]
         if backwards:
             rows.reverse()
-        return decode_mappings(rows if limit is None else rows[:limit], compact=compact)
+        return decode_mappings(rows if limit is None else rows[:limit], compact=compact,
+                               convert=convert)
 
     async def iter_backwards(
         self,

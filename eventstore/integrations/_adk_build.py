@@ -38,7 +38,12 @@ from eventstore import (
 
 from ._adk_events import EXTENSION_KEY, apply_patch, event_to_adk_json
 
-__all__ = ["build_adk_events", "build_adk_events_compact", "event_of_mapping"]
+__all__ = [
+    "build_adk_event_compact",
+    "build_adk_events",
+    "build_adk_events_compact",
+    "event_of_mapping",
+]
 
 M = TypeVar("M", bound=BaseModel)
 Json = dict[str, Any]
@@ -438,20 +443,26 @@ def event_of_mapping(m: Json) -> Event:
     )
 
 
+def build_adk_event_compact(r: Json, defaults: Json) -> AdkEvent:
+    """The ADK event of one event in the stored encoding (``read_mappings(compact=True)``),
+    built without expanding it into the full mapping first when it has no extension."""
+    metadata = r.get("m")
+    built = None if metadata and EXTENSION_KEY in metadata else _fast_compact(r)
+    if built is None:
+        built = build_adk_events([_expanded(r)], defaults)[0]
+    return built
+
+
 def build_adk_events_compact(events: list[Json], defaults: Json) -> list[AdkEvent]:
-    """``build_adk_events`` of events in the stored encoding (``read_mappings(compact=True)``):
-    the same ADK events, built without expanding each into the full mapping first."""
+    """``build_adk_events`` of events in the stored encoding (``build_adk_event_compact`` of
+    each)."""
     out = []
     enabled = gc.isenabled()  # as in build_adk_events
     if enabled and len(events) > 256:
         gc.disable()
     try:
         for r in events:
-            metadata = r.get("m")
-            built = None if metadata and EXTENSION_KEY in metadata else _fast_compact(r)
-            if built is None:
-                built = build_adk_events([_expanded(r)], defaults)[0]
-            out.append(built)
+            out.append(build_adk_event_compact(r, defaults))
     finally:
         if enabled:
             gc.enable()

@@ -46,7 +46,7 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._adk_build import build_adk_events, build_adk_events_compact
+from ._adk_build import build_adk_event_compact, build_adk_events, build_adk_events_compact
 from ._adk_events import EXTENSION_KEY, event_from_adk_json
 from ._handle import StoreHandle
 
@@ -84,15 +84,21 @@ def to_adk_events(mappings: list[dict[str, Any]]) -> list[AdkEvent]:
     return build_adk_events(kept, _DEFAULTS)
 
 
+def _is_creation(r: dict[str, Any]) -> bool:
+    metadata = r.get("m")
+    ext = metadata.get(EXTENSION_KEY) if metadata else None
+    return isinstance(ext, dict) and ext.get("create") is True
+
+
 def to_adk_events_compact(events: list[dict[str, Any]]) -> list[AdkEvent]:
     """``to_adk_events`` of events in the stored encoding (``read_mappings(compact=True)``)."""
-    kept = []
-    for r in events:
-        metadata = r.get("m")
-        ext = metadata.get(EXTENSION_KEY) if metadata else None
-        if not (isinstance(ext, dict) and ext.get("create") is True):
-            kept.append(r)
-    return build_adk_events_compact(kept, _DEFAULTS)
+    return build_adk_events_compact([r for r in events if not _is_creation(r)], _DEFAULTS)
+
+
+def adk_event_or_none(r: dict[str, Any]) -> AdkEvent | None:
+    """The ADK event of one event in the stored encoding, or None for a creation event
+    (``read_converted``'s conversion in ``get_session``)."""
+    return None if _is_creation(r) else build_adk_event_compact(r, _DEFAULTS)
 
 
 def from_adk_event(event: AdkEvent) -> Event:
@@ -174,15 +180,16 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            stored = await store.read_mappings(
-                sid, upto=found.version, since=since, backwards=last is not None, limit=last,
-                compact=True,
+            # Built as they are decoded: one pass, no mapping of the whole log kept alive.
+            built = await store.read_converted(
+                sid, adk_event_or_none, upto=found.version, since=since,
+                backwards=last is not None, limit=last, compact=True,
             )
             if last is not None:
-                stored.reverse()
+                built.reverse()
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
-                state=found.state, events=to_adk_events_compact(stored),
+                state=found.state, events=[e for e in built if e is not None],
                 last_update_time=found.updated_at,
             )
             _set_marker(session, found.version)

@@ -4,6 +4,8 @@ without a session, artifacts addressed by (app, user, session or none) with meta
 
 from __future__ import annotations
 
+import gc
+
 import orjson
 import pytest
 from _evs_support import StoreFactory, delta_event, text_event
@@ -237,4 +239,52 @@ async def test_read_mappings_compact_is_the_stored_encoding_with_the_envelope(
     assert [m["seq"] for m in await store.read_mappings("s", since=12.0, backwards=True,
                                                        compact=True)] == [3, 2]
     with pytest.raises(StoreUsageError, match="compact"):
-        await store.read_mappings("s", compact=1)  # type: ignore[arg-type]
+        await store.read_mappings("s", compact=1)
+
+
+async def test_read_converted_is_read_mappings_with_each_mapping_converted(
+    store: EventStore,
+) -> None:
+    await store.create_session(app_name=APP, user_id="u", session_id="s")
+    # More events than the decoder's threshold for pausing the cyclic GC (256).
+    await store.append(
+        "s", [text_event(f"m{i}", id=f"e{i}", timestamp=10.0 + i) for i in range(1, 301)],
+        expected_version=0,
+    )
+
+    def convert(mapping: dict[str, object]) -> tuple[object, object]:
+        return mapping["seq"], mapping["id"]
+
+    for options in ({}, {"compact": True}, {"backwards": True, "limit": 5},
+                    {"since": 250.0, "compact": True}, {"since": 12.0, "backwards": True,
+                                                        "limit": 3},
+                    {"after": 10, "upto": 20}):
+        expected = [convert(m) for m in await store.read_mappings("s", **options)]
+        assert await store.read_converted("s", convert, **options) == expected
+    assert len(await store.read_converted("s", convert)) == 300
+    assert gc.isenabled()
+
+
+async def test_read_converted_lets_what_convert_raises_through_unchanged(
+    store: EventStore,
+) -> None:
+    await store.create_session(app_name=APP, user_id="u", session_id="s")
+    await store.append("s", [text_event(f"m{i}", id=f"e{i}") for i in range(300)],
+                       expected_version=0)
+
+    class Refused(ValueError):
+        pass
+
+    def convert(mapping: dict[str, object]) -> object:
+        if mapping["seq"] == 280:
+            raise Refused("not this one")
+        return mapping["seq"]
+
+    # A ValueError of the caller's is not taken for a corrupt payload.
+    with pytest.raises(Refused, match="not this one"):
+        await store.read_converted("s", convert)
+    assert gc.isenabled()  # the paused collector is running again after the error
+    with pytest.raises(StoreUsageError, match="convert must be callable"):
+        await store.read_converted("s", "seq")
+    with pytest.raises(SessionNotFoundError):
+        await store.read_converted("nope", convert)

@@ -115,6 +115,10 @@ async def test_stored_version_1_rows_keep_loading(tmp_path: Path) -> None:
     conn.close()
     store = await open_store(path)
     assert await store.read("s") == stored
+    # Mappings of old rows are upcast too; a converting read sees the same mappings.
+    mappings = await store.read_mappings("s", compact=True)
+    assert [m["m"] for m in mappings] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert await store.read_converted("s", lambda m: m["m"]["i"], compact=True) == [0, 1, 2]
     new = await store.append("s", Event(author="agent", id="e3"), expected_version=3)
     assert [e.seq for e in await store.read("s")] == [1, 2, 3, 4]
     assert (await store.read("s"))[3] == new[0]
