@@ -16,8 +16,10 @@ deltas, text turns; ``_bench_events``), their sizes printed first.
     payloads with ``orjson.loads`` of each; the newest 20 events;
 (c) bytes on disk per event of that session against the events' compact JSON;
 (d) concurrency: 1, 8 and 64 sessions appending at once on one file, synchronous NORMAL and
-    FULL, with and without group commit: aggregate events/s, p50/p99 append latency; two OS
-    processes of 32 sessions each on one file;
+    FULL, with and without group commit: aggregate events/s, p50/p99 append latency (one pass,
+    printed); the judged ratios (64 sessions against one, FULL against NORMAL) from three
+    rounds of those three figures measured in turns, their medians; two OS processes of 32
+    sessions each on one file;
 (e) PostgreSQL (``_bench_postgres``): 1 session and 64 sessions (one app / different apps)
     against raw asyncpg floors.
 
@@ -250,12 +252,33 @@ async def concurrency(tmp: str, quick: bool, results: Results) -> None:
                 print(f"{sessions:>8} {sync:>6} {'on' if grouped else 'off':>6} "
                       f"{run.rate:>10,.0f} {run.percentile(0.5) * 1e3:>8.2f} "
                       f"{run.percentile(0.99) * 1e3:>8.2f}", flush=True)
-    one, many = rates[(1, "NORMAL", True)], rates[(64, "NORMAL", True)]
-    full = rates[(64, "FULL", True)]
-    results.append(("64 sessions, NORMAL (events/s)", f"{many:,.0f}",
-                    f"1 session {one:,.0f}", f"{many / one:.1f}x >= 4x", many / one >= 4))
-    results.append(("64 sessions, FULL (events/s)", f"{full:,.0f}",
-                    f"NORMAL {many:,.0f}", f"{full / many:.2f}x >= 0.8x", full / many >= 0.8))
+    # The judged ratios: one measurement of 64 sessions lasts a fraction of a second, so the
+    # three figures they compare are measured again in turns, in rounds, on fresh files, and
+    # each ratio is judged on its median over the rounds (each round's own figures).
+    rounds = []
+    for r in range(1 if quick else 3):
+        round_rates = []
+        for sessions, sync in ((1, "NORMAL"), (64, "NORMAL"), (64, "FULL")):
+            path = os.path.join(tmp, f"r{r}-{sync}-{sessions}.db")
+            store = await open_sqlite(path, synchronous=sync, group_commit=True)
+            try:
+                per = max(10, per_total // sessions) if sessions > 1 else per_total // 4
+                round_rates.append((await concurrent_appends(store, sessions, per)).rate)
+            finally:
+                await store.aclose()
+        rounds.append(round_rates)
+    one = statistics.median(r[0] for r in rounds)
+    many = statistics.median(r[1] for r in rounds)
+    full = statistics.median(r[2] for r in rounds)
+    scale = [r[1] / r[0] for r in rounds]
+    durable = [r[2] / r[1] for r in rounds]
+    results.append(("64 sessions, NORMAL (events/s)", f"{many:,.0f}", f"1 session {one:,.0f}",
+                    f"{statistics.median(scale):.1f}x ({' / '.join(f'{v:.1f}' for v in scale)})"
+                    " >= 4x", statistics.median(scale) >= 4))
+    results.append(("64 sessions, FULL (events/s)", f"{full:,.0f}", f"NORMAL {many:,.0f}",
+                    f"{statistics.median(durable):.2f}x "
+                    f"({' / '.join(f'{v:.2f}' for v in durable)}) >= 0.8x",
+                    statistics.median(durable) >= 0.8))
     off = rates[(64, "NORMAL", False)]
     results.append(("  64 sessions, NORMAL, group commit off", f"{off:,.0f}",
                     f"on {many:,.0f}", f"{many / off:.1f}x", None))
@@ -291,10 +314,10 @@ async def main(args: argparse.Namespace) -> int:
         from _bench_postgres import postgres_section
 
         await postgres_section(args.postgres, quick, results)
-    print(f"\n{'figure':<42}{'value':>14}  {'baseline (same run)':<28}{'target':<36}result")
+    print(f"\n{'figure':<42}{'value':>14}  {'baseline (same run)':<28}{'target':<44}result")
     for name, value, baseline, target, met in results:
         verdict = "" if met is None else "(quick)" if quick else "PASS" if met else "FAIL"
-        print(f"{name:<42}{value:>14}  {baseline:<28}{target:<36}{verdict}")
+        print(f"{name:<42}{value:>14}  {baseline:<28}{target:<44}{verdict}")
     if quick:
         print("\n--quick is a smoke run: smaller sizes on a shared machine settle nothing.")
         return 0
