@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._exceptions import StoreUsageError
+from ._exceptions import SessionNotFoundError, StoreUsageError
 
 __all__ = [
     "MAX_INT",
     "check_bool",
     "check_filename",
     "check_int",
+    "check_lookup",
     "check_number",
     "check_seq_bound",
     "check_str",
@@ -101,3 +102,15 @@ def check_number(value: Any, name: str, *, positive: bool = True) -> float:
         kind = "a positive" if positive else "a finite"
         raise StoreUsageError(f"{name} must be {kind} number, not {value!r}.")
     return float(value)
+
+
+def check_lookup(session_id: object) -> str:
+    """Return ``session_id`` if it is a string a session may be looked up by. Any string may
+    (an unknown one is SessionNotFoundError later); a non-string is StoreUsageError, and a
+    string holding NUL is SessionNotFoundError at once."""
+    if not isinstance(session_id, str):
+        raise StoreUsageError(f"session_id must be a string, not {session_id!r}.")
+    if "\0" in session_id:
+        # No stored id holds NUL (creation refuses it), and PostgreSQL cannot even compare one.
+        raise SessionNotFoundError(session_id)
+    return session_id

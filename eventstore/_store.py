@@ -10,14 +10,15 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 from ._args import (
     check_bool,
     check_filename,
     check_int,
+    check_lookup,
     check_number,
     check_seq_bound,
     check_str,
@@ -39,15 +40,12 @@ from ._statefold import (
     DEFAULT_SNAPSHOT_INTERVAL,
     StateFolder,
     decode_all,
-    decode_mappings,
-    decode_row_mappings,
     decode_stored,
 )
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 from ._store_fork import ForkMethods
+from ._store_reads import MappingReads
 from ._stored import STORED_SCHEMA_VERSION, encode_compact
-
-T = TypeVar("T")
 
 __all__ = [
     "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
@@ -108,16 +106,6 @@ def _new_artifact(artifact: Artifact) -> NewArtifact:
     )
 
 
-def _check_lookup(session_id: object) -> str:
-    # Any string may be looked up (an unknown one is SessionNotFoundError); others are misuse.
-    if not isinstance(session_id, str):
-        raise StoreUsageError(f"session_id must be a string, not {session_id!r}.")
-    if "\0" in session_id:
-        # No stored id holds NUL (creation refuses it), and PostgreSQL cannot even compare one.
-        raise SessionNotFoundError(session_id)
-    return session_id
-
-
 def _check_cache_name(name: object) -> str:
     if not isinstance(name, str) or not name or len(name) > 255 or "\0" in name:
         raise StoreUsageError(
@@ -126,7 +114,7 @@ def _check_cache_name(name: object) -> str:
     return name
 
 
-class EventStore(ArtifactMethods, ForkMethods):
+class EventStore(ArtifactMethods, ForkMethods, MappingReads):
     """An append-only, per-session event log with derived state and versioned artifacts.
 
     Guarantees, on every backend: appends are atomic and checked against ``expected_version``;
@@ -296,7 +284,7 @@ class EventStore(ArtifactMethods, ForkMethods):
     async def _record(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
     ) -> SessionRecord:
-        record = await self._open_backend().get_session(_check_lookup(session_id))
+        record = await self._open_backend().get_session(check_lookup(session_id))
         if record is None:
             raise SessionNotFoundError(session_id)
         if app_name is not None and record.app_name != app_name:
@@ -431,7 +419,7 @@ class EventStore(ArtifactMethods, ForkMethods):
 
         The only delete the store does. Raises SessionNotFoundError when there is no such session.
         """
-        if not await self._open_backend().delete_session(_check_lookup(session_id)):
+        if not await self._open_backend().delete_session(check_lookup(session_id)):
             raise SessionNotFoundError(session_id)
 
     # -- the log -------------------------------------------------------------------------------
@@ -448,7 +436,7 @@ class EventStore(ArtifactMethods, ForkMethods):
         SessionNotFoundError; after any error nothing was written.
         """
         backend = self._open_backend()
-        _check_lookup(session_id)
+        check_lookup(session_id)
         batch = _event_batch(events, "append")
         if expected_version is not None and (
             not isinstance(expected_version, int)
@@ -480,106 +468,13 @@ class EventStore(ArtifactMethods, ForkMethods):
         ``backwards`` — at most ``limit`` of them, read in one page."""
         backend = self._open_backend()
         rows = await backend.read(
-            _check_lookup(session_id),
+            check_lookup(session_id),
             after=check_seq_bound(after, "after"),
             upto=check_seq_bound(upto, "upto"),
             backwards=check_bool(backwards, "backwards"),
             limit=check_seq_bound(limit, "limit", minimum=0),
         )
         return decode_all(rows)
-
-    async def read_mappings(
-        self,
-        session_id: str,
-        *,
-        after: int | None = None,
-        upto: int | None = None,
-        backwards: bool = False,
-        limit: int | None = None,
-        since: float | None = None,
-        compact: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Like ``read``, but each event as the plain JSON mapping it is stored as (the fields
-        of ``Event``, upcast to the current schema, ``seq`` set), without building Event
-        objects: for readers that need one or two fields of many events, or build their own
-        objects (an order of magnitude cheaper than ``read``). ``since=T`` keeps only events
-        whose timestamp is ``>= T`` (``limit`` then counts those, newest ones when
-        ``backwards``). ``compact=True`` gives each event in the stored encoding instead (schema
-        version 2, ``docs/protocol.md``: short keys, defaults omitted) with ``id``, ``author``,
-        ``invocation_id``, ``timestamp`` and ``seq`` added — what the payload holds, without
-        expanding it (cheaper again). Raises CorruptEventError for a payload that is not a JSON
-        object (``compact``: not a stored payload of schema version 2)."""
-        return await self._mappings(session_id, None, after=after, upto=upto,
-                                    backwards=backwards, limit=limit, since=since,
-                                    compact=compact)
-
-    async def read_converted(
-        self,
-        session_id: str,
-        convert: Callable[[dict[str, Any]], T],
-        *,
-        after: int | None = None,
-        upto: int | None = None,
-        backwards: bool = False,
-        limit: int | None = None,
-        since: float | None = None,
-        compact: bool = False,
-    ) -> list[T]:
-        """``read_mappings`` with ``convert`` applied to each mapping as it is decoded: the
-        list holds what ``convert`` returned, in the same order. For adapters that turn events
-        into objects of their own: one pass, with the cyclic garbage collector paused over a
-        long read (no mapping outlives its conversion, and no collection scans them).
-        ``convert`` must not keep state between calls: for a log that mixes schema versions it
-        runs again on the events it already saw. What it raises propagates unchanged."""
-        if not callable(convert):
-            raise StoreUsageError(f"convert must be callable, not {convert!r}.")
-        return await self._mappings(session_id, convert, after=after, upto=upto,
-                                    backwards=backwards, limit=limit, since=since,
-                                    compact=compact)
-
-    async def _mappings(
-        self,
-        session_id: str,
-        convert: Callable[[dict[str, Any]], Any] | None,
-        *,
-        after: int | None,
-        upto: int | None,
-        backwards: bool,
-        limit: int | None,
-        since: float | None,
-        compact: bool,
-    ) -> list[Any]:
-        backend = self._open_backend()
-        _check_lookup(session_id)
-        after = check_seq_bound(after, "after")
-        upto = check_seq_bound(upto, "upto")
-        backwards = check_bool(backwards, "backwards")
-        limit = check_seq_bound(limit, "limit", minimum=0)
-        compact = check_bool(compact, "compact")
-        if since is None:
-            # Plain rows first (no StoredEvent per row: a third of the read); a log holding
-            # events of an older schema version is read again as StoredEvents, which upcast.
-            plain = await backend.read_rows(
-                session_id, after=after, upto=upto, backwards=backwards, limit=limit
-            )
-            decoded = decode_row_mappings(session_id, plain, compact=compact, convert=convert)
-            if decoded is not None:
-                return decoded
-            rows = await backend.read(
-                session_id, after=after, upto=upto, backwards=backwards, limit=limit
-            )
-            return decode_mappings(rows, compact=compact, convert=convert)
-        since = check_number(since, "since", positive=False)
-        rows = await backend.read_since(
-            session_id, timestamp=since, upto=upto,
-            newest=limit if backwards and after is None else None,
-        )
-        if after is not None:
-            rows = [r for r in rows if r.seq > after]
-        if backwards:
-            rows.reverse()
-        return decode_mappings(rows if limit is None else rows[:limit], compact=compact,
-                               convert=convert)
 
     async def iter_backwards(
         self,
@@ -626,7 +521,7 @@ class EventStore(ArtifactMethods, ForkMethods):
         key = backend.signing_key
         if key is None:
             return {}
-        sid = _check_lookup(session_id)
+        sid = check_lookup(session_id)
         rows = await backend.read(sid, after=check_seq_bound(after, "after"),
                                   upto=check_seq_bound(upto, "upto"), backwards=False,
                                   limit=None)
@@ -700,7 +595,7 @@ class EventStore(ArtifactMethods, ForkMethods):
 
         A cache is never a source of truth: the caller must check it still describes the log
         (e.g. the id of the event at ``seq``) and ignore it otherwise."""
-        _check_lookup(session_id)
+        check_lookup(session_id)
         return await self._open_backend().load_cache(session_id, _check_cache_name(name))
 
     async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
@@ -711,7 +606,7 @@ class EventStore(ArtifactMethods, ForkMethods):
         ``rebuild_snapshots`` (``evs db rebuild-snapshots``), not copied by ``fork``, not kept
         by a read-only store or for a session that does not exist. The log stays the only
         source of truth: the reader checks the cache against it."""
-        _check_lookup(session_id)
+        check_lookup(session_id)
         name = _check_cache_name(name)
         seq = check_int(seq, "seq", minimum=0, maximum=(1 << 31) - 1)
         if not isinstance(data, bytes):

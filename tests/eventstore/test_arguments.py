@@ -122,6 +122,7 @@ def _method_calls() -> dict[str, Call]:
         "load_artifact": lambda s: s.load_artifact("s", "a.txt"),
         "list_artifacts": lambda s: s.list_artifacts("s"),
         "read_mappings": lambda s: s.read_mappings("s", since=0.0),
+        "read_converted": lambda s: s.read_converted("s", len),
         "list_sessions_by_update": lambda s: s.list_sessions_by_update(app_name="app"),
         "shared_state": lambda s: s.shared_state(app_name="app", user_id="u"),
         "artifact_versions": lambda s: s.artifact_versions(

@@ -85,6 +85,7 @@ async def test_corrupt_row_raises_corrupt_event_error_naming_session_and_seq(
         lambda: store.read("s", backwards=True),
         lambda: store.read_mappings("s"),
         lambda: store.read_mappings("s", compact=True, backwards=True),
+        lambda: store.read_converted("s", len, compact=True),
         lambda: store.state("s"),
         lambda: store.session_state_fold("s"),
     ]
