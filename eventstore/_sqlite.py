@@ -29,9 +29,9 @@ Design (measured, see ``scripts/bench_store.py``):
   process (or of every process); after a power failure or OS crash the newest commits may be lost,
   but the file is never corrupted. ``synchronous=FULL``: commits also survive power failure, at
   the cost of an fsync per commit.
-- **Errors.** sqlite3 exceptions are translated in one place (``_translate``) into the store's
-  errors; idempotent retries and conflicts take a slower diagnostic path judged by
-  ``check_retry``, the rule every backend shares.
+- **Errors.** sqlite3 exceptions are translated in one place (``_sqlite_open.translate``)
+  into the store's errors; idempotent retries and conflicts take a slower diagnostic path
+  judged by ``check_retry``, the rule every backend shares.
 - **Layout.** Events live in a rowid table keyed ``session_key << 32 | seq`` (revision 0003): a
   session's events sit together in ``seq`` order, the key makes ``(session, seq)`` unique, and an
   append writes the row plus one index, the ``(session_id, event_id)`` guard that makes retries
@@ -72,21 +72,12 @@ from ._backend import (
     check_batch_ids,
 )
 from ._exceptions import (
-    SchemaError,
-    SessionExistsError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
 from ._fork import ForkLink, ForkPlan
-from ._migrate import (
-    check_revision,
-    head_revision,
-    sqlite_revision,
-    unversioned_message,
-    upgrade,
-)
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -98,7 +89,6 @@ from ._sqlcommon import (
     scope,
     seq_bound,
     session_record,
-    sqlite_file,
     stored_events,
 )
 from ._sqlite_append import (
@@ -111,14 +101,13 @@ from ._sqlite_append import (
     insert,
 )
 from ._sqlite_checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
+from ._sqlite_driver import Driver as _Driver
 from ._sqlite_driver import (
-    BUSY_TIMEOUT_MS,
     connect_reader,
     connect_writer,
-    directory_problem,
 )
-from ._sqlite_driver import Driver as _Driver
 from ._sqlite_group import GroupCommit, savepoint
+from ._sqlite_open import ensure_schema, path_of, translate
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
 
@@ -148,46 +137,6 @@ _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
 _DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
 """What the driver raises: its own errors, and OverflowError/ValueError for parameters it
 cannot bind (e.g. an int past 64 bits)."""
-
-
-def _translate(exc: Exception, *, url: str, what: str, session_id: str | None) -> Exception:
-    """The one place sqlite3 errors become the store's errors."""
-    message = str(exc)
-    if isinstance(exc, sqlite3.IntegrityError) and session_id is not None:
-        if "evs_sessions.session_id" in message:
-            return SessionExistsError(session_id)
-        if "FOREIGN KEY" in message:
-            return SessionNotFoundError(session_id)
-    if ("readonly" in message or "read-only" in message
-            or "unable to open database file" in message):
-        path = sqlite_file(url)
-        problem = directory_problem(str(path)) if path is not None else None
-        if problem is not None:
-            return StorageError(f"SQLite {url} refused to {what}: {problem} ({message}).")
-    if "readonly" in message or "read-only" in message:
-        return StorageError(f"SQLite {url} refused to {what}: the database is read-only "
-                            f"({message}).")
-    if "locked" in message or "busy" in message:
-        return StorageError(f"SQLite {url} stayed locked by another writer for more than "
-                            f"{BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).")
-    return StorageError(f"SQLite {url} failed to {what}: {type(exc).__name__}: {message}")
-
-
-def _path_of(url: str) -> str:
-    path = sqlite_file(url)
-    if path is None:
-        raise StoreUsageError(
-            f"{url!r} names an in-memory SQLite database, which every connection sees empty; "
-            "use memory:// for an in-memory store or give a file path."
-        )
-    return str(path)
-
-
-def _read_revision(path: str) -> str | None:
-    current, unversioned = sqlite_revision(path)
-    if unversioned:
-        raise SchemaError(unversioned_message(f"sqlite+aiosqlite:///{path}"))
-    return current
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -242,34 +191,14 @@ class SQLiteBackend:
         sync = synchronous.upper() if isinstance(synchronous, str) else ""
         if sync not in ("NORMAL", "FULL"):
             raise StoreUsageError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}.")
-        path = _path_of(url)
+        path = path_of(url)
         if read_only and not await asyncio.to_thread(os.path.exists, path):
             raise StorageError(f"Cannot open {url} read-only: the file {path} does not exist.")
-        await cls._ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
+        await ensure_schema(url, path, auto_upgrade=auto_upgrade and not read_only)
         backend = cls(url, path, read_only=read_only, group_commit=group_commit,
                       signing_key=signing_key)
         await backend._start(sync)
         return backend
-
-    @staticmethod
-    async def _ensure_schema(url: str, path: str, *, auto_upgrade: bool) -> None:
-        try:
-            current, unversioned = await asyncio.to_thread(sqlite_revision, path)
-        except sqlite3.Error as exc:
-            raise _translate(exc, url=url, what="read its schema revision", session_id=None) \
-                from exc
-        if current == head_revision() or not auto_upgrade:
-            check_revision(url, current, unversioned=unversioned)
-            return
-        # An unversioned read here may be another process's upgrade half done: upgrade()
-        # decides under the file lock.
-        try:
-            await upgrade(url)
-        except StorageError:
-            # Another process may have upgraded the same file at the same moment.
-            if await asyncio.to_thread(_read_revision, path) != head_revision():
-                raise
-        check_revision(url, await asyncio.to_thread(_read_revision, path))
 
     async def _start(self, synchronous: str) -> None:
         path = self._path
@@ -294,7 +223,7 @@ class SQLiteBackend:
             await self._reader.start()
         except sqlite3.Error as exc:
             await self.aclose()
-            raise _translate(exc, url=self.url, what="open the database", session_id=None) \
+            raise translate(exc, url=self.url, what="open the database", session_id=None) \
                 from exc
 
     # -- running jobs --------------------------------------------------------------------------
@@ -316,7 +245,7 @@ class SQLiteBackend:
         try:
             return await driver.run(fn)
         except _DRIVER_ERRORS as exc:
-            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+            raise translate(exc, url=self.url, what=what, session_id=session_id) from exc
 
     async def _write(
         self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
@@ -353,7 +282,7 @@ class SQLiteBackend:
         try:
             return await group.run(fn, request=request)
         except _DRIVER_ERRORS as exc:
-            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+            raise translate(exc, url=self.url, what=what, session_id=session_id) from exc
 
     async def _read(
         self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
