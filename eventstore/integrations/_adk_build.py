@@ -41,7 +41,6 @@ from ._adk_events import EXTENSION_KEY, apply_patch, event_to_adk_json
 __all__ = [
     "build_adk_event_compact",
     "build_adk_events",
-    "build_adk_events_compact",
     "event_of_mapping",
 ]
 
@@ -451,22 +450,6 @@ def build_adk_event_compact(r: Json, defaults: Json) -> AdkEvent:
     if built is None:
         built = build_adk_events([_expanded(r)], defaults)[0]
     return built
-
-
-def build_adk_events_compact(events: list[Json], defaults: Json) -> list[AdkEvent]:
-    """``build_adk_events`` of events in the stored encoding (``build_adk_event_compact`` of
-    each)."""
-    out = []
-    enabled = gc.isenabled()  # as in build_adk_events
-    if enabled and len(events) > 256:
-        gc.disable()
-    try:
-        for r in events:
-            out.append(build_adk_event_compact(r, defaults))
-    finally:
-        if enabled:
-            gc.enable()
-    return out
 
 
 def build_adk_events(mappings: list[Json], defaults: Json) -> list[AdkEvent]:

@@ -46,7 +46,7 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._adk_build import build_adk_event_compact, build_adk_events, build_adk_events_compact
+from ._adk_build import build_adk_event_compact, build_adk_events
 from ._adk_events import EXTENSION_KEY, event_from_adk_json
 from ._handle import StoreHandle
 
@@ -88,11 +88,6 @@ def _is_creation(r: dict[str, Any]) -> bool:
     metadata = r.get("m")
     ext = metadata.get(EXTENSION_KEY) if metadata else None
     return isinstance(ext, dict) and ext.get("create") is True
-
-
-def to_adk_events_compact(events: list[dict[str, Any]]) -> list[AdkEvent]:
-    """``to_adk_events`` of events in the stored encoding (``read_mappings(compact=True)``)."""
-    return build_adk_events_compact([r for r in events if not _is_creation(r)], _DEFAULTS)
 
 
 def adk_event_or_none(r: dict[str, Any]) -> AdkEvent | None:

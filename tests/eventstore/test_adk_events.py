@@ -26,7 +26,7 @@ from eventstore.integrations._adk_events import (  # noqa: E402
     diff,
     event_to_adk_json,
 )
-from eventstore.integrations._adk_sessions import _DEFAULTS, to_adk_events_compact  # noqa: E402
+from eventstore.integrations._adk_sessions import _DEFAULTS, adk_event_or_none  # noqa: E402
 from eventstore.integrations.adk import (  # noqa: E402
     EXTENSION_KEY,
     from_adk_event,
@@ -109,10 +109,10 @@ def test_adk_event_round_trips_through_the_store_exactly(event: AdkEvent) -> Non
     # The stored mapping read back (fast path where it applies) ...
     [fast] = to_adk_events([{**orjson.loads(payload), "seq": 1}])
     # ... straight from the stored encoding (read_mappings(compact=True)) ...
-    [compact] = to_adk_events_compact([compact_fields(
+    compact = adk_event_or_none(compact_fields(
         encode_compact(ours), event_id=ours.id, author=ours.author,
         invocation_id=ours.invocation_id, timestamp=ours.timestamp, seq=1,
-    )])
+    ))
     # ... and the validated path from the decoded event (what every event could take).
     decoded = decode_event(payload, schema_version=1)
     assert decode_trusted(payload, seq=None) == decoded
@@ -205,9 +205,9 @@ def test_parts_kept_in_the_extension_take_the_trusted_path_and_round_trip() -> N
     built = _fast(mapping)
     assert built is not None
     assert built == event
-    [compact] = to_adk_events_compact([compact_fields(
+    compact = adk_event_or_none(compact_fields(
         encode_compact(ours), event_id=ours.id, author=ours.author,
         invocation_id=ours.invocation_id, timestamp=ours.timestamp, seq=1,
-    )])
+    ))
     assert compact == event
     assert orjson.loads(compact.model_dump_json()) == orjson.loads(event.model_dump_json())
