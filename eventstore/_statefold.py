@@ -9,7 +9,6 @@ full replay (``session_state_fold`` is the reference). Knows no SQL: it uses the
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +18,8 @@ from ._backend import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEv
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
+from ._gcpause import pause as pause_collector
+from ._gcpause import resume as resume_collector
 from ._state import apply_delta, session_part, shared_part
 from ._stored import (
     STORED_SCHEMA_VERSION,
@@ -81,15 +82,12 @@ def snapshot_state(
 
 def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
     """Decode stored envelopes in order; raises CorruptEventError at the first bad one."""
-    # Decoding allocates many small objects; pausing the cyclic GC meanwhile halves the cost.
-    enabled = gc.isenabled()
-    if enabled and len(rows) > 256:
-        gc.disable()
+    # Decoding allocates many small objects the caller keeps (see _gcpause).
+    paused = pause_collector(len(rows))
     try:
         return [decode_stored(row) for row in rows]
     finally:
-        if enabled:
-            gc.enable()
+        resume_collector(paused)
 
 
 def decode_row_mappings(
@@ -99,9 +97,7 @@ def decode_row_mappings(
     """``decode_mappings`` of rows read with ``Backend.read_rows``, or None when a row is of
     an older schema version (the caller then reads StoredEvents, which upcast)."""
     out: list[Any] = []
-    enabled = gc.isenabled()  # as in decode_all: many small objects
-    if enabled and len(rows) > 256:
-        gc.disable()
+    paused = pause_collector(len(rows))  # as in decode_all
     decode = compact_fields if compact else compact_mapping
     try:
         for seq, event_id, invocation_id, author, timestamp, version, payload in rows:
@@ -114,8 +110,7 @@ def decode_row_mappings(
                 raise CorruptEventError(session_id, seq, repr(exc)) from exc
             out.append(mapping if convert is None else convert(mapping))
     finally:
-        if enabled:
-            gc.enable()
+        resume_collector(paused)
     return out
 
 
@@ -130,9 +125,7 @@ def decode_mappings(
     is decoded (in the same pass, with the cyclic GC paused for long reads), and the list
     holds what it returned; what it raises propagates as is."""
     out: list[Any] = []
-    enabled = gc.isenabled()  # as in decode_all: many small objects
-    if enabled and len(rows) > 256:
-        gc.disable()
+    paused = pause_collector(len(rows))  # as in decode_all
     try:
         for row in rows:
             if row.damage is not None:
@@ -163,8 +156,7 @@ def decode_mappings(
                 raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
             out.append(mapping if convert is None else convert(mapping))
     finally:
-        if enabled:
-            gc.enable()
+        resume_collector(paused)
     return out
 
 
