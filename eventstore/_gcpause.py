@@ -15,15 +15,20 @@ counting (objects are freed as soon as they are dropped, whatever their generati
 garbage *cycles* created just before the read wait for the next full collection instead of the
 next young one. Neither step is taken when the collector was disabled by the caller, and the
 move is skipped when the process holds frozen objects of its own (``gc.get_freeze_count()``):
-``gc.unfreeze()`` would thaw them.
+``gc.unfreeze()`` would thaw them. Nor is it made on a free-threaded build, whose collector has
+no young generations and whose ``gc.freeze()`` walks the whole heap.
 """
 
 from __future__ import annotations
 
 import gc
+import sysconfig
 from typing import Final
 
 __all__ = ["LONG_BATCH", "pause", "resume"]
+
+_GENERATIONAL: Final = not sysconfig.get_config_var("Py_GIL_DISABLED")
+"""Whether the collector has generations to move objects between (not free-threaded)."""
 
 LONG_BATCH: Final = 256
 """Batches of at most this many items run with the collector as it is."""
@@ -43,7 +48,7 @@ def resume(paused: bool) -> None:
     docstring), then the collector running again. Does nothing when ``paused`` is False."""
     if not paused:
         return
-    if gc.get_freeze_count() == 0:
+    if _GENERATIONAL and gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
     gc.enable()
