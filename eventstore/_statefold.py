@@ -122,7 +122,7 @@ def decode_mappings(
     raises CorruptEventError at the first payload that is not a JSON object. ``compact``:
     each in the stored encoding of schema version 2 instead (``compact_fields``; rows of
     older versions are re-encoded). ``convert``, when given, is applied to each mapping as it
-    is decoded (in the same pass, with the cyclic GC paused for long reads), and the list
+    is decoded (in the same pass; long reads as in ``decode_all``), and the list
     holds what it returned; what it raises propagates as is."""
     out: list[Any] = []
     paused = pause_collector(len(rows))  # as in decode_all

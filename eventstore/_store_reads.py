@@ -67,7 +67,8 @@ class MappingReads:
         """``read_mappings`` with ``convert`` applied to each mapping as it is decoded: the
         list holds what ``convert`` returned, in the same order. For adapters that turn events
         into objects of their own: one pass, with the cyclic garbage collector paused over a
-        long read (no mapping outlives its conversion, and no collection scans them).
+        long read (no mapping outlives its conversion) and what ``convert`` built then moved
+        to the collector's oldest generation without a traversal (``eventstore._gcpause``).
         ``convert`` must not keep state between calls: for a log that mixes schema versions it
         runs again on the events it already saw. What it raises propagates unchanged."""
         if not callable(convert):
