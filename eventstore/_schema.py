@@ -70,9 +70,12 @@ class Session(SQLModel, table=True):
 class Event(SQLModel, table=True):
     """One stored event: the envelope columns and the encoded payload. Rows are never updated.
 
-    The primary key ``row_key`` (``session_key << 32 | seq``) keeps each session's events
-    together in ``seq`` order and makes ``(session, seq)`` unique without an index of its own:
-    on SQLite it is the rowid, so an append writes the row and one index (the event-id guard).
+    The primary key ``row_key`` (``session_key << 32 | seq``) addresses a session's events in
+    ``seq`` order and makes ``(session, seq)`` unique. On SQLite the table's rowid is a column
+    ``id`` in commit order and ``row_key`` is unique through ``uq_evs_events_row_key``
+    (revision 0012): appends of many sessions at once then write at the end of the table
+    instead of splitting pages in its middle. Neither has a model here (physical layout only;
+    ``tests/eventstore/test_sql_schema.py`` leaves them out of its comparison).
     """
 
     __tablename__ = "evs_events"

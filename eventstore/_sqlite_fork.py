@@ -23,7 +23,8 @@ from ._sqlcommon import SEQ_BITS, seq_of_row_key
 __all__ = ["fork", "links"]
 
 _OVERRIDDEN = {
-    "evs_events": {"row_key": f"(:key << {SEQ_BITS}) | seq", "session_id": ":sid",
+    # id: the copy's place in commit order (revision 0012), handed out by SQLite
+    "evs_events": {"id": "NULL", "row_key": f"(:key << {SEQ_BITS}) | seq", "session_id": ":sid",
                    "shared_state": "0"},
     "evs_artifacts": {"session_scope": ":sid"},
     "evs_snapshots": {"session_id": ":sid"},
