@@ -533,19 +533,28 @@ def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:
 def written(session_id: str, event: NewEvent, *, seq: int, position: int,
             chain_hash: bytes | None = None, signature: bytes | None = None) -> StoredEvent:
     """The envelope of ``event`` as just written at ``seq``/``position`` (every backend builds
-    the StoredEvents an append returns with this, so all of them return the same fields)."""
-    return StoredEvent(
-        session_id=session_id,
-        seq=seq,
-        position=position,
-        event_id=event.event_id,
-        kind=event.kind,
-        invocation_id=event.invocation_id,
-        author=event.author,
-        timestamp=event.timestamp,
-        shared_state=event.shared_state,
-        schema_version=event.schema_version,
-        payload=event.payload,
-        chain_hash=chain_hash,
-        signature=signature,
-    )
+    the StoredEvents an append returns with this, so all of them return the same fields).
+
+    Filled in directly rather than through the frozen dataclass's keyword ``__init__`` (which
+    sets each field with ``object.__setattr__`` after binding keywords): the group commit
+    builds one per event on the writer thread, under the GIL the event loop needs too."""
+    stored = _new_stored(StoredEvent)
+    _put(stored, "session_id", session_id)
+    _put(stored, "seq", seq)
+    _put(stored, "position", position)
+    _put(stored, "event_id", event.event_id)
+    _put(stored, "kind", event.kind)
+    _put(stored, "invocation_id", event.invocation_id)
+    _put(stored, "author", event.author)
+    _put(stored, "timestamp", event.timestamp)
+    _put(stored, "shared_state", event.shared_state)
+    _put(stored, "schema_version", event.schema_version)
+    _put(stored, "payload", event.payload)
+    _put(stored, "chain_hash", chain_hash)
+    _put(stored, "signature", signature)
+    _put(stored, "damage", None)
+    return stored
+
+
+_new_stored = object.__new__
+_put = object.__setattr__

@@ -58,8 +58,9 @@ FRAME_TAG: Final = b"evs-chain-1\0"
 SIGNING_KEY_ENV: Final = "EVS_SIGNING_KEY"
 """Environment variable holding the signing key when ``open_store`` is given none."""
 
-_DOUBLE = struct.Struct(">d")
-_LONG = struct.Struct(">q")
+_LENGTH = struct.Struct(">I")
+_NUMBERS = struct.Struct(">IdIq")
+"""``frame(timestamp as a double) ‖ frame(schema version as 8 bytes)``."""
 
 
 class Chained(Protocol):
@@ -90,17 +91,22 @@ def content_digest(event: Chained) -> bytes:
 
     Raises ValueError for a string that is not valid Unicode text (a damaged row).
     """
-    parts = (
-        FRAME_TAG,
-        _frame(event.event_id.encode("utf-8", "surrogatepass")),
-        _frame(event.invocation_id.encode("utf-8", "surrogatepass")),
-        _frame(event.author.encode("utf-8", "surrogatepass")),
-        _frame(event.kind.encode("utf-8", "surrogatepass")),
-        _frame(_DOUBLE.pack(float(event.timestamp))),
-        _frame(_LONG.pack(int(event.schema_version))),
-        _frame(bytes(event.payload)),
-    )
-    return hashlib.sha256(b"".join(parts)).digest()
+    event_id = event.event_id.encode("utf-8", "surrogatepass")
+    invocation_id = event.invocation_id.encode("utf-8", "surrogatepass")
+    author = event.author.encode("utf-8", "surrogatepass")
+    kind = event.kind.encode("utf-8", "surrogatepass")
+    payload = bytes(event.payload)
+    # frame() of each part, the two fixed-size ones (8 bytes each) packed with their lengths
+    digest = hashlib.sha256(FRAME_TAG)
+    digest.update(b"".join((
+        _LENGTH.pack(len(event_id)), event_id,
+        _LENGTH.pack(len(invocation_id)), invocation_id,
+        _LENGTH.pack(len(author)), author,
+        _LENGTH.pack(len(kind)), kind,
+        _NUMBERS.pack(8, float(event.timestamp), 8, int(event.schema_version)),
+        _LENGTH.pack(len(payload)), payload,
+    )))
+    return digest.digest()
 
 
 def link(prev: bytes, seq: int, digest: bytes) -> bytes:

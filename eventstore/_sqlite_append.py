@@ -81,18 +81,21 @@ class Head:
     """What an append needs to know of a session, read inside its write transaction."""
 
     __slots__ = ("app_name", "clock", "hash", "head_seq", "key", "user_id", "version")
+    app_name: str
+    user_id: str
+    key: int
+    head_seq: int
 
     def __init__(self, row: Sequence[Any]) -> None:
-        self.app_name: str = row[0]
-        self.user_id: str = row[1]
-        self.key: int = row[2]
-        self.version: int = seq_of_row_key(row[3])
+        """``row``: a ``HEAD_SQL`` row (``_HEADS_SQL`` rows end with the same columns)."""
+        (self.app_name, self.user_id, self.key, newest, clock, self.head_seq,
+         head_hash) = row[-7:]
+        self.version: int = seq_of_row_key(newest)
         # The app's newest shared-state position (see StoredEvent.position): every write holds
         # the file's lock, so positions are handed out and committed in order.
-        self.clock: int = row[4] or 0
+        self.clock: int = clock or 0
         # The head record (revision 0008): where the chain continues from.
-        self.head_seq: int = row[5]
-        self.hash: bytes = GENESIS if row[6] is None else bytes(row[6])
+        self.hash: bytes = GENESIS if head_hash is None else bytes(head_hash)
 
     @property
     def consistent(self) -> bool:
@@ -225,7 +228,7 @@ def _heads(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, Head]:
     for lo in range(0, len(ids), 500):
         chunk = ids[lo:lo + 500]
         sql = f"{_HEADS_SQL}({', '.join('?' * len(chunk))})"
-        found.update((row[0], Head(row[1:])) for row in conn.execute(sql, chunk))
+        found.update((row[0], Head(row)) for row in conn.execute(sql, chunk))
     return found
 
 
