@@ -134,3 +134,28 @@ async def test_events_layout_row_key_stays_unique(tmp_path: Path) -> None:
         marks = ", ".join("?" * len(copy))
         with pytest.raises(sqlite3.IntegrityError, match="row_key"):
             conn.execute(f"INSERT INTO evs_events ({_COLUMNS}) VALUES ({marks})", copy)
+
+
+async def test_events_layout_upgrade_after_an_interrupted_one(tmp_path: Path) -> None:
+    """An upgrade that stopped after creating the copy (pysqlite runs that CREATE TABLE before
+    the transaction the row copy opens) leaves an empty ``evs_events_next``; the next upgrade
+    goes through and keeps every row."""
+    path = tmp_path / "interrupted.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    store = await open_store(url, auto_upgrade=True)
+    try:
+        await store.create_session(app_name="app", user_id="u", session_id="s")
+        await store.append("s", [text_event("one"), text_event("two")], expected_version=0)
+    finally:
+        await store.aclose()
+    await asyncio.to_thread(command.downgrade, _config(url), _BEFORE)
+    rows = _rows(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE evs_events_next (id INTEGER PRIMARY KEY, row_key INTEGER)")
+    await upgrade(url)
+    assert await current_revision(url) == head_revision()
+    assert _rows(path) == rows
+    assert _integrity(path) == "ok"
+    with sqlite3.connect(path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "evs_events_next" not in names

@@ -68,6 +68,9 @@ _SHARED_INDEX = (
 
 
 def _swap(first_column: str, keys: str) -> None:
+    # pysqlite runs a CREATE TABLE before any row change outside the transaction that follows:
+    # an upgrade that stopped right after it left an empty copy behind, which goes first.
+    op.execute("DROP TABLE IF EXISTS evs_events_next")
     # Nothing references evs_events, so dropping it is safe where foreign keys are enforced.
     op.execute(f"CREATE TABLE evs_events_next ({first_column}{_EVENT_COLUMNS.format(keys=keys)})")
     op.execute(f"INSERT INTO evs_events_next ({_COLUMNS}) "
