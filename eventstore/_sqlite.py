@@ -39,8 +39,8 @@ Design (measured, see ``scripts/bench_store.py``):
   as from 0003 to 0011, a session's rows sat together, but 64 sessions appending at once
   inserted in 64 places in the middle of the table, and SQLite rebalances pages there: a group
   commit's SQLite time per event went from 42 to 23 µs with the change. One session alone pays
-  for the second index: one more B-tree insert and WAL page per commit, 11–15 µs more of the
-  writer's job, 7–12% of an append, measured in place.)
+  for the second index: one more B-tree insert and WAL page per commit, 11 to 15 µs more of the
+  writer's job, 7 to 12% of an append, measured in place.)
 - **Shared-state positions.** An app's shared-state events are numbered 1, 2, 3 … by its counter
   in ``evs_app_positions``, read and advanced inside the write transaction (every write holds
   the file's lock, so positions are handed out and committed in order); every other event takes

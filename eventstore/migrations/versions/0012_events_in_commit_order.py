@@ -12,7 +12,7 @@ page and starts a new one. Measured on a 2-core machine, a group commit of 64 in
 sessions' appends spent 42 µs of SQLite time per event keyed by session and 23 µs in commit
 order with ``row_key`` as a unique index (the index entries are 16 bytes, so its pages split
 rarely). One session alone pays for that index (one more B-tree insert and WAL page per
-commit: its writer job 11–15 µs longer, 7–12% of an append, timed in place).
+commit: its writer job 11 to 15 µs longer, 7 to 12% of an append, timed in place).
 
 So on SQLite the table gets a rowid ``id`` in commit order and ``row_key`` keeps its meaning and
 uniqueness through ``uq_evs_events_row_key``; every query still addresses events by
