@@ -20,6 +20,7 @@ from eventstore import (
     StoredEvent,
     open_store,
 )
+from eventstore._backend import written
 from eventstore._codec import encode_event
 from eventstore._stored import (
     STORED_SCHEMA_VERSION,
@@ -123,3 +124,22 @@ async def test_stored_version_1_rows_keep_loading(tmp_path: Path) -> None:
     assert [e.seq for e in await store.read("s")] == [1, 2, 3, 4]
     assert (await store.read("s"))[3] == new[0]
     await store.aclose()
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_stored_encoding_written_envelope_sets_every_field(signed: bool) -> None:
+    """``written`` fills the envelope in without the dataclass ``__init__``: it must give what
+    the keyword construction gives, every field included (a field added later and left out
+    would be unset and fail here)."""
+    _, new = EventStore._prepare(Event(author="agent", id="e1", invocation_id="inv"))
+    chain, signature = bytes(range(32)), (b"s" * 32 if signed else None)
+    got = written("s1", new, seq=3, position=7, chain_hash=chain, signature=signature)
+    expected = StoredEvent(
+        session_id="s1", seq=3, position=7, event_id="e1", kind=new.kind, invocation_id="inv",
+        author="agent", timestamp=new.timestamp, shared_state=new.shared_state,
+        schema_version=new.schema_version, payload=new.payload, chain_hash=chain,
+        signature=signature,
+    )
+    assert got == expected
+    for field in dataclasses.fields(StoredEvent):
+        assert getattr(got, field.name) == getattr(expected, field.name), field.name
