@@ -54,6 +54,7 @@ Design (measured, see ``scripts/bench_store.py``):
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -100,6 +101,7 @@ from ._sqlite_append import (
     HEAD_SQL,
     AppendRequest,
     Head,
+    HeadCache,
     append_many,
     append_one,
     head,
@@ -168,6 +170,9 @@ class SQLiteBackend:
         self._reader: _Driver | None = None
         self._closed = False
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
+        self._heads = HeadCache()
+        """The writer's heads between transactions (``_sqlite_append.HeadCache``): only the
+        append jobs keep it; every other write that could move a head clears it."""
 
     @classmethod
     async def open(
@@ -223,7 +228,9 @@ class SQLiteBackend:
                                        after_job=self._checkpointer.notify)
                 await self._writer.start()
                 if self._group_commit:
-                    self._group = GroupCommit(self._writer.post, batch=append_many)
+                    self._group = GroupCommit(
+                        self._writer.post, batch=functools.partial(append_many, cache=self._heads),
+                        on_failure=self._heads.clear)
             self._reader = _Driver(f"evs-sqlite-reader:{path}", reader)
             await self._reader.start()
         except sqlite3.Error as exc:
@@ -253,15 +260,24 @@ class SQLiteBackend:
             raise translate(exc, url=self.url, what=what, session_id=session_id) from exc
 
     async def _write(
-        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None
+        self, fn: Callable[[sqlite3.Connection], T], *, what: str, session_id: str | None = None,
+        keeps_heads: bool = False,
     ) -> T:
+        """Run ``fn`` in a transaction of its own. Unless ``keeps_heads`` (``fn`` moves no head
+        or app position, or keeps ``self._heads`` exact itself) the head cache is cleared
+        first; it is cleared whenever the transaction fails."""
+        heads = self._heads
+
         def transaction(conn: sqlite3.Connection) -> T:
+            if not keeps_heads:
+                heads.clear()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
                 if conn.in_transaction:  # a diagnostic path may have rolled back already
                     conn.execute("COMMIT")
             except BaseException:
+                heads.clear()
                 _rollback(conn)
                 raise
             return result
@@ -273,13 +289,16 @@ class SQLiteBackend:
         request: AppendRequest | None = None,
     ) -> T:
         """Run ``fn`` as one write of a group transaction (see ``_sqlite_group`` for what
-        ``fn`` must guarantee); without group commit, in a transaction of its own."""
+        ``fn`` must guarantee); without group commit, in a transaction of its own. ``fn``
+        moves no head or app position, or keeps the head cache exact itself (an append
+        job) or clears it."""
         group = self._group
         if group is None:
-            return await self._write(fn, what=what, session_id=session_id)
+            return await self._write(fn, what=what, session_id=session_id, keeps_heads=True)
         if group.claim_alone():
             try:
-                return await self._write(fn, what=what, session_id=session_id)
+                return await self._write(fn, what=what, session_id=session_id,
+                                         keeps_heads=True)
             finally:
                 group.release_alone()
         if self._closed or self._reader is None:
@@ -320,6 +339,7 @@ class SQLiteBackend:
                 (sid, record.app_name, record.user_id, record.created_at),
             )
             if initial:
+                self._heads.clear()  # the events may move the app's position
                 insert(conn, sid, head(conn, sid), initial, self.signing_key)
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
@@ -396,8 +416,10 @@ class SQLiteBackend:
 
         request = AppendRequest(session_id, events, expected_version, self.signing_key)
 
+        heads = self._heads
+
         def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            return append_one(conn, request)
+            return append_one(conn, request, heads)
 
         stored = await self._grouped(job, what=f"append to session {session_id!r}",
                                      session_id=session_id, request=request)
@@ -488,7 +510,7 @@ class SQLiteBackend:
             return  # snapshots are a cache; a read-only store simply does not keep one
         await self._write(lambda conn: snapshots.save(conn, session_id, seq, state),
                           what=f"save a snapshot of session {session_id!r}",
-                          session_id=session_id)
+                          session_id=session_id, keeps_heads=True)
 
     async def drop_snapshots(self) -> int:
         return await self._write(snapshots.drop_all, what="drop snapshots")
@@ -502,7 +524,7 @@ class SQLiteBackend:
             return  # a cache; a read-only store simply does not keep one
         await self._write(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data),
                           what=f"save cache {name!r} of session {session_id!r}",
-                          session_id=session_id)
+                          session_id=session_id, keeps_heads=True)
 
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
@@ -520,7 +542,7 @@ class SQLiteBackend:
         # Counted inside the write transaction, so a concurrent delete cannot slip in between.
         await self._write(
             lambda conn: snapshots.save_shared(conn, app_name, user_id, snapshot),
-            what=f"save a shared-state snapshot of app {app_name!r}",
+            what=f"save a shared-state snapshot of app {app_name!r}", keeps_heads=True,
         )
 
     # -- artifacts -----------------------------------------------------------------------------

@@ -14,6 +14,10 @@ of the time, so a write that costs two statements alone costs a fraction of one 
 append that does not pass (no such session, another version, an id the run already holds) is
 run by ``append_one`` at its place in the order, after everything before it was inserted; a
 run whose INSERT clashes with a stored id (a retry) is judged append by append, likewise.
+
+A group reads only the heads its ``HeadCache`` does not hold: the writer keeps the heads it
+read and moved in its committed transactions, so under load a group costs no head read at all
+(see ``HeadCache`` for why the cached heads are exact).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "HEAD_SQL",
     "AppendRequest",
     "Head",
+    "HeadCache",
     "append_many",
     "append_one",
     "head",
@@ -108,6 +113,75 @@ class Head:
             raise TamperedLogError(session_id, head_seq=self.head_seq, version=self.version)
 
 
+class HeadCache:
+    """The heads of the sessions the writer appended to lately, kept between its transactions
+    so that a group of appends need not read them again (one statement and a ``Head`` per
+    session fewer: under load every statement is a wait for the GIL).
+
+    Used on the writer thread only. Exact whenever it is used, because:
+
+    - it holds only heads read or moved inside this connection's write transactions, and the
+      app positions alongside them (``clock``), put there by the append jobs themselves;
+    - ``check`` (at the start of every group, inside its transaction, so under the file's
+      write lock) drops everything when ``PRAGMA data_version`` says another connection
+      committed since: another process, the CLI, raw SQL (e.g. tampering);
+    - every other write of this connection that could move a head or an app position
+      (deleting, forking, importing, creating a session with events) and every transaction
+      that fails or rolls back drops everything (``clear``), so moved-but-not-committed
+      heads never outlive their transaction.
+
+    At most ``limit`` sessions are kept (the least recently appended go first).
+    """
+
+    __slots__ = ("_clocks", "_heads", "_version", "limit")
+
+    def __init__(self, limit: int = 4_096) -> None:
+        self.limit = limit
+        self._heads: dict[str, Head] = {}
+        self._clocks: dict[str, int] = {}
+        self._version: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+    def clear(self) -> None:
+        """Forget every head and app position."""
+        self._heads.clear()
+        self._clocks.clear()
+
+    def check(self, conn: sqlite3.Connection) -> None:
+        """Drop everything if another connection committed since the last check (call it
+        inside the write transaction that will use the cache)."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self.clear()
+            self._version = version
+
+    def get(self, session_id: str) -> Head | None:
+        """The session's head with its app's current position, or None when not kept."""
+        found = self._heads.get(session_id)
+        if found is None:
+            return None
+        clock = self._clocks.get(found.app_name)
+        if clock is None:
+            return None
+        found.clock = clock
+        return found
+
+    def put(self, session_id: str, head: Head, clock: int) -> None:
+        """Keep ``head`` (as moved by this transaction) and its app's position ``clock``."""
+        heads = self._heads
+        heads.pop(session_id, None)
+        heads[session_id] = head
+        self._clocks[head.app_name] = clock
+        if len(heads) > self.limit:
+            del heads[next(iter(heads))]
+
+    def set_clock(self, app_name: str, clock: int) -> None:
+        """Keep the app's position ``clock`` (as moved by this transaction)."""
+        self._clocks[app_name] = clock
+
+
 def head(conn: sqlite3.Connection, session_id: str) -> Head:
     """Read the session's head; raises SessionNotFoundError."""
     row = conn.execute(HEAD_SQL, (session_id,)).fetchone()
@@ -172,6 +246,13 @@ def insert(
     """Insert the batch at the head, chained after it (signed with ``key``). Raises
     sqlite3.IntegrityError (a stored id) having changed nothing. The head record and the app
     position are updated after the rows (statements with no constraint to fail)."""
+    return _insert(conn, session_id, head, events, key)[0]
+
+
+def _insert(
+    conn: sqlite3.Connection, session_id: str, head: Head, events: Sequence[NewEvent],
+    key: bytes | None,
+) -> tuple[list[StoredEvent], int]:
     params: list[Any] = []
     clock = head.clock
     out, clock = _rows(session_id, head, events, clock, params, key)
@@ -179,7 +260,7 @@ def insert(
     conn.execute(_SET_HEAD_SQL, _head_params(session_id, head, key))
     if clock != head.clock:
         conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
-    return out
+    return out, clock
 
 
 def _stored_by_ids(
@@ -192,16 +273,20 @@ def _stored_by_ids(
     return {s.event_id: s for s in stored_events(session_id, rows)}
 
 
-def append_one(conn: sqlite3.Connection, request: AppendRequest) -> list[StoredEvent]:
+def append_one(conn: sqlite3.Connection, request: AppendRequest,
+               cache: HeadCache | None = None) -> list[StoredEvent]:
     """Append one batch with its contract (see the module docstring); changes nothing when
-    it raises."""
+    it raises. The head is read, not taken from ``cache``; the moved head is put there."""
     session_id, events, expected = request.session_id, request.events, request.expected_version
     current = head(conn, session_id)
     actual = current.version
     if expected is None or expected == actual:
         current.check(session_id)
         try:
-            return insert(conn, session_id, current, events, request.key)
+            out, clock = _insert(conn, session_id, current, events, request.key)
+            if cache is not None:
+                cache.put(session_id, current, clock)
+            return out
         except sqlite3.IntegrityError:  # insert changed nothing
             retried = check_retry(session_id, events, _stored_by_ids(conn, session_id, events))
             if retried is not None:
@@ -213,35 +298,49 @@ def append_one(conn: sqlite3.Connection, request: AppendRequest) -> list[StoredE
     raise ConcurrencyError(session_id, expected_version=expected, actual_version=actual)
 
 
-def _alone(conn: sqlite3.Connection, request: AppendRequest) -> Outcome:
+def _alone(conn: sqlite3.Connection, request: AppendRequest, cache: HeadCache) -> Outcome:
     try:
-        return False, append_one(conn, request)
+        return False, append_one(conn, request, cache)
     except Exception as exc:
         if not conn.in_transaction:
             raise  # SQLite aborted the transaction: the whole group fails
         return True, exc
 
 
-def _heads(conn: sqlite3.Connection, session_ids: set[str]) -> dict[str, Head]:
-    ids = list(session_ids)
+def _heads(conn: sqlite3.Connection, session_ids: set[str], cache: HeadCache) -> dict[str, Head]:
+    """The sessions' heads: from ``cache`` where it holds them, else read (and kept there)."""
     found: dict[str, Head] = {}
-    for lo in range(0, len(ids), 500):
-        chunk = ids[lo:lo + 500]
+    missing: list[str] = []
+    for session_id in session_ids:
+        cached = cache.get(session_id)
+        if cached is None:
+            missing.append(session_id)
+        else:
+            found[session_id] = cached
+    for lo in range(0, len(missing), 500):
+        chunk = missing[lo:lo + 500]
         sql = f"{_HEADS_SQL}({', '.join('?' * len(chunk))})"
-        found.update((row[0], Head(row)) for row in conn.execute(sql, chunk))
+        for row in conn.execute(sql, chunk):
+            read = found[row[0]] = Head(row)
+            if read.consistent:  # a tampered log is judged again by append_one
+                cache.put(row[0], read, read.clock)
     return found
 
 
-def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> list[Outcome]:
+def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest],
+                cache: HeadCache) -> list[Outcome]:
     """Run the appends in order and return each one's outcome ``(failed, result or error)``:
     the outcomes ``append_one`` would give them one after another (see the module docstring).
-    Raises only what fails the whole transaction."""
+    Heads come from ``cache`` where it holds them (checked first: see ``HeadCache``), and the
+    moved heads are kept there. Raises only what fails the whole transaction (the caller then
+    clears ``cache``)."""
     if len(requests) == 1:  # a lone append: the same statements, less bookkeeping
-        return [_alone(conn, requests[0])]
+        return [_alone(conn, requests[0], cache)]
+    cache.check(conn)
     outcomes: list[Outcome] = []
     i, n = 0, len(requests)
     while i < n:
-        heads = _heads(conn, {r.session_id for r in requests[i:]})
+        heads = _heads(conn, {r.session_id for r in requests[i:]}, cache)
         start_clocks = {h.app_name: h.clock for h in heads.values()}
         clocks = dict(start_clocks)
         taken: dict[str, set[str]] = {}
@@ -269,7 +368,8 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
             try:
                 _insert_rows(conn, params)
             except sqlite3.IntegrityError:  # a stored id: nothing written; judge one by one
-                outcomes.extend(_alone(conn, r) for r in requests[first:i])
+                cache.clear()  # its heads were moved past rows that are not there
+                outcomes.extend(_alone(conn, r, cache) for r in requests[first:i])
             else:
                 # One head update per session of the run, however many appends it had.
                 conn.executemany(_SET_HEAD_SQL, [_head_params(sid, h, r.key)
@@ -277,8 +377,9 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest]) -> 
                 for app_name, clock in clocks.items():
                     if clock != start_clocks[app_name]:
                         conn.execute(_SET_APP_POSITION_SQL, (app_name, clock))
+                        cache.set_clock(app_name, clock)
                 outcomes.extend((False, out) for out in results)
         if i < n:  # the append that stopped the run, at its place in the order
-            outcomes.append(_alone(conn, requests[i]))
+            outcomes.append(_alone(conn, requests[i], cache))
             i += 1
     return outcomes

@@ -78,13 +78,16 @@ class GroupCommit:
     ``post(job)`` hands a function to the writer thread (``Driver.post``); the group job it
     posts takes every write waiting at that moment, commits them, and loops while more arrived.
     ``max_group`` bounds how many writes one transaction holds (a long transaction would hold
-    the file's lock from other processes for longer).
+    the file's lock from other processes for longer). ``on_failure`` runs (on the writer
+    thread) after a group transaction failed and was rolled back.
     """
 
     def __init__(self, post: Callable[[Callable[[sqlite3.Connection], None]], None], *,
-                 batch: Batch | None = None, max_group: int = 256) -> None:
+                 batch: Batch | None = None, max_group: int = 256,
+                 on_failure: Callable[[], None] | None = None) -> None:
         self._post = post
         self._batch = batch
+        self._on_failure = on_failure
         self._max_group = max_group
         self._lock = threading.Lock()
         self._waiting: list[_Item] = []
@@ -178,6 +181,8 @@ class GroupCommit:
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
+            if self._on_failure is not None:
+                self._on_failure()
             # Nothing of the group is stored: every caller gets the error, none a result.
             return [(item.future, True, exc) for item in batch]
         return answers

@@ -4,20 +4,18 @@ outcome; acknowledged appends survive SIGKILL; grouping never changes what the l
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import random
 import sqlite3
 import tempfile
-import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _evs_support import kill_after_ready
+from _group_support import backend_of, ev, open_sqlite, outcome, submitted, writer_held
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,76 +28,8 @@ from eventstore import (
     SessionNotFoundError,
     open_store,
 )
-from eventstore._sqlite import SQLiteBackend
 
 CHILD = Path(__file__).with_name("_group_child.py")
-
-
-def ev(event_id: str, text: str = "x") -> Event:
-    return Event(author="a", id=event_id, custom_metadata={"text": text})
-
-
-async def open_sqlite(path: Path, *, group_commit: bool = True) -> EventStore:
-    backend = await SQLiteBackend.open(
-        f"sqlite+aiosqlite:///{path}", auto_upgrade=True, group_commit=group_commit
-    )
-    return EventStore(backend)
-
-
-def backend_of(store: EventStore) -> SQLiteBackend:
-    backend = store.backend
-    assert isinstance(backend, SQLiteBackend)
-    return backend
-
-
-@contextlib.asynccontextmanager
-async def writer_held(store: EventStore) -> AsyncIterator[None]:
-    """Hold the writer thread busy, so that every write submitted meanwhile waits and the
-    next group takes them all; release it on exit."""
-    entered, release = threading.Event(), threading.Event()
-
-    def hold(conn: sqlite3.Connection) -> None:
-        entered.set()
-        release.wait(30)
-
-    backend = backend_of(store)
-    driver, group = backend._writer, backend._group
-    assert driver is not None
-    # Held as a lone write would be: what arrives meanwhile queues for the next group. (The
-    # writer may still be finishing the previous group's bookkeeping: wait until it is idle.)
-    claimed = False
-    for _ in range(1000):
-        if group is None or (claimed := group.claim_alone()):
-            break
-        await asyncio.sleep(0.001)
-    assert claimed or group is None
-    held = asyncio.ensure_future(driver.run(hold))
-    await asyncio.to_thread(entered.wait, 30)
-    try:
-        yield
-    finally:
-        release.set()
-        await held
-        if claimed:
-            assert group is not None
-            group.release_alone()
-
-
-async def submitted(*calls: Callable[[], Awaitable[Any]]) -> list[asyncio.Task[Any]]:
-    """Start the calls as tasks in order and let each reach the writer's queue."""
-    tasks = []
-    for call in calls:
-        tasks.append(asyncio.ensure_future(call()))
-        await asyncio.sleep(0)
-    await asyncio.sleep(0.01)
-    return tasks
-
-
-async def outcome(task: asyncio.Task[Any]) -> Any:
-    try:
-        return await task
-    except Exception as exc:
-        return exc
 
 
 async def test_group_each_write_gets_its_own_outcome(tmp_path: Path) -> None:
