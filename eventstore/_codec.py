@@ -85,18 +85,23 @@ def event_kind(event: Event) -> str:
     """Return the stored kind of ``event``: a pure function of the event, used as a scan hint."""
     if event.started_call_ids:
         return EventKind.EXECUTION_STARTED
-    calls = event.function_calls()
+    content = event.content
+    if content is None:
+        return EventKind.STATE_DELTA if event.actions.state_delta else EventKind.MESSAGE
+    # One pass over the parts (every append computes this): calls decide before responses.
+    calls = responses = confirm_call = confirm_response = False
+    for part in content.parts:
+        call, response = part.function_call, part.function_response
+        if call is not None:
+            calls = True
+            confirm_call = confirm_call or call.name == REQUEST_CONFIRMATION_FUNCTION
+        if response is not None:
+            responses = True
+            confirm_response = confirm_response or response.name == REQUEST_CONFIRMATION_FUNCTION
     if calls:
-        if any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls):
-            return EventKind.CONFIRMATION_REQUEST
-        return EventKind.FUNCTION_CALL
-    responses = event.function_responses()
+        return EventKind.CONFIRMATION_REQUEST if confirm_call else EventKind.FUNCTION_CALL
     if responses:
-        if any(r.name == REQUEST_CONFIRMATION_FUNCTION for r in responses):
-            return EventKind.CONFIRMATION_ANSWER
-        return EventKind.FUNCTION_RESPONSE
-    if event.content is None and event.actions.state_delta:
-        return EventKind.STATE_DELTA
+        return EventKind.CONFIRMATION_ANSWER if confirm_response else EventKind.FUNCTION_RESPONSE
     return EventKind.MESSAGE
 
 
@@ -321,13 +326,21 @@ _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(Event) if f.name != "se
 _set = object.__setattr__
 
 
-def with_seq(event: Event, seq: int | None) -> Event:
-    """Return a copy of ``event`` with ``seq`` set (a faster ``dataclasses.replace``)."""
-    clone = object.__new__(Event)
-    for name in _EVENT_FIELDS:
-        _set(clone, name, getattr(event, name))
-    _set(clone, "seq", seq)
-    return clone
+def _copier() -> Callable[[Event, int | None], Event]:
+    # Straight-line code, one slot after the other: every append returns its events through
+    # this, on the event loop's thread.
+    doc = "Return a copy of ``event`` with ``seq`` set (a faster ``dataclasses.replace``)."
+    lines = ["def with_seq(event, seq):", f"    {doc!r}", "    clone = new(Event)"]
+    lines += [f"    put(clone, {name!r}, event.{name})" for name in _EVENT_FIELDS]
+    lines += ["    put(clone, 'seq', seq)", "    return clone"]
+    namespace: dict[str, Any] = {"new": object.__new__, "put": _set, "Event": Event}
+    exec("\n".join(lines), namespace)  # built from the dataclass's own field names
+    copy: Callable[[Event, int | None], Event] = namespace["with_seq"]
+    return copy
+
+
+with_seq = _copier()
+"""Return a copy of an event with ``seq`` set (a faster ``dataclasses.replace``)."""
 
 
 def encode_event(event: Event) -> bytes:

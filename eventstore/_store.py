@@ -23,7 +23,7 @@ from ._args import (
     check_seq_bound,
     check_str,
 )
-from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent
+from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent, new_event
 from ._chain_check import SignatureProblem, signature_problems
 from ._codec import check_event, event_kind, with_seq
 from ._encode_fast import encode_plain
@@ -77,6 +77,22 @@ def _event_batch(events: object, method: str, *, empty_ok: bool = False) -> list
     raise InvalidEventError(
         f"{method}() takes an Event or an iterable of Events, not {type(events).__name__}."
     )
+
+
+def _refuse_nul(event: Event) -> None:
+    """Raise InvalidEventError when a text column of ``event`` holds NUL (no backend stores
+    one); values that are not strings are left for the encoder to refuse."""
+    values = (event.id, event.invocation_id, event.author, event.branch or "")
+    try:
+        if "\0" not in "".join(values):  # one search where all four are strings
+            return
+    except TypeError:
+        pass
+    for what, value in zip(("id", "invocation_id", "author", "branch"), values, strict=True):
+        if isinstance(value, str) and "\0" in value:
+            raise InvalidEventError(
+                f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
+                "stores.", event_id=event.id)
 
 
 def _artifact_batch(artifacts: object) -> list[Artifact]:
@@ -179,12 +195,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             event = dataclasses.replace(
                 event, actions=dataclasses.replace(event.actions, state_delta=kept)
             )
-        for what, value in (("id", event.id), ("invocation_id", event.invocation_id),
-                            ("author", event.author), ("branch", event.branch or "")):
-            if isinstance(value, str) and "\0" in value:
-                raise InvalidEventError(
-                    f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
-                    "stores.", event_id=event.id)
+        _refuse_nul(event)
         payload = encode_plain(event)
         if payload is None:  # not plain, or refused: the walk names what is wrong
             check_event(event)
@@ -194,16 +205,9 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
                 raise InvalidEventError(
                     f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
                 ) from exc
-        return event, NewEvent(
-            event_id=event.id,
-            kind=event_kind(event),
-            invocation_id=event.invocation_id,
-            author=event.author,
-            timestamp=event.timestamp,
-            shared_state=has_shared_keys(event.actions.state_delta),
-            schema_version=STORED_SCHEMA_VERSION,
-            payload=payload,
-        )
+        return event, new_event(event.id, event_kind(event), event.invocation_id, event.author,
+                                event.timestamp, has_shared_keys(event.actions.state_delta),
+                                STORED_SCHEMA_VERSION, payload)
 
     @staticmethod
     def decode(stored: StoredEvent) -> Event:

@@ -146,6 +146,64 @@ def test_event_kind_names_each_kind(event: Event, kind: str) -> None:
     assert kind in EventKind.ALL
 
 
+def _kind_by_definition(event: Event) -> str:
+    """``event_kind`` as the protocol states it, written plainly (the store's one-pass version
+    must agree with it on every event)."""
+    if event.started_call_ids:
+        return EventKind.EXECUTION_STARTED
+    calls = event.function_calls()
+    if calls:
+        if any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls):
+            return EventKind.CONFIRMATION_REQUEST
+        return EventKind.FUNCTION_CALL
+    responses = event.function_responses()
+    if responses:
+        if any(r.name == REQUEST_CONFIRMATION_FUNCTION for r in responses):
+            return EventKind.CONFIRMATION_ANSWER
+        return EventKind.FUNCTION_RESPONSE
+    if event.content is None and event.actions.state_delta:
+        return EventKind.STATE_DELTA
+    return EventKind.MESSAGE
+
+
+_names = st.sampled_from(["f", REQUEST_CONFIRMATION_FUNCTION])
+_parts = st.lists(st.one_of(
+    st.builds(lambda t: Part(text=t), st.text(max_size=3)),
+    st.builds(lambda n: Part(function_call=FunctionCall(id="c", name=n)), _names),
+    st.builds(lambda n: Part(function_response=FunctionResponse(id="c", name=n)), _names),
+), max_size=4)
+
+
+@CODEC_SETTINGS
+@given(parts=st.none() | _parts, started=st.booleans(), delta=st.booleans())
+def test_event_kind_agrees_with_its_definition_on_mixed_parts(
+    parts: list[Part] | None, started: bool, delta: bool
+) -> None:
+    event = Event(
+        author="a",
+        content=None if parts is None else Content(role="model", parts=tuple(parts)),
+        started_call_ids=("c",) if started else (),
+        actions=EventActions(state_delta={"k": 1} if delta else {}),
+    )
+    assert event_kind(event) == _kind_by_definition(event)
+
+
+@CODEC_SETTINGS
+@given(events)
+def test_event_kind_agrees_with_its_definition(event: Event) -> None:
+    assert event_kind(event) == _kind_by_definition(event)
+
+
+@CODEC_SETTINGS
+@given(events, st.integers(min_value=1, max_value=2**31))
+def test_with_seq_is_replace_with_the_same_values(event: Event, seq: int) -> None:
+    copy = _codec.with_seq(event, seq)
+    assert copy == dataclasses.replace(event, seq=seq)
+    for field in dataclasses.fields(Event):
+        if field.name != "seq":
+            assert getattr(copy, field.name) is getattr(event, field.name), field.name
+
+
 @CODEC_SETTINGS
 @given(events)
 def test_event_kind_is_a_known_stable_name(event: Event) -> None:

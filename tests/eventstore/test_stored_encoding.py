@@ -20,7 +20,7 @@ from eventstore import (
     StoredEvent,
     open_store,
 )
-from eventstore._backend import written
+from eventstore._backend import NewEvent, new_event, written
 from eventstore._codec import encode_event
 from eventstore._stored import (
     STORED_SCHEMA_VERSION,
@@ -142,4 +142,17 @@ def test_stored_encoding_written_envelope_sets_every_field(signed: bool) -> None
     )
     assert got == expected
     for field in dataclasses.fields(StoredEvent):
+        assert getattr(got, field.name) == getattr(expected, field.name), field.name
+
+
+def test_new_event_fills_in_what_the_keyword_construction_does() -> None:
+    """``new_event`` fills the fields in without the dataclass ``__init__``: every field must be
+    set as the keyword construction sets it (a field added later and left out fails here)."""
+    values = {"event_id": "e1", "kind": "message", "invocation_id": "inv", "author": "agent",
+              "timestamp": 12.5, "shared_state": True, "schema_version": 2, "payload": b"{}"}
+    got = new_event(*values.values())
+    expected = NewEvent(**values)  # type: ignore[arg-type]
+    assert got == expected
+    assert [f.name for f in dataclasses.fields(NewEvent)] == list(values)
+    for field in dataclasses.fields(NewEvent):
         assert getattr(got, field.name) == getattr(expected, field.name), field.name
