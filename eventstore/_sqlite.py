@@ -17,10 +17,15 @@ Design (measured, see ``scripts/bench_store.py``):
 - **Group commit.** Appends, session creations and artifact saves go through ``GroupCommit``
   (``_sqlite_group``): the writer takes every such write waiting when the previous transaction
   ends and commits them together, each with its own outcome (a write that fails changes
-  nothing), each caller answered after the ``COMMIT``; a run of appends costs one head read and
-  one multi-row INSERT in all (``_sqlite_append.append_many``). Under load from many sessions
-  one commit (one fsync with ``FULL``) serves many appends; a lone append commits at once.
-  Deletes, snapshots and migrations stay one write per transaction (rare, or a cache).
+  nothing), each caller answered after the ``COMMIT``; a run of appends costs one multi-row
+  INSERT and one head update in all (``_sqlite_append.append_many``). Under load from many
+  sessions one commit (one fsync with ``FULL``) serves many appends; a lone append commits at
+  once. Deletes, snapshots and migrations stay one write per transaction (rare, or a cache).
+- **Kept heads.** The writer keeps the heads it read and moved in its own committed
+  transactions (``_sqlite_append.HeadCache``), so a group reads only the heads of sessions it
+  has not seen lately; ``PRAGMA data_version`` at the start of each group drops them when
+  another connection committed, and ``_write`` clears them for every write that could move a
+  head (unless told it cannot) and after every failed transaction.
 - **Checkpoints off the append path.** A ``Checkpointer`` thread (``_sqlite_checkpoint``), with
   its own connection, copies committed WAL frames into the file soon after each write job
   (``PASSIVE``: it never blocks the writer or readers); the writer's own automatic checkpoint
