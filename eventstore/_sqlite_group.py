@@ -5,7 +5,10 @@ One session appending awaits each commit, so it never has company: when the writ
 transaction of its own (no added latency, and none of the group's bookkeeping). Many sessions
 appending at once queue behind the transaction in flight; when it ends, the writer takes *all*
 of them and commits them together — one ``BEGIN IMMEDIATE`` … ``COMMIT`` (and, with
-``synchronous=FULL``, one fsync) for the whole group.
+``synchronous=FULL``, one fsync) for the whole group. Groups are pipelined: a committed group's
+answers are sent just before the next group's ``COMMIT``, so the event loop runs those callers
+while the writer commits without the GIL (from idle, a large backlog is taken in two halves to
+start the pipeline; see ``GroupCommit._drain``).
 
 Each write keeps its own contract inside the group:
 
@@ -40,6 +43,8 @@ __all__ = ["Batch", "GroupCommit", "Outcome", "savepoint"]
 T = TypeVar("T")
 
 _SAVEPOINT: Final = "evs_write"
+_SPLIT_AT: Final = 16
+"""From idle, a backlog of at least this many writes is taken in two halves (see ``_drain``)."""
 
 Write = Callable[[sqlite3.Connection], Any]
 Outcome = tuple[bool, Any]
@@ -135,22 +140,40 @@ class GroupCommit:
             self._post(self._drain)
         return await future
 
-    def _take(self) -> list[_Item]:
+    def _take(self, *, split: bool) -> list[_Item]:
         with self._lock:
-            taken = self._waiting[: self._max_group]
-            del self._waiting[: self._max_group]
+            waiting = len(self._waiting)
+            # From idle, a large backlog is taken in two halves, so that the pipeline in
+            # _drain has a second group to prepare while the first one's callers run.
+            count = (waiting + 1) // 2 if split and waiting >= _SPLIT_AT else waiting
+            count = min(count, self._max_group)
+            taken = self._waiting[:count]
+            del self._waiting[:count]
             if not taken:
                 self._armed = False
             return taken
 
     def _drain(self, conn: sqlite3.Connection) -> None:
-        """The group job: commit groups until nobody waits (runs on the writer thread)."""
-        while batch := self._take():
+        """The group job: commit groups until nobody waits (runs on the writer thread).
+
+        A committed group's answers are held while the next group (the writes that waited
+        meanwhile) runs its statements, and sent just before that group's ``COMMIT``: the event
+        loop then runs the answered callers while the writer commits (and, with ``FULL``,
+        fsyncs) without the GIL, instead of the two taking turns. Nobody is answered before
+        the ``COMMIT`` that holds their writes; with nothing waiting, the answers go at once.
+        """
+        held: list[_Answer] | None = None
+        while batch := self._take(split=held is None):
             self.groups += 1
             self.writes += len(batch)
-            _settle(self._commit_group(conn, batch))
+            held = self._commit_group(conn, batch, held)
+        if held is not None:
+            _settle(held)
 
-    def _commit_group(self, conn: sqlite3.Connection, batch: list[_Item]) -> list[_Answer]:
+    def _commit_group(self, conn: sqlite3.Connection, batch: list[_Item],
+                      held: list[_Answer] | None) -> list[_Answer]:
+        """Run ``batch`` in one transaction and return its answers (unsent); ``held`` (the
+        previous group's, committed) is sent just before this ``COMMIT``, or on failure."""
         answers: list[_Answer] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -176,8 +199,13 @@ class GroupCommit:
                 else:
                     answers.append((item.future, False, result))
                 i += 1
+            if held is not None:
+                _settle(held)
+                held = None
             conn.execute("COMMIT")
         except BaseException as exc:
+            if held is not None:
+                _settle(held)
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")

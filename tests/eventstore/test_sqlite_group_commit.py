@@ -157,6 +157,68 @@ async def test_group_failed_commit_fails_every_caller_and_stores_nothing(tmp_pat
         await store.aclose()
 
 
+async def test_group_backlog_from_idle_commits_in_two_pipelined_halves(tmp_path: Path) -> None:
+    # 21 writes wait while the writer is busy. Taken from idle, the backlog goes in two
+    # halves: the first half's answers are held while the second half runs its statements and
+    # sent before the second COMMIT. When the second group fails before its COMMIT (a write
+    # that ends the transaction under it and raises), the first half still gets its results,
+    # committed, and the second half none.
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        sessions = [f"s{i:02d}" for i in range(20)]
+        for sid in sessions:
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        group = backend_of(store)._group
+        assert group is not None
+        groups, writes = group.groups, group.writes
+
+        def poison(conn: sqlite3.Connection) -> None:
+            conn.execute("ROLLBACK")
+            raise RuntimeError("poison")  # outside a transaction: the whole group fails
+
+        async with writer_held(store):
+            tasks = await submitted(
+                *((lambda sid=sid: store.append(sid, ev(f"{sid}-1"), expected_version=0))
+                  for sid in sessions),
+                lambda: group.run(poison),
+            )
+        results = [await asyncio.wait_for(outcome(t), 10) for t in tasks]
+
+        assert (group.groups - groups, group.writes - writes) == (2, 21)
+        first, second = results[:11], results[11:]
+        assert all([e.seq for e in r] == [1] for r in first), first
+        assert all("poison" in str(r) for r in second), second
+        for sid in sessions[:11]:
+            assert [e.id for e in await store.read(sid)] == [f"{sid}-1"]
+        for sid in sessions[11:]:
+            assert await store.read(sid) == []
+        # The writer goes on: the failed half's sessions take their appends now.
+        for sid in sessions[11:]:
+            await store.append(sid, ev(f"{sid}-1"), expected_version=0)
+    finally:
+        await store.aclose()
+
+
+async def test_group_small_backlog_from_idle_is_one_group(tmp_path: Path) -> None:
+    store = await open_sqlite(tmp_path / "g.db")
+    try:
+        sessions = [f"s{i:02d}" for i in range(8)]
+        for sid in sessions:
+            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        group = backend_of(store)._group
+        assert group is not None
+        groups, writes = group.groups, group.writes
+        async with writer_held(store):
+            tasks = await submitted(
+                *((lambda sid=sid: store.append(sid, ev(f"{sid}-1"), expected_version=0))
+                  for sid in sessions))
+        results = [await t for t in tasks]
+        assert all([e.seq for e in r] == [1] for r in results), results
+        assert (group.groups - groups, group.writes - writes) == (1, 8)
+    finally:
+        await store.aclose()
+
+
 # -- SIGKILL while 64 sessions append -----------------------------------------------------------
 
 SESSIONS = 64
