@@ -537,7 +537,7 @@ def new_event(event_id: str, kind: str, invocation_id: str, author: str, timesta
               shared_state: bool, schema_version: int, payload: bytes) -> NewEvent:
     """A ``NewEvent`` with these fields, filled in directly like ``written`` (every append
     builds one per event on the event loop's thread)."""
-    new = _new_stored(NewEvent)
+    new = _new_object(NewEvent)
     _put(new, "event_id", event_id)
     _put(new, "kind", kind)
     _put(new, "invocation_id", invocation_id)
@@ -557,7 +557,7 @@ def written(session_id: str, event: NewEvent, *, seq: int, position: int,
     Filled in directly rather than through the frozen dataclass's keyword ``__init__`` (which
     sets each field with ``object.__setattr__`` after binding keywords): the group commit
     builds one per event on the writer thread, under the GIL the event loop needs too."""
-    stored = _new_stored(StoredEvent)
+    stored = _new_object(StoredEvent)
     _put(stored, "session_id", session_id)
     _put(stored, "seq", seq)
     _put(stored, "position", position)
@@ -575,5 +575,5 @@ def written(session_id: str, event: NewEvent, *, seq: int, position: int,
     return stored
 
 
-_new_stored = object.__new__
+_new_object = object.__new__
 _put = object.__setattr__
