@@ -160,7 +160,9 @@ class GroupCommit:
         meanwhile) runs its statements, and sent just before that group's ``COMMIT``: the event
         loop then runs the answered callers while the writer commits (and, with ``FULL``,
         fsyncs) without the GIL, instead of the two taking turns. Nobody is answered before
-        the ``COMMIT`` that holds their writes; with nothing waiting, the answers go at once.
+        the ``COMMIT`` that holds their writes; with nothing waiting, the answers go at once,
+        and when another connection holds the file's lock they go before the next group waits
+        for it (``_begin_now``).
         """
         held: list[_Answer] | None = None
         while batch := self._take(split=held is None):
@@ -176,7 +178,14 @@ class GroupCommit:
         previous group's, committed) is sent just before this ``COMMIT``, or on failure."""
         answers: list[_Answer] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if held is not None and not _begin_now(conn):
+                # Another connection holds the file's lock: the held writes are committed, so
+                # their callers are answered before this group waits for it.
+                _settle(held)
+                held = None
+                conn.execute("BEGIN IMMEDIATE")
+            elif held is None:
+                conn.execute("BEGIN IMMEDIATE")
             i = 0
             while i < len(batch):
                 if batch[i].request is not None and self._batch is not None:
@@ -214,6 +223,22 @@ class GroupCommit:
             # Nothing of the group is stored: every caller gets the error, none a result.
             return [(item.future, True, exc) for item in batch]
         return answers
+
+
+def _begin_now(conn: sqlite3.Connection) -> bool:
+    """``BEGIN IMMEDIATE`` without waiting for the lock: False (nothing begun) when another
+    connection holds it. The connection's own busy timeout is restored either way."""
+    timeout = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") not in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+            raise
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {timeout}")
+    return True
 
 
 def _settle(answers: list[_Answer]) -> None:

@@ -10,6 +10,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,68 @@ async def test_group_backlog_from_idle_commits_in_two_pipelined_halves(tmp_path:
             await store.append(sid, ev(f"{sid}-1"), expected_version=0)
     finally:
         await store.aclose()
+
+
+class _LockedOnce:
+    """A connection stand-in for ``GroupCommit``: the second group's ``BEGIN IMMEDIATE`` finds
+    the file locked by another connection (busy at once with ``busy_timeout = 0``), then waits
+    for the lock, and while it waits checks that the first group's callers were answered."""
+
+    def __init__(self, first: list[asyncio.Future[Any]]) -> None:
+        self.first = first
+        self.timeout = 30_000
+        self.begins = 0
+        self.in_transaction = False
+        self.answered_while_waiting: bool | None = None
+
+    def execute(self, sql: str, *params: Any) -> Any:
+        if sql == "PRAGMA busy_timeout":
+            return _Row(self.timeout)
+        if sql.startswith("PRAGMA busy_timeout = "):
+            self.timeout = int(sql.rsplit(" ", 1)[1])
+        elif sql == "BEGIN IMMEDIATE":
+            self.begins += 1
+            if self.begins == 2 and self.timeout == 0:
+                self.begins -= 1
+                error = sqlite3.OperationalError("database is locked")
+                error.sqlite_errorname = "SQLITE_BUSY"
+                raise error
+            if self.begins == 2:  # waiting for the other connection's lock
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline and not all(f.done() for f in self.first):
+                    time.sleep(0.01)
+                self.answered_while_waiting = all(f.done() for f in self.first)
+            self.in_transaction = True
+        elif sql in ("COMMIT", "ROLLBACK"):
+            self.in_transaction = False
+        return None
+
+
+class _Row:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def fetchone(self) -> tuple[int]:
+        return (self.value,)
+
+
+async def test_group_held_answers_go_out_before_waiting_for_another_connections_lock() -> None:
+    from eventstore._sqlite_group import GroupCommit
+
+    posted: list[Callable[[Any], None]] = []
+    group = GroupCommit(posted.append)
+    tasks = [asyncio.ensure_future(group.run(lambda conn, i=i: i)) for i in range(20)]
+    await asyncio.sleep(0.01)
+    assert len(posted) == 1
+    # From idle the 20 waiting writes go in two groups of 10: the first one's answers are
+    # held while the second begins, and that BEGIN finds the lock taken.
+    futures = [item.future for item in group._waiting[:10]]
+    conn = _LockedOnce(futures)
+    await asyncio.to_thread(posted[0], conn)
+    assert conn.answered_while_waiting is True
+    assert conn.timeout == 30_000, "the connection's busy timeout was not restored"
+    assert [await t for t in tasks] == list(range(20))
+    assert (group.groups, group.writes) == (2, 20)
 
 
 async def test_group_small_backlog_from_idle_is_one_group(tmp_path: Path) -> None:
