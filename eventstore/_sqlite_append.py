@@ -173,13 +173,16 @@ class HeadCache:
         heads = self._heads
         heads.pop(session_id, None)
         heads[session_id] = head
-        self._clocks[head.app_name] = clock
         if len(heads) > self.limit:
             del heads[next(iter(heads))]
+        self.set_clock(head.app_name, clock)
 
     def set_clock(self, app_name: str, clock: int) -> None:
         """Keep the app's position ``clock`` (as moved by this transaction)."""
-        self._clocks[app_name] = clock
+        clocks = self._clocks
+        clocks[app_name] = clock
+        if len(clocks) > self.limit:  # as many apps as sessions kept: start over
+            self.clear()
 
 
 def head(conn: sqlite3.Connection, session_id: str) -> Head:

@@ -233,7 +233,9 @@ def _begin_now(conn: sqlite3.Connection) -> bool:
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorname", "") not in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+        # The primary code: SQLITE_BUSY_RECOVERY and the like are "busy" too.
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY,
+                                                               sqlite3.SQLITE_LOCKED):
             raise
         return False
     finally:

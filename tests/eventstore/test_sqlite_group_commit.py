@@ -222,7 +222,7 @@ class _LockedOnce:
             if self.begins == 2 and self.timeout == 0:
                 self.begins -= 1
                 error = sqlite3.OperationalError("database is locked")
-                error.sqlite_errorname = "SQLITE_BUSY"
+                error.sqlite_errorcode = sqlite3.SQLITE_BUSY
                 raise error
             if self.begins == 2:  # waiting for the other connection's lock
                 deadline = time.monotonic() + 5
@@ -260,6 +260,31 @@ async def test_group_held_answers_go_out_before_waiting_for_another_connections_
     assert conn.timeout == 30_000, "the connection's busy timeout was not restored"
     assert [await t for t in tasks] == list(range(20))
     assert (group.groups, group.writes) == (2, 20)
+
+
+def test_begin_now_does_not_wait_for_another_connections_lock(tmp_path: Path) -> None:
+    from eventstore._sqlite_group import _begin_now
+
+    path = tmp_path / "lock.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA busy_timeout = 4321")
+        other.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        assert _begin_now(conn) is False
+        assert time.monotonic() - started < 1, "it waited for the lock"
+        assert not conn.in_transaction
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 4321
+        other.execute("COMMIT")
+        assert _begin_now(conn) is True
+        assert conn.in_transaction
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 4321
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+        other.close()
 
 
 async def test_group_small_backlog_from_idle_is_one_group(tmp_path: Path) -> None:

@@ -186,3 +186,11 @@ def test_head_cache_keeps_the_most_recently_appended_sessions() -> None:
     cache.clear()
     assert len(cache) == 0
     assert cache.get("s3") is None
+
+
+def test_head_cache_starts_over_past_its_limit_of_apps() -> None:
+    cache = HeadCache(limit=2)
+    for n, app in enumerate(("a1", "a2", "a3"), 1):
+        cache.put(f"s{n}", Head((app, "u", n, None, 0, 0, None)), n)
+    assert len(cache) == 0, "three apps' positions kept with a limit of two"
+    assert cache.get("s1") is None
