@@ -14,7 +14,16 @@ from typing import Any
 from eventstore import Event, EventStore
 from eventstore._sqlite import SQLiteBackend
 
-__all__ = ["backend_of", "ev", "open_sqlite", "outcome", "submitted", "writer_held"]
+__all__ = [
+    "backend_of",
+    "ev",
+    "open_sqlite",
+    "outcome",
+    "outcomes_while_locked",
+    "sessions",
+    "submitted",
+    "writer_held",
+]
 
 
 def ev(event_id: str, text: str = "x") -> Event:
@@ -82,3 +91,28 @@ async def outcome(task: asyncio.Task[Any]) -> Any:
         return await task
     except Exception as exc:
         return exc
+
+
+async def sessions(store: EventStore, *ids: str) -> None:
+    """Create sessions ``ids`` of app ``app``, user ``u``."""
+    for sid in ids:
+        await store.create_session(app_name="app", user_id="u", session_id=sid)
+
+
+async def outcomes_while_locked(
+    store: EventStore, path: Path, *calls: Callable[[], Awaitable[Any]]
+) -> list[Any]:
+    """Submit ``calls`` while another connection holds the file's write lock (the writer
+    waits 50 ms for it, then gives up) and return each one's result or error."""
+    driver = backend_of(store)._writer
+    assert driver is not None
+    await driver.run(lambda conn: conn.execute("PRAGMA busy_timeout = 50"))
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("PRAGMA busy_timeout = 0")
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the file's write lock
+    try:
+        tasks = await submitted(*calls)
+        return [await outcome(t) for t in tasks]
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()

@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 from _evs_support import kill_after_ready
-from _group_support import backend_of, ev, open_sqlite, outcome, submitted, writer_held
+from _group_support import (
+    backend_of,
+    ev,
+    open_sqlite,
+    outcome,
+    outcomes_while_locked,
+    sessions,
+    submitted,
+    writer_held,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,8 +45,7 @@ CHILD = Path(__file__).with_name("_group_child.py")
 async def test_group_each_write_gets_its_own_outcome(tmp_path: Path) -> None:
     store = await open_sqlite(tmp_path / "g.db")
     try:
-        for sid in ("ok", "stale", "retry", "dup", "part"):
-            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        await sessions(store, "ok", "stale", "retry", "dup", "part")
         r1 = ev("r1")
         [retried_before] = await store.append("retry", r1, expected_version=0)
         await store.append("dup", ev("d1", "first"), expected_version=0)
@@ -110,9 +118,8 @@ async def test_group_lone_append_commits_alone(tmp_path: Path) -> None:
 async def test_group_many_sessions_share_commits(tmp_path: Path) -> None:
     store = await open_sqlite(tmp_path / "g.db")
     try:
-        sessions = [f"s{i}" for i in range(32)]
-        for sid in sessions:
-            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        ids = [f"s{i}" for i in range(32)]
+        await sessions(store, *ids)
         group = backend_of(store)._group
         assert group is not None
         before_groups, before_writes, before_alone = group.groups, group.writes, group.alone
@@ -121,11 +128,11 @@ async def test_group_many_sessions_share_commits(tmp_path: Path) -> None:
             for i in range(10):
                 await store.append(sid, ev(f"{sid}-{i}"), expected_version=i)
 
-        await asyncio.gather(*(write(sid) for sid in sessions))
+        await asyncio.gather(*(write(sid) for sid in ids))
         assert (group.writes - before_writes) + (group.alone - before_alone) == 320
         assert (group.groups - before_groups) + (group.alone - before_alone) < 320 / 2, \
             "appends of many sessions did not group"
-        for sid in sessions:
+        for sid in ids:
             assert [e.id for e in await store.read(sid)] == [f"{sid}-{i}" for i in range(10)]
     finally:
         await store.aclose()
@@ -134,23 +141,12 @@ async def test_group_many_sessions_share_commits(tmp_path: Path) -> None:
 async def test_group_failed_commit_fails_every_caller_and_stores_nothing(tmp_path: Path) -> None:
     store = await open_sqlite(tmp_path / "g.db")
     try:
-        for sid in ("a", "b"):
-            await store.create_session(app_name="app", user_id="u", session_id=sid)
-        blocker = sqlite3.connect(tmp_path / "g.db", isolation_level=None)
-        blocker.execute("PRAGMA busy_timeout = 0")
-        driver = backend_of(store)._writer
-        assert driver is not None
-        await driver.run(lambda conn: conn.execute("PRAGMA busy_timeout = 50"))
-        blocker.execute("BEGIN IMMEDIATE")  # another process holds the file's write lock
-        try:
-            tasks = await submitted(
-                lambda: store.append("a", ev("a1"), expected_version=0),
-                lambda: store.append("b", ev("b1"), expected_version=0),
-            )
-            results = [await outcome(t) for t in tasks]
-        finally:
-            blocker.execute("ROLLBACK")
-            blocker.close()
+        await sessions(store, "a", "b")
+        results = await outcomes_while_locked(
+            store, tmp_path / "g.db",
+            lambda: store.append("a", ev("a1"), expected_version=0),
+            lambda: store.append("b", ev("b1"), expected_version=0),
+        )
         assert all("locked" in str(r) for r in results), results
         assert await store.read("a") == []
         assert await store.read("b") == []
@@ -166,9 +162,8 @@ async def test_group_backlog_from_idle_commits_in_two_pipelined_halves(tmp_path:
     # committed, and the second half none.
     store = await open_sqlite(tmp_path / "g.db")
     try:
-        sessions = [f"s{i:02d}" for i in range(20)]
-        for sid in sessions:
-            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        ids = [f"s{i:02d}" for i in range(20)]
+        await sessions(store, *ids)
         group = backend_of(store)._group
         assert group is not None
         groups, writes = group.groups, group.writes
@@ -180,7 +175,7 @@ async def test_group_backlog_from_idle_commits_in_two_pipelined_halves(tmp_path:
         async with writer_held(store):
             tasks = await submitted(
                 *((lambda sid=sid: store.append(sid, ev(f"{sid}-1"), expected_version=0))
-                  for sid in sessions),
+                  for sid in ids),
                 lambda: group.run(poison),
             )
         results = [await asyncio.wait_for(outcome(t), 10) for t in tasks]
@@ -189,12 +184,12 @@ async def test_group_backlog_from_idle_commits_in_two_pipelined_halves(tmp_path:
         first, second = results[:11], results[11:]
         assert all([e.seq for e in r] == [1] for r in first), first
         assert all("poison" in str(r) for r in second), second
-        for sid in sessions[:11]:
+        for sid in ids[:11]:
             assert [e.id for e in await store.read(sid)] == [f"{sid}-1"]
-        for sid in sessions[11:]:
+        for sid in ids[11:]:
             assert await store.read(sid) == []
         # The writer goes on: the failed half's sessions take their appends now.
-        for sid in sessions[11:]:
+        for sid in ids[11:]:
             await store.append(sid, ev(f"{sid}-1"), expected_version=0)
     finally:
         await store.aclose()
@@ -290,16 +285,15 @@ def test_begin_now_does_not_wait_for_another_connections_lock(tmp_path: Path) ->
 async def test_group_small_backlog_from_idle_is_one_group(tmp_path: Path) -> None:
     store = await open_sqlite(tmp_path / "g.db")
     try:
-        sessions = [f"s{i:02d}" for i in range(8)]
-        for sid in sessions:
-            await store.create_session(app_name="app", user_id="u", session_id=sid)
+        ids = [f"s{i:02d}" for i in range(8)]
+        await sessions(store, *ids)
         group = backend_of(store)._group
         assert group is not None
         groups, writes = group.groups, group.writes
         async with writer_held(store):
             tasks = await submitted(
                 *((lambda sid=sid: store.append(sid, ev(f"{sid}-1"), expected_version=0))
-                  for sid in sessions))
+                  for sid in ids))
         results = [await t for t in tasks]
         assert all([e.seq for e in r] == [1] for r in results), results
         assert (group.groups - groups, group.writes - writes) == (1, 8)

@@ -8,7 +8,16 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from _group_support import backend_of, ev, open_sqlite, outcome, submitted, writer_held
+from _group_support import (
+    backend_of,
+    ev,
+    open_sqlite,
+    outcome,
+    outcomes_while_locked,
+    sessions,
+    submitted,
+    writer_held,
+)
 
 from eventstore import Event, EventStore, TamperedLogError, open_store
 from eventstore._sqlite_append import Head, HeadCache
@@ -44,11 +53,6 @@ async def statements_of(store: EventStore, appends: tuple[Append, ...]) -> list[
 
 async def log_of(store: EventStore, session_id: str) -> list[tuple[int | None, str]]:
     return [(e.seq, e.id) for e in await store.read(session_id)]
-
-
-async def sessions(store: EventStore, *ids: str) -> None:
-    for sid in ids:
-        await store.create_session(app_name="app", user_id="u", session_id=sid)
 
 
 def head_reads(statements: list[str]) -> list[str]:
@@ -146,20 +150,11 @@ async def test_a_failed_group_clears_the_kept_heads(tmp_path: Path) -> None:
         await grouped(store, ("s1", ev("a1"), 0), ("s2", ev("b1"), 0))
         heads = backend_of(store)._heads
         assert len(heads) == 2
-        driver = backend_of(store)._writer
-        assert driver is not None
-        await driver.run(lambda conn: conn.execute("PRAGMA busy_timeout = 50"))
-        blocker = sqlite3.connect(path, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        try:
-            tasks = await submitted(
-                lambda: store.append("s1", ev("a2"), expected_version=1),
-                lambda: store.append("s2", ev("b2"), expected_version=1),
-            )
-            failed = [await outcome(t) for t in tasks]
-        finally:
-            blocker.execute("ROLLBACK")
-            blocker.close()
+        failed = await outcomes_while_locked(
+            store, path,
+            lambda: store.append("s1", ev("a2"), expected_version=1),
+            lambda: store.append("s2", ev("b2"), expected_version=1),
+        )
         assert all("locked" in str(f) for f in failed), failed
         assert len(heads) == 0
         a2, b2 = await grouped(store, ("s1", ev("a2"), 1), ("s2", ev("b2"), 1))
