@@ -21,6 +21,8 @@ __all__ = [
     "check_number",
     "check_seq_bound",
     "check_str",
+    "is_utf8",
+    "shown",
 ]
 
 MAX_INT = (1 << 31) - 1
@@ -32,12 +34,42 @@ def check_str(value: Any, name: str, *, optional: bool = False, max_length: int 
     None when ``optional``); raise StoreUsageError naming ``name`` otherwise."""
     if value is None and optional:
         return None
-    if not isinstance(value, str) or not value or len(value) > max_length or "\0" in value:
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > max_length
+        or "\0" in value
+        or not is_utf8(value)
+    ):
         raise StoreUsageError(
             f"{name} must be a non-empty string of at most {max_length} characters without "
-            f"NUL{' or None' if optional else ''}, not {value!r}."
+            f"NUL or lone surrogates{' or None' if optional else ''}, not {shown(value)}."
         )
     return value
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut to a readable length for an error message; never raises (an int
+    past Python's 4,300-digit ``str`` limit is described by its size instead)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"<{'a negative' if value < 0 else 'an'} integer of about {digits} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not replace the error being reported
+        return f"<a {type(value).__name__}>"
+    return text if len(text) <= 200 else f"{text[:150]}…({len(text)} characters)"
+
+
+def is_utf8(text: str) -> bool:
+    """True when ``text`` can be stored as UTF-8 (it holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_filename(value: Any) -> str:
@@ -46,7 +78,7 @@ def check_filename(value: Any) -> str:
     if not isinstance(value, str) or not value or len(value) > 512 or "\0" in value:
         raise StoreUsageError(
             f"Artifact filenames must be non-empty strings of at most 512 characters without "
-            f"NUL, not {value!r}."
+            f"NUL, not {shown(value)}."
         )
     return value
 
@@ -54,7 +86,7 @@ def check_filename(value: Any) -> str:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is a bool; raise StoreUsageError naming ``name`` otherwise."""
     if not isinstance(value, bool):
-        raise StoreUsageError(f"{name} must be True or False, not {value!r}.")
+        raise StoreUsageError(f"{name} must be True or False, not {shown(value)}.")
     return value
 
 
@@ -68,7 +100,7 @@ def check_int(
     if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
         raise StoreUsageError(
             f"{name} must be an int between {minimum} and {maximum}"
-            f"{' or None' if optional else ''}, not {value!r}."
+            f"{' or None' if optional else ''}, not {shown(value)}."
         )
     return value
 
@@ -83,9 +115,9 @@ def check_seq_bound(value: Any, name: str, *, minimum: int | None = None) -> int
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise StoreUsageError(f"{name} must be an int or None, not {value!r}.")
+        raise StoreUsageError(f"{name} must be an int or None, not {shown(value)}.")
     if minimum is not None and value < minimum:
-        raise StoreUsageError(f"{name} must be >= {minimum}, not {value}.")
+        raise StoreUsageError(f"{name} must be >= {minimum}, not {shown(value)}.")
     return max(0, min(value, MAX_INT))
 
 
@@ -100,17 +132,18 @@ def check_number(value: Any, name: str, *, positive: bool = True) -> float:
         or (positive and value <= 0)
     ):
         kind = "a positive" if positive else "a finite"
-        raise StoreUsageError(f"{name} must be {kind} number, not {value!r}.")
+        raise StoreUsageError(f"{name} must be {kind} number, not {shown(value)}.")
     return float(value)
 
 
 def check_lookup(session_id: object) -> str:
     """Return ``session_id`` if it is a string a session may be looked up by. Any string may
     (an unknown one is SessionNotFoundError later); a non-string is StoreUsageError, and a
-    string holding NUL is SessionNotFoundError at once."""
+    string holding NUL or a lone surrogate is SessionNotFoundError at once."""
     if not isinstance(session_id, str):
-        raise StoreUsageError(f"session_id must be a string, not {session_id!r}.")
-    if "\0" in session_id:
-        # No stored id holds NUL (creation refuses it), and PostgreSQL cannot even compare one.
+        raise StoreUsageError(f"session_id must be a string, not {shown(session_id)}.")
+    if "\0" in session_id or not is_utf8(session_id):
+        # No stored id holds NUL or a lone surrogate (creation refuses both), and PostgreSQL
+        # cannot even compare one.
         raise SessionNotFoundError(session_id)
     return session_id

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import pydantic
 
+from ._args import shown
 from ._events import (
     REQUEST_CONFIRMATION_FUNCTION,
     ArtifactRef,
@@ -123,6 +124,14 @@ def _value_error(event_id: str | None, path: str, problem: str) -> InvalidEventE
     return InvalidEventError(f"{where}{_short(path)} {problem}", event_id=event_id)
 
 
+def _show_int(value: int) -> str:
+    # str() of an int past sys.get_int_max_str_digits() (4,300 digits) raises ValueError.
+    if value.bit_length() <= 1000:
+        return f"the integer {value}"
+    digits = int(value.bit_length() * 0.30103) + 1
+    return f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
+
+
 def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
     # Iterative, so no value (however deep) can raise RecursionError instead of a typed error.
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
@@ -135,8 +144,8 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
                 raise _value_error(
                     event_id,
                     where,
-                    f"is the integer {item}, outside the 64-bit range JSON readers keep exact; "
-                    "store it as a string.",
+                    f"is {_show_int(item)}, outside the 64-bit range JSON readers "
+                    "keep exact; store it as a string.",
                 )
             continue
         if isinstance(item, float):
@@ -153,7 +162,7 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
         if isinstance(item, Mapping):
             for key, child in reversed(list(item.items())):
                 if not isinstance(key, str):
-                    raise _value_error(event_id, where, f"has a non-string key {key!r}.")
+                    raise _value_error(event_id, where, f"has a non-string key {shown(key)}.")
                 stack.append((child, f"{where}[{key!r}]", depth + 1))
             continue
         if isinstance(item, list):
@@ -191,7 +200,7 @@ def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
     for key, value in delta.items():
         if not isinstance(key, str) or not key:
             raise InvalidEventError(
-                f"Event {event_id!r}: state keys must be non-empty strings, not {key!r}.",
+                f"Event {event_id!r}: state keys must be non-empty strings, not {shown(key)}.",
                 event_id=event_id,
             )
         try:
@@ -210,7 +219,7 @@ def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
 
 def _refuse(event_id: str, path: str, expected: str, value: object) -> InvalidEventError:
     return InvalidEventError(
-        f"Event {event_id!r} is malformed: {path} must be {expected}, not {value!r}.",
+        f"Event {event_id!r} is malformed: {path} must be {expected}, not {shown(value)}.",
         event_id=event_id,
     )
 

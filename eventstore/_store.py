@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ._args import (
+    MAX_INT,
     check_bool,
     check_filename,
     check_int,
@@ -22,6 +23,8 @@ from ._args import (
     check_number,
     check_seq_bound,
     check_str,
+    is_utf8,
+    shown,
 )
 from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent, new_event
 from ._chain_check import SignatureProblem, signature_problems
@@ -79,20 +82,46 @@ def _event_batch(events: object, method: str, *, empty_ok: bool = False) -> list
     )
 
 
+MAX_COLUMN_CHARS = 255
+"""The most characters an event id, invocation id or author may have (their columns' size)."""
+
+
 def _refuse_nul(event: Event) -> None:
-    """Raise InvalidEventError when a text column of ``event`` holds NUL (no backend stores
-    one); values that are not strings are left for the encoder to refuse."""
+    """Raise InvalidEventError when a text column of ``event`` cannot be stored the same way on
+    every backend: NUL (no backend stores one), a lone surrogate (not UTF-8), or an id,
+    invocation id or author longer than ``MAX_COLUMN_CHARS``. Values that are not strings are
+    left for the encoder to refuse."""
     values = (event.id, event.invocation_id, event.author, event.branch or "")
     try:
-        if "\0" not in "".join(values):  # one search where all four are strings
-            return
+        joined = "".join(values)  # one search where all four are strings
     except TypeError:
-        pass
+        joined = None
+    if (
+        joined is not None
+        and "\0" not in joined
+        and (joined.isascii() or is_utf8(joined))
+        and max(len(values[0]), len(values[1]), len(values[2])) <= MAX_COLUMN_CHARS
+    ):
+        return
     for what, value in zip(("id", "invocation_id", "author", "branch"), values, strict=True):
-        if isinstance(value, str) and "\0" in value:
+        if not isinstance(value, str):
+            continue
+        if "\0" in value:
             raise InvalidEventError(
                 f"Event {event.id!r}: its {what} {value!r} contains NUL, which no backend "
                 "stores.", event_id=event.id)
+        if not is_utf8(value):
+            raise InvalidEventError(
+                f"Event {event.id!r}: its {what} {value!r} holds a lone surrogate, which is not "
+                "UTF-8 text and no backend stores.", event_id=event.id)
+        if what != "branch" and len(value) > MAX_COLUMN_CHARS:
+            raise InvalidEventError(
+                f"Event {_clip(event.id)!r}: its {what} has {len(value)} characters; at most "
+                f"{MAX_COLUMN_CHARS} are stored.", event_id=_clip(event.id))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 80 else f"{text[:60]}…({len(text)} characters)"
 
 
 def _artifact_batch(artifacts: object) -> list[Artifact]:
@@ -445,10 +474,11 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         if expected_version is not None and (
             not isinstance(expected_version, int)
             or isinstance(expected_version, bool)
-            or expected_version < 0
+            or not 0 <= expected_version <= MAX_INT
         ):
             raise StoreUsageError(
-                f"expected_version must be a non-negative int or None, not {expected_version!r}."
+                f"expected_version must be an int between 0 and {MAX_INT} (the largest seq) or "
+                f"None, not {shown(expected_version)}."
             )
         prepared = [self._prepare(e) for e in batch]
         stored = await backend.append(
