@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from .._events import Event
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
@@ -23,6 +26,7 @@ from ._common import (
     DbOption,
     JsonOption,
     console,
+    errors,
     fail,
     open_existing,
     print_json,
@@ -148,17 +152,22 @@ def verify(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+EXPORT_PAGE = 1000
+"""Events read, decoded and written per step of ``evs export``: memory stays flat in the log's
+length (only each event's chain hash and signature are kept, for the header)."""
+
+
 async def _export_artifacts(
-    store: EventStore, session_id: str, events: list[Event]
+    store: EventStore, session_id: str, referenced: dict[str, int]
 ) -> list[ExportedArtifact]:
     """Every version of the session's own artifacts, and versions 0 up to the newest referred
-    to of the ``user:`` artifacts its events refer to (see ``_exchange``)."""
+    to (``referenced``: filename -> version) of the ``user:`` artifacts (see ``_exchange``)."""
     stored = await store.list_artifacts(session_id)
     wanted: dict[str, list[int]] = {}
     for filename, versions in stored.items():
         if not filename.startswith(USER_PREFIX):
             wanted[filename] = versions
-    for filename, newest in referenced_artifacts(events).items():
+    for filename, newest in referenced.items():
         if filename.startswith(USER_PREFIX):
             wanted[filename] = [v for v in stored.get(filename, []) if v <= newest]
     found: list[ExportedArtifact] = []
@@ -169,6 +178,73 @@ async def _export_artifacts(
                                           mime_type=artifact.mime_type,
                                           created_at=artifact.created_at, data=artifact.data))
     return found
+
+
+async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> None:
+    """Write the export of ``session_id`` to ``sink``, reading the log a page at a time.
+
+    The header comes first but names every event's chain hash, so the event lines go to a
+    temporary file while the log is read and follow the header once it is known."""
+    info = await store.session_info(session_id)
+    chain: list[tuple[bytes, bytes | None]] = []
+    chained = True
+    referenced: dict[str, int] = {}
+    count = 0
+    with tempfile.TemporaryFile() as body, progress(
+        f"Exporting {info.version} events", total=None, size=info.version
+    ):
+        after = 0
+        while after < info.version:
+            rows = await store.backend.read(session_id, after=after, upto=info.version,
+                                            backwards=False, limit=EXPORT_PAGE)
+            if not rows:
+                break
+            events = decode_all(rows)
+            for name, version in referenced_artifacts(events).items():
+                referenced[name] = max(version, referenced.get(name, version))
+            # The chain is worth carrying only when an importer re-encoding the events gets
+            # the stored bytes back: every row in the current encoding, every row hashed.
+            for row in rows:
+                if row.chain_hash is None or row.schema_version != STORED_SCHEMA_VERSION:
+                    chained = False
+                elif chained:
+                    chain.append((row.chain_hash, row.signature))
+            page = b"".join(dump_event(e) + b"\n" for e in events)
+            await asyncio.to_thread(body.write, page)
+            count += len(events)
+            after = rows[-1].seq
+        artifacts = await _export_artifacts(store, session_id, referenced)
+        header = dump_header(app_name=info.app_name, user_id=info.user_id,
+                             session_id=info.id, events=count, created_at=info.created_at,
+                             artifacts=len(artifacts),
+                             chain=chain if chained and len(chain) == count else None)
+        await asyncio.to_thread(_assemble, sink, header, body, artifacts)
+
+
+def _assemble(sink: BinaryIO, header: bytes, body: BinaryIO,
+              artifacts: list[ExportedArtifact]) -> None:
+    sink.write(header + b"\n")
+    body.seek(0)
+    shutil.copyfileobj(body, sink, 1 << 20)
+    for artifact in artifacts:
+        sink.write(dump_artifact(artifact) + b"\n")
+    sink.flush()
+
+
+def _export_target(output: Path) -> Path:
+    """The partial file an export is written to before it replaces ``output`` (so a failed
+    export leaves no half file); CliError naming the problem when ``output`` cannot be
+    written."""
+    parent = output.parent
+    if not parent.exists():
+        raise CliError(f"Cannot write {printable(str(output))}: the directory "
+                       f"{printable(str(parent))} does not exist.")
+    if not parent.is_dir():
+        raise CliError(f"Cannot write {printable(str(output))}: {printable(str(parent))} is "
+                       "not a directory.")
+    if output.is_dir():
+        raise CliError(f"Cannot write {printable(str(output))}: it is a directory.")
+    return parent / f".{output.name}.{os.getpid()}.partial"
 
 
 def export(
@@ -184,31 +260,31 @@ def export(
     """Export a session as JSON Lines: a header line, one line per event, then one line per
     artifact version (bytes in base64) — lossless; evs import reads it back."""
 
-    async def main() -> list[bytes]:
+    async def main(sink: BinaryIO) -> None:
         async with await open_existing(db, read_only=True) as store:
-            info = await store.session_info(session_id)
-            with progress(f"Exporting {info.version} events", total=None, size=info.version):
-                rows = await store.backend.read(session_id, after=None, upto=info.version,
-                                                backwards=False, limit=None)
-                events = decode_all(rows)
-                artifacts = await _export_artifacts(store, session_id, events)
-        # The chain is worth carrying only when an importer re-encoding the events gets the
-        # stored bytes back: every row in the current encoding, every row hashed.
-        chain = [(r.chain_hash, r.signature) for r in rows
-                 if r.chain_hash is not None and r.schema_version == STORED_SCHEMA_VERSION]
-        header = dump_header(app_name=info.app_name, user_id=info.user_id,
-                             session_id=info.id, events=len(events),
-                             created_at=info.created_at, artifacts=len(artifacts),
-                             chain=chain if len(chain) == len(rows) else None)
-        return [header, *(dump_event(e) for e in events), *map(dump_artifact, artifacts)]
+            await _write_export(store, session_id, sink)
 
-    lines = run(main())
-    data = b"".join(line + b"\n" for line in lines)
     if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    else:
-        output.write_bytes(data)
+        run(main(sys.stdout.buffer))
+        return
+    with errors():
+        partial = _export_target(output)
+        try:
+            sink = partial.open("wb")
+        except OSError as exc:
+            raise CliError(f"Cannot write {printable(str(output))}: {exc.strerror}.") from exc
+    try:
+        with sink:
+            run(main(sink))
+        with errors():
+            try:
+                partial.replace(output)
+            except OSError as exc:
+                raise CliError(
+                    f"Cannot write {printable(str(output))}: {exc.strerror}."
+                ) from exc
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _interactive() -> bool:

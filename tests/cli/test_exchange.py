@@ -181,3 +181,47 @@ def test_verify_flags_artifact_delta_without_the_version(db: Path, version: int)
             "session_id": "s1", "seq": 1, "code": "artifact_missing",
             "message": "artifact_delta names artifact 'report.txt' version 1, which does not "
             "exist (the stored versions are 0)."}]
+
+
+def test_export_reads_the_log_in_pages_and_round_trips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventstore.cli import _maintain
+
+    source = tmp_path / "source.db"
+    sid = _demo_session(source)
+    whole = invoke("export", sid, "--db", str(source))
+    assert whole.exit_code == 0, whole.stderr
+    pages: list[int] = []
+    monkeypatch.setattr(_maintain, "EXPORT_PAGE", 3)
+    original = _maintain.decode_all
+
+    def counting(rows: Any) -> Any:
+        pages.append(len(rows))
+        return original(rows)
+
+    monkeypatch.setattr(_maintain, "decode_all", counting)
+    dump = tmp_path / "paged.jsonl"
+    paged = invoke("export", sid, "--db", str(source), "-o", str(dump))
+    assert paged.exit_code == 0, paged.stderr
+    assert dump.read_bytes() == whole.stdout_bytes
+    assert pages
+    assert max(pages) == 3
+    assert sum(pages) == len(dump.read_bytes().splitlines()) - 2
+    target = tmp_path / "target.db"
+    assert invoke("import", str(dump), "--db", str(target)).exit_code == 0
+    assert _snapshot(target, sid)["payloads"] == _snapshot(source, sid)["payloads"]
+
+
+def test_export_to_a_missing_directory_names_it_and_writes_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    sid = _demo_session(source)
+    missing = tmp_path / "no" / "such" / "x.jsonl"
+    result = invoke("export", sid, "--db", str(source), "-o", str(missing))
+    assert result.exit_code == 1
+    assert f"the directory {missing.parent} does not exist" in result.stderr
+    assert "internal error" not in result.stderr
+    gone = invoke("export", "nope", "--db", str(source), "-o", str(tmp_path / "y.jsonl"))
+    assert gone.exit_code == 1
+    assert "does not exist" in gone.stderr
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("source.db")] == []
