@@ -239,4 +239,13 @@ class SchemaOutdatedError(SchemaError):
 
 
 class StorageError(EventStoreError):
-    """The database failed; the driver's exception is the ``__cause__``."""
+    """The database failed; the driver's exception is the ``__cause__``.
+
+    ``retryable`` is True when the failure was transient (the server was unreachable, the
+    connection broke, the server restarted): the same call may succeed later, and an append
+    retried with the same event ids is stored exactly once whether or not the failed attempt
+    committed. False for a failure a retry would repeat."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable

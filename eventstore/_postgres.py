@@ -131,16 +131,45 @@ def _translate(exc: BaseException, *, url: str, what: str, session_id: str | Non
             return SessionExistsError(session_id)
         if isinstance(exc, asyncpg.ForeignKeyViolationError):
             return SessionNotFoundError(session_id)
-    if isinstance(exc, (OSError, asyncpg.InterfaceError, TimeoutError)):
-        return StorageError(f"PostgreSQL at {url} is unreachable or the connection broke while "
-                            f"trying to {what}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, _BROKEN):
+        return StorageError(
+            f"PostgreSQL at {url} is unreachable or the connection broke while trying to "
+            f"{what}: {type(exc).__name__}: {exc}. This is transient: retry (an append retried "
+            "with the same event ids is stored once, whether or not the first attempt "
+            "committed).",
+            retryable=True,
+        )
     return StorageError(f"PostgreSQL at {url} failed to {what}: {type(exc).__name__}: {exc}")
 
 
-_DRIVER_ERRORS = (
-    asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, OverflowError,
-    ValueError,
+_BROKEN = (
+    OSError,
+    TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
 )
+"""Errors that say the connection (not the statement) failed: the server went away, restarts,
+refuses connections for now, or the protocol was left mid-operation by a broken connection
+(``InternalClientError``). A connection that raised one is never used again."""
+
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError, *_BROKEN, OverflowError, ValueError,
+)
+
+
+
+
+def unsent(exc: BaseException) -> bool:
+    """Whether ``exc`` says a statement was refused before being sent because its connection
+    is still consuming an earlier error: a pooled idle connection told by a restarting server
+    that it is being terminated. Nothing of the job reached the server (or it is rolled back
+    with the dead connection), so running it again on another connection is safe: a job is
+    tried once more for each pooled connection (each may be one the restart left dead)."""
+    return isinstance(exc, asyncpg.exceptions.InternalClientError) and str(exc).startswith(
+        "cannot switch to state"
+    )
 """What asyncpg and the network raise, including OverflowError/ValueError for parameters the
 driver cannot encode."""
 
@@ -170,7 +199,9 @@ class PostgresBackend:
         # Half the pool at most sends grouped appends: the rest serves reads and the
         # multi-statement path meanwhile.
         self._appends = AppendGroups(pool, APPEND_SQL, max_senders=pool.get_max_size() // 2,
-                                     errors=_DRIVER_ERRORS, lock_position=1)
+                                     errors=_DRIVER_ERRORS, broken=_BROKEN,
+                                     unsent=unsent, unsent_retries=pool.get_max_size(),
+                                     lock_position=1)
 
     @classmethod
     async def open(
@@ -251,16 +282,26 @@ class PostgresBackend:
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        try:
-            async with self._pool.acquire() as conn:
-                if not write:
-                    return await fn(conn)
-                # READ COMMITTED whatever the server's default: a statement after an advisory
-                # lock must see what the lock's previous holder committed.
-                async with conn.transaction(isolation="read_committed"):
-                    return await fn(conn)
-        except _DRIVER_ERRORS as exc:
-            raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+        retries = self._pool.get_max_size()  # every pooled connection may be dead
+        for attempt in range(retries + 1):
+            try:
+                async with self._pool.acquire() as conn:
+                    try:
+                        if not write:
+                            return await fn(conn)
+                        # READ COMMITTED whatever the server's default: a statement after an
+                        # advisory lock must see what the lock's previous holder committed.
+                        async with conn.transaction(isolation="read_committed"):
+                            return await fn(conn)
+                    except asyncpg.exceptions.InternalClientError as exc:
+                        if unsent(exc):
+                            conn.terminate()
+                        raise
+            except _DRIVER_ERRORS as exc:
+                if attempt < retries and unsent(exc):
+                    continue
+                raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- sessions ------------------------------------------------------------------------------
 

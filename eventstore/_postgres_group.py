@@ -23,7 +23,7 @@ their sessions' locks in the same order and cannot deadlock each other.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 __all__ = ["AppendGroups", "MAX_GROUP"]
@@ -40,15 +40,26 @@ class AppendGroups:
     waiting at one moment into one transaction (see the module docstring).
 
     ``errors`` are the exceptions of a failed group that make each of its calls run again
-    alone; ``lock_position`` is the index of the lock key in each argument tuple (the order
+    alone, except ``broken`` ones (the connection failed, not the group): those fail the whole
+    group and every call after it on that connection, which is then never used again (a
+    broken connection left mid-operation would raise asyncpg's internal errors, or be used
+    after the pool took it back). A group that ``unsent`` says was refused before being sent
+    (a dead pooled connection) is sent again on another connection, up to ``unsent_retries``
+    times; ``lock_position`` is the index of the lock key in each argument tuple (the order
     within a group); at most ``max_senders`` pooled connections send groups at once."""
 
     def __init__(self, pool: Any, sql: str, *, max_senders: int,
-                 errors: tuple[type[BaseException], ...], lock_position: int) -> None:
+                 errors: tuple[type[BaseException], ...],
+                 broken: tuple[type[BaseException], ...] = (),
+                 unsent: Callable[[BaseException], bool] = lambda exc: False,
+                 unsent_retries: int = 0, lock_position: int) -> None:
         self._pool = pool
         self._sql = sql
         self._max_senders = max(1, max_senders)
         self._errors = errors
+        self._broken = broken
+        self._unsent = unsent
+        self._unsent_retries = unsent_retries
         self._lock_position = lock_position
         self._pending: list[_Pending] = []
         self._senders = 0
@@ -66,12 +77,23 @@ class AppendGroups:
     async def _send(self) -> None:
         group: list[_Pending] = []
         try:
-            async with self._pool.acquire() as conn:
-                while self._pending:
-                    group = [p for p in self._take() if not p[1].done()]
-                    if group:
-                        await self._send_group(conn, group)
-                    group = []
+            for attempt in range(self._unsent_retries + 1):
+                async with self._pool.acquire() as conn:
+                    try:
+                        while self._pending:
+                            group = [p for p in self._take() if not p[1].done()]
+                            if group:
+                                await self._send_group(conn, group)
+                            group = []
+                        return
+                    except BaseException as exc:
+                        if attempt == self._unsent_retries or not self._unsent(exc):
+                            raise
+                        # A dead pooled connection refused the group before sending it: the
+                        # group goes first again, on another connection.
+                        conn.terminate()
+                        self._pending[:0] = group
+                        group = []
         except BaseException as exc:
             # No connection, a broken one, or this task was cancelled: its group fails with it,
             # and so do the queued calls when no other sender is left to take them (a later
@@ -122,6 +144,8 @@ class AppendGroups:
             group.sort(key=lambda p: p[0][self._lock_position])
             try:
                 rows = await conn.fetchmany(self._sql, [args for args, _ in group])
+            except self._broken:
+                raise  # the connection is gone: _send fails the group and stops using it
             except self._errors:
                 pass  # nothing of the group was written: each call runs again alone
             else:
@@ -132,6 +156,8 @@ class AppendGroups:
         for args, future in group:
             try:
                 row = await conn.fetchrow(self._sql, *args)
+            except self._broken:
+                raise
             except self._errors as exc:
                 if not future.done():
                     future.set_exception(exc)

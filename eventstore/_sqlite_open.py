@@ -41,7 +41,8 @@ def translate(exc: Exception, *, url: str, what: str, session_id: str | None) ->
                             f"({message}).")
     if "locked" in message or "busy" in message:
         return StorageError(f"SQLite {url} stayed locked by another writer for more than "
-                            f"{BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).")
+                            f"{BUSY_TIMEOUT_MS // 1000} s while trying to {what} ({message}).",
+                            retryable=True)
     return StorageError(f"SQLite {url} failed to {what}: {type(exc).__name__}: {message}")
 
 
