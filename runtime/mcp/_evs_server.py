@@ -13,8 +13,9 @@ HTTP on ``host:port`` (path ``/mcp``).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -203,13 +204,94 @@ def build_evs_server(store: EventStore, *, db: str) -> Server[Any]:
                   "stored by agent-eventstore.", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def lone_surrogate(value: Any, path: str = "params") -> str | None:
+    """The path of the first string (key or value) in a decoded JSON value that holds a lone
+    surrogate (a ``\\ud800`` escape: not Unicode text, so no reply that echoes it can be
+    encoded), or None."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not _is_utf8(item):
+                return where
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not _is_utf8(key):
+                    return f"a key of {where}"
+                stack.append((child, f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{n}]") for n, child in enumerate(item))
+    return None
+
+
+class _ScreenedLines:
+    """stdin's lines for the MCP SDK's stdio transport, less the requests it could never
+    answer: the SDK's strict JSON parser refuses a lone surrogate escape and drops the line
+    without a reply, so the client would wait forever. Such a request is answered here with a
+    JSON-RPC ``Invalid params`` error naming where the surrogate is (a notification is
+    dropped, as it has no reply); every other line passes through unchanged."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+        self.write: Any = None  # the transport's write stream, set once it exists
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        from mcp.shared.message import SessionMessage
+
+        async for line in self._lines:
+            # Only a line with a \u escape of the surrogate range can hold one.
+            if "\\ud" not in line.lower():
+                yield line
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                yield line  # the SDK reports malformed JSON as it does for any other line
+                continue
+            where = lone_surrogate(message, "message")
+            if where is None:
+                yield line
+                continue
+            request_id = message.get("id") if isinstance(message, dict) else None
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) and (
+                not isinstance(request_id, str) or _is_utf8(request_id)
+            ):
+                error = types.JSONRPCError(
+                    jsonrpc="2.0", id=request_id,
+                    error=types.ErrorData(
+                        code=types.INVALID_PARAMS,
+                        message=f"{where} holds a lone surrogate escape (\\ud800-\\udfff "
+                        "alone), which is not Unicode text; send UTF-8 text.",
+                    ),
+                )
+                await self.write.send(SessionMessage(error))
+
+
 async def serve_stdio(store: EventStore, *, db: str) -> None:
-    """Serve ``evs mcp-server`` on stdin/stdout until the client closes it."""
+    """Serve ``evs mcp-server`` on stdin/stdout until the client closes it. Every request is
+    answered: one the SDK cannot parse because it holds a lone surrogate gets a JSON-RPC
+    error (``_ScreenedLines``)."""
+    import anyio
     from mcp.server.stdio import stdio_server
 
     server = build_evs_server(store, db=db)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    # A private descriptor of stdin: closing the wrapper never closes the process's stdin.
+    stdin = await anyio.open_file(os.dup(0), encoding="utf-8", errors="replace")
+    screened = _ScreenedLines(stdin)
+    try:
+        async with stdio_server(stdin=cast(Any, screened)) as (read, write):
+            screened.write = write
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await stdin.aclose()
 
 
 async def serve_http(store: EventStore, *, db: str, host: str, port: int) -> None:

@@ -168,3 +168,62 @@ def test_evs_mcp_server_refuses_a_missing_database(tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["mcp-server", "--db", str(tmp_path / "none.db")])
     assert done.exit_code == 1
     assert "There is no database" in done.output
+
+
+async def test_evs_mcp_server_answers_a_request_holding_a_lone_surrogate(
+    evs_db: tuple[str, dict[str, Any]],
+) -> None:
+    # The SDK's client cannot even send such a request, so the wire is written by hand: before,
+    # the server's transport dropped the line it could not parse and the client waited forever.
+    db, _ = evs_db
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runtime.cli", "mcp-server", "--db", db,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=str(REPO),
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+
+    async def exchange(line: str) -> dict[str, Any]:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(line.encode() + b"\n")
+        await process.stdin.drain()
+        reply = await asyncio.wait_for(process.stdout.readline(), timeout=30)
+        assert reply, "the server closed stdout"
+        decoded: dict[str, Any] = json.loads(reply)
+        return decoded
+
+    try:
+        hello = await exchange(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}},
+        }))
+        assert "result" in hello
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        # A notification holding one has no reply and is dropped; the request after it is
+        # answered with a JSON-RPC error naming where the surrogate is.
+        process.stdin.write(
+            b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"x":"\\udfff"}}\n'
+        )
+        error = await exchange(
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"show",'
+            '"arguments":{"session_id":"s\\ud800"}}}'
+        )
+        assert error["id"] == 2
+        assert error["error"]["code"] == -32602
+        assert "params.arguments.session_id" in error["error"]["message"]
+        assert "lone surrogate" in error["error"]["message"]
+        listed = await exchange('{"jsonrpc":"2.0","id":3,"method":"tools/list"}')
+        assert [tool["name"] for tool in listed["result"]["tools"]] == TOOLS
+        # A pair of escapes is one real character, not a lone surrogate: it goes through.
+        shown = await exchange(
+            '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"show",'
+            '"arguments":{"session_id":"s\\ud83d\\ude00"}}}'
+        )
+        assert shown["result"]["isError"] is True
+        assert "does not exist" in shown["result"]["content"][0]["text"]
+    finally:
+        process.kill()
+        await process.wait()
