@@ -251,6 +251,11 @@ class Backend(Protocol):
         """Return the links naming the session, as a fork or as an origin, oldest first."""
         ...
 
+    async def has_signed_heads(self) -> bool:
+        """Whether any session's head record is signed: a keyed store wrote to the database,
+        so a store without the key must not write to it (see ``EventStore``)."""
+        ...
+
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
     ) -> list[SessionRecord]:

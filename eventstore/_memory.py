@@ -179,6 +179,11 @@ class MemoryBackend:
             key=lambda link: (link.forked_at, link.session_id),
         )
 
+    async def has_signed_heads(self) -> bool:
+        """See ``Backend.has_signed_heads`` (a memory store is keyed or not from its start)."""
+        self._check_open()
+        return self.signing_key is not None and any(s.events for s in self._sessions.values())
+
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
     ) -> list[SessionRecord]:

@@ -6,13 +6,14 @@ import os
 import urllib.parse
 from pathlib import Path
 
-from ._chain import resolve_signing_key
+from ._backend import Backend
+from ._chain import SIGNING_KEY_ENV, resolve_signing_key
 from ._exceptions import StoreUsageError
 from ._memory import MemoryBackend
 from ._statefold import DEFAULT_SNAPSHOT_INTERVAL
 from ._store import EventStore
 
-__all__ = ["DEFAULT_URL", "open_store", "resolve_url"]
+__all__ = ["DEFAULT_URL", "KEYED_WITHOUT_KEY", "open_store", "resolve_url"]
 
 DEFAULT_URL = "sqlite+aiosqlite:///evs.db"
 """The embedded default: a SQLite file ``evs.db`` in the working directory."""
@@ -70,13 +71,17 @@ async def open_store(
     environment variable) opens the store in keyed mode: every event it appends is signed, and
     ``EventStore.untrusted`` names the events whose signature is missing or wrong (the runner
     acts on none of them). Every store chains its events' hashes, keyed or not (README, "Tamper
-    evidence"). An empty key raises StoreUsageError.
+    evidence"). An empty key raises StoreUsageError. A store opened without a key (and not
+    ``read_only``) on a database a keyed store wrote to reads but refuses every write with
+    StoreUsageError naming ``EVS_SIGNING_KEY`` (``KEYED_WITHOUT_KEY``), since the events it
+    would append are unsigned ones the keyed runner will not act on.
     """
     try:
         key = resolve_signing_key(signing_key)
     except (ValueError, TypeError) as exc:
         raise StoreUsageError(f"signing_key must be non-empty bytes or str: {exc}") from exc
     resolved = resolve_url(url)
+    backend: Backend
     if resolved == "memory://":
         return EventStore(MemoryBackend(signing_key=key), snapshot_interval=snapshot_interval)
     if resolved.startswith("sqlite+aiosqlite://"):
@@ -86,13 +91,32 @@ async def open_store(
             resolved, auto_upgrade=auto_upgrade, read_only=read_only, synchronous=synchronous,
             signing_key=key,
         )
-        return EventStore(backend, snapshot_interval=snapshot_interval)
-    if resolved.startswith("postgresql+asyncpg://"):
+    elif resolved.startswith("postgresql+asyncpg://"):
         from ._postgres import PostgresBackend
 
-        pg = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade, signing_key=key)
-        return EventStore(pg, snapshot_interval=snapshot_interval)
-    raise StoreUsageError(
-        f"Unsupported store URL {url!r}: use a file path, sqlite+aiosqlite:///path.db, "
-        "postgresql+asyncpg://user@host/db or memory://."
-    )
+        backend = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade,
+                                             signing_key=key)
+    else:
+        raise StoreUsageError(
+            f"Unsupported store URL {url!r}: use a file path, sqlite+aiosqlite:///path.db, "
+            "postgresql+asyncpg://user@host/db or memory://."
+        )
+    refusal = None
+    if key is None and not read_only:
+        try:
+            keyed = await backend.has_signed_heads()
+        except BaseException:
+            await backend.aclose()
+            raise
+        if keyed:
+            refusal = KEYED_WITHOUT_KEY
+    return EventStore(backend, snapshot_interval=snapshot_interval, write_refusal=refusal)
+
+
+KEYED_WITHOUT_KEY = (
+    f"This database is keyed (a store with a signing key wrote to it), and this store was "
+    f"opened without the key, so it only reads: an unsigned event would be one the runner "
+    f"refuses to act on. Set {SIGNING_KEY_ENV} (or pass signing_key=) to write."
+)
+"""Why a store opened without the key on a keyed database refuses to write."""
+

@@ -107,6 +107,7 @@ _READ_SQL = (
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
+_SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
 def _dsn(url: str) -> str:
@@ -342,6 +343,12 @@ class PostgresBackend:
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._run(lambda conn: forks.links(conn, session_id),
                                what=f"read the fork links of session {session_id!r}")
+
+    async def has_signed_heads(self) -> bool:
+        async def job(conn: Any) -> bool:
+            return await conn.fetchval(_SIGNED_HEAD_SQL) is not None
+
+        return await self._run(job, what="read whether the database is keyed")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         async def job(conn: Any) -> SessionRecord | None:

@@ -144,6 +144,7 @@ _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
 _ROWS_FORWARD_SQL = _READ_FORWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _ROWS_BACKWARD_SQL = _READ_BACKWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
+_SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
 _DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
@@ -363,6 +364,12 @@ class SQLiteBackend:
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._read(lambda conn: forks.links(conn, session_id),
                                 what=f"read the fork links of session {session_id!r}")
+
+    async def has_signed_heads(self) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(_SIGNED_HEAD_SQL).fetchone() is not None
+
+        return await self._read(job, what="read whether the database is keyed")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def job(conn: sqlite3.Connection) -> SessionRecord | None:

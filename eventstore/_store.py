@@ -169,12 +169,17 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
     """
 
     def __init__(
-        self, backend: Backend, *, snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL
+        self,
+        backend: Backend,
+        *,
+        snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL,
+        write_refusal: str | None = None,
     ) -> None:
         check_int(snapshot_interval, "snapshot_interval", minimum=1)
         self._backend = backend
         self._folder = StateFolder(backend, snapshot_interval=snapshot_interval)
         self._closed = False
+        self._write_refusal = write_refusal
 
     @property
     def url(self) -> str:
@@ -207,6 +212,14 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         if self._closed:
             raise StoreClosedError()
         return self._backend
+
+    def _writable_backend(self) -> Backend:
+        """The backend, for a call that writes: StoreUsageError when this store may only read
+        (``write_refusal``: e.g. it was opened without the key on a keyed database)."""
+        backend = self._open_backend()
+        if self._write_refusal is not None:
+            raise StoreUsageError(self._write_refusal)
+        return backend
 
     # -- encoding ------------------------------------------------------------------------------
 
@@ -273,7 +286,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         DuplicateEventError when ``events`` repeat an id, StoreUsageError for a negative or
         non-finite ``created_at`` or a bad artifact. Nothing is written when anything is raised.
         """
-        backend = self._open_backend()
+        backend = self._writable_backend()
         _check_id(app_name, "app_name")
         _check_id(user_id, "user_id")
         sid = _check_id(session_id, "session_id") if session_id is not None else uuid.uuid4().hex
@@ -452,7 +465,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
 
         The only delete the store does. Raises SessionNotFoundError when there is no such session.
         """
-        if not await self._open_backend().delete_session(check_lookup(session_id)):
+        if not await self._writable_backend().delete_session(check_lookup(session_id)):
             raise SessionNotFoundError(session_id)
 
     # -- the log -------------------------------------------------------------------------------
@@ -468,7 +481,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         nothing. Raises ConcurrencyError, DuplicateEventError, InvalidEventError or
         SessionNotFoundError; after any error nothing was written.
         """
-        backend = self._open_backend()
+        backend = self._writable_backend()
         check_lookup(session_id)
         batch = _event_batch(events, "append")
         if expected_version is not None and (

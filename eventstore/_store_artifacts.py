@@ -85,6 +85,9 @@ class ArtifactMethods:
     def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
         raise NotImplementedError
 
+    def _writable_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
+        raise NotImplementedError
+
     async def _record(  # pragma: no cover - EventStore defines it
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
     ) -> SessionRecord:
@@ -145,7 +148,7 @@ class ArtifactMethods:
         app, user, scope = await self._artifact_scope(
             session_id, check_filename(filename), app_name, user_id
         )
-        return await self._open_backend().save_artifact(
+        return await self._writable_backend().save_artifact(
             app_name=app,
             user_id=user,
             session_id=scope,
@@ -237,6 +240,6 @@ class ArtifactMethods:
         app, user, scope = await self._artifact_scope(
             session_id, check_filename(filename), app_name, user_id
         )
-        return await self._open_backend().delete_artifact(
+        return await self._writable_backend().delete_artifact(
             app_name=app, user_id=user, session_id=scope, filename=filename
         )

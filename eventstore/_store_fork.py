@@ -45,6 +45,9 @@ class ForkMethods:
     def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
         raise NotImplementedError
 
+    def _writable_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
+        raise NotImplementedError
+
     async def _record(  # pragma: no cover - EventStore defines it
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
     ) -> SessionRecord:
@@ -79,7 +82,7 @@ class ForkMethods:
         ``1..head`` or is inside a step), SessionExistsError (``new_session_id`` is taken),
         StoreUsageError (bad arguments); nothing is written when anything is raised.
         """
-        backend = self._open_backend()
+        backend = self._writable_backend()
         at = check_int(at, "at", minimum=-(1 << 63), maximum=1 << 63)
         if new_session_id is not None:
             check_str(new_session_id, "new_session_id")

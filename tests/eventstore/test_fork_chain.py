@@ -8,7 +8,7 @@ import pytest
 from _evs_support import BackendTarget, delta_event, text_event
 from _tamper import raw
 
-from eventstore import open_store
+from eventstore import EventStore, StoreUsageError, open_store
 from eventstore._chain import signature_ok
 from eventstore.cli._maintain import verify_session
 
@@ -61,7 +61,13 @@ async def test_an_unkeyed_fork_of_a_signed_log_is_unsigned_for_a_keyed_reader(
         await keyed.aclose()
     plain = await open_store(sql_target.url)
     try:
-        await plain.fork("o", at=2, new_session_id="f")
+        # A store without the key refuses to write to a keyed database (test_keyed_writes) …
+        with pytest.raises(StoreUsageError, match="EVS_SIGNING_KEY"):
+            await plain.fork("o", at=2, new_session_id="f")
+        # … but one built without that check (as releases before it were) writes unsigned
+        # copies, and a keyed reader says so.
+        older = EventStore(plain.backend)
+        await older.fork("o", at=2, new_session_id="f")
     finally:
         await plain.aclose()
     reader = await open_store(sql_target.url, signing_key=KEY)
