@@ -10,7 +10,9 @@ an import — goes through upcasting and full pydantic validation.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "SCHEMA_VERSION",
     "EventKind",
+    "check_exact_numbers",
     "check_json_value",
     "check_event",
     "decode_event",
@@ -436,7 +439,39 @@ def decode_event(payload: bytes, *, schema_version: int, seq: int | None = None)
     mapping = orjson.loads(payload)
     if not isinstance(mapping, dict):
         raise ValueError("the payload is not a JSON object")
+    check_exact_numbers(payload)
     return validate_event_mapping(_upcast(mapping, schema_version), seq=seq)
+
+
+# A run of 19+ digits: the only way JSON text can spell an integer outside the signed 64-bit
+# range (inside a string or a float too, so a match is only a reason to look closer).
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
+def check_exact_numbers(payload: bytes | str) -> None:
+    """Raise ValueError when the JSON text holds an integer outside the signed 64-bit range.
+
+    orjson reads such an integer as a float (``12345678901234567890123`` becomes
+    ``1.2345678901234568e+22``): decoding would silently change the value. The log never
+    stores one (``check_json_value``), so text that holds one comes from outside (an export,
+    a recording) and is refused rather than changed."""
+    raw = payload.encode() if isinstance(payload, str) else payload
+    if _LONG_DIGITS.search(raw) is None:
+        return
+
+    def exact(text: str) -> int:
+        value = int(text)
+        if not INT64_MIN <= value <= INT64_MAX:
+            digits = len(text.lstrip("-"))
+            raise ValueError(
+                f"it holds the integer {text if digits <= 60 else text[:40] + '…'} "
+                f"({digits} digits), outside the 64-bit range the log keeps exact; it would be "
+                "read back as a float, so it is refused rather than changed (store it as a "
+                "string)"
+            )
+        return value
+
+    json.loads(raw, parse_int=exact)
 
 
 def _part(raw: dict[str, Any]) -> Part:

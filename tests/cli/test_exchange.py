@@ -225,3 +225,32 @@ def test_export_to_a_missing_directory_names_it_and_writes_nothing(tmp_path: Pat
     assert gone.exit_code == 1
     assert "does not exist" in gone.stderr
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("source.db")] == []
+
+
+def test_import_refuses_an_integer_it_would_read_as_a_float(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    sid = _demo_session(source)
+    lines = invoke("export", sid, "--db", str(source)).stdout_bytes.splitlines()
+    header = orjson.loads(lines[0])
+    header.pop("chain", None)  # the edit below breaks the chain; --force is the point
+    event = orjson.loads(lines[1])
+    event["custom_metadata"] = {"ticket": "123456789012345678901234567890", "n": 7}
+    lines[0] = orjson.dumps(header)
+    # 23 digits: orjson would read it as 1.2345678901234568e+22, a silently changed value.
+    lines[1] = orjson.dumps(event).replace(b'"n":7', b'"n":12345678901234567890123')
+    dump = tmp_path / "big.jsonl"
+    dump.write_bytes(b"\n".join(lines) + b"\n")
+    target = tmp_path / "target.db"
+    for extra in ([], ["--force"]):
+        result = invoke("import", str(dump), "--db", str(target), *extra)
+        assert result.exit_code == 1, result.stdout
+        assert "line 2" in result.stderr
+        assert "12345678901234567890123 (23 digits)" in result.stderr
+    if target.exists():
+        listed = orjson.loads(invoke("sessions", "--db", str(target), "--json").stdout)
+        assert listed["sessions"] == []
+    # A long run of digits inside a string is not a number: it imports unchanged.
+    lines[1] = orjson.dumps(event)
+    dump.write_bytes(b"\n".join(lines) + b"\n")
+    ok = invoke("import", str(dump), "--db", str(target), "--force")
+    assert ok.exit_code == 0, ok.stderr
