@@ -9,6 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventstore import Content, Event, EventStore, FunctionCall, FunctionResponse, Part
+from eventstore.cli._render import PROVIDER_CALL_IDS_KEY as SHOWN_KEY
+from eventstore.cli._render import event_entry
+from eventstore.cli._timeline import analyze
 from eventstore.cli._verify import check_events
 from runtime import (
     PROVIDER_CALL_IDS_KEY,
@@ -96,6 +99,10 @@ async def test_call_0_on_every_turn_and_twice_in_one_turn(store: EventStore) -> 
     answers = {r.id: r.response["city"] for e in history for r in e.function_responses()}
     assert answers == {ids[0]: "Paris", ids[1]: "Oslo", ids[2]: "Rome"}
     assert check_events("s", history) == []
+    # evs show --json names the model's id next to the stored one (the first call kept it).
+    assert SHOWN_KEY == PROVIDER_CALL_IDS_KEY
+    shown = event_entry(first, analyze(history))["calls"]
+    assert [c.get("provider_id") for c in shown] == [None, "call_0"]
 
     # The model is sent back exactly the ids it gave, each response after its own call.
     last = model.requests[2]

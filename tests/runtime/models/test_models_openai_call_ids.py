@@ -164,7 +164,7 @@ async def test_call_zero_confirmation_answered_by_evs_in_another_process(
     # the first call_0's.
     lines = shown.stdout.splitlines()
     [call_line] = [line for line in lines if line.strip().startswith("→ paid_forecast")]
-    assert f"[{forecast.id}]  answered at #11" in call_line
+    assert f"[{forecast.id}, the model's id call_0]  answered at #11" in call_line
     [answer_line] = [line for line in lines if '"report":"paris-forecast.md"' in line]
     assert f"[{forecast.id}] (call #5)" in answer_line
     verified = evs_subprocess("verify", "s", "--db", str(db))
