@@ -99,6 +99,10 @@ async def test_call_0_on_every_turn_and_twice_in_one_turn(store: EventStore) -> 
     answers = {r.id: r.response["city"] for e in history for r in e.function_responses()}
     assert answers == {ids[0]: "Paris", ids[1]: "Oslo", ids[2]: "Rome"}
     assert check_events("s", history) == []
+    # Each call has its own idempotency key (external side effects are not merged).
+    keys = [k for e in history if e.started_call_ids
+            for k in e.custom_metadata["idempotency_keys"].values()]
+    assert len(set(keys)) == len(keys) == 3
     # evs show --json names the model's id next to the stored one (the first call kept it).
     assert SHOWN_KEY == PROVIDER_CALL_IDS_KEY
     shown = event_entry(first, analyze(history))["calls"]
