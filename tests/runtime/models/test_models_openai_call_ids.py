@@ -26,6 +26,7 @@ from _wire import (  # noqa: E402
     Wire,
     fixture,
     shape,
+    sse,
     weather_session,
 )
 
@@ -169,3 +170,47 @@ async def test_call_zero_confirmation_answered_by_evs_in_another_process(
     assert f"[{forecast.id}] (call #5)" in answer_line
     verified = evs_subprocess("verify", "s", "--db", str(db))
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1767000000,
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _call_fragment(index: int, city: str) -> dict[str, Any]:
+    return {"index": index, "id": "call_0", "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}
+
+
+async def test_call_zero_twice_in_one_streamed_turn(tmp_path: Path, wire: Wire) -> None:
+    wire.stream(PATH, sse(
+        (None, _chunk({"role": "assistant", "tool_calls": [_call_fragment(0, "Paris")]})),
+        (None, _chunk({"tool_calls": [_call_fragment(1, "Oslo")]})),
+        (None, _chunk({}, "tool_calls")),
+        (None, "[DONE]"),
+    ))
+    wire.stream(PATH, sse(
+        (None, _chunk({"role": "assistant", "content": "Sunny in both."})),
+        (None, _chunk({}, "stop")),
+        (None, "[DONE]"),
+    ))
+    async with await open_store(tmp_path / "s.db", auto_upgrade=True) as store:
+        await store.create_session(app_name=APP, user_id=USER, session_id="s")
+        runner = demo_runner(store, [], app_name=APP, model=model(wire))
+        stored = [e async for e in runner.run_events(
+            session_id="s", user_id=USER, new_message="Paris and Oslo?", stream_text=True
+        ) if not e.partial]
+        assert await store.read("s") == stored
+    calls = stored[1].function_calls()
+    assert calls[0].id == "call_0"
+    assert calls[1].id != "call_0"
+    assert stored[1].custom_metadata[PROVIDER_CALL_IDS_KEY] == {calls[1].id: "call_0"}
+    answers = {r.id: r.response["city"] for r in stored[3].function_responses()}
+    assert answers == {calls[0].id: "Paris", calls[1].id: "Oslo"}
+    assert stored[-1].text() == "Sunny in both."
+    sent = wire.bodies[1]["messages"][-3:]
+    assert [c["id"] for c in sent[0]["tool_calls"]] == ["call_0", "call_0"]
+    assert [(m["tool_call_id"], json.loads(m["content"])["city"]) for m in sent[1:]] == [
+        ("call_0", "Paris"), ("call_0", "Oslo")
+    ]
