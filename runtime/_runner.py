@@ -412,6 +412,7 @@ class Runner:
             response, replaced = unique_call_ids(response, session_call_ids(await ctx.events()))
             metadata = dict(response.custom_metadata)
             if replaced:
+                # A replayed turn (RecordedModel) brings the entries its recording made.
                 recorded = metadata.get(PROVIDER_CALL_IDS_KEY)
                 earlier = dict(recorded) if isinstance(recorded, Mapping) else {}
                 metadata[PROVIDER_CALL_IDS_KEY] = {**earlier, **replaced}
