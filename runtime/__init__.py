@@ -6,6 +6,7 @@ and ``runtime.declarations`` (the provider-neutral declaration IR and its transl
 
 from runtime._agent import Agent, InstructionProvider
 from runtime._agent_tool import FORWARDED_FROM_KEY, INTERNAL_STATE_PREFIXES, AgentTool
+from runtime._call_ids import PROVIDER_CALL_IDS_KEY
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._contents import build_contents
 from runtime._context import (
@@ -164,6 +165,7 @@ __all__ = [
     "ModelResponse",
     "NoResumePlanner",
     "PARENT_LINK_KEY",
+    "PROVIDER_CALL_IDS_KEY",
     "PendingCall",
     "PendingReport",
     "PlannedCall",

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eventstore import REQUEST_CONFIRMATION_FUNCTION, Content, Event, FunctionResponse, Part
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+)
+from runtime._call_ids import wire_call_ids
 
 __all__ = ["build_contents", "visible_on_branch"]
 
@@ -33,6 +41,22 @@ def _model_visible(part: Part) -> bool:
     return True
 
 
+def _on_wire(part: Part, wire: dict[str, str]) -> Part:
+    """``part`` with the model's own call id when its stored id replaced a reused one."""
+    if not wire:
+        return part
+    call, answer = part.function_call, part.function_response
+    if call is not None and call.id in wire:
+        return Part(function_call=FunctionCall(id=wire[call.id], name=call.name, args=call.args))
+    if answer is not None and answer.id in wire:
+        return Part(
+            function_response=FunctionResponse(
+                id=wire[answer.id], name=answer.name, response=answer.response
+            )
+        )
+    return part
+
+
 def build_contents(events: Sequence[Event], *, branch: str | None = None) -> list[Content]:
     """Return the contents to send for ``events`` (oldest first).
 
@@ -42,10 +66,15 @@ def build_contents(events: Sequence[Event], *, branch: str | None = None) -> lis
     responses to one model turn in one ``user`` content, in call order — and when a call was
     answered more than once (a confirmation error, then the confirmed result) the newest answer is
     the one sent. A response whose call is not in the history stays where it is.
+
+    Calls stored under a fresh id because the model reused an id (``runtime._call_ids``) are
+    sent with the model's own id, and so are their responses: pairing uses the stored ids, the
+    model sees the ids it gave.
     """
     kept: list[tuple[Content, tuple[Part, ...]]] = []
     latest: dict[str, FunctionResponse] = {}
     called: set[str] = set()
+    wire: dict[str, str] = {}
     for event in events:
         if event.content is None or event.partial or not visible_on_branch(event, branch):
             continue
@@ -53,6 +82,7 @@ def build_contents(events: Sequence[Event], *, branch: str | None = None) -> lis
         if not parts:
             continue
         kept.append((event.content, parts))
+        wire.update(wire_call_ids(event))
         for part in parts:
             if part.function_call is not None:
                 called.add(part.function_call.id)
@@ -62,12 +92,14 @@ def build_contents(events: Sequence[Event], *, branch: str | None = None) -> lis
     contents: list[Content] = []
     for original, parts in kept:
         own = tuple(
-            p for p in parts if p.function_response is None or p.function_response.id not in called
+            _on_wire(p, wire)
+            for p in parts
+            if p.function_response is None or p.function_response.id not in called
         )
         if own:
             contents.append(Content(role=original.role, parts=own))
         answers = tuple(
-            Part(function_response=latest[p.function_call.id])
+            _on_wire(Part(function_response=latest[p.function_call.id]), wire)
             for p in parts
             if p.function_call is not None and p.function_call.id in latest
         )

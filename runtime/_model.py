@@ -28,7 +28,9 @@ class ModelResponse:
     """One model turn: text and/or function calls.
 
     Guarantees: every call in ``function_calls`` has a non-empty id — calls the model gave without
-    one get ``call-<uuid hex>`` when the response is built — and ids are unique in the response.
+    one get ``call-<uuid hex>`` when the response is built. Ids are the model's and may repeat
+    (some servers number each response's calls ``call_0``, ``call_1`` …); the runner stores
+    calls under ids unique in the session and sends the model's ids back (``_call_ids``).
     """
 
     text: str = ""
@@ -39,20 +41,11 @@ class ModelResponse:
     """Provider data worth keeping in the log (usage, finish reason); never sent back."""
 
     def __post_init__(self) -> None:
-        calls = tuple(self.function_calls)
-        seen: set[str] = set()
-        fixed: list[FunctionCall] = []
-        for call in calls:
-            if not call.id:
-                call = FunctionCall(id=new_call_id(), name=call.name, args=call.args)
-            if call.id in seen:
-                raise ValueError(
-                    f"The model response has two function calls with id {call.id!r}; "
-                    f"call ids must be unique."
-                )
-            seen.add(call.id)
-            fixed.append(call)
-        object.__setattr__(self, "function_calls", tuple(fixed))
+        fixed = tuple(
+            call if call.id else FunctionCall(id=new_call_id(), name=call.name, args=call.args)
+            for call in self.function_calls
+        )
+        object.__setattr__(self, "function_calls", fixed)
 
     @classmethod
     def calling(

@@ -23,6 +23,7 @@ from eventstore import (
     SessionNotFoundError,
 )
 from runtime._agent import Agent
+from runtime._call_ids import PROVIDER_CALL_IDS_KEY, session_call_ids, unique_call_ids
 from runtime._callbacks import run_model_callbacks
 from runtime._escalate import escalation_reason
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
@@ -407,6 +408,14 @@ class Runner:
                     response = await model.generate(request)
             response = await run_model_callbacks(after, ctx, response) or response
             ctx.step += 1
+            # Models may reuse ids (``call_0`` every turn); the log keys on them (_call_ids).
+            response, replaced = unique_call_ids(response, session_call_ids(await ctx.events()))
+            metadata = dict(response.custom_metadata)
+            if replaced:
+                # A replayed turn (RecordedModel) brings the entries its recording made.
+                recorded = metadata.get(PROVIDER_CALL_IDS_KEY)
+                earlier = dict(recorded) if isinstance(recorded, Mapping) else {}
+                metadata[PROVIDER_CALL_IDS_KEY] = {**earlier, **replaced}
 
             long_running = tuple(
                 call.id
@@ -419,7 +428,7 @@ class Runner:
                     content=response.content(),
                     long_running_tool_ids=long_running,
                     turn_complete=True,
-                    custom_metadata=dict(response.custom_metadata),
+                    custom_metadata=metadata,
                 )
             )
             for event in ctx.take_unreported():

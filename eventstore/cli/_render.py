@@ -20,12 +20,27 @@ from .._links import parent_link
 from ._timeline import Timeline, is_error_response
 
 __all__ = [
+    "PROVIDER_CALL_IDS_KEY",
     "event_entry",
     "print_event",
     "print_events",
+    "provider_call_id",
     "rerun_decisions",
     "short_json",
 ]
+
+PROVIDER_CALL_IDS_KEY = "provider_call_ids"
+"""``custom_metadata`` key of a model event whose calls the runtime stored under fresh ids
+because the model reused ids: ``{stored id: the model's id}`` (``runtime.PROVIDER_CALL_IDS_KEY``,
+spelled out here because ``eventstore`` never imports ``runtime``)."""
+
+
+def provider_call_id(event: Event, call_id: str) -> str | None:
+    """The id the model gave the call ``call_id`` of ``event``, when the log stores another."""
+    recorded = event.custom_metadata.get(PROVIDER_CALL_IDS_KEY)
+    given = recorded.get(call_id) if isinstance(recorded, Mapping) else None
+    return given if isinstance(given, str) and given else None
+
 
 _STATUS_TEXT = {
     "answered": "answered",
@@ -68,6 +83,9 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
     for call in event.function_calls():
         record = timeline.calls.get(call.id)
         entry: dict[str, Any] = {"id": call.id, "name": call.name, "args": call.args}
+        given = provider_call_id(event, call.id)
+        if given is not None:
+            entry["provider_id"] = given
         if record is not None and record.seq == event.seq:
             final = record.final_answer
             entry["status"] = timeline.status(call.id)
@@ -177,8 +195,10 @@ def print_event(
             tail = (f"  {_STATUS_TEXT[status]}", "yellow")
         else:
             tail = ("  (call id used before)", "red")
+        given = provider_call_id(event, call.id)
+        shown_id = call.id if given is None else f"{call.id}, the model's id {given}"
         _line(console, ("→ ", "bold"), (_call_text(call.name, call.args), "bold"),
-              (f"  [{call.id}]", "dim"), tail)
+              (f"  [{shown_id}]", "dim"), tail)
     if event.started_call_ids:
         _line(console, ("started ", "dim"), (", ".join(event.started_call_ids), "dim"))
     link = parent_link(event)

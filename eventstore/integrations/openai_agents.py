@@ -9,7 +9,11 @@ event; no row is ever deleted or changed, so the whole history (including what w
 cleared) stays in the log for ``evs show``. What an event means lives under
 ``custom_metadata["openai_agents"]``: ``{"item": <the item>}``, ``{"pop": <seq of the item>}`` or
 ``{"clear": true}``. Items are also mirrored natively where the event model has a field
-(message text, function calls and their outputs), for ``evs show`` and ``evs pending``.
+(message text, function calls and their outputs), for ``evs show`` and ``evs pending``. The
+SDK's call ids may repeat in a session (``call_0`` from a server that numbers each response's
+calls, ids used again after ``clear_session``) while the log's must not, so a call is mirrored
+under ``<SDK id>@<event id>`` (``mirrored_call_id``) and its output as the response to that id;
+the items keep the SDK's ids exactly.
 
 The items at head are read newest first and the read stops at the newest *clear* or once
 ``limit`` items are found: a read costs what it returns (plus the pops it skips), never a replay
@@ -33,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised on machines without t
 
 import contextlib
 import os
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -49,11 +54,12 @@ from eventstore import (
     SessionExistsError,
     SessionNotFoundError,
     StoreUsageError,
+    new_event_id,
 )
 
 from ._handle import StoreHandle
 
-__all__ = ["CACHE_NAME", "METADATA_KEY", "EventStoreSession"]
+__all__ = ["CACHE_NAME", "METADATA_KEY", "EventStoreSession", "mirrored_call_id"]
 
 METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
@@ -164,21 +170,43 @@ def _text_of(content: Any) -> str | None:
     return None
 
 
-def _native(item: dict[str, Any]) -> tuple[str, Content | None]:
-    """``(author, content)`` mirroring an item natively where the event model can."""
+def _call_id(item: dict[str, Any], kind: str) -> str | None:
+    """The SDK's call id of a ``function_call`` / ``function_call_output`` item of ``kind``."""
+    call_id = item.get("call_id")
+    return call_id if item.get("type") == kind and isinstance(call_id, str) else None
+
+
+def mirrored_call_id(call_id: str, event_id: str) -> str:
+    """The id under which the function call item of event ``event_id`` is mirrored.
+
+    The SDK's call ids may repeat within a session (a server that numbers each response's calls
+    ``call_0`` …, a session used again after ``clear_session``), and every reader of the log
+    pairs by call id, so the mirror adds the event's id (one item per event: unique in the
+    session by construction). The item itself keeps the SDK's id exactly.
+    """
+    return f"{call_id}@{event_id}"
+
+
+def _native(item: dict[str, Any], event_id: str,
+            answers: str | None = None) -> tuple[str, Content | None]:
+    """``(author, content)`` mirroring an item natively where the event model can; an output
+    mirrors as the response to the call mirrored as ``answers``."""
     kind = item.get("type")
     role = item.get("role")
-    if kind == "function_call" and isinstance(item.get("call_id"), str):
+    call_id = _call_id(item, "function_call")
+    if call_id is not None:
         raw = item.get("arguments")
         try:
             args = orjson.loads(raw) if isinstance(raw, str) else None
         except orjson.JSONDecodeError:
             args = None
-        call = FunctionCall(id=item["call_id"], name=str(item.get("name", "")),
+        call = FunctionCall(id=mirrored_call_id(call_id, event_id),
+                            name=str(item.get("name", "")),
                             args=args if isinstance(args, dict) else {"arguments": raw})
         return "assistant", Content(role="model", parts=(Part(function_call=call),))
-    if kind == "function_call_output" and isinstance(item.get("call_id"), str):
-        output = FunctionResponse(id=item["call_id"], name=str(item.get("name", "")),
+    call_id = _call_id(item, "function_call_output")
+    if call_id is not None:
+        output = FunctionResponse(id=answers or call_id, name=str(item.get("name", "")),
                                   response={"output": item.get("output")})
         return "user", Content(role="user", parts=(Part(function_response=output),))
     if role in ("user", "system", "developer", "assistant") and (kind in (None, "message")):
@@ -331,18 +359,75 @@ class EventStoreSession:
             cache.apply(event)
         return cache
 
+    async def _open_calls(self, store: EventStore, wanted: Counter[str]) -> dict[str, list[str]]:
+        """For each SDK call id of ``wanted``, the mirrored ids of the newest calls with it (up to
+        that many) that no output answers, oldest first: the log read newest first, only until
+        they are found."""
+        found: dict[str, list[str]] = {}
+        answered: set[str] = set()
+        missing = sum(wanted.values())
+        try:
+            async for event in store.iter_backwards(self.session_id):
+                meaning = event.custom_metadata.get(METADATA_KEY)
+                item = meaning.get("item") if isinstance(meaning, dict) else None
+                if not isinstance(item, dict):
+                    continue
+                answered.update(r.id for r in event.function_responses())
+                call = _call_id(item, "function_call")
+                if call is None or call not in wanted:
+                    continue
+                calls = found.setdefault(call, [])
+                for mirrored in event.function_calls():
+                    if mirrored.id not in answered and len(calls) < wanted[call]:
+                        calls.insert(0, mirrored.id)
+                        missing -= 1
+                if not missing:
+                    break
+        except SessionNotFoundError:
+            return {}
+        return found
+
     async def add_items(self, items: list[Any]) -> None:
-        """Append the items, in order, atomically (one event per item)."""
+        """Append the items, in order, atomically (one event per item).
+
+        Function calls and their outputs are mirrored natively too: a call under
+        ``mirrored_call_id`` (unique in the session whatever ids the SDK gives), an output as
+        the response to a call with its SDK id that has no output yet: the oldest of this
+        batch, else of the newest such calls in the log (read newest first until found).
+        """
         if not items:
             return
         store = await self._handle.get()
-        events = []
+        plains: list[dict[str, Any]] = []
         for item in items:
             plain = to_jsonable_python(item)
             if not isinstance(plain, dict):
                 raise StoreUsageError(f"Session items must be mappings, not {item!r}.")
-            author, content = _native(plain)
-            events.append(Event(author=author, content=content,
+            plains.append(plain)
+        event_ids = [new_event_id() for _ in plains]
+        # Which outputs answer a call of this batch, and which need the log.
+        open_here: dict[str, list[str]] = {}
+        answers: list[str | None] = []
+        earlier: Counter[str] = Counter()
+        for plain, event_id in zip(plains, event_ids, strict=True):
+            answers.append(None)
+            if (call := _call_id(plain, "function_call")) is not None:
+                open_here.setdefault(call, []).append(mirrored_call_id(call, event_id))
+            elif (output := _call_id(plain, "function_call_output")) is not None:
+                if open_here.get(output):
+                    answers[-1] = open_here[output].pop(0)
+                else:
+                    earlier[output] += 1
+        if earlier:
+            from_log = await self._open_calls(store, earlier)
+            for index, plain in enumerate(plains):
+                output = _call_id(plain, "function_call_output")
+                if answers[index] is None and output is not None and from_log.get(output):
+                    answers[index] = from_log[output].pop(0)
+        events = []
+        for plain, event_id, answer in zip(plains, event_ids, answers, strict=True):
+            author, content = _native(plain, event_id, answer)
+            events.append(Event(author=author, id=event_id, content=content,
                                 custom_metadata={METADATA_KEY: {"item": plain}}))
         try:
             await store.append(self.session_id, events, expected_version=None)

@@ -186,8 +186,16 @@ class RecordedModel:
     """
 
     def __init__(self, events: Sequence[Event], *, agent_name: str) -> None:
-        self.turns = [ModelResponse.from_content(c) for c in _model_turns(events, agent_name)]
-        """The recorded responses, in order."""
+        self.turns = [
+            dataclasses.replace(
+                ModelResponse.from_content(e.content),
+                custom_metadata=dict(e.custom_metadata),
+            )
+            for e in _model_turns(events, agent_name)
+            if e.content is not None
+        ]
+        """The recorded responses, in order, with the metadata the model events recorded (the
+        ids the model gave, when they were replaced by unique ones, are among it)."""
         self.calls = 0
         """How many have been returned."""
 
@@ -205,8 +213,8 @@ class RecordedModel:
         return self.turns[self.calls - 1]
 
 
-def _model_turns(events: Sequence[Event], agent_name: str) -> list[Content]:
-    turns: list[Content] = []
+def _model_turns(events: Sequence[Event], agent_name: str) -> list[Event]:
+    turns: list[Event] = []
     previous: Event | None = None
     for event in events:
         content = event.content
@@ -222,7 +230,7 @@ def _model_turns(events: Sequence[Event], agent_name: str) -> list[Content]:
             # a display-text event follows a skip-summarization response: the loop wrote it
             and not (previous is not None and previous.actions.skip_summarization)
         ):
-            turns.append(content)
+            turns.append(event)
         previous = event
     return turns
 

@@ -17,12 +17,23 @@ from agents.memory.session_settings import SessionSettings  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from eventstore import EventStore, MemoryBackend, SessionNotFoundError, StoredEvent  # noqa: E402
+from eventstore import (  # noqa: E402
+    Content,
+    Event,
+    EventStore,
+    FunctionCall,
+    MemoryBackend,
+    Part,
+    SessionNotFoundError,
+    StoredEvent,
+)
+from eventstore.cli._verify import check_events  # noqa: E402
 from eventstore.integrations import openai_agents  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     CACHE_NAME,
     METADATA_KEY,
     EventStoreSession,
+    mirrored_call_id,
 )
 
 
@@ -88,12 +99,59 @@ async def test_items_are_mirrored_natively(store: EventStore) -> None:
     ])
     log = await store.read("s")
     [call] = log[0].function_calls()
-    assert (call.id, call.name, call.args) == ("c1", "weather", {"city": "Paris"})
+    assert (call.id, call.name, call.args) == (
+        mirrored_call_id("c1", log[0].id), "weather", {"city": "Paris"}
+    )
     [response] = log[1].function_responses()
-    assert (response.id, response.response) == ("c1", {"output": "sunny"})
+    assert (response.id, response.response) == (call.id, {"output": "sunny"})
     assert log[2].text() == "It is sunny."
     assert log[3].content is None
     assert (await session.get_items())[3] == {"type": "reasoning", "id": "r1", "summary": []}
+
+
+def _call(call_id: str, city: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "weather",
+            "arguments": f'{{"city": "{city}"}}'}
+
+
+def _output(call_id: str, output: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+async def test_reused_sdk_call_ids_are_mirrored_unique_and_paired(store: EventStore) -> None:
+    # A server numbering each response's calls (call_0 twice in one batch), then call_0 again
+    # after clear_session, then outputs that arrive in a later batch than their calls.
+    session = EventStoreSession("s", store)
+    await session.add_items([_call("call_0", "Paris"), _call("call_0", "Oslo"),
+                             _output("call_0", "sunny"), _output("call_0", "rain")])
+    await session.clear_session()
+    await session.add_items([_call("call_0", "Rome"), _call("call_0", "Lima")])
+    await session.add_items([_output("call_0", "hot"), _output("call_0", "mild")])
+    log = await store.read("s")
+    calls = {c.id: c.args["city"] for e in log for c in e.function_calls()}
+    assert len(calls) == 4
+    answers = {r.id: r.response["output"] for e in log for r in e.function_responses()}
+    assert {calls[i]: out for i, out in answers.items()} == {
+        "Paris": "sunny", "Oslo": "rain", "Rome": "hot", "Lima": "mild"
+    }
+    assert check_events("s", log) == []
+    # The SDK gets its items back exactly, with its own ids.
+    assert await session.get_items() == [_call("call_0", "Rome"), _call("call_0", "Lima"),
+                                         _output("call_0", "hot"), _output("call_0", "mild")]
+
+
+async def test_an_output_answers_the_open_call_of_an_old_mirror(store: EventStore) -> None:
+    # A log written before mirrored ids were unique holds calls under the SDK's id.
+    old = Event(author="assistant",
+                content=Content(role="model", parts=(Part(function_call=FunctionCall(
+                    id="c1", name="weather", args={"city": "Paris"})),)),
+                custom_metadata={METADATA_KEY: {"item": _call("c1", "Paris")}})
+    await store.create_session(app_name="openai-agents", user_id="default", session_id="s")
+    await store.append("s", [old], expected_version=0)
+    await EventStoreSession("s", store).add_items([_output("c1", "sunny")])
+    log = await store.read("s")
+    assert [r.id for r in log[1].function_responses()] == ["c1"]
+    assert check_events("s", log) == []
 
 
 async def test_two_objects_share_one_session_and_settings_limit(store: EventStore) -> None:
