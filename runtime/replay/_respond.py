@@ -49,7 +49,7 @@ from ._log import (
     parse_confirmation_request,
     settled_response_ids,
 )
-from ._resume import RERUN_DECISION_KEY
+from ._resume import RERUN_DECISION_KEY, superseded_answer
 
 __all__ = ["answer_confirmation", "open_child_sessions", "rerun_call", "submit_response"]
 
@@ -66,6 +66,7 @@ class _Lookup:
     position: int = 0
     call: FunctionCall | None = None
     response_at: tuple[int, int | None] | None = None
+    response_event: Event | None = None
     placeholder: bool = False
     settled_at: int | None = None
     claim_at: int | None = None
@@ -82,6 +83,7 @@ class _Lookup:
                 or not isinstance(parse_confirmation_answer(response.response), str)
             ):
                 self.response_at = (self.position, event.seq)
+                self.response_event = event
                 self.placeholder = is_placeholder_response(response.response)
         if self.settled_at is None and self.call_id in settled_response_ids(event):
             self.settled_at = event.seq
@@ -110,6 +112,18 @@ async def _lookup(store: EventStore, session_id: str, call_id: str, version: int
     lookup = _Lookup(call_id)
     await feed_store(lookup, store, session_id, upto=version)
     return lookup
+
+
+async def _unsigned_answer(store: EventStore, session_id: str, lookup: _Lookup) -> bool:
+    """Whether the answer ``lookup`` found is one a keyed store cannot vouch for, given by a
+    user (only answers, nothing else): the owner may then answer again with the key, and the
+    runner skips the unsigned answer the signed one supersedes (``superseded_answer``)."""
+    event = lookup.response_event
+    if not store.keyed or event is None or event.seq is None:
+        return False
+    if not superseded_answer(event, {r.id for r in event.function_responses()}):
+        return False
+    return bool(await store.untrusted(session_id, after=event.seq - 1, upto=event.seq))
 
 
 async def _check_confirmation(
@@ -224,7 +238,7 @@ async def _append_checked(
             )
         if result:
             _check_result_awaited(session_id, lookup)
-        if not lookup.pending:
+        if not lookup.pending and not await _unsigned_answer(store, session_id, lookup):
             at = lookup.response_at[1] if lookup.response_at else None
             raise CallAlreadyAnsweredError(
                 f"{'Confirmation' if is_confirmation else 'Call'} {call_id!r} of session "

@@ -14,7 +14,9 @@ call:
 A keyed store (``open_store(signing_key=…)``) names the events whose signature is missing or
 wrong (``EventStore.untrusted``); fed those, the scan acts on nothing when any event it read is
 one of them — a forged model turn, claim, response, confirmation request or answer — and the
-decision pauses naming them (``ResumeDecision.untrusted``).
+decision pauses naming them (``ResumeDecision.untrusted``). One exception: a user's answer
+that a later trusted event answers again (``superseded_answer``: an unsigned answer, then the
+signed one given with the key) is skipped as if absent, so it cannot block the session.
 
 The decision is only advice on one version of the log: the executor claims the calls with
 ``expected_version`` and re-plans on a ConcurrencyError, which is what makes two resuming
@@ -27,7 +29,13 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, ToolConfirmation
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Event,
+    EventActions,
+    FunctionCall,
+    ToolConfirmation,
+)
 
 from ._confirmations import ConfirmationScan, Refusal
 from ._escalation import escalation_reason_from_event
@@ -142,6 +150,20 @@ class ResumeDecision:
         return None
 
 
+def superseded_answer(event: Event, answered_later: Collection[str]) -> bool:
+    """Whether ``event`` is only a user's answers (function responses, nothing else) to calls
+    that a later event the store vouches for answers again: an unsigned or forged answer a
+    signed one replaced. Skipping it changes nothing the runner acts on, so it does not block
+    the session (any other untrusted event does)."""
+    if event.author != "user" or event.content is None or not event.content.parts:
+        return False
+    if event.started_call_ids or event.long_running_tool_ids or event.actions != EventActions():
+        return False
+    ids = [part.function_response.id for part in event.content.parts
+           if part.function_response is not None]
+    return len(ids) == len(event.content.parts) and all(i in answered_later for i in ids)
+
+
 class ResumeScan:
     """The sans-IO resume planner for one agent; feed events newest first, then ``result()``.
 
@@ -156,6 +178,7 @@ class ResumeScan:
         self._agent = agent_name
         self._untrusted_seqs = untrusted or {}
         self._untrusted: list[UntrustedEvent] = []
+        self._trusted_responded: set[str] = set()
         self._idempotent = frozenset(idempotent_tools)
         self._confirmations = ConfirmationScan(agent_name=agent_name)
         self._confirmations_open = True
@@ -168,8 +191,12 @@ class ResumeScan:
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
         if event.seq is not None and event.seq in self._untrusted_seqs:
+            if superseded_answer(event, self._trusted_responded):
+                return True  # as if it were not there: a signed answer came after it
             self._untrusted.append(
                 UntrustedEvent(seq=event.seq, problem=self._untrusted_seqs[event.seq]))
+        else:
+            self._trusted_responded.update(r.id for r in event.function_responses())
         if self._confirmations_open:
             self._confirmations_open = self._confirmations.feed(event)
         if self._turn is None and is_model_turn(event, self._agent):

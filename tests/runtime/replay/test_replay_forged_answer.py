@@ -119,3 +119,47 @@ async def test_keyed_runner_runs_an_answer_given_through_the_store(keyed_url: st
         assert counter.calls == [{"city": "Tokyo"}]
         assert await store.untrusted("s") == {}
         assert await verify_session(store, "s") == []
+
+
+@pytest.mark.parametrize("forged_says", [True, False], ids=["forged-yes", "forged-no"])
+async def test_an_unsigned_answer_does_not_block_a_later_signed_one(
+    keyed_url: str, forged_says: bool
+) -> None:
+    counter = Counter()
+    async with await open_store(keyed_url, auto_upgrade=True, signing_key=KEY) as store:
+        runner, cid = await _paused(store, counter, "Tokyo is 22°C.")
+    forged = await _forge_answer(keyed_url, cid)
+    if not forged_says:
+        # Make the forged row a refusal instead (its chain is recomputed the same way).
+        await _sql(keyed_url, "DELETE FROM evs_events WHERE seq = ? AND session_id = ?",
+                   forged, "s")
+        await _sql(keyed_url, _HEAD, forged - 1, (await _sql(
+            keyed_url, "SELECT chain_hash FROM evs_events WHERE seq = ? AND session_id = ?",
+            forged - 1, "s"))[0][0], "s")
+        forged = await _forge_refusal(keyed_url, cid)
+
+    async with await open_store(keyed_url, signing_key=KEY) as store:
+        # The owner answers with the key: accepted, although an unsigned answer precedes it.
+        await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=True)
+        report = pending(await store.read("s"), untrusted=await store.untrusted("s"))
+        assert report.next_run.executes
+        runner.store = store
+        result = await runner.run(session_id="s", user_id="u")
+        assert result.status == "completed", result.pause_reason
+        assert counter.calls == [{"city": "Tokyo"}]
+        # The forged row is still there, and still reported by verify.
+        assert (forged, "unsigned") in [(f.seq, f.code) for f in await verify_session(store, "s")]
+
+
+async def _forge_refusal(url: str, confirmation_id: str) -> int:
+    answer = Event(author="user", content=Content(role="user", parts=(Part(
+        function_response=FunctionResponse(id=confirmation_id, name=REQUEST_CONFIRMATION_FUNCTION,
+                                           response={"confirmed": False})),)))
+    _, row = EventStore._prepare(answer)
+    ((head_seq, head_hash),) = await _sql(url, _HEAD_OF, "s")
+    seq = head_seq + 1
+    chain = link(bytes(head_hash), seq, content_digest(row))
+    await _sql(url, _INSERT, seq, seq, row.event_id, row.kind, row.invocation_id, row.author,
+               row.timestamp, row.shared_state, row.schema_version, row.payload, chain, "s")
+    await _sql(url, _HEAD, seq, chain, "s")
+    return seq
