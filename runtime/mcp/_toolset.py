@@ -18,6 +18,18 @@ when that cannot run it twice — the tool is idempotent (``readOnlyHint``/``ide
 the transport proves the request never arrived (connection refused, or the server no longer knows
 the session). Otherwise it fails with ``MCPConnectionError(may_have_run=True)``; the model gets
 ``execution_failed`` and nothing is run twice.
+
+Servers that go away: a server that cannot be reached never fails a run. ``tools()`` then
+returns the tools of the last listing that succeeded (a server lost after it was listed), or no
+tools (a server never reached), and logs a warning on logger ``runtime.mcp`` naming the server
+and the failure — once per failed attempt to connect, not once per request. A call to a tool of
+an unreachable server fails with ``MCPConnectionError``, which the pipeline turns into an
+``execution_failed`` response naming the server and the connection problem; the loop goes on.
+Attempts to connect follow the connection's backoff (``retry_delay``, doubling up to
+``max_retry_delay``; see ``runtime.mcp._connection``): the first ``tools()`` or call after the
+delay tries again, respawning a stdio server, and the list is fetched anew once it answers.
+``list_tools()`` is the strict form: it raises ``MCPConnectionError`` when it has to list and
+cannot.
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from runtime.mcp._connection import (
     StdioServer,
     StreamableHttpServer,
     connection_dropped,
+    describe_failure,
     never_delivered,
 )
 from runtime.mcp._exceptions import MCPConfigurationError, MCPConnectionError
@@ -186,10 +199,13 @@ class MCPToolset:
       every tool that is not annotated read-only or non-destructive);
     - ``connect_timeout`` (seconds to open a session), ``call_timeout`` (seconds per request,
       ``None``: no limit), ``max_schema_depth`` for the schema translation;
+    - ``retry_delay`` / ``max_retry_delay`` (seconds): after a failed attempt to connect, no new
+      attempt before ``retry_delay``, doubled per further failure up to ``max_retry_delay``
+      (see "Servers that go away" in ``runtime.mcp._toolset``);
     - ``protocol``: ``"legacy"`` (the initialize handshake, default) or ``"auto"`` (the SDK may
       pick the 2026-07-28 stateless protocol) — see ``runtime.mcp.ProtocolMode``.
 
-    Raises ``MCPConfigurationError`` for contradictory options.
+    Raises ``MCPConfigurationError`` for contradictory options or a negative retry delay.
     """
 
     def __init__(
@@ -205,6 +221,8 @@ class MCPToolset:
         call_timeout: float | None = None,
         max_schema_depth: int = DEFAULT_MAX_DEPTH,
         protocol: ProtocolMode = "legacy",
+        retry_delay: float = 1.0,
+        max_retry_delay: float = 30.0,
     ) -> None:
         if names is not None and predicate is not None:
             raise MCPConfigurationError(
@@ -214,6 +232,12 @@ class MCPToolset:
             raise MCPConfigurationError(
                 f"MCPToolset for {server.describe()!r}: requires_confirmation takes a set of tool "
                 f"names, not the string {requires_confirmation!r}."
+            )
+        if not 0 <= retry_delay <= max_retry_delay:
+            raise MCPConfigurationError(
+                f"MCPToolset for {server.describe()!r}: retry_delay must be at least 0 and at "
+                f"most max_retry_delay, got retry_delay={retry_delay!r}, "
+                f"max_retry_delay={max_retry_delay!r}."
             )
         self.server = server
         """The server this toolset talks to."""
@@ -234,6 +258,8 @@ class MCPToolset:
             connect_timeout=connect_timeout,
             read_timeout=call_timeout,
             protocol=protocol,
+            retry_delay=retry_delay,
+            max_retry_delay=max_retry_delay,
         )
         self._tools: tuple[MCPTool, ...] | None = None
         self._stale = False
@@ -287,21 +313,48 @@ class MCPToolset:
         """Return the server's translatable tools that pass the filter, in server order.
 
         Lists the tools (every page) on first use and after ``tools/list_changed`` or a
-        reconnect. Raises ``MCPConnectionError`` when the server cannot be reached.
+        reconnect. Never raises ``MCPConnectionError``: when the server cannot be reached it
+        returns the tools of the last successful listing, or none, with a logged warning (see
+        "Servers that go away" in the module docstring).
         """
-        tools = await self.list_tools()
+        try:
+            tools = await self.list_tools()
+        except MCPConnectionError as exc:
+            tools = self._tools_while_unreachable(exc)
         if self._predicate is None:
             return tools
         return [tool for tool in tools if self._predicate(readonly_context, tool)]
 
     async def list_tools(self) -> tuple[MCPTool, ...]:
-        """Return the cached tool list (fetched first when missing or stale), names-filtered."""
+        """Return the cached tool list (fetched first when missing or stale), names-filtered.
+
+        Raises ``MCPConnectionError`` when it has to fetch and the server cannot be reached;
+        the cached list (if any) is kept and fetched again next time.
+        """
         async with self._list_lock:
             if self._tools is None or self._stale:
+                # Cleared before fetching, so a tools/list_changed arriving meanwhile stays.
                 self._stale = False
-                listed = await self._fetch()
+                try:
+                    listed = await self._fetch()
+                except BaseException:
+                    self._stale = True
+                    raise
                 self._tools = self._translate(listed)
             return self._tools
+
+    def _tools_while_unreachable(self, exc: MCPConnectionError) -> tuple[MCPTool, ...]:
+        last = self._tools or ()
+        kept = (
+            f"its {len(last)} tool(s) listed last stay declared, and calling one fails,"
+            if last
+            else "no tools of it are declared (none was ever listed)"
+        )
+        # One warning per failed attempt; a refusal inside the retry delay is the same outage.
+        level = logging.DEBUG if exc.retry_in is not None else logging.WARNING
+        logger.log(level, "The MCP server %s is unreachable: %s until it answers. %s",
+                   self.server.describe(), kept, exc)
+        return last
 
     async def _fetch(self) -> list[types.Tool]:
         for attempt in (1, 2):
@@ -323,7 +376,7 @@ class MCPToolset:
                 if not connection_dropped(exc):
                     raise MCPConnectionError(
                         f"Listing the tools of MCP server {self.server.describe()!r} failed: "
-                        f"{type(exc).__name__}: {exc}",
+                        f"{describe_failure(exc)}",
                         server=self.server.describe(),
                     ) from exc
                 await self._connection.reset()

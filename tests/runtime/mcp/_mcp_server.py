@@ -3,6 +3,8 @@
 Run as ``python _mcp_server.py --counter FILE`` (stdio) or with ``--http PORT`` (streamable HTTP on
 127.0.0.1). Every executed call of a tool appends ``<tool> <json args>`` to the counter file, so a
 test can count executions across restarts of both processes. Tools are listed two per page.
+``--exit-unless FILE`` makes the server exit at once (status 3) while FILE does not exist: a
+stdio server a test can take down and bring back.
 """
 
 from __future__ import annotations
@@ -198,7 +200,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counter", required=True)
     parser.add_argument("--http", type=int, default=None)
+    parser.add_argument("--exit-unless", default=None)
     options = parser.parse_args()
+    if options.exit_unless is not None and not Path(options.exit_unless).exists():
+        print(f"{options.exit_unless} is missing: not serving", file=sys.stderr, flush=True)
+        sys.exit(3)
     server = build_server(Path(options.counter))
     if options.http is None:
         from mcp.server.stdio import stdio_server
