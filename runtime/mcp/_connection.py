@@ -215,6 +215,12 @@ class MCPConnection:
         return self._client is not None and not self._dropped(self._client)
 
     @property
+    def dropped(self) -> bool:
+        """True when a session was open and is known to have ended without ``aclose``/``reset``
+        (a stdio server exited, the transport crashed); the next ``client()`` replaces it."""
+        return self._client is not None and self._dropped(self._client)
+
+    @property
     def protocol_version(self) -> str | None:
         """The protocol version the open session negotiated (``None`` when none is open)."""
         client = self._client

@@ -4,7 +4,8 @@ Listing: ``tools/list`` is followed through every page; each tool's ``inputSchem
 declaration IR through the same JSON-schema parser function tools use. A tool whose schema cannot
 be translated (or is not a valid JSON schema) is left out with a logged warning naming it and
 why (``MCPToolset.skipped``); the other tools stay usable. The list is cached and fetched again
-after a ``tools/list_changed`` notification or a reconnect.
+after a ``tools/list_changed`` notification, a reconnect, a failed attempt to connect, or when the
+session is known to have dropped (so a stdio server that exited is respawned by the next listing).
 
 Calling: ``MCPTool.run`` validates the arguments against the server's ``inputSchema`` first, then
 sends ``tools/call`` and maps the result (``runtime.mcp._results``). It is an ordinary
@@ -21,10 +22,11 @@ the session). Otherwise it fails with ``MCPConnectionError(may_have_run=True)``;
 
 Servers that go away: a server that cannot be reached never fails a run. ``tools()`` then
 returns the tools of the last listing that succeeded (a server lost after it was listed), or no
-tools (a server never reached), and logs a warning on logger ``runtime.mcp`` naming the server
-and the failure — once per failed attempt to connect, not once per request. A call to a tool of
-an unreachable server fails with ``MCPConnectionError``, which the pipeline turns into an
-``execution_failed`` response naming the server and the connection problem; the loop goes on.
+tools (a server never reached). A call to a tool of an unreachable server fails with
+``MCPConnectionError``, which the pipeline turns into an ``execution_failed`` response naming the
+server and the connection problem; the loop goes on. Each failed attempt to connect, by a listing
+or by a call, logs one warning on logger ``runtime.mcp`` naming the server, the failure and what
+follows for its tools; a refusal inside the retry delay logs at debug level only.
 Attempts to connect follow the connection's backoff (``retry_delay``, doubling up to
 ``max_retry_delay``; see ``runtime.mcp._connection``): the first ``tools()`` or call after the
 delay tries again, respawning a stdio server, and the list is fetched anew once it answers.
@@ -332,7 +334,7 @@ class MCPToolset:
         the cached list (if any) is kept and fetched again next time.
         """
         async with self._list_lock:
-            if self._tools is None or self._stale:
+            if self._tools is None or self._stale or self._connection.dropped:
                 # Cleared before fetching, so a tools/list_changed arriving meanwhile stays.
                 self._stale = False
                 try:
@@ -350,11 +352,14 @@ class MCPToolset:
             if last
             else "no tools of it are declared (none was ever listed)"
         )
+        self._log_unreachable(exc, f"{kept} until it answers")
+        return last
+
+    def _log_unreachable(self, exc: MCPConnectionError, consequence: str) -> None:
         # One warning per failed attempt; a refusal inside the retry delay is the same outage.
         level = logging.DEBUG if exc.retry_in is not None else logging.WARNING
-        logger.log(level, "The MCP server %s is unreachable: %s until it answers. %s",
-                   self.server.describe(), kept, exc)
-        return last
+        logger.log(level, "The MCP server %s is unreachable: %s. %s",
+                   self.server.describe(), consequence, exc)
 
     async def _fetch(self) -> list[types.Tool]:
         for attempt in (1, 2):
@@ -451,7 +456,13 @@ class MCPToolset:
         reconnected = False
         while True:
             opened_before = self._connection.opened
-            client = await self._connection.client()
+            try:
+                client = await self._connection.client()
+            except MCPConnectionError as exc:
+                # Whatever the server offers once it is back is listed anew.
+                self._stale = True
+                self._log_unreachable(exc, f"the call of {tool.server_name!r} fails")
+                raise
             if opened_before and self._connection.opened != opened_before:
                 reconnected = True
                 self._stale = True

@@ -149,7 +149,7 @@ async def test_mcp_server_down_at_the_first_run_leaves_its_tools_out_and_the_run
 
 
 async def test_mcp_server_lost_after_listing_keeps_its_tools_and_calls_fail_until_it_is_back(
-    outage: Outage, tmp_path: Path, counter: Path
+    outage: Outage, tmp_path: Path, counter: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     outage.bring_up()
     toolset = outage.toolset(names={"stats", "pid"})
@@ -171,7 +171,12 @@ async def test_mcp_server_lost_after_listing_keeps_its_tools_and_calls_fail_unti
         outage.take_down()
         if outage.transport == "stdio":
             await eventually(lambda: not toolset.connection.is_open, within=10)
-        second = await run(runner, session.id, "square 2")
+        with caplog.at_level(logging.WARNING, logger="runtime.mcp"):
+            second = await run(runner, session.id, "square 2")
+        warnings = outage_warnings(caplog)
+        # At most one warning per attempt: two listings and one call in this run.
+        assert 1 <= len(warnings) <= 3
+        assert all(outage.describe() in w and "unreachable" in w for w in warnings)
         assert second.status == "completed"
         assert second.final_text == "The calculator is down."
         # Both model turns of the run (before and after the failed call) were told the
@@ -261,6 +266,26 @@ async def test_mcp_a_listing_that_could_not_be_fetched_is_fetched_once_the_serve
     finally:
         await toolset.aclose()
         http_server.stop()
+
+
+async def test_mcp_a_stdio_server_that_exited_is_respawned_by_the_next_listing(
+    counter: Path,
+) -> None:
+    async with MCPToolset.stdio(sys.executable, server_args(counter), connect_timeout=20,
+                                call_timeout=30) as toolset:
+        tools = {tool.name: tool for tool in await toolset.tools(READONLY)}
+        assert toolset.connection.opened == 1
+        ctx = ToolContext(function_call_id="c-1", invocation_id="inv-1", agent_name="agent",
+                          session_id="s-1")
+        first = await execute_function_call(FunctionCall(id="c-1", name="pid", args={}),
+                                            tools=tools, ctx=ctx)
+        os.kill(first.response["pid"], signal.SIGKILL)
+        await eventually(lambda: toolset.connection.dropped, within=10)
+        # The listing notices the drop, spawns the server again and lists it anew.
+        assert "pid" in [tool.name for tool in await toolset.tools(READONLY)]
+        assert toolset.connection.opened == 2
+        assert toolset.listings == 2
+        assert toolset.connection.is_open
 
 
 @pytest.mark.parametrize(
