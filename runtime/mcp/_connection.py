@@ -289,6 +289,13 @@ class MCPConnection:
         async with self._lock:
             await self._close_locked()
 
+    async def abandon(self, error: MCPConnectionError) -> None:
+        """Close a session that stopped answering and count it as a failed attempt to connect,
+        so the retry delay applies before the next one (``last_error`` becomes ``error``)."""
+        async with self._lock:
+            await self._close_locked()
+            self._failed_attempt(error)
+
     async def aclose(self) -> None:
         """Close the session, if any, and wait for its subprocess or HTTP session to end."""
         async with self._lock:

@@ -199,8 +199,9 @@ class MCPToolset:
       names); a name clash with another tool is the usual ``ToolDefinitionError`` of packing;
     - ``requires_confirmation`` (``MCPConfirmation``) and ``confirm_destructive`` (also confirm
       every tool that is not annotated read-only or non-destructive);
-    - ``connect_timeout`` (seconds to open a session), ``call_timeout`` (seconds per request,
-      ``None``: no limit), ``max_schema_depth`` for the schema translation;
+    - ``connect_timeout`` (seconds to open a session, and again to list the tools: a server
+      stuck listing is given up on like one that cannot be reached), ``call_timeout`` (seconds
+      per call, ``None``: no limit), ``max_schema_depth`` for the schema translation;
     - ``retry_delay`` / ``max_retry_delay`` (seconds): after a failed attempt to connect, no new
       attempt before ``retry_delay``, doubled per further failure up to ``max_retry_delay``
       (see "Servers that go away" in ``runtime.mcp._toolset``);
@@ -254,6 +255,7 @@ class MCPToolset:
         )
         self._confirm_destructive = confirm_destructive
         self._max_depth = max_schema_depth
+        self._list_timeout = connect_timeout
         self._connection = MCPConnection(
             server,
             on_tools_changed=self._mark_stale,
@@ -365,18 +367,20 @@ class MCPToolset:
         for attempt in (1, 2):
             client = await self._connection.client()
             try:
-                listed: list[types.Tool] = []
-                cursor: str | None = None
-                seen: set[str] = set()
-                for _ in range(_PAGE_CAP):
-                    page = await client.list_tools(cursor=cursor)
-                    listed.extend(page.tools)
-                    cursor = page.next_cursor
-                    if cursor is None or cursor in seen:
-                        break
-                    seen.add(cursor)
+                async with asyncio.timeout(self._list_timeout):
+                    listed = await self._pages(client)
                 self.listings += 1
                 return listed
+            except TimeoutError as exc:
+                # Caught before the generic branch: TimeoutError is an OSError, which would read
+                # as a dropped connection and be listed again on the same stuck server.
+                stuck = MCPConnectionError(
+                    f"The MCP server {self.server.describe()!r} did not list its tools within "
+                    f"{self._list_timeout} s; the session is closed and opened again later.",
+                    server=self.server.describe(),
+                )
+                await self._connection.abandon(stuck)
+                raise stuck from exc
             except Exception as exc:
                 if not connection_dropped(exc):
                     raise MCPConnectionError(
@@ -392,6 +396,19 @@ class MCPToolset:
                         server=self.server.describe(),
                     ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _pages(self, client: Any) -> list[types.Tool]:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_PAGE_CAP):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None or cursor in seen:
+                break
+            seen.add(cursor)
+        return listed
 
     def _translate(self, listed: Iterable[types.Tool]) -> tuple[MCPTool, ...]:
         tools: list[MCPTool] = []

@@ -288,6 +288,42 @@ async def test_mcp_a_stdio_server_that_exited_is_respawned_by_the_next_listing(
         assert toolset.connection.is_open
 
 
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_mcp_a_server_stuck_listing_its_tools_is_given_up_on_and_tried_again_later(
+    transport: str, tmp_path: Path, counter: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stuck = tmp_path / "stuck"
+    stuck.touch()
+    hang = ("--hang-listing-while", str(stuck))
+    http_server = HttpServer(counter, *hang) if transport == "http" else None
+    options: dict[str, Any] = {"connect_timeout": 8.0, "retry_delay": 1.0}
+    if http_server is None:
+        toolset = MCPToolset.stdio(sys.executable, [*server_args(counter), *hang], **options)
+    else:
+        http_server.start()
+        toolset = MCPToolset.http(http_server.url, **options)
+    try:
+        with caplog.at_level(logging.WARNING, logger="runtime.mcp"):
+            async with asyncio.timeout(40):  # connect, list, close: each bounded by 8 s
+                assert list(await toolset.tools(READONLY)) == []
+        [warning] = outage_warnings(caplog)
+        assert "did not list its tools within 8.0 s" in warning
+        # Given up on like a failed connect: closed, and not tried again inside the delay.
+        assert not toolset.connection.is_open
+        assert toolset.connection.failed_attempts == 1
+        assert toolset.connection.retry_in() > 0
+
+        stuck.unlink()
+        await eventually(lambda: toolset.connection.retry_in() == 0, within=5)
+        async with asyncio.timeout(20):
+            assert "stats" in [tool.name for tool in await toolset.tools(READONLY)]
+        assert toolset.connection.failed_attempts == 0
+    finally:
+        await toolset.aclose()
+        if http_server is not None:
+            http_server.stop()
+
+
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
