@@ -9,6 +9,15 @@ A dropped connection is noticed three ways: the holder task ended (the transport
 client's dispatcher says it is closed (a stdio server exited), or a request fails with
 ``CONNECTION_CLOSED`` / an unknown-session answer. ``MCPConnection.reset`` then closes what is
 left, and the next ``client()`` opens a new session.
+
+Reconnect policy: nothing reconnects in the background; a session is opened when ``client()`` is
+asked for one and none is open (first use, after a drop, after ``aclose``), and a stdio server is
+respawned the same way. When opening fails, no new attempt is made for ``retry_delay`` seconds,
+doubled after every further failure in a row up to ``max_retry_delay``; inside that window
+``client()`` raises ``MCPConnectionError`` at once (``retry_in`` set) with the last failure's
+reason, so a server that is away costs one attempt (at most ``connect_timeout``) per window, not
+one per request. The first session opened resets the delay. ``failed_attempts``, ``retry_in()``
+and ``last_error`` tell where a connection stands.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +127,17 @@ def never_delivered(exc: BaseException | None) -> bool:
     return False
 
 
+def describe_failure(exc: BaseException) -> str:
+    """Return ``Type: message`` of what actually failed, looking inside exception groups.
+
+    The SDK's transports fail with task-group ``ExceptionGroup``s around the real error (an
+    ``httpx`` ``ConnectError``, a closed stdio pipe); the group's own text names none of it.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_failure(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
     """Streamable HTTP with our headers; the HTTP client is closed with the transport (the SDK
@@ -151,8 +172,9 @@ class MCPConnection:
     """A lazily opened client session to one MCP server (see the module docstring).
 
     Guarantees: at most one session is open at a time; ``client()`` opens one when there is none
-    or the last one dropped; ``aclose()`` closes it and is idempotent (a later ``client()`` opens
-    a new one). ``on_tools_changed`` is called for every ``tools/list_changed`` notification.
+    or the last one dropped, but not within the retry delay after a failed attempt (see the
+    module docstring); ``aclose()`` closes it and is idempotent (a later ``client()`` opens a new
+    one). ``on_tools_changed`` is called for every ``tools/list_changed`` notification.
     """
 
     def __init__(
@@ -163,6 +185,8 @@ class MCPConnection:
         connect_timeout: float,
         read_timeout: float | None,
         protocol: ProtocolMode = "legacy",
+        retry_delay: float = 1.0,
+        max_retry_delay: float = 30.0,
     ) -> None:
         self.server = server
         """What this connection talks to."""
@@ -175,8 +199,15 @@ class MCPConnection:
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._failure: BaseException | None = None
+        self._retry_delay = retry_delay
+        self._max_retry_delay = max_retry_delay
+        self._retry_at = 0.0
         self.opened = 0
         """How many sessions this connection has opened (1 + reconnects)."""
+        self.failed_attempts = 0
+        """Attempts to open a session that failed in a row (0 once one is open)."""
+        self.last_error: MCPConnectionError | None = None
+        """Why the last attempt to open a session failed (``None`` once one is open)."""
 
     @property
     def is_open(self) -> bool:
@@ -184,10 +215,22 @@ class MCPConnection:
         return self._client is not None and not self._dropped(self._client)
 
     @property
+    def dropped(self) -> bool:
+        """True when a session was open and is known to have ended without ``aclose``/``reset``
+        (a stdio server exited, the transport crashed); the next ``client()`` replaces it."""
+        return self._client is not None and self._dropped(self._client)
+
+    @property
     def protocol_version(self) -> str | None:
         """The protocol version the open session negotiated (``None`` when none is open)."""
         client = self._client
         return client.protocol_version if client is not None and self.is_open else None
+
+    def retry_in(self) -> float:
+        """Seconds until a new attempt to open a session is allowed (0: allowed now)."""
+        if not self.failed_attempts:
+            return 0.0
+        return max(0.0, self._retry_at - time.monotonic())
 
     def _dropped(self, client: Client) -> bool:
         holder = self._holder
@@ -197,13 +240,42 @@ class MCPConnection:
         """Return the open client, opening a session first when there is none or it dropped.
 
         Raises ``MCPConnectionError`` when the server cannot be reached within the connect
-        timeout.
+        timeout, and at once (``retry_in`` set, nothing attempted) while the retry delay after
+        a failed attempt runs.
         """
         async with self._lock:
             if self._client is not None and not self._dropped(self._client):
                 return self._client
             await self._close_locked()
-            return await self._open_locked()
+            wait = self.retry_in()
+            if wait > 0 and self.last_error is not None:
+                raise MCPConnectionError(
+                    f"The MCP server {self.server.describe()!r} is unreachable ("
+                    f"{self.failed_attempts} failed attempt(s) in a row, the last: "
+                    f"{self.last_error}); next attempt in {wait:.1f} s.",
+                    server=self.server.describe(),
+                    retry_in=wait,
+                ) from self.last_error
+            try:
+                client = await self._open_locked()
+            except MCPConnectionError as exc:
+                self._failed_attempt(exc)
+                raise
+            if self.failed_attempts:
+                logger.info("The MCP server %s is reachable again after %d failed attempt(s).",
+                            self.server.describe(), self.failed_attempts)
+            self.failed_attempts, self.last_error = 0, None
+            return client
+
+    def _failed_attempt(self, exc: MCPConnectionError) -> None:
+        self.failed_attempts += 1
+        self.last_error = exc
+        # The exponent is capped so that a very long outage cannot overflow the float.
+        backoff = self._retry_delay * 2.0 ** min(self.failed_attempts - 1, 32)
+        delay = min(self._max_retry_delay, backoff)
+        self._retry_at = time.monotonic() + delay
+        logger.info("%s (attempt %d in a row; the next one not before %.1f s)",
+                    exc, self.failed_attempts, delay)
 
     async def last_failure(self) -> BaseException | None:
         """Return why the holder task ended (waiting briefly for it to end), if it failed."""
@@ -216,6 +288,13 @@ class MCPConnection:
         """Close the current session (it dropped); the next ``client()`` opens a new one."""
         async with self._lock:
             await self._close_locked()
+
+    async def abandon(self, error: MCPConnectionError) -> None:
+        """Close a session that stopped answering and count it as a failed attempt to connect,
+        so the retry delay applies before the next one (``last_error`` becomes ``error``)."""
+        async with self._lock:
+            await self._close_locked()
+            self._failed_attempt(error)
 
     async def aclose(self) -> None:
         """Close the session, if any, and wait for its subprocess or HTTP session to end."""
@@ -268,7 +347,7 @@ class MCPConnection:
             if failure is None:
                 failure = self._failure
             detail = (
-                f"{type(failure).__name__}: {failure}"
+                describe_failure(failure)
                 if failure is not None
                 else f"no session within {self._connect_timeout} s"
             )

@@ -4,7 +4,8 @@ Listing: ``tools/list`` is followed through every page; each tool's ``inputSchem
 declaration IR through the same JSON-schema parser function tools use. A tool whose schema cannot
 be translated (or is not a valid JSON schema) is left out with a logged warning naming it and
 why (``MCPToolset.skipped``); the other tools stay usable. The list is cached and fetched again
-after a ``tools/list_changed`` notification or a reconnect.
+after a ``tools/list_changed`` notification, a reconnect, a failed attempt to connect, or when the
+session is known to have dropped (so a stdio server that exited is respawned by the next listing).
 
 Calling: ``MCPTool.run`` validates the arguments against the server's ``inputSchema`` first, then
 sends ``tools/call`` and maps the result (``runtime.mcp._results``). It is an ordinary
@@ -18,6 +19,19 @@ when that cannot run it twice — the tool is idempotent (``readOnlyHint``/``ide
 the transport proves the request never arrived (connection refused, or the server no longer knows
 the session). Otherwise it fails with ``MCPConnectionError(may_have_run=True)``; the model gets
 ``execution_failed`` and nothing is run twice.
+
+Servers that go away: a server that cannot be reached never fails a run. ``tools()`` then
+returns the tools of the last listing that succeeded (a server lost after it was listed), or no
+tools (a server never reached). A call to a tool of an unreachable server fails with
+``MCPConnectionError``, which the pipeline turns into an ``execution_failed`` response naming the
+server and the connection problem; the loop goes on. Each failed attempt to connect, by a listing
+or by a call, logs one warning on logger ``runtime.mcp`` naming the server, the failure and what
+follows for its tools; a refusal inside the retry delay logs at debug level only.
+Attempts to connect follow the connection's backoff (``retry_delay``, doubling up to
+``max_retry_delay``; see ``runtime.mcp._connection``): the first ``tools()`` or call after the
+delay tries again, respawning a stdio server, and the list is fetched anew once it answers.
+``list_tools()`` is the strict form: it raises ``MCPConnectionError`` when it has to list and
+cannot.
 """
 
 from __future__ import annotations
@@ -49,6 +63,7 @@ from runtime.mcp._connection import (
     StdioServer,
     StreamableHttpServer,
     connection_dropped,
+    describe_failure,
     never_delivered,
 )
 from runtime.mcp._exceptions import MCPConfigurationError, MCPConnectionError
@@ -184,12 +199,16 @@ class MCPToolset:
       names); a name clash with another tool is the usual ``ToolDefinitionError`` of packing;
     - ``requires_confirmation`` (``MCPConfirmation``) and ``confirm_destructive`` (also confirm
       every tool that is not annotated read-only or non-destructive);
-    - ``connect_timeout`` (seconds to open a session), ``call_timeout`` (seconds per request,
-      ``None``: no limit), ``max_schema_depth`` for the schema translation;
+    - ``connect_timeout`` (seconds to open a session, and again to list the tools: a server
+      stuck listing is given up on like one that cannot be reached), ``call_timeout`` (seconds
+      per call, ``None``: no limit), ``max_schema_depth`` for the schema translation;
+    - ``retry_delay`` / ``max_retry_delay`` (seconds): after a failed attempt to connect, no new
+      attempt before ``retry_delay``, doubled per further failure up to ``max_retry_delay``
+      (see "Servers that go away" in ``runtime.mcp._toolset``);
     - ``protocol``: ``"legacy"`` (the initialize handshake, default) or ``"auto"`` (the SDK may
       pick the 2026-07-28 stateless protocol) — see ``runtime.mcp.ProtocolMode``.
 
-    Raises ``MCPConfigurationError`` for contradictory options.
+    Raises ``MCPConfigurationError`` for contradictory options or a negative retry delay.
     """
 
     def __init__(
@@ -205,6 +224,8 @@ class MCPToolset:
         call_timeout: float | None = None,
         max_schema_depth: int = DEFAULT_MAX_DEPTH,
         protocol: ProtocolMode = "legacy",
+        retry_delay: float = 1.0,
+        max_retry_delay: float = 30.0,
     ) -> None:
         if names is not None and predicate is not None:
             raise MCPConfigurationError(
@@ -214,6 +235,12 @@ class MCPToolset:
             raise MCPConfigurationError(
                 f"MCPToolset for {server.describe()!r}: requires_confirmation takes a set of tool "
                 f"names, not the string {requires_confirmation!r}."
+            )
+        if not 0 <= retry_delay <= max_retry_delay:
+            raise MCPConfigurationError(
+                f"MCPToolset for {server.describe()!r}: retry_delay must be at least 0 and at "
+                f"most max_retry_delay, got retry_delay={retry_delay!r}, "
+                f"max_retry_delay={max_retry_delay!r}."
             )
         self.server = server
         """The server this toolset talks to."""
@@ -228,12 +255,15 @@ class MCPToolset:
         )
         self._confirm_destructive = confirm_destructive
         self._max_depth = max_schema_depth
+        self._list_timeout = connect_timeout
         self._connection = MCPConnection(
             server,
             on_tools_changed=self._mark_stale,
             connect_timeout=connect_timeout,
             read_timeout=call_timeout,
             protocol=protocol,
+            retry_delay=retry_delay,
+            max_retry_delay=max_retry_delay,
         )
         self._tools: tuple[MCPTool, ...] | None = None
         self._stale = False
@@ -287,43 +317,75 @@ class MCPToolset:
         """Return the server's translatable tools that pass the filter, in server order.
 
         Lists the tools (every page) on first use and after ``tools/list_changed`` or a
-        reconnect. Raises ``MCPConnectionError`` when the server cannot be reached.
+        reconnect. Never raises ``MCPConnectionError``: when the server cannot be reached it
+        returns the tools of the last successful listing, or none, with a logged warning (see
+        "Servers that go away" in the module docstring).
         """
-        tools = await self.list_tools()
+        try:
+            tools = await self.list_tools()
+        except MCPConnectionError as exc:
+            tools = self._tools_while_unreachable(exc)
         if self._predicate is None:
             return tools
         return [tool for tool in tools if self._predicate(readonly_context, tool)]
 
     async def list_tools(self) -> tuple[MCPTool, ...]:
-        """Return the cached tool list (fetched first when missing or stale), names-filtered."""
+        """Return the cached tool list (fetched first when missing or stale), names-filtered.
+
+        Raises ``MCPConnectionError`` when it has to fetch and the server cannot be reached;
+        the cached list (if any) is kept and fetched again next time.
+        """
         async with self._list_lock:
-            if self._tools is None or self._stale:
+            if self._tools is None or self._stale or self._connection.dropped:
+                # Cleared before fetching, so a tools/list_changed arriving meanwhile stays.
                 self._stale = False
-                listed = await self._fetch()
+                try:
+                    listed = await self._fetch()
+                except BaseException:
+                    self._stale = True
+                    raise
                 self._tools = self._translate(listed)
             return self._tools
+
+    def _tools_while_unreachable(self, exc: MCPConnectionError) -> tuple[MCPTool, ...]:
+        last = self._tools or ()
+        kept = (
+            f"its {len(last)} tool(s) listed last stay declared, and calling one fails,"
+            if last
+            else "no tools of it are declared (none was ever listed)"
+        )
+        self._log_unreachable(exc, f"{kept} until it answers")
+        return last
+
+    def _log_unreachable(self, exc: MCPConnectionError, consequence: str) -> None:
+        # One warning per failed attempt; a refusal inside the retry delay is the same outage.
+        level = logging.DEBUG if exc.retry_in is not None else logging.WARNING
+        logger.log(level, "The MCP server %s is unreachable: %s. %s",
+                   self.server.describe(), consequence, exc)
 
     async def _fetch(self) -> list[types.Tool]:
         for attempt in (1, 2):
             client = await self._connection.client()
             try:
-                listed: list[types.Tool] = []
-                cursor: str | None = None
-                seen: set[str] = set()
-                for _ in range(_PAGE_CAP):
-                    page = await client.list_tools(cursor=cursor)
-                    listed.extend(page.tools)
-                    cursor = page.next_cursor
-                    if cursor is None or cursor in seen:
-                        break
-                    seen.add(cursor)
+                async with asyncio.timeout(self._list_timeout):
+                    listed = await self._pages(client)
                 self.listings += 1
                 return listed
+            except TimeoutError as exc:
+                # Caught before the generic branch: TimeoutError is an OSError, which would read
+                # as a dropped connection and be listed again on the same stuck server.
+                stuck = MCPConnectionError(
+                    f"The MCP server {self.server.describe()!r} did not list its tools within "
+                    f"{self._list_timeout} s; the session is closed and opened again later.",
+                    server=self.server.describe(),
+                )
+                await self._connection.abandon(stuck)
+                raise stuck from exc
             except Exception as exc:
                 if not connection_dropped(exc):
                     raise MCPConnectionError(
                         f"Listing the tools of MCP server {self.server.describe()!r} failed: "
-                        f"{type(exc).__name__}: {exc}",
+                        f"{describe_failure(exc)}",
                         server=self.server.describe(),
                     ) from exc
                 await self._connection.reset()
@@ -334,6 +396,19 @@ class MCPToolset:
                         server=self.server.describe(),
                     ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _pages(self, client: Any) -> list[types.Tool]:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_PAGE_CAP):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None or cursor in seen:
+                break
+            seen.add(cursor)
+        return listed
 
     def _translate(self, listed: Iterable[types.Tool]) -> tuple[MCPTool, ...]:
         tools: list[MCPTool] = []
@@ -398,7 +473,13 @@ class MCPToolset:
         reconnected = False
         while True:
             opened_before = self._connection.opened
-            client = await self._connection.client()
+            try:
+                client = await self._connection.client()
+            except MCPConnectionError as exc:
+                # Whatever the server offers once it is back is listed anew.
+                self._stale = True
+                self._log_unreachable(exc, f"the call of {tool.server_name!r} fails")
+                raise
             if opened_before and self._connection.opened != opened_before:
                 reconnected = True
                 self._stale = True

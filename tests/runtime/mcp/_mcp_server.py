@@ -3,6 +3,9 @@
 Run as ``python _mcp_server.py --counter FILE`` (stdio) or with ``--http PORT`` (streamable HTTP on
 127.0.0.1). Every executed call of a tool appends ``<tool> <json args>`` to the counter file, so a
 test can count executions across restarts of both processes. Tools are listed two per page.
+``--exit-unless FILE`` makes the server exit at once (status 3) while FILE does not exist: a
+stdio server a test can take down and bring back. ``--hang-listing-while FILE`` makes
+``tools/list`` wait (without answering) as long as FILE exists: a server that is up but stuck.
 """
 
 from __future__ import annotations
@@ -115,9 +118,12 @@ EXTRA = types.Tool(name="extra", description="Added at run time.", input_schema=
 PAGE = 2
 
 
-def build_server(counter: Path) -> Server[Any]:
+def build_server(counter: Path, *, hang_listing_while: Path | None = None) -> Server[Any]:
     grown = False
     bus = InMemorySubscriptionBus()
+
+    def stuck() -> bool:
+        return hang_listing_while is not None and hang_listing_while.exists()
 
     def listed() -> list[types.Tool]:
         return [*TOOLS, EXTRA] if grown else list(TOOLS)
@@ -125,6 +131,9 @@ def build_server(counter: Path) -> Server[Any]:
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        # Polling on purpose: the signal is a file another process removes.
+        while stuck():  # noqa: ASYNC110
+            await anyio.sleep(0.05)
         start = int(params.cursor) if params is not None and params.cursor else 0
         tools = listed()
         page = tools[start:start + PAGE]
@@ -198,8 +207,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--counter", required=True)
     parser.add_argument("--http", type=int, default=None)
+    parser.add_argument("--exit-unless", default=None)
+    parser.add_argument("--hang-listing-while", default=None)
     options = parser.parse_args()
-    server = build_server(Path(options.counter))
+    if options.exit_unless is not None and not Path(options.exit_unless).exists():
+        print(f"{options.exit_unless} is missing: not serving", file=sys.stderr, flush=True)
+        sys.exit(3)
+    hang = Path(options.hang_listing_while) if options.hang_listing_while else None
+    server = build_server(Path(options.counter), hang_listing_while=hang)
     if options.http is None:
         from mcp.server.stdio import stdio_server
 

@@ -40,8 +40,9 @@ def free_port() -> int:
 class HttpServer:
     """The test server as a streamable-HTTP subprocess on 127.0.0.1 (restartable, same port)."""
 
-    def __init__(self, counter: Path) -> None:
+    def __init__(self, counter: Path, *extra_args: str) -> None:
         self.counter = counter
+        self.extra_args = extra_args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.process: subprocess.Popen[bytes] | None = None
@@ -49,7 +50,8 @@ class HttpServer:
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         self.process = subprocess.Popen(
-            [sys.executable, *server_args(self.counter), "--http", str(self.port)],
+            [sys.executable, *server_args(self.counter), *self.extra_args,
+             "--http", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

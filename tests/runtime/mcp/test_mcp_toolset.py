@@ -364,5 +364,5 @@ async def test_mcp_unreachable_server_is_a_clear_error() -> None:
     from runtime.mcp import MCPConnectionError
 
     with pytest.raises(MCPConnectionError, match="Cannot connect to the MCP server"):
-        await toolset.tools(READONLY)
+        await toolset.list_tools()  # the strict form; tools() leaves them out (test_mcp_outage)
     await toolset.aclose()
