@@ -95,7 +95,8 @@ class AgentTool:
         self.store = store
         """The store both sessions live in."""
         self.skip_summarization = skip_summarization
-        """Hand the child's answer to the user without another parent model call."""
+        """Hand the child's answer to the user without another parent model call: the parent
+        run ends with it as its final text (``display_result``)."""
         self.input_schema = input_schema
         """The typed request (a pydantic model); ``None``: ``{"request": str}``."""
         self.output_schema = output_schema
@@ -131,6 +132,18 @@ class AgentTool:
     def defers_response(self) -> bool:
         """True: a ``None`` result (a paused child) leaves the parent call without a response."""
         return True
+
+    def display_result(self, result: Mapping[str, Any]) -> str | None:
+        """With ``skip_summarization``: the text the parent run ends with (its ``final_text``),
+        the child's result as the user should see it — the child's answer as is when it is
+        text, else its compact JSON (keys sorted; a parsed ``output_schema`` answer, or the
+        child's own tool result when it skipped summarization)."""
+        if set(result) == {"result"}:
+            value = result["result"]
+            if isinstance(value, str):
+                return value
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(dict(result), option=orjson.OPT_SORT_KEYS).decode()
 
     def declaration(self) -> FunctionDeclaration:
         """The input schema's parameters, or one required string parameter, ``request``."""

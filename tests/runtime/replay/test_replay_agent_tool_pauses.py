@@ -205,6 +205,58 @@ async def test_agent_tool_skip_summarization_shows_the_childs_result(store: Even
     assert responses == [("p-1", {"price": 120, "city": "Nara"})]
 
 
+@pytest.mark.parametrize(
+    ("child_skips", "expected"),
+    [
+        pytest.param(False, "Nara: 120 a night.", id="child-answers-text"),
+        pytest.param(True, '{"city":"Nara","price":120}', id="child-tool-skips-too"),
+    ],
+)
+async def test_agent_tool_skip_summarization_ends_the_parent_with_the_childs_result(
+    store: EventStore, child_skips: bool, expected: str
+) -> None:
+    @function_tool
+    def quote(city: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Quote a price.
+
+        Args:
+            city: Where.
+        """
+        tool_context.actions.skip_summarization = child_skips
+        return {"price": 120, "city": city}
+
+    script: list[Any] = [_calls(("c-q", "quote", {"city": "Nara"}))]
+    if not child_skips:
+        script.append("Nara: 120 a night.")
+    child = Agent(name="quoter", model=ScriptedModel(script), tools=[quote])
+    tool = AgentTool(child, store=store, skip_summarization=True)
+    # No second parent model turn is scripted: the parent must not call its model again.
+    runner = _parent(store, tool, _calls(("p-1", "quoter", {"request": "Price?"})))
+    await runner.create_session(user_id="u", session_id="trip")
+    result = await runner.run(session_id="trip", user_id="u", new_message="go")
+    assert result.status == "completed"
+    assert result.final_text == expected
+    assert result.events[-1].text() == expected
+    again = await runner.run(session_id="trip", user_id="u")
+    assert (again.status, again.final_text, again.events) == ("completed", expected, ())
+
+
+async def test_agent_tool_skip_summarization_after_a_child_confirmation(
+    store: EventStore,
+) -> None:
+    booked: list[str] = []
+    tool = _booker(store, booked, _calls(("c-kyoto", "book", {"city": "Kyoto"})),
+                   "Booked Kyoto.", skip_summarization=True)
+    runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Book"})))
+    await runner.create_session(user_id="u", session_id="trip")
+    await runner.run(session_id="trip", user_id="u", new_message="Book")
+    [item] = pending(await store.read(child_session_id("trip", "p-1"))).confirmations
+    await answer_confirmation(store, session_id="trip", confirmation_id=item.confirmation_id or "",
+                              confirmed=True)
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text, booked) == ("completed", "Booked Kyoto.", ["Kyoto"])
+
+
 class Trip(pydantic.BaseModel):
     city: str
     nights: int
