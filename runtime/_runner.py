@@ -8,6 +8,8 @@ process) continues any session from the database alone.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -438,19 +440,64 @@ class Runner:
                 return
 
 
+_DONE = object()
+
+
 async def _with_emitted(
     ctx: InvocationContext, loop: AsyncGenerator[Event, None]
 ) -> AsyncGenerator[Event, None]:
-    """The loop's events, each preceded by the events tools emitted before it (never stored)."""
-    emitted: list[Event] = []
-    ctx.event_sink = emitted.append
+    """The loop's events, and the events tools emit (never stored) as they are emitted.
+
+    The loop runs its next step in a task so that an event a tool emits while the step still
+    runs (a child agent's event, ``emit_event``) reaches the caller then, not when the step
+    ends; what was emitted during a step comes before the step's own events. Stopping early or
+    cancelling cancels the running step and waits for it (tools stop as on any cancellation).
+    """
+    emitted: collections.deque[Event] = collections.deque()
+    arrived = asyncio.Event()
+
+    def sink(event: Event) -> None:
+        emitted.append(event)
+        arrived.set()
+
+    ctx.event_sink = sink
     async with contextlib.aclosing(loop):
-        async for event in loop:
+        while True:
+            step: asyncio.Future[Any] = asyncio.ensure_future(anext(loop, _DONE))
+            try:
+                while not step.done():
+                    if not emitted:
+                        arrived.clear()
+                        waiter = asyncio.ensure_future(arrived.wait())
+                        try:
+                            await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                        finally:
+                            waiter.cancel()
+                    while emitted:
+                        yield emitted.popleft()
+            finally:
+                if not step.done():
+                    step.cancel()
+                    await _settle(step)
+            produced = step.result()
             while emitted:
-                yield emitted.pop(0)
-            yield event
-    while emitted:
-        yield emitted.pop(0)
+                yield emitted.popleft()
+            if produced is _DONE:
+                return
+            yield produced
+
+
+async def _settle(task: asyncio.Future[Any]) -> None:
+    """Wait until a cancelled ``task`` has finished, even when this task is cancelled meanwhile
+    (that cancellation is raised once it has)."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
