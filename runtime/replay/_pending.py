@@ -152,9 +152,10 @@ class PendingReport:
         return iter(sorted(every, key=lambda p: p.seq or 0))
 
     def __bool__(self) -> bool:
-        """True when anything waits: a call the next run acts on, or a call waiting for someone."""
+        """True when anything waits: a call the next run acts on, a call waiting for someone, or
+        a next run that pauses (e.g. on a refused answer: someone must answer anew)."""
         return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt
-                    or self.untrusted)
+                    or self.untrusted or self.next_run.step == "pauses")
 
 
 @dataclass(slots=True)
@@ -352,7 +353,7 @@ class _Report:
                 original,
                 request[2] if request is not None else None,
                 f"{refusal.reason} The next run does not act on this answer"
-                + (" and pauses." if kind == "refused" and not d.execute else "."),
+                + (" and pauses." if d.pause_reason is not None else "."),
                 confirmation_id=refusal.confirmation_id,
             )
             self.covered.add(refusal.confirmation_id)
@@ -445,7 +446,7 @@ class _Report:
                     "confirmation", original, seq,
                     f"Agent {agent!r} asks to confirm call {original.id!r} of tool "
                     f"{original.name!r}: answer with answer_confirmation(confirmation_id="
-                    f"{cid!r}, confirmed=…).",
+                    f"{cid!r}, confirmed=…)." + _embedded_problem(cid, embedded, stored, agent),
                     confirmation_id=cid, hint=asked.hint,
                 )
             elif answered is None:
@@ -493,3 +494,16 @@ class _Report:
                     f"Call {cid!r} of tool {name!r} was never started and a newer turn "
                     "followed: no run executes it.",
                 )
+
+
+def _embedded_problem(cid: str, embedded: FunctionCall, stored: _Call | None, agent: str) -> str:
+    """What the next run will say about an answer to request ``cid``, when it refuses it for
+    the call the request embeds (``ConfirmationScan``'s ``never_issued`` / ``mismatch``)."""
+    if stored is None or stored.agent != agent:
+        return (f" Beware: it names call {embedded.id!r}, which agent {agent!r} never emitted; "
+                "an answer to it is refused and the next run pauses.")
+    if stored.call.name != embedded.name or stored.call.args != embedded.args:
+        return (f" Beware: it embeds {embedded.name}({embedded.args!r}) but call "
+                f"{embedded.id!r} is stored as {stored.call.name}({stored.call.args!r}); an "
+                "answer to it is refused and the next run pauses.")
+    return ""
