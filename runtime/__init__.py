@@ -90,6 +90,7 @@ from runtime.replay import (
     child_session_id,
     pending,
     rerun_call,
+    session_pending,
     submit_response,
 )
 from runtime.tools import (
@@ -230,6 +231,7 @@ __all__ = [
     "pending",
     "rerun_call",
     "run_claimed",
+    "session_pending",
     "streaming_tool",
     "submit_response",
     "tool_method",

@@ -42,6 +42,7 @@ from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
+from runtime.replay._children import child_confirmation_ids
 from runtime.tools import ModelRequest, ToolCallObserver
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -366,7 +367,7 @@ class Runner:
             step = await run_claimed(ctx, claimed, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if _stopped(ctx, step, ending):
+            if await _stopped(ctx, step, ending):
                 return
             if plan.pause_reason is not None:
                 # The reason was read before the calls ran; another writer may have settled the
@@ -436,7 +437,7 @@ class Runner:
             step = await run_claimed(ctx, claimed, tools=request.tools_by_name, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if _stopped(ctx, step, ending):
+            if await _stopped(ctx, step, ending):
                 return
 
 
@@ -555,8 +556,13 @@ async def _stream_turn(
         )
 
 
-def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
-    """Decide whether the invocation ends after a step; fill ``ending`` when it does."""
+async def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
+    """Decide whether the invocation ends after a step; fill ``ending`` when it does.
+
+    A call left open because its ``AgentTool`` child waits for confirmations pauses the
+    invocation for those confirmations (read from the child's log): their ids are what
+    ``answer_confirmation`` accepts on this session.
+    """
     if step.dropped_call_ids:
         ending.status = "stale"
         ending.pending = ()
@@ -566,12 +572,19 @@ def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bo
             f"appends nothing more to session {ctx.session_id!r}."
         )
         return True
-    if step.confirmation_call_ids:
+    asked_by_children: tuple[str, ...] = ()
+    if step.pending_call_ids:
+        asked_by_children = await child_confirmation_ids(
+            ctx.store, ctx.session_id, step.pending_call_ids
+        )
+    if step.confirmation_call_ids or asked_by_children:
         ending.status = "paused_for_confirmation"
-        ending.pending = step.confirmation_call_ids
+        ending.pending = (*step.confirmation_call_ids, *asked_by_children)
         ending.reason = (
             f"Invocation {ctx.invocation_id!r} waits for the answer to confirmation request(s) "
-            f"{', '.join(step.confirmation_call_ids)}."
+            f"{', '.join(ending.pending)}"
+            + (" (asked in the child sessions of its agent-tool calls; answer them through "
+               "this session)." if asked_by_children else ".")
         )
         return True
     if step.pending_call_ids:

@@ -105,6 +105,9 @@ class PendingCall:
     claim: dict[str, Any] | None = None
     """For started calls: the newest claim's ``seq`` and, when recorded, its ``claimed_by``
     (invocation id, host, pid, wall-clock time)."""
+    session_id: str | None = None
+    """``None``: the item is the reported session's own. Else the ``AgentTool`` child session it
+    lives in (``session_pending``); it is answered through the parent all the same."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +144,8 @@ class PendingReport:
     nothing is executed from them; the next run pauses when it would read one."""
 
     def __iter__(self) -> Iterator[PendingCall]:
-        """Iterate over every reported call, ordered by ``seq``."""
+        """Iterate over every reported call: the session's own ordered by ``seq``, then each
+        child session's (``session_pending``), by session id, then ``seq``."""
         every = [
             *self.unanswered,
             *self.confirmations,
@@ -149,7 +153,8 @@ class PendingReport:
             *self.in_doubt,
             *self.not_acted_on,
         ]
-        return iter(sorted(every, key=lambda p: p.seq or 0))
+        return iter(sorted(every, key=lambda p: (p.session_id is not None, p.session_id or "",
+                                                 p.seq or 0)))
 
     def __bool__(self) -> bool:
         """True when anything waits: a call the next run acts on, a call waiting for someone, or
@@ -223,6 +228,7 @@ def pending(
     idempotent_tools: Collection[str] | None = None,
     agent_name: str | None = None,
     untrusted: Mapping[int, Literal["unsigned", "bad_signature"]] | None = None,
+    also_idempotent: Collection[str] = (),
 ) -> PendingReport:
     """Return what the session described by ``events`` is waiting on, with reasons.
 
@@ -233,13 +239,16 @@ def pending(
     ``Runner.run(new_message=None)`` does, given the same tool knowledge. Pure: the same events
     give the same report. ``untrusted`` (seq -> problem, a keyed store's
     ``EventStore.untrusted``) names events whose signature is missing or wrong: they are
-    reported in ``untrusted`` and the runner executes nothing from them.
+    reported in ``untrusted`` and the runner executes nothing from them. ``also_idempotent``
+    names tools known to be idempotent even when ``idempotent_tools`` is ``None`` (the calls of
+    an ``AgentTool``, found by their linked child session: see ``session_pending``).
     """
     log = _ordered(events)
     index = _index(log)
     agent = agent_name if agent_name is not None else (index.agents[-1] if index.agents else "")
     decision = plan_resume(
-        reversed(log), agent_name=agent, idempotent_tools=idempotent_tools or (),
+        reversed(log), agent_name=agent,
+        idempotent_tools=sorted({*(idempotent_tools or ()), *also_idempotent}),
         untrusted=untrusted,
     )
     report = _Report(index, agent, decision, idempotent_tools, log).build()
