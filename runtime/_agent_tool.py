@@ -18,9 +18,11 @@ Data plane shared, control plane isolated:
   parent's log;
 - every kind of child pause (a confirmation, a long-running call, a call in doubt) is an
   interrupt of the parent call, not an error result: the parent call stays open (no response),
-  the parent pauses, and each of the child's pending items is answered in the child session
-  (``evs pending PARENT`` lists them with their commands). The parent's next run continues the
-  child; the parent call is answered once, with the child's final result, when it completes;
+  the parent pauses — ``paused_for_confirmation`` with the child's confirmation ids when the
+  child waits for confirmations — and each of the child's pending items is answered in the
+  child session, through the parent's id or the child's (``session_pending(store, PARENT)`` and
+  ``evs pending PARENT`` list them). The parent's next run continues the child; the parent call
+  is answered once, with the child's final result, when it completes;
 - cancelling the parent's invocation stops the child at a safe point: the child's current tool
   step completes and is logged, then the child stops. With ``propagate_cancellation=True`` the
   cancellation reaches the child's running tools instead (their ``cancel_event`` is set).

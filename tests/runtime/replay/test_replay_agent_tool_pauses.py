@@ -427,3 +427,28 @@ async def test_agent_tool_session_pending_without_tool_knowledge_knows_the_agent
     report = await session_pending(store, "trip")
     assert [i.kind for i in report] == ["confirmation"]
     assert report.next_run.step == "waits"
+
+
+async def test_agent_tool_grandchild_confirmation_pauses_the_root_for_it(
+    store: EventStore,
+) -> None:
+    booked: list[str] = []
+    booker = _confirming_booker(store, booked, _calls(("c-1", "book", {"city": "Nara"})),
+                                "Booked Nara.")
+    middle = AgentTool(
+        Agent(name="organizer",
+              model=ScriptedModel([_calls(("m-1", "booker", {"request": "Nara"})), "Organized."]),
+              tools=[booker]),
+        store=store,
+    )
+    runner = _parent(store, middle, _calls(("p-1", "organizer", {"request": "Trip"})), "Done.")
+    await runner.create_session(user_id="u", session_id="trip")
+    first = await runner.run(session_id="trip", user_id="u", new_message="go")
+    [cid] = first.pending_call_ids
+    assert first.status == "paused_for_confirmation"
+    [item] = (await session_pending(store, "trip")).confirmations
+    grandchild = child_session_id(child_session_id("trip", "p-1"), "m-1")
+    assert (item.confirmation_id, item.session_id, item.call.name) == (cid, grandchild, "book")
+    await answer_confirmation(store, session_id="trip", confirmation_id=cid, confirmed=True)
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text, booked) == ("completed", "Done.", ["Nara"])
