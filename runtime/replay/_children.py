@@ -24,9 +24,9 @@ Reads only; children nested deeper than ``MAX_CHILD_DEPTH`` are not followed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from eventstore import EventStore, SessionNotFoundError
+from eventstore import Event, EventStore, SessionNotFoundError
 
 from ._log import PARENT_LINK_KEY, child_session_id, settled_response_ids
 from ._pending import NextRun, PendingCall, PendingReport, pending
@@ -58,10 +58,14 @@ async def linked_child(store: EventStore, session_id: str, call_id: str) -> str 
     return None
 
 
-async def open_children(store: EventStore, session_id: str) -> list[tuple[str, str]]:
+async def open_children(
+    store: EventStore, session_id: str, *, events: Sequence[Event] | None = None
+) -> list[tuple[str, str]]:
     """``(call id, child session id)`` of the session's open ``AgentTool`` calls (started, no
-    settled response), in call order: where a paused child's pending items live."""
-    events = await store.read(session_id)
+    settled response), in call order: where a paused child's pending items live. ``events``:
+    the session's log when the caller has read it already."""
+    if events is None:
+        events = await store.read(session_id)
     settled = {cid for e in events for cid in settled_response_ids(e)}
     started = {cid for e in events for cid in e.started_call_ids}
     children: list[tuple[str, str]] = []
@@ -100,7 +104,8 @@ async def _session_pending(
     depth: int,
 ) -> PendingReport:
     events = await store.read(session_id)
-    children = await open_children(store, session_id) if depth < MAX_CHILD_DEPTH else []
+    children = (await open_children(store, session_id, events=events)
+                if depth < MAX_CHILD_DEPTH else [])
     # A call with a linked child is an AgentTool call, and an AgentTool is idempotent.
     open_calls = {call_id for call_id, _ in children}
     agent_tools = sorted({c.name for e in events for c in e.function_calls() if c.id in open_calls})
