@@ -91,6 +91,7 @@ from runtime.replay import (
     child_session_id,
     pending,
     rerun_call,
+    session_pending,
     submit_response,
 )
 from runtime.tools import (
@@ -232,6 +233,7 @@ __all__ = [
     "pending",
     "rerun_call",
     "run_claimed",
+    "session_pending",
     "streaming_tool",
     "submit_response",
     "tool_method",

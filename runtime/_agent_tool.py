@@ -18,9 +18,11 @@ Data plane shared, control plane isolated:
   parent's log;
 - every kind of child pause (a confirmation, a long-running call, a call in doubt) is an
   interrupt of the parent call, not an error result: the parent call stays open (no response),
-  the parent pauses, and each of the child's pending items is answered in the child session
-  (``evs pending PARENT`` lists them with their commands). The parent's next run continues the
-  child; the parent call is answered once, with the child's final result, when it completes;
+  the parent pauses — ``paused_for_confirmation`` with the child's confirmation ids when the
+  child waits for confirmations — and each of the child's pending items is answered in the
+  child session, through the parent's id or the child's (``session_pending(store, PARENT)`` and
+  ``evs pending PARENT`` list them). The parent's next run continues the child; the parent call
+  is answered once, with the child's final result, when it completes;
 - cancelling the parent's invocation stops the child at a safe point: the child's current tool
   step completes and is logged, then the child stops. With ``propagate_cancellation=True`` the
   cancellation reaches the child's running tools instead (their ``cancel_event`` is set).
@@ -95,7 +97,8 @@ class AgentTool:
         self.store = store
         """The store both sessions live in."""
         self.skip_summarization = skip_summarization
-        """Hand the child's answer to the user without another parent model call."""
+        """Hand the child's answer to the user without another parent model call: the parent
+        run ends with it as its final text (``display_result``)."""
         self.input_schema = input_schema
         """The typed request (a pydantic model); ``None``: ``{"request": str}``."""
         self.output_schema = output_schema
@@ -131,6 +134,18 @@ class AgentTool:
     def defers_response(self) -> bool:
         """True: a ``None`` result (a paused child) leaves the parent call without a response."""
         return True
+
+    def display_result(self, result: Mapping[str, Any]) -> str | None:
+        """With ``skip_summarization``: the text the parent run ends with (its ``final_text``),
+        the child's result as the user should see it — the child's answer as is when it is
+        text, else its compact JSON (keys sorted; a parsed ``output_schema`` answer, or the
+        child's own tool result when it skipped summarization)."""
+        if set(result) == {"result"}:
+            value = result["result"]
+            if isinstance(value, str):
+                return value
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(dict(result), option=orjson.OPT_SORT_KEYS).decode()
 
     def declaration(self) -> FunctionDeclaration:
         """The input schema's parameters, or one required string parameter, ``request``."""

@@ -159,7 +159,9 @@ class RunResult:
     version: int
     """Session version after this invocation."""
     pending_call_ids: tuple[str, ...] = ()
-    """Calls (or confirmation requests) left waiting for a response."""
+    """Calls (or confirmation requests) left waiting for a response; when paused for
+    confirmation, the ids ``answer_confirmation`` accepts on this session (an ``AgentTool``
+    child's included)."""
     pause_reason: str | None = None
     """Why it paused or stopped, in a sentence (``None`` when completed)."""
 

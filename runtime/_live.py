@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from eventstore import Content, Event, FunctionCall, Part
 from runtime._context import ToolContext
-from runtime._exceptions import InvalidToolArgumentsError
+from runtime._exceptions import InvalidToolArgumentsError, SessionConflictError
 from runtime._invocation import InvocationContext
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 from runtime.replay._log import LIVE_STREAM_ENDED_KEY
@@ -383,6 +383,34 @@ async def _record_ended(ctx: InvocationContext, streams: LiveStreams) -> list[Ev
     return ctx.take_unreported()
 
 
+_END_ATTEMPTS = 8
+"""Appends of the ended events at the head before the conflict is raised (each conflict is
+another writer's successful append)."""
+
+
+async def _record_ended_at_head(ctx: InvocationContext, streams: LiveStreams) -> None:
+    """Append the ended events of an invocation that was stopped, at the session's head.
+
+    The stop may have cancelled an append that reached the store while the invocation never
+    learned its ``seq`` (its version is stale then), and the streams' ends are facts that
+    depend on nothing after them: so re-read the head and append there. Raises the conflict
+    after ``_END_ATTEMPTS`` tries, and whatever the store raises.
+    """
+    payloads = streams.take_ended()
+    if not payloads:
+        return
+    events = [ctx.new_event(custom_metadata={LIVE_STREAM_ENDED_KEY: p}) for p in payloads]
+    for attempt in range(_END_ATTEMPTS):
+        await ctx.refresh()
+        try:
+            await ctx.append(*events)
+        except SessionConflictError:
+            if attempt == _END_ATTEMPTS - 1:
+                raise
+            continue
+        return
+
+
 async def drive_live(
     ctx: InvocationContext,
     loop: Callable[[LiveStreams], AsyncGenerator[Event, None]],
@@ -396,8 +424,11 @@ async def drive_live(
     for the model or a tool; appends ended events only between the loop's steps (never during
     one), then, once the loop is done, waits for the streams still running (at most ``wait``
     seconds, then stops them) and appends their ended events. On an early stop (the caller
-    stops iterating, or cancels) every stream is cancelled and its end appended if the store
-    can still be written; else the next live invocation reports it as interrupted.
+    stops iterating, or cancels) every stream is cancelled and its end appended at the
+    session's head (re-read: the stop may have cut off the invocation's view of its own last
+    append). An end that cannot be appended is raised to a caller that stopped iterating, and
+    added as a note to an error or cancellation already on its way out; the next live
+    invocation then reports the stream as interrupted.
     """
     streams = LiveStreams(
         agent_name=ctx.agent.name, invocation_id=ctx.invocation_id, branch=ctx.branch, model=model
@@ -421,6 +452,7 @@ async def drive_live(
     next_task: asyncio.Future[Any] | None = None
     chunk_task: asyncio.Future[Event | None] | None = None
     finished = False
+    stopping: BaseException | None = None
     try:
         while True:
             next_task = asyncio.ensure_future(anext(inner, _DONE))
@@ -469,6 +501,9 @@ async def drive_live(
         for event in await _record_ended(ctx, streams):
             yield event
         finished = True
+    except BaseException as exc:
+        stopping = exc
+        raise
     finally:
         if chunk_task is not None:
             chunk_task.cancel()
@@ -480,7 +515,17 @@ async def drive_live(
             with contextlib.suppress(Exception):
                 await inner.aclose()
             streams.end_all("cancelled")
-            # Best effort: the store may be gone; a later live invocation reports it anyway.
-            with contextlib.suppress(Exception):
+            try:
                 await streams.wait_stopped()
-                await _record_ended(ctx, streams)
+                await _record_ended_at_head(ctx, streams)
+            except Exception as failure:
+                # Reported, never swallowed: the caller that stopped the stream (GeneratorExit)
+                # gets the failure itself; an error or cancellation already on its way out
+                # carries it as a note. A later live invocation still reports the stream ended.
+                if stopping is None or isinstance(stopping, GeneratorExit):
+                    raise
+                stopping.add_note(
+                    f"The end of the live stream(s) of invocation {ctx.invocation_id!r} could "
+                    f"not be appended to session {ctx.session_id!r}: "
+                    f"{type(failure).__name__}: {failure}"
+                )

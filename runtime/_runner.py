@@ -8,6 +8,8 @@ process) continues any session from the database alone.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from runtime._plugins import plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
+from runtime.replay._children import child_confirmation_ids
 from runtime.tools import ModelRequest, ToolCallObserver
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -365,7 +368,7 @@ class Runner:
             step = await run_claimed(ctx, claimed, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if _stopped(ctx, step, ending):
+            if await _stopped(ctx, step, ending):
                 return
             if plan.pause_reason is not None:
                 # The reason was read before the calls ran; another writer may have settled the
@@ -443,23 +446,68 @@ class Runner:
             step = await run_claimed(ctx, claimed, tools=request.tools_by_name, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if _stopped(ctx, step, ending):
+            if await _stopped(ctx, step, ending):
                 return
+
+
+_DONE = object()
 
 
 async def _with_emitted(
     ctx: InvocationContext, loop: AsyncGenerator[Event, None]
 ) -> AsyncGenerator[Event, None]:
-    """The loop's events, each preceded by the events tools emitted before it (never stored)."""
-    emitted: list[Event] = []
-    ctx.event_sink = emitted.append
+    """The loop's events, and the events tools emit (never stored) as they are emitted.
+
+    The loop runs its next step in a task so that an event a tool emits while the step still
+    runs (a child agent's event, ``emit_event``) reaches the caller then, not when the step
+    ends; what was emitted during a step comes before the step's own events. Stopping early or
+    cancelling cancels the running step and waits for it (tools stop as on any cancellation).
+    """
+    emitted: collections.deque[Event] = collections.deque()
+    arrived = asyncio.Event()
+
+    def sink(event: Event) -> None:
+        emitted.append(event)
+        arrived.set()
+
+    ctx.event_sink = sink
     async with contextlib.aclosing(loop):
-        async for event in loop:
+        while True:
+            step: asyncio.Future[Any] = asyncio.ensure_future(anext(loop, _DONE))
+            try:
+                while not step.done():
+                    if not emitted:
+                        arrived.clear()
+                        waiter = asyncio.ensure_future(arrived.wait())
+                        try:
+                            await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                        finally:
+                            waiter.cancel()
+                    while emitted:
+                        yield emitted.popleft()
+            finally:
+                if not step.done():
+                    step.cancel()
+                    await _settle(step)
+            produced = step.result()
             while emitted:
-                yield emitted.pop(0)
-            yield event
-    while emitted:
-        yield emitted.pop(0)
+                yield emitted.popleft()
+            if produced is _DONE:
+                return
+            yield produced
+
+
+async def _settle(task: asyncio.Future[Any]) -> None:
+    """Wait until a cancelled ``task`` has finished, even when this task is cancelled meanwhile
+    (that cancellation is raised once it has)."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
@@ -517,8 +565,13 @@ async def _stream_turn(
         )
 
 
-def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
-    """Decide whether the invocation ends after a step; fill ``ending`` when it does."""
+async def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
+    """Decide whether the invocation ends after a step; fill ``ending`` when it does.
+
+    A call left open because its ``AgentTool`` child waits for confirmations pauses the
+    invocation for those confirmations (read from the child's log): their ids are what
+    ``answer_confirmation`` accepts on this session.
+    """
     if step.dropped_call_ids:
         ending.status = "stale"
         ending.pending = ()
@@ -528,12 +581,19 @@ def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bo
             f"appends nothing more to session {ctx.session_id!r}."
         )
         return True
-    if step.confirmation_call_ids:
+    asked_by_children: tuple[str, ...] = ()
+    if step.pending_call_ids:
+        asked_by_children = await child_confirmation_ids(
+            ctx.store, ctx.session_id, step.pending_call_ids
+        )
+    if step.confirmation_call_ids or asked_by_children:
         ending.status = "paused_for_confirmation"
-        ending.pending = step.confirmation_call_ids
+        ending.pending = (*step.confirmation_call_ids, *asked_by_children)
         ending.reason = (
             f"Invocation {ctx.invocation_id!r} waits for the answer to confirmation request(s) "
-            f"{', '.join(step.confirmation_call_ids)}."
+            f"{', '.join(ending.pending)}"
+            + (" (asked in the child sessions of its agent-tool calls; answer them through "
+               "this session)." if asked_by_children else ".")
         )
         return True
     if step.pending_call_ids:

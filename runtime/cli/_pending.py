@@ -32,8 +32,7 @@ from eventstore.cli import (
     short_json,
 )
 from runtime import Agent
-from runtime.replay import PendingReport, open_child_sessions
-from runtime.replay import pending as runtime_pending
+from runtime.replay import PendingReport, session_pending
 from runtime.tools import is_idempotent
 
 from ._claims import describe_claim
@@ -140,14 +139,13 @@ def pending(
 async def pending_payload(
     store: EventStore, session_id: str, *, db: str, idempotent: list[str] | None = None
 ) -> dict[str, Any]:
-    """What ``evs pending --json`` prints for ``session_id``: the pending items of the session
-    and of its paused children, each with the command that answers it, and the next run."""
+    """What ``evs pending --json`` prints for ``session_id``: ``runtime.replay.session_pending``
+    — the session's items and those of its paused children — each with the command that
+    answers it, and the next run."""
     info = await store.session_info(session_id)
     knowledge = _tool_knowledge(info.app_name, idempotent)
-    report = runtime_pending(await store.read(session_id), idempotent_tools=knowledge,
-                             untrusted=await store.untrusted(session_id))
+    report = await session_pending(store, session_id, idempotent_tools=knowledge)
     items = _pending_items(report, db=db, session_id=session_id)
-    items += await _child_items(store, session_id, db=db, knowledge=knowledge)
     next_run = {
         "executes": list(report.next_run.executes),
         "step": report.next_run.step,
@@ -159,40 +157,26 @@ async def pending_payload(
             "untrusted": untrusted}
 
 
-async def _child_items(
-    store: EventStore, session_id: str, *, db: str, knowledge: list[str] | None, depth: int = 0
-) -> list[dict[str, Any]]:
-    """The pending items of the child sessions of the session's open ``AgentTool`` calls (a
-    paused child keeps its parent call open), each with the command that answers it."""
-    if depth >= 8:
-        return []
-    items: list[dict[str, Any]] = []
-    for child in await open_child_sessions(store, session_id):
-        report = runtime_pending(await store.read(child), idempotent_tools=knowledge)
-        items += _pending_items(report, db=db, session_id=child)
-        items += await _child_items(store, child, db=db, knowledge=knowledge, depth=depth + 1)
-    return items
-
-
 def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[dict[str, Any]]:
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
     with the ``evs`` command that unblocks it."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    respond = f"{prog()} respond{flag} {shlex.quote(session_id)}"
     items: list[dict[str, Any]] = []
     for entry in report:
+        where = entry.session_id or session_id
+        respond = f"{prog()} respond{flag} {shlex.quote(where)}"
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
-            command = f"{confirm_command(db, session_id)} {entry.confirmation_id} --yes   (or --no)"
+            command = f"{confirm_command(db, where)} {entry.confirmation_id} --yes   (or --no)"
         elif entry.kind == "long_running":
             command = f"{respond} {entry.call.id} --result '{{...}}'"
         elif entry.kind == "in_doubt" or entry.kind == "idempotency_unknown":
-            rerun = f"{prog()} rerun{flag} {shlex.quote(session_id)} {entry.call.id}"
+            rerun = f"{prog()} rerun{flag} {shlex.quote(where)} {entry.call.id}"
             command = (f"{rerun}   (it did not happen: run it again)   or   "
                        f"{respond} {entry.call.id} --result '{{...}}'   (it happened: record "
                        "it)")
         items.append({
-            "session_id": session_id,
+            "session_id": where,
             "kind": entry.kind,
             "seq": entry.seq,
             "agent": entry.agent,

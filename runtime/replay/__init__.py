@@ -13,6 +13,7 @@ from runtime.replay._artifacts import (
     LoadedArtifactsScan,
     requested_artifacts,
 )
+from runtime.replay._children import session_pending
 from runtime.replay._confirmations import (
     ConfirmationRecovery,
     ConfirmationScan,
@@ -98,5 +99,6 @@ __all__ = [
     "requested_artifacts",
     "rerun_call",
     "rerun_call_ids",
+    "session_pending",
     "submit_response",
 ]

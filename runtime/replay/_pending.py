@@ -105,6 +105,9 @@ class PendingCall:
     claim: dict[str, Any] | None = None
     """For started calls: the newest claim's ``seq`` and, when recorded, its ``claimed_by``
     (invocation id, host, pid, wall-clock time)."""
+    session_id: str | None = None
+    """``None``: the item is the reported session's own. Else the ``AgentTool`` child session it
+    lives in (``session_pending``); it is answered through the parent all the same."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,7 +144,8 @@ class PendingReport:
     nothing is executed from them; the next run pauses when it would read one."""
 
     def __iter__(self) -> Iterator[PendingCall]:
-        """Iterate over every reported call, ordered by ``seq``."""
+        """Iterate over every reported call: the session's own ordered by ``seq``, then each
+        child session's (``session_pending``), by session id, then ``seq``."""
         every = [
             *self.unanswered,
             *self.confirmations,
@@ -149,12 +153,14 @@ class PendingReport:
             *self.in_doubt,
             *self.not_acted_on,
         ]
-        return iter(sorted(every, key=lambda p: p.seq or 0))
+        return iter(sorted(every, key=lambda p: (p.session_id is not None, p.session_id or "",
+                                                 p.seq or 0)))
 
     def __bool__(self) -> bool:
-        """True when anything waits: a call the next run acts on, or a call waiting for someone."""
+        """True when anything waits: a call the next run acts on, a call waiting for someone, or
+        a next run that pauses (e.g. on a refused answer: someone must answer anew)."""
         return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt
-                    or self.untrusted)
+                    or self.untrusted or self.next_run.step == "pauses")
 
 
 @dataclass(slots=True)
@@ -222,6 +228,7 @@ def pending(
     idempotent_tools: Collection[str] | None = None,
     agent_name: str | None = None,
     untrusted: Mapping[int, Literal["unsigned", "bad_signature"]] | None = None,
+    also_idempotent: Collection[str] = (),
 ) -> PendingReport:
     """Return what the session described by ``events`` is waiting on, with reasons.
 
@@ -232,13 +239,16 @@ def pending(
     ``Runner.run(new_message=None)`` does, given the same tool knowledge. Pure: the same events
     give the same report. ``untrusted`` (seq -> problem, a keyed store's
     ``EventStore.untrusted``) names events whose signature is missing or wrong: they are
-    reported in ``untrusted`` and the runner executes nothing from them.
+    reported in ``untrusted`` and the runner executes nothing from them. ``also_idempotent``
+    names tools known to be idempotent even when ``idempotent_tools`` is ``None`` (the calls of
+    an ``AgentTool``, found by their linked child session: see ``session_pending``).
     """
     log = _ordered(events)
     index = _index(log)
     agent = agent_name if agent_name is not None else (index.agents[-1] if index.agents else "")
     decision = plan_resume(
-        reversed(log), agent_name=agent, idempotent_tools=idempotent_tools or (),
+        reversed(log), agent_name=agent,
+        idempotent_tools=sorted({*(idempotent_tools or ()), *also_idempotent}),
         untrusted=untrusted,
     )
     report = _Report(index, agent, decision, idempotent_tools, log).build()
@@ -352,7 +362,7 @@ class _Report:
                 original,
                 request[2] if request is not None else None,
                 f"{refusal.reason} The next run does not act on this answer"
-                + (" and pauses." if kind == "refused" and not d.execute else "."),
+                + (" and pauses." if d.pause_reason is not None else "."),
                 confirmation_id=refusal.confirmation_id,
             )
             self.covered.add(refusal.confirmation_id)
@@ -445,7 +455,7 @@ class _Report:
                     "confirmation", original, seq,
                     f"Agent {agent!r} asks to confirm call {original.id!r} of tool "
                     f"{original.name!r}: answer with answer_confirmation(confirmation_id="
-                    f"{cid!r}, confirmed=…).",
+                    f"{cid!r}, confirmed=…)." + _embedded_problem(cid, embedded, stored, agent),
                     confirmation_id=cid, hint=asked.hint,
                 )
             elif answered is None:
@@ -493,3 +503,16 @@ class _Report:
                     f"Call {cid!r} of tool {name!r} was never started and a newer turn "
                     "followed: no run executes it.",
                 )
+
+
+def _embedded_problem(cid: str, embedded: FunctionCall, stored: _Call | None, agent: str) -> str:
+    """What the next run will say about an answer to request ``cid``, when it refuses it for
+    the call the request embeds (``ConfirmationScan``'s ``never_issued`` / ``mismatch``)."""
+    if stored is None or stored.agent != agent:
+        return (f" Beware: it names call {embedded.id!r}, which agent {agent!r} never emitted; "
+                "an answer to it is refused and the next run pauses.")
+    if stored.call.name != embedded.name or stored.call.args != embedded.args:
+        return (f" Beware: it embeds {embedded.name}({embedded.args!r}) but call "
+                f"{embedded.id!r} is stored as {stored.call.name}({stored.call.args!r}); an "
+                "answer to it is refused and the next run pauses.")
+    return ""

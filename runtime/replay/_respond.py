@@ -25,7 +25,6 @@ from eventstore import (
     FunctionCall,
     FunctionResponse,
     Part,
-    SessionNotFoundError,
 )
 from runtime._exceptions import (
     CallAlreadyAnsweredError,
@@ -37,11 +36,10 @@ from runtime._exceptions import (
     UnknownCallError,
 )
 
+from ._children import MAX_CHILD_DEPTH, open_children
 from ._log import (
     CLAIMED_BY_KEY,
-    PARENT_LINK_KEY,
     USER_AUTHOR,
-    child_session_id,
     feed_store,
     is_placeholder_response,
     is_user_message,
@@ -271,24 +269,7 @@ async def _append_checked(
 async def open_child_sessions(store: EventStore, session_id: str) -> list[str]:
     """Ids of the ``AgentTool`` child sessions of the session's open calls (started, no settled
     response), in call order: where a paused child's pending items live."""
-    events = await store.read(session_id)
-    settled = {cid for e in events for cid in settled_response_ids(e)}
-    started = {cid for e in events for cid in e.started_call_ids}
-    children: list[str] = []
-    for event in events:
-        for call in event.function_calls():
-            if call.id in settled or call.id not in started:
-                continue
-            child = child_session_id(session_id, call.id)
-            try:
-                first = await store.read(child, limit=4)
-            except SessionNotFoundError:
-                continue
-            link = next((e.custom_metadata.get(PARENT_LINK_KEY) for e in first
-                         if PARENT_LINK_KEY in e.custom_metadata), None)
-            if isinstance(link, Mapping) and link.get("session_id") == session_id:
-                children.append(child)
-    return children
+    return [child for _, child in await open_children(store, session_id)]
 
 
 async def _routed(
@@ -299,7 +280,7 @@ async def _routed(
     try:
         return await answer(session_id)
     except UnknownCallError:
-        if depth >= _MAX_CHILD_DEPTH:
+        if depth >= MAX_CHILD_DEPTH:
             raise
         for child in await open_child_sessions(store, session_id):
             try:
@@ -307,9 +288,6 @@ async def _routed(
             except UnknownCallError:
                 continue
         raise
-
-
-_MAX_CHILD_DEPTH = 8
 
 
 def _check_attempts(attempts: int) -> None:

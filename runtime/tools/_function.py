@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -233,12 +234,19 @@ class FunctionTool(CallableTool):
             if self._return_adapter is not None:
                 value = self._return_adapter.validate_python(result)
                 dumped = self._return_adapter.dump_python(value, mode="json")
+                plain = functools.partial(self._return_adapter.dump_python, value, mode="python")
             elif isinstance(result, BaseModel):
                 dumped = result.model_dump(mode="json")
+                plain = functools.partial(result.model_dump, mode="python")
             else:
                 if isinstance(result, Mapping):
                     result = dict(result)
                 dumped = to_jsonable_python(result)
+                plain = functools.partial(_ANY.dump_python, result, mode="python")
+            if _holds_none(dumped, 0):
+                # pydantic's JSON mode turns NaN and ±inf into null, a silent change of the
+                # result: put them back, so the log's check refuses them naming the path.
+                dumped = _with_non_finite(dumped, plain(), 0)
         except pydantic.ValidationError as exc:
             raise ToolResultError(
                 f"Tool {self._name!r} returned a value that does not match its return "
@@ -254,6 +262,45 @@ class FunctionTool(CallableTool):
         if isinstance(dumped, dict):
             return dumped
         return {"result": dumped}
+
+
+_ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
+
+_CONVERSION_DEPTH = 256
+"""Beyond this nesting the log refuses a value anyway (``eventstore.MAX_JSON_DEPTH``)."""
+
+
+def _holds_none(value: Any, depth: int) -> bool:
+    if value is None:
+        return True
+    if depth > _CONVERSION_DEPTH:
+        return False
+    if isinstance(value, dict):
+        return any(_holds_none(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_none(v, depth + 1) for v in value)
+    return False
+
+
+def _with_non_finite(dumped: Any, plain: Any, depth: int) -> Any:
+    """``dumped`` (JSON mode) with each null that is a non-finite float in ``plain`` (the same
+    result in Python mode) replaced by that float; elsewhere ``dumped`` unchanged."""
+    if dumped is None:
+        return plain if isinstance(plain, float) and not math.isfinite(plain) else None
+    if depth > _CONVERSION_DEPTH:
+        return dumped
+    if isinstance(dumped, dict) and isinstance(plain, Mapping):
+        return {
+            key: _with_non_finite(item, plain[key], depth + 1) if key in plain else item
+            for key, item in dumped.items()
+        }
+    if (
+        isinstance(dumped, list)
+        and isinstance(plain, (list, tuple))
+        and len(plain) == len(dumped)
+    ):
+        return [_with_non_finite(item, p, depth + 1) for item, p in zip(dumped, plain, strict=True)]
+    return dumped
 
 
 @overload

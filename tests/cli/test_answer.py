@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -376,3 +377,129 @@ def test_show_finds_a_child_whose_id_is_hashed_because_it_is_long(db: Path) -> N
     links = orjson.loads(invoke("show", parent_id, "--db", str(db), "--json").stdout)["links"]
     assert links["children"] == {call_id: child_id}
     assert f"↓ child session {child_id}" in invoke("show", parent_id, "--db", str(db)).stdout
+
+
+def _paused_by_child(db: Path) -> tuple[str, ...]:
+    """Session ``trip`` whose AgentTool call ``p-1`` waits for its child's confirmation; return
+    the run's ``pending_call_ids``."""
+    import asyncio
+
+    from eventstore import FunctionCall, open_store
+    from runtime import Agent, AgentTool, ModelResponse, Runner, ScriptedModel, function_tool
+
+    @function_tool(requires_confirmation=True)
+    def book(city: str) -> dict[str, str]:
+        """Book.
+
+        Args:
+            city: Where.
+        """
+        return {"booked": city}
+
+    async def build() -> tuple[str, ...]:
+        async with await open_store(db, auto_upgrade=True) as store:
+            child = Agent(name="booker", tools=[book], model=ScriptedModel([ModelResponse(
+                function_calls=(FunctionCall(id="c-1", name="book", args={"city": "Kyoto"}),))]))
+            parent = Agent(name="planner", tools=[AgentTool(child, store=store)],
+                           model=ScriptedModel([ModelResponse(function_calls=(FunctionCall(
+                               id="p-1", name="booker", args={"request": "Kyoto"}),))]))
+            runner = Runner(agent=parent, store=store, app_name="trip")
+            await runner.create_session(user_id="u", session_id="trip")
+            result = await runner.run(session_id="trip", user_id="u", new_message="book")
+            assert result.status == "paused_for_confirmation"
+            return result.pending_call_ids
+
+    return asyncio.run(build())
+
+
+def _session_pending(db: Path, session_id: str) -> Any:
+    import asyncio
+
+    from eventstore import open_store
+    from runtime import session_pending
+
+    async def read() -> Any:
+        async with await open_store(db) as store:
+            return await session_pending(store, session_id)
+
+    return asyncio.run(read())
+
+
+def test_pending_and_confirm_of_a_parent_paused_by_its_child_agree_with_session_pending(
+    db: Path,
+) -> None:
+    [cid] = _paused_by_child(db)
+    report = _session_pending(db, "trip")
+    shown = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)
+    # The confirmation the run named, as an item like an own confirmation: tool, args, hint.
+    [item] = shown["pending"]
+    [expected] = report.confirmations
+    assert (item["kind"], item["confirmation_id"], item["session_id"]) == (
+        "confirmation", cid, "trip/p-1")
+    assert (item["tool"], item["args"], item["hint"]) == (
+        expected.call.name, expected.call.args, expected.hint)
+    assert (item["tool"], item["args"]) == ("book", {"city": "Kyoto"})
+    assert item["hint"]
+    assert shown["next_run"] == {"executes": ["p-1"], "step": "waits",
+                                 "reason": report.next_run.reason}
+    text = invoke("pending", "trip", "--db", str(db)).stdout
+    assert "confirmation (child session trip/p-1): book" in text
+    assert "Next run: The next run executes p-1, then waits" in text
+
+    answered = invoke("confirm", "trip", cid, "--yes", "--db", str(db))
+    assert answered.exit_code == 0, answered.stderr
+    report = _session_pending(db, "trip")
+    shown = orjson.loads(invoke("pending", "trip", "--db", str(db), "--json").stdout)
+    assert [(i["kind"], i["call_id"]) for i in shown["pending"]] == [("confirmed_not_run", "c-1")]
+    assert [(p.kind, p.call.id) for p in report] == [("confirmed_not_run", "c-1")]
+    assert shown["next_run"]["step"] == report.next_run.step == "calls_model"
+
+
+def _answer_through_the_api(db: Path, session_id: str, confirmation_id: str) -> None:
+    import asyncio
+
+    from eventstore import open_store
+    from runtime import answer_confirmation
+
+    async def answer() -> None:
+        async with await open_store(db) as store:
+            await answer_confirmation(store, session_id=session_id,
+                                      confirmation_id=confirmation_id, confirmed=True)
+
+    asyncio.run(answer())
+
+
+def test_pending_and_confirm_of_a_request_embedding_other_args_agree_with_session_pending(
+    db: Path,
+) -> None:
+    import dataclasses
+
+    from _cli_support import make_session, paused_weather_log
+
+    from eventstore import Content, Part
+
+    log = paused_weather_log()
+    request = log[-1].function_calls()[0]
+    embedded = {**request.args, "originalFunctionCall": {
+        "id": "c3", "name": "paid_lookup", "args": {"city": "Lyon"}}}  # edited: stored is Paris
+    tampered = dataclasses.replace(request, args=embedded)
+    log[-1] = dataclasses.replace(log[-1], content=Content(
+        role="model", parts=(Part(function_call=tampered),)))
+    make_session(str(db), log)
+
+    [asked] = [i for i in orjson.loads(invoke("pending", "s1", "--db", str(db), "--json")
+                                       .stdout)["pending"] if i["kind"] == "confirmation"]
+    assert "an answer to it is refused and the next run pauses" in asked["reason"]
+    refused_by_cli = invoke("confirm", "s1", "confirm-1", "--yes", "--db", str(db))
+    assert refused_by_cli.exit_code == 1  # evs confirm appends nothing to a damaged log
+    assert "confirmation_call_mismatch" in refused_by_cli.stderr
+    _answer_through_the_api(db, "s1", "confirm-1")
+
+    report = _session_pending(db, "s1")
+    shown = orjson.loads(invoke("pending", "s1", "--db", str(db), "--json").stdout)
+    [refused] = [i for i in shown["pending"] if i["kind"] == "refused"]
+    assert refused["confirmation_id"] == "confirm-1"
+    assert "embeds paid_lookup({'city': 'Lyon'})" in refused["reason"]
+    assert shown["next_run"] == {"executes": [], "step": "pauses",
+                                 "reason": report.next_run.reason}
+    assert report  # something waits: the next run pauses on the refusal

@@ -6,9 +6,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-from eventstore import Content, Event, EventStore, FunctionCall, FunctionResponse, Part
+import pytest
+
+from eventstore import (
+    Content,
+    Event,
+    EventStore,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    StoreClosedError,
+    open_store,
+)
 from runtime import (
     Agent,
     AgentCallbacks,
@@ -205,6 +217,71 @@ async def test_live_caller_stopping_cancels_the_stream_and_logs_it(store: EventS
     [end] = _ended(stored)
     assert (end["call_id"], end["reason"]) == ("t1", "cancelled")
     assert len(stored) == 5  # user, turn, claim, pending response, the end
+
+
+async def test_live_caller_stopping_after_the_first_chunk_logs_the_end_at_the_head(
+    store: EventStore,
+) -> None:
+    # The first chunk arrives while the step's response event is being appended: the stop
+    # cancels that append's caller after the store took it, so the invocation's version is old.
+    model = ScriptedModel(
+        [ModelResponse.calling(FunctionCall(id="t1", name="ticker", args={"symbol": "Z"})),
+         "Watching."]
+    )
+    runner = Runner(
+        agent=Agent(name="a", model=model, tools=[ticker]), store=store, app_name="app", live=True
+    )
+    await runner.create_session(user_id="u", session_id="s")
+    async with contextlib.aclosing(
+        runner.run_events(session_id="s", user_id="u", new_message="go")
+    ) as events:
+        async for event in events:
+            if event.partial:
+                break
+    stored = await store.read("s")
+    [end] = _ended(stored)
+    assert (end["call_id"], end["reason"]) == ("t1", "cancelled")
+    assert LIVE_STREAM_ENDED_KEY in stored[-1].custom_metadata
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+
+
+async def test_live_caller_stopping_reports_an_end_that_cannot_be_appended(
+    tmp_path: Path,
+) -> None:
+    async def never(request: ModelRequest) -> ModelResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    model = ScriptedModel(
+        [ModelResponse.calling(FunctionCall(id="t1", name="ticker", args={"symbol": "Y"})), never]
+    )
+    path = tmp_path / "gone.db"
+    store = await open_store(path, auto_upgrade=True)
+    runner = Runner(
+        agent=Agent(name="a", model=model, tools=[ticker]), store=store, app_name="app", live=True
+    )
+    await runner.create_session(user_id="u", session_id="s")
+
+    async def consume() -> None:
+        answered = False
+        async with contextlib.aclosing(
+            runner.run_events(session_id="s", user_id="u", new_message="go")
+        ) as events:
+            async for event in events:
+                answered = answered or bool(event.function_responses())
+                if answered and event.partial:  # the loop waits for the model now
+                    await store.aclose()  # the store goes away before the caller stops
+                    break
+
+    with pytest.raises(StoreClosedError):
+        await consume()
+    async with await open_store(path) as reopened:
+        assert _ended(await reopened.read("s")) == []
+        again = Runner(agent=Agent(name="a", model=ScriptedModel(["ok"]), tools=[ticker]),
+                       store=reopened, app_name="app", live=True)
+        await again.run(session_id="s", user_id="u", new_message="still there?")
+        [end] = _ended(await reopened.read("s"))
+        assert end["reason"] == "interrupted"
 
 
 async def test_live_restart_reports_a_stream_of_a_dead_process_as_ended(

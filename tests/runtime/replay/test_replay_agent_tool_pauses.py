@@ -4,12 +4,13 @@ answered on its own, the child starts atomically, cancellation is scoped, schema
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
-from eventstore import EventStore, FunctionCall
+from eventstore import EventStore, FunctionCall, open_store
 from runtime import (
     PARENT_LINK_KEY,
     Agent,
@@ -24,6 +25,7 @@ from runtime import (
     function_tool,
     pending,
     rerun_call,
+    session_pending,
     submit_response,
 )
 
@@ -87,15 +89,16 @@ async def test_agent_tool_each_child_confirmation_is_answered_on_its_own(
     runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Book both"})), "Done.")
     await runner.create_session(user_id="u", session_id="trip")
     first = await runner.run(session_id="trip", user_id="u", new_message="Book")
-    assert first.status == "paused_long_running"
-    assert first.pending_call_ids == ("p-1",)
     assert not [r for e in first.events for r in e.function_responses() if r.id == "p-1"]
     child = child_session_id("trip", "p-1")
     items = pending(await store.read(child), idempotent_tools=()).confirmations
     assert [i.call.args["city"] for i in items] == ["Kyoto", "Osaka"]
+    # The parent's caller sees the child's confirmations as the parent's pause.
+    assert first.status == "paused_for_confirmation"
+    assert first.pending_call_ids == tuple(i.confirmation_id for i in items)
 
     # Answered through the parent session, one by one: the answers land in the child.
-    kyoto, osaka = (i.confirmation_id or "" for i in items)
+    kyoto, osaka = first.pending_call_ids
     yes = await answer_confirmation(store, session_id="trip", confirmation_id=kyoto, confirmed=True)
     no = await answer_confirmation(store, session_id="trip", confirmation_id=osaka, confirmed=False)
     assert {yes.seq, no.seq} <= {e.seq for e in await store.read(child)}
@@ -205,6 +208,58 @@ async def test_agent_tool_skip_summarization_shows_the_childs_result(store: Even
     assert responses == [("p-1", {"price": 120, "city": "Nara"})]
 
 
+@pytest.mark.parametrize(
+    ("child_skips", "expected"),
+    [
+        pytest.param(False, "Nara: 120 a night.", id="child-answers-text"),
+        pytest.param(True, '{"city":"Nara","price":120}', id="child-tool-skips-too"),
+    ],
+)
+async def test_agent_tool_skip_summarization_ends_the_parent_with_the_childs_result(
+    store: EventStore, child_skips: bool, expected: str
+) -> None:
+    @function_tool
+    def quote(city: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Quote a price.
+
+        Args:
+            city: Where.
+        """
+        tool_context.actions.skip_summarization = child_skips
+        return {"price": 120, "city": city}
+
+    script: list[Any] = [_calls(("c-q", "quote", {"city": "Nara"}))]
+    if not child_skips:
+        script.append("Nara: 120 a night.")
+    child = Agent(name="quoter", model=ScriptedModel(script), tools=[quote])
+    tool = AgentTool(child, store=store, skip_summarization=True)
+    # No second parent model turn is scripted: the parent must not call its model again.
+    runner = _parent(store, tool, _calls(("p-1", "quoter", {"request": "Price?"})))
+    await runner.create_session(user_id="u", session_id="trip")
+    result = await runner.run(session_id="trip", user_id="u", new_message="go")
+    assert result.status == "completed"
+    assert result.final_text == expected
+    assert result.events[-1].text() == expected
+    again = await runner.run(session_id="trip", user_id="u")
+    assert (again.status, again.final_text, again.events) == ("completed", expected, ())
+
+
+async def test_agent_tool_skip_summarization_after_a_child_confirmation(
+    store: EventStore,
+) -> None:
+    booked: list[str] = []
+    tool = _booker(store, booked, _calls(("c-kyoto", "book", {"city": "Kyoto"})),
+                   "Booked Kyoto.", skip_summarization=True)
+    runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Book"})))
+    await runner.create_session(user_id="u", session_id="trip")
+    await runner.run(session_id="trip", user_id="u", new_message="Book")
+    [item] = pending(await store.read(child_session_id("trip", "p-1"))).confirmations
+    await answer_confirmation(store, session_id="trip", confirmation_id=item.confirmation_id or "",
+                              confirmed=True)
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text, booked) == ("completed", "Booked Kyoto.", ["Kyoto"])
+
+
 class Trip(pydantic.BaseModel):
     city: str
     nights: int
@@ -291,3 +346,109 @@ async def test_agent_tool_cancellation_is_scoped_at_the_boundary(
         assert finished == [True]
         assert answered == ["c-s"]
         assert child_events[-1].function_responses()
+
+
+def _confirming_booker(store: EventStore, booked: list[str], *script: Any) -> AgentTool:
+    @function_tool(requires_confirmation=True)
+    def book(city: str) -> dict[str, Any]:
+        """Book a hotel (costs money).
+
+        Args:
+            city: Where.
+        """
+        booked.append(city)
+        return {"booked": city}
+
+    return AgentTool(Agent(name="booker", model=ScriptedModel(list(script)), tools=[book]),
+                     store=store)
+
+
+async def test_agent_tool_child_confirmation_is_the_parents_pause_across_processes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "trip.db"
+    booked: list[str] = []
+    async with await open_store(path, auto_upgrade=True) as store:
+        tool = _confirming_booker(store, booked, _calls(("c-1", "book", {"city": "Kyoto"})))
+        runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Kyoto"})))
+        await runner.create_session(user_id="u", session_id="trip")
+        first = await runner.run(session_id="trip", user_id="u", new_message="Book Kyoto")
+        [cid] = first.pending_call_ids
+        assert first.status == "paused_for_confirmation"
+        assert cid.startswith("confirm-")
+        assert "through this session" in (first.pause_reason or "")
+
+        # The parent's report lists the child's confirmation like one of its own.
+        report = await session_pending(store, "trip", idempotent_tools=())
+        [item] = report.confirmations
+        assert (item.kind, item.confirmation_id, item.session_id) == (
+            "confirmation", cid, child_session_id("trip", "p-1"))
+        assert (item.call.name, item.call.args, item.agent) == ("book", {"city": "Kyoto"},
+                                                                "booker")
+        assert item.hint
+        assert list(report) == [item]  # the open call itself is no item: its child's are
+        assert (report.next_run.executes, report.next_run.step) == (("p-1",), "waits")
+        assert cid in report.next_run.reason
+        # ... and the runner agrees: without an answer it pauses the same way.
+        again = await runner.run(session_id="trip", user_id="u")
+        assert (again.status, again.pending_call_ids) == ("paused_for_confirmation", (cid,))
+
+    # Another process, with nothing but the database, answers through the parent's id ...
+    async with await open_store(path) as store:
+        await answer_confirmation(store, session_id="trip", confirmation_id=cid, confirmed=True)
+        report = await session_pending(store, "trip", idempotent_tools=())
+        [owed] = report.unanswered
+        assert (owed.kind, owed.call.id, owed.session_id) == ("confirmed_not_run", "c-1",
+                                                              "trip/p-1")
+        assert report.next_run.step == "calls_model"
+    assert booked == []
+
+    # ... and a third resumes the parent: the child's original call runs once.
+    async with await open_store(path) as store:
+        tool = _confirming_booker(store, booked, "Booked Kyoto.")
+        runner = _parent(store, tool, "Done.")
+        done = await runner.run(session_id="trip", user_id="u")
+        assert (done.status, done.final_text) == ("completed", "Done.")
+        after = await runner.run(session_id="trip", user_id="u")
+        assert after.status == "completed"
+        assert not await session_pending(store, "trip", idempotent_tools=())
+    assert booked == ["Kyoto"]
+
+
+async def test_agent_tool_session_pending_without_tool_knowledge_knows_the_agent_tool(
+    store: EventStore,
+) -> None:
+    tool = _confirming_booker(store, [], _calls(("c-1", "book", {"city": "Kyoto"})))
+    runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Kyoto"})))
+    await runner.create_session(user_id="u", session_id="trip")
+    await runner.run(session_id="trip", user_id="u", new_message="Book Kyoto")
+    own = pending(await store.read("trip"))  # alone, the parent's log cannot tell
+    assert own.next_run.step == "unknown"
+    report = await session_pending(store, "trip")
+    assert [i.kind for i in report] == ["confirmation"]
+    assert report.next_run.step == "waits"
+
+
+async def test_agent_tool_grandchild_confirmation_pauses_the_root_for_it(
+    store: EventStore,
+) -> None:
+    booked: list[str] = []
+    booker = _confirming_booker(store, booked, _calls(("c-1", "book", {"city": "Nara"})),
+                                "Booked Nara.")
+    middle = AgentTool(
+        Agent(name="organizer",
+              model=ScriptedModel([_calls(("m-1", "booker", {"request": "Nara"})), "Organized."]),
+              tools=[booker]),
+        store=store,
+    )
+    runner = _parent(store, middle, _calls(("p-1", "organizer", {"request": "Trip"})), "Done.")
+    await runner.create_session(user_id="u", session_id="trip")
+    first = await runner.run(session_id="trip", user_id="u", new_message="go")
+    [cid] = first.pending_call_ids
+    assert first.status == "paused_for_confirmation"
+    [item] = (await session_pending(store, "trip")).confirmations
+    grandchild = child_session_id(child_session_id("trip", "p-1"), "m-1")
+    assert (item.confirmation_id, item.session_id, item.call.name) == (cid, grandchild, "book")
+    await answer_confirmation(store, session_id="trip", confirmation_id=cid, confirmed=True)
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text, booked) == ("completed", "Done.", ["Nara"])

@@ -3,7 +3,10 @@ results only where one is awaited."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from _replay_support import PLACEHOLDER, History, call
 from test_replay_respond import AGENT, Counter, _paid_call, _paused, paid_runner
 
 from eventstore import (
@@ -14,6 +17,7 @@ from eventstore import (
     FunctionCall,
     FunctionResponse,
     Part,
+    ToolConfirmation,
 )
 from runtime import (
     CallAlreadyAnsweredError,
@@ -140,3 +144,37 @@ async def test_answers_result_for_a_never_started_paid_call_is_refused(store: Ev
     with pytest.raises(ResultNotAwaitedError, match="never started"):
         await submit_response(store, session_id="s", call_id="call-w", response={"ok": True})
     assert await _events(store) == before
+
+
+async def test_answers_confirmation_embedding_other_args_is_one_decision(
+    store: EventStore,
+) -> None:
+    # An edited or imported log: the request embeds other arguments than the stored call.
+    history = History()
+    history.user("Tokyo, paid lookup")
+    stored = call("paid_weather", "call-w", city="Tokyo")
+    history.model(stored)
+    history.claim(stored.id)
+    history.respond((stored, PLACEHOLDER), confirmations={stored.id: ToolConfirmation(hint="pay?")})
+    history.request(call("paid_weather", "call-w", city="Paris"), "confirm-w")
+    counter = Counter()
+    runner = paid_runner(store, counter)
+    await runner.create_session(user_id="u", session_id="s")
+    await store.append("s", [dataclasses.replace(e, seq=None) for e in history.events],
+                       expected_version=0)
+
+    [asked] = pending(await _events(store), idempotent_tools=()).confirmations
+    # said before anyone answers:
+    assert "embeds paid_weather({'city': 'Paris'})" in asked.reason
+    assert "an answer to it is refused and the next run pauses" in asked.reason
+    await answer_confirmation(store, session_id="s", confirmation_id="confirm-w", confirmed=True)
+
+    report = pending(await _events(store), idempotent_tools=())
+    assert report  # something waits: the next run pauses on the refusal
+    [refused] = report.not_acted_on
+    assert (refused.kind, refused.confirmation_id) == ("refused", "confirm-w")
+    assert refused.reason.endswith("and pauses.")
+    assert report.next_run.step == "pauses"
+    result = await runner.run(session_id="s", user_id="u")
+    assert (result.status, result.pause_reason) == ("paused_by_planner", report.next_run.reason)
+    assert counter.calls == []

@@ -27,7 +27,8 @@ def test_exports_all_is_sorted_and_exactly_the_public_surface(module: types.Modu
 
 
 def test_exports_runtime_reexports_the_answer_apis() -> None:
-    for name in ("answer_confirmation", "submit_response", "rerun_call", "pending"):
+    for name in ("answer_confirmation", "submit_response", "rerun_call", "pending",
+                 "session_pending"):
         assert name in runtime.__all__
         assert getattr(runtime, name) is getattr(runtime.replay, name)
 

@@ -98,6 +98,8 @@ async def _run(
         result = await runner.run(session_id="s", user_id="u")
     claims = [e for e in result.events if e.started_call_ids]
     executed = claims[0].started_call_ids if claims else ()
+    if report.next_run.step in ("pauses", "waits") or report.next_run.executes:
+        assert report  # the run will pause, wait or execute: the report says something waits
     return report.next_run, executed, model.calls, result.status, result.pause_reason
 
 
