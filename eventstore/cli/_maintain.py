@@ -13,7 +13,7 @@ from .._events import Event
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
-from .._statefold import decode_all, snapshot_state
+from .._statefold import decode_all, in_seq_order, snapshot_state
 from .._store import EventStore
 from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
@@ -190,7 +190,7 @@ def export(
             with progress(f"Exporting {info.version} events", total=None, size=info.version):
                 rows = await store.backend.read(session_id, after=None, upto=info.version,
                                                 backwards=False, limit=None)
-                events = decode_all(rows)
+                events = decode_all(in_seq_order(session_id, rows, upto=info.version))
                 artifacts = await _export_artifacts(store, session_id, events)
         # The chain is worth carrying only when an importer re-encoding the events gets the
         # stored bytes back: every row in the current encoding, every row hashed.
