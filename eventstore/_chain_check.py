@@ -1,15 +1,18 @@
 """Checking a session's hash chain and signatures: pure functions of its stored rows and head.
 
-``check_chain`` recomputes the chain (``eventstore._chain``) over the rows oldest first and
-reports the FIRST place it breaks, with how (stable codes):
+``check_chain`` recomputes the chain (``eventstore._chain``) over the rows in ``seq`` order
+(whatever order they are stored in: a hand edit of the ``seq`` column leaves the hidden
+``row_key`` that orders reads as it was) and reports the FIRST place it breaks, with how
+(stable codes). A break is classified by looking past it, at the rows after it:
 
 - ``chain_edited``    the row's columns changed after it was written (the next row still links
                       to its stored hash, or the head record vouches for it);
-- ``chain_inserted``  a row was put in that the store did not write (it has no hash, the rows
-                      after it link to the row before it, or it lies beyond the head record);
-- ``chain_deleted``   a row is missing (a gap in ``seq``, or later rows renumbered down: they
-                      link one ``seq`` further than they stand);
-- ``chain_reordered`` two neighbouring rows traded places (each links where the other stands);
+- ``chain_inserted``  a row was put in that the store did not write (it has no hash, two rows
+                      hold its ``seq``, the row written for its place comes later, the rows after
+                      it link to the row before it, or it lies beyond the head record);
+- ``chain_deleted``   a row is missing (a ``seq`` no row holds, or later rows renumbered down:
+                      they link one ``seq`` further than they stand);
+- ``chain_reordered`` two rows traded places (each links where the other stands);
 - ``tail_removed``    every row checks out but the head record is ahead of the last one;
 - ``head_mismatch``   the head record's hash (or, keyed, its signature) is not the last row's;
 - ``chain_broken``    the row's hash is wrong in a way none of the above explains.
@@ -52,6 +55,10 @@ class ChainProblem:
     """One of ``CHAIN_CODES``."""
     message: str
     """What is wrong, in one sentence."""
+
+
+def _seq(row: StoredEvent) -> int:
+    return row.seq
 
 
 def _digest(row: StoredEvent) -> bytes | None:
@@ -101,6 +108,17 @@ def _classify(rows: Sequence[StoredEvent], i: int, prev: bytes, before: bytes | 
         if _links(row.chain_hash, k + 2, nxt, nxt.chain_hash):
             return problem("chain_deleted", f"the event at seq {k} was deleted and the later "
                            "events renumbered down.")
+        # Past the neighbour: is the row written for seq k stored further on?
+        for j in range(i + 2, len(rows)):
+            owner = rows[j]
+            if not _links(prev, k, owner, owner.chain_hash):
+                continue
+            if _links(rows[j - 1].chain_hash or b"", owner.seq, row, row.chain_hash):
+                return problem("chain_reordered", f"seq {k} and seq {owner.seq} traded "
+                               "places.")
+            return problem("chain_inserted", f"seq {owner.seq} is what seq {k} was: the "
+                           f"events now at seq {k}..{owner.seq - 1} were inserted behind the "
+                           "store's back.")
     elif head is not None and head.head_seq is not None:
         if head.head_seq < k:
             return problem("chain_inserted", f"seq {k} lies beyond the session's head record "
@@ -117,21 +135,27 @@ def check_chain(
     rows: Sequence[StoredEvent], *, head: SessionRecord | None = None,
     signing_key: bytes | None = None,
 ) -> ChainProblem | None:
-    """Return where the chain of one session's ``rows`` (oldest first, as stored) first
-    breaks, or None when it checks out. ``head`` (the session's record with its head fields)
-    also catches a removed or replaced tail; with ``signing_key`` the head record's signature
-    must check out too (a head moved back by someone without the key)."""
+    """Return where the chain of one session's ``rows`` (as stored, in any order: they are
+    checked in ``seq`` order) first breaks, or None when it checks out. ``head`` (the
+    session's record with its head fields) also catches a removed or replaced tail; with
+    ``signing_key`` the head record's signature must check out too (a head moved back by
+    someone without the key)."""
+    rows = sorted(rows, key=_seq)
     prev, before, expected = GENESIS, None, 1
     for i, row in enumerate(rows):
+        if row.seq < expected:  # only a seq below 1 sorts before the place it should hold
+            return ChainProblem(seq=row.seq, code="chain_inserted",
+                                message=f"seq {row.seq} is no place in a log (seqs start at "
+                                "1): the row was inserted behind the store's back.")
         if row.seq != expected:
-            if row.seq > expected:
-                missing = f"{expected}" if row.seq == expected + 1 else \
-                    f"{expected}..{row.seq - 1}"
-                return ChainProblem(seq=expected, code="chain_deleted",
-                                    message=f"seq {missing} was deleted (the chain skips from "
-                                    f"seq {expected - 1} to seq {row.seq}).")
-            return ChainProblem(seq=row.seq, code="chain_reordered",
-                                message=f"seq {row.seq} appears out of order.")
+            missing = f"{expected}" if row.seq == expected + 1 else f"{expected}..{row.seq - 1}"
+            return ChainProblem(seq=expected, code="chain_deleted",
+                                message=f"seq {missing} was deleted (the chain skips from "
+                                f"seq {expected - 1} to seq {row.seq}).")
+        if i + 1 < len(rows) and rows[i + 1].seq == row.seq:
+            return ChainProblem(seq=row.seq, code="chain_inserted",
+                                message=f"seq {row.seq} is stored twice: a row was inserted "
+                                "behind the store's back.")
         if not _links(prev, row.seq, row, row.chain_hash):
             return _classify(rows, i, prev, before, head)
         assert row.chain_hash is not None

@@ -10,7 +10,9 @@ full replay (``session_state_fold`` is the reference). Knows no SQL: it uses the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from itertools import islice
+from operator import gt, lt
+from typing import Any, TypeVar
 
 import orjson
 
@@ -36,8 +38,11 @@ __all__ = [
     "decode_mappings",
     "decode_row_mappings",
     "decode_stored",
+    "in_seq_order",
     "snapshot_state",
 ]
+
+R = TypeVar("R", StoredEvent, EventRow)
 
 DEFAULT_SNAPSHOT_INTERVAL = 200
 """A snapshot of session state is kept every this many events, and one of each ``user:`` and
@@ -78,6 +83,47 @@ def snapshot_state(
     if scope is not None:
         reason = f"the shared snapshot of {scope} it reads: {reason}"
     raise CorruptSnapshotError(session_id, seq, reason)
+
+
+def in_seq_order(
+    session_id: str, rows: list[R], *, after: int | None = None, upto: int | None = None,
+    backwards: bool = False,
+) -> list[R]:
+    """Return ``rows`` (one range read of the session: ``StoredEvent``s or ``EventRow``s) when
+    their seqs rise strictly (fall, ``backwards``) within ``after < seq <= upto``; else raise
+    CorruptEventError at the first row out of place.
+
+    Backends return a session's rows in the order of their hidden key, which holds the seq the
+    store wrote; a hand edit of the ``seq`` column (two seqs swapped, a row copied in) does not
+    move a row, so the order and the seqs disagree. No reader gets events out of order: the
+    read fails, and ``evs verify`` (which checks the rows as stored) names the damage."""
+    if not rows:
+        return rows
+    items: list[Any] = rows
+    seqs: list[int] = ([r.seq for r in items] if type(items[0]) is StoredEvent
+                       else [r[0] for r in items])
+    low = 0 if after is None else after
+    high = (1 << 63) if upto is None else upto
+    first, last = (seqs[-1], seqs[0]) if backwards else (seqs[0], seqs[-1])
+    ordered = gt if backwards else lt
+    if low < first and last <= high and (
+        # Sorted and gap-free (every untouched log): strictly ordered, checked at C speed.
+        (last - first == len(seqs) - 1 and seqs == sorted(seqs, reverse=backwards))
+        or all(map(ordered, seqs, islice(seqs, 1, None)))
+    ):
+        return rows
+    previous: int | None = None
+    for seq in seqs:
+        if not low < seq <= high or (previous is not None and not ordered(previous, seq)):
+            near = f"next to seq {previous}" if previous is not None else (
+                f"in a read of the seqs {low + 1}..{upto}" if upto is not None else
+                f"in a read of the seqs after {low}")
+            raise CorruptEventError(
+                session_id, seq,
+                f"it is stored out of seq order ({near}): its seq was changed behind the "
+                f"store's back. `evs verify {session_id}` names the damage.")
+        previous = seq
+    raise AssertionError("unreachable: the fast check failed on rows in order")  # pragma: no cover
 
 
 def decode_all(rows: Sequence[StoredEvent]) -> list[Event]:
@@ -181,7 +227,9 @@ class StateFolder:
         base_seq, state = (0, {}) if snapshot is None else (
             snapshot[0], snapshot_state(snapshot[1], session_id=sid, seq=snapshot[0])
         )
-        tail = await backend.read(sid, after=base_seq, upto=at, backwards=False, limit=None)
+        tail = in_seq_order(sid, await backend.read(sid, after=base_seq, upto=at,
+                                                     backwards=False, limit=None),
+                            after=base_seq, upto=at)
         for event in decode_all(tail):
             apply_delta(state, session_part(event.actions.state_delta))
         if at == record.version and at - base_seq >= self._snapshot_interval:
@@ -252,7 +300,8 @@ class StateFolder:
                 {} if base is None else snapshot_state(base[1], session_id=sid, seq=base[0])
             )
             # Only what the record counted: an event appended since the listing is not folded.
-            for event in decode_all([r for r in tails[sid] if r.seq <= record.version]):
+            tail = in_seq_order(sid, tails[sid], after=base[0] if base else None)
+            for event in decode_all([r for r in tail if r.seq <= record.version]):
                 apply_delta(state, session_part(event.actions.state_delta))
             for user_id in (None, record.user_id):
                 if user_id not in shared:

@@ -44,6 +44,7 @@ from ._statefold import (
     StateFolder,
     decode_all,
     decode_stored,
+    in_seq_order,
 )
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 from ._store_fork import ForkMethods
@@ -386,7 +387,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             updated_at=record.updated_at,
             version=record.version,
             state=await self._folder.state(record, at=record.version),
-            events=decode_all(rows),
+            events=decode_all(in_seq_order(session_id, rows, after=after,
+                                           upto=record.version)),
         )
 
     async def session_info(self, session_id: str) -> SessionInfo:
@@ -514,14 +516,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         """Return events with ``after < seq <= upto``, oldest first, or newest first when
         ``backwards`` — at most ``limit`` of them, read in one page."""
         backend = self._open_backend()
-        rows = await backend.read(
-            check_lookup(session_id),
-            after=check_seq_bound(after, "after"),
-            upto=check_seq_bound(upto, "upto"),
-            backwards=check_bool(backwards, "backwards"),
-            limit=check_seq_bound(limit, "limit", minimum=0),
-        )
-        return decode_all(rows)
+        sid = check_lookup(session_id)
+        after = check_seq_bound(after, "after")
+        upto = check_seq_bound(upto, "upto")
+        backwards = check_bool(backwards, "backwards")
+        rows = await backend.read(sid, after=after, upto=upto, backwards=backwards,
+                                  limit=check_seq_bound(limit, "limit", minimum=0))
+        return decode_all(in_seq_order(sid, rows, after=after, upto=upto, backwards=backwards))
 
     async def iter_backwards(
         self,

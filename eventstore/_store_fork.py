@@ -14,7 +14,7 @@ from ._backend import Backend, SessionRecord
 from ._exceptions import ForkPointError, SessionExistsError
 from ._fork import ForkLink, ForkPlan, SessionForks, StepScan, artifact_versions
 from ._session import Session
-from ._statefold import StateFolder, decode_all
+from ._statefold import StateFolder, decode_all, in_seq_order
 
 __all__ = ["ForkMethods"]
 
@@ -99,7 +99,7 @@ class ForkMethods:
         if await backend.get_session(new_id) is not None:
             raise SessionExistsError(new_id)
         rows = await backend.read(session_id, after=None, upto=at, backwards=False, limit=None)
-        events = decode_all(rows)
+        events = decode_all(in_seq_order(session_id, rows, upto=at))
         scan, before = StepScan(), None
         for event in events[:-1]:
             scan.feed(event)
@@ -141,7 +141,7 @@ class ForkMethods:
         while True:
             rows = await backend.read(session_id, after=cursor, upto=None, backwards=False,
                                       limit=_PAGE)
-            for event in decode_all(rows):
+            for event in decode_all(in_seq_order(session_id, rows, after=cursor)):
                 scan.feed(event)
                 if scan.at_rest():
                     return event.seq

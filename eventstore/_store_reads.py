@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from ._args import check_bool, check_lookup, check_number, check_seq_bound
 from ._backend import Backend
 from ._exceptions import StoreUsageError
-from ._statefold import decode_mappings, decode_row_mappings
+from ._statefold import decode_mappings, decode_row_mappings, in_seq_order
 
 __all__ = ["MappingReads"]
 
@@ -102,18 +102,21 @@ class MappingReads:
             plain = await backend.read_rows(
                 session_id, after=after, upto=upto, backwards=backwards, limit=limit
             )
+            plain = in_seq_order(session_id, plain, after=after, upto=upto, backwards=backwards)
             decoded = decode_row_mappings(session_id, plain, compact=compact, convert=convert)
             if decoded is not None:
                 return decoded
             rows = await backend.read(
                 session_id, after=after, upto=upto, backwards=backwards, limit=limit
             )
+            rows = in_seq_order(session_id, rows, after=after, upto=upto, backwards=backwards)
             return decode_mappings(rows, compact=compact, convert=convert)
         since = check_number(since, "since", positive=False)
         rows = await backend.read_since(
             session_id, timestamp=since, upto=upto,
             newest=limit if backwards and after is None else None,
         )
+        rows = in_seq_order(session_id, rows, upto=upto)
         if after is not None:
             rows = [r for r in rows if r.seq > after]
         if backwards:

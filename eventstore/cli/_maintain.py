@@ -16,7 +16,7 @@ import typer
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
-from .._statefold import decode_all, snapshot_state
+from .._statefold import decode_all, in_seq_order, snapshot_state
 from .._store import EventStore
 from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
@@ -199,7 +199,7 @@ async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> N
                                             backwards=False, limit=EXPORT_PAGE)
             if not rows:
                 break
-            events = decode_all(rows)
+            events = decode_all(in_seq_order(session_id, rows, after=after, upto=info.version))
             for name, version in referenced_artifacts(events).items():
                 referenced[name] = max(version, referenced.get(name, version))
             # The chain is worth carrying only when an importer re-encoding the events gets

@@ -65,15 +65,20 @@ def check_log(
         findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
 
 
+    # A gap is a seq no row holds: a row stored elsewhere (its seq column edited, the hidden
+    # row_key left) is out of order, not missing.
     expected = 1
+    for seq in sorted({row.seq for row in rows}):
+        if seq > expected:
+            missing = f"{expected}" if seq == expected + 1 else f"{expected}..{seq - 1}"
+            found(seq, "seq_gap", f"seq {missing} is missing before seq {seq}.")
+        expected = seq + 1
+    highest = 0
     for row in rows:
-        if row.seq > expected:
-            missing = f"{expected}" if row.seq == expected + 1 else f"{expected}..{row.seq - 1}"
-            found(row.seq, "seq_gap", f"seq {missing} is missing before seq {row.seq}.")
-        elif row.seq < expected:
+        if row.seq <= highest:
             found(row.seq, "seq_order", f"seq {row.seq} appears again or out of order.")
-        expected = max(expected, row.seq + 1)
-    newest = rows[-1].seq if rows else 0
+        highest = max(highest, row.seq)
+    newest = max((row.seq for row in rows), default=0)
     if newest != version:
         found(None, "version_mismatch",
               f"the session's version is {version} but its newest event has seq {newest}.")

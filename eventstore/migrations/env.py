@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore._open import DEFAULT_URL, resolve_url
-from eventstore._schema import metadata
+from eventstore._schema import described_by_models, metadata
 
 config = context.config
 
@@ -44,6 +44,9 @@ def _configure(connection: Connection | None = None, url: str | None = None) -> 
         url=url,
         target_metadata=metadata,
         compare_type=True,
+        # What the migrations create without a model (memory index, SQLite's event layout):
+        # autogenerate would otherwise propose dropping it, data and all.
+        include_name=described_by_models,
         # SQLite cannot ALTER most things; batch mode rebuilds tables instead.
         render_as_batch=(url or str(connection.engine.url if connection else "")).startswith(
             "sqlite"

@@ -72,6 +72,8 @@ DAMAGES: dict[str, tuple[Damage, str | None]] = {
                                "VALUES ('$S', 4, X'7B7B')"), "snapshot_undecodable"),
     "gap": (_sql("DELETE FROM evs_events WHERE seq = 9"), "seq_gap"),
     "repeated-seq": (_sql("UPDATE evs_events SET seq = 5 WHERE seq = 6"), "seq_order"),
+    "swapped-seq": (_sql("UPDATE evs_events SET seq = 7 - seq WHERE seq IN (3, 4)"),
+                    "chain_reordered"),
     "answered-twice": (_second_answer, "answered_twice"),
     "artifact-missing": (_sql("DELETE FROM evs_artifacts"), "artifact_missing"),
     "kind-changed": (_sql("UPDATE evs_events SET kind = 'mystery' WHERE seq = 2"),

@@ -131,6 +131,18 @@ async def tamper(target: BackendTarget, kind: str) -> None:
         await _move(target, 3, 100)
         await _move(target, 4, 3)
         await _move(target, 100, 4)
+    elif kind == "seq_swapped":
+        # Only the visible seq column: the hidden row_key (the stored order) stays.
+        await raw(target, "UPDATE evs_events SET seq = 7 - seq WHERE session_id = ? "
+                  "AND seq IN (3, 4)", SESSION)
+    elif kind == "copy_inserted":
+        # A copy of seq 3 (every column but the event id) put in at seq 4 by renumbering the
+        # seq column of the later rows; the copy takes the next free row_key.
+        await raw(target, "UPDATE evs_events SET seq = seq + 1 WHERE session_id = ? "
+                  "AND seq >= 4", SESSION)
+        await _copy_row(target, 3, to=7, event_id="copied", chain_hash=await _hash_of(target, 3))
+        await raw(target, "UPDATE evs_events SET seq = 4 WHERE session_id = ? "
+                  "AND event_id = 'copied'", SESSION)
     elif kind == "tail_removed":
         await raw(target, "DELETE FROM evs_events WHERE session_id = ? AND seq >= 5", SESSION)
     else:

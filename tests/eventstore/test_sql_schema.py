@@ -19,19 +19,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import SchemaOutdatedError, StorageError, open_store
 from eventstore._migrate import current_revision, head_revision, upgrade
-from eventstore._schema import metadata
+from eventstore._schema import described_by_models, metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _not_memory(name: str | None, type_: str, parent_names: Any) -> bool:
-    """The memory index (revision 0006, FTS5 on SQLite) has no SQLAlchemy model; see
-    ``tests/eventstore/test_memory_index.py``. Nor has SQLite's physical order of the events
-    (revision 0012: a rowid ``id`` in commit order, ``row_key`` unique through an index of its
-    own), checked by ``tests/eventstore/test_events_layout_migration.py``."""
-    if type_ == "column" and name == "id" and parent_names.get("table_name") == "evs_events":
-        return False
-    return not (name or "").startswith(("evs_memory", "ix_evs_memory", "uq_evs_events_row_key"))
 
 
 async def _drift(url: str) -> list[Any]:
@@ -41,7 +31,7 @@ async def _drift(url: str) -> list[Any]:
             return await conn.run_sync(
                 lambda sync: compare_metadata(
                     MigrationContext.configure(
-                        sync, opts={"compare_type": True, "include_name": _not_memory}
+                        sync, opts={"compare_type": True, "include_name": described_by_models}
                     ),
                     metadata,
                 )
@@ -73,6 +63,48 @@ def test_sql_schema_alembic_cli_upgrades_from_repo_root(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert asyncio.run(current_revision(url)) == head_revision()
+
+
+def _alembic(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the alembic CLI from the project's directory, as a developer would."""
+    env = {k: v for k, v in os.environ.items() if k != "EVS_DATABASE_URL"}
+    return subprocess.run([sys.executable, "-m", "alembic", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _check_is_clean(url: str) -> None:
+    """``alembic check`` (what ``revision --autogenerate`` would write) proposes nothing on a
+    database at head: not dropping the memory index or SQLite's event layout, which the models
+    leave out on purpose (``_schema.described_by_models``)."""
+    done = _alembic("-x", f"url={url}", "upgrade", "head")
+    assert done.returncode == 0, done.stderr
+    done = _alembic("-x", f"url={url}", "check")
+    assert done.returncode == 0, done.stderr
+    assert "No new upgrade operations detected." in done.stdout + done.stderr
+
+
+def test_sql_schema_alembic_check_is_clean_on_sqlite(tmp_path: Path) -> None:
+    _check_is_clean(f"sqlite+aiosqlite:///{tmp_path / 'check.db'}")
+
+
+@pytest.mark.postgres
+def test_sql_schema_alembic_check_is_clean_on_postgres(empty_postgres_url: str) -> None:
+    _check_is_clean(empty_postgres_url)
+
+
+def test_sql_schema_alembic_check_still_sees_drift_of_modelled_tables(tmp_path: Path) -> None:
+    """The filter hides only what the models leave out: an index they describe, dropped by
+    hand, is drift."""
+    path = tmp_path / "drift.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    assert _alembic("-x", f"url={url}", "upgrade", "head").returncode == 0
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX ix_evs_sessions_app_user")
+    done = _alembic("-x", f"url={url}", "check")
+    assert done.returncode != 0
+    assert "ix_evs_sessions_app_user" in done.stdout + done.stderr
+    assert "evs_memory" not in done.stdout + done.stderr
+    assert "uq_evs_events_row_key" not in done.stdout + done.stderr
 
 
 async def test_sql_schema_unmigrated_file_raises_with_upgrade_command(tmp_path: Path) -> None:

@@ -3,11 +3,13 @@ SQLite file and on PostgreSQL) is reported by ``evs verify`` at its seq, keyed a
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 from _evs_support import BackendTarget
 from _tamper import SESSION, make_log, raw, tamper
 
-from eventstore import Event, TamperedLogError, open_store
+from eventstore import CorruptEventError, Event, TamperedLogError, open_store
 from eventstore.cli._maintain import verify_session
 
 KEY = b"k" * 32
@@ -39,6 +41,8 @@ async def test_verify_untampered_log_has_no_finding(sql_target: BackendTarget,
     pytest.param("deleted", (3, "chain_deleted"), id="deleted"),
     pytest.param("deleted_renumbered", (3, "chain_deleted"), id="deleted-renumbered"),
     pytest.param("reordered", (3, "chain_reordered"), id="reordered"),
+    pytest.param("seq_swapped", (3, "chain_reordered"), id="seq-swapped"),
+    pytest.param("copy_inserted", (4, "chain_inserted"), id="copy-inserted"),
     pytest.param("tail_removed", (5, "tail_removed"), id="tail-removed"),
 ])
 async def test_verify_reports_tampering_at_its_seq(
@@ -103,3 +107,78 @@ async def test_append_refuses_a_log_whose_tail_was_removed(
         assert await store.version(SESSION) == 4
     finally:
         await store.aclose()
+
+
+SEQ_EDITS = [pytest.param("seq_swapped", id="seq-swapped"),
+             pytest.param("copy_inserted", id="copy-inserted")]
+
+
+@pytest.mark.parametrize("key", KEYED)
+@pytest.mark.parametrize("kind", SEQ_EDITS)
+async def test_verify_does_not_call_a_row_stored_elsewhere_missing(
+    sql_target: BackendTarget, key: bytes | None, kind: str
+) -> None:
+    """Every seq is still held by a row: no gap, no deletion; the rows out of place are named."""
+    await make_log(sql_target, signing_key=key)
+    await tamper(sql_target, kind)
+    found = await _findings(sql_target, key)
+    codes = {code for _, code in found}
+    assert not codes & {"seq_gap", "chain_deleted"}, found
+    assert ({3: "seq_order"} if kind == "seq_swapped" else {4: "seq_order"}).items() <= {
+        seq: code for seq, code in found if code == "seq_order"}.items(), found
+
+
+@pytest.mark.parametrize("key", KEYED)
+@pytest.mark.parametrize("kind", SEQ_EDITS)
+async def test_reads_never_return_events_out_of_seq_order(
+    sql_target: BackendTarget, key: bytes | None, kind: str
+) -> None:
+    """A read that meets a row whose seq column disagrees with where it is stored fails with
+    CorruptEventError naming the session and that seq (never events out of order, never a
+    seq outside the range asked for); the intact prefix before it still reads."""
+    await make_log(sql_target, signing_key=key)
+    await tamper(sql_target, kind)
+    store = await open_store(sql_target.url, signing_key=key)
+    try:
+        version = await store.version(SESSION)
+        readers = {
+            "read": lambda: store.read(SESSION),
+            "read after 3": lambda: store.read(SESSION, after=3),
+            "read backwards": lambda: store.read(SESSION, backwards=True),
+            "read newest 4": lambda: store.read(SESSION, backwards=True, limit=4),
+            "iter_backwards": lambda: _collect(store.iter_backwards(SESSION)),
+            "read_mappings": lambda: store.read_mappings(SESSION),
+            "read_mappings backwards": lambda: store.read_mappings(SESSION, backwards=True),
+            "read_mappings since": lambda: store.read_mappings(SESSION, since=0.0),
+            "get_session": lambda: store.get_session(SESSION),
+            "get_session last 4": lambda: store.get_session(SESSION, last=4),
+            "get_session since": lambda: store.get_session(SESSION, since=0.0),
+            "state": lambda: store.state(SESSION),
+            "fork": lambda: store.fork(SESSION, at=version),
+        }
+        wrong: dict[str, object] = {}
+        for name, reader in readers.items():
+            try:
+                got = await reader()
+            except CorruptEventError as exc:
+                if exc.session_id != SESSION or "out of seq order" not in str(exc) or \
+                        exc.seq not in (3, 4, 5, 6, 7):
+                    wrong[name] = exc
+            else:
+                wrong[name] = _seqs(got)
+        assert not wrong, wrong
+        assert [e.seq for e in await store.read(SESSION, upto=2)] == [1, 2]
+        assert [m["seq"] for m in await store.read_mappings(SESSION, upto=2)] == [1, 2]
+    finally:
+        await store.aclose()
+
+
+async def _collect(events: AsyncIterator[Event]) -> list[Event]:
+    return [event async for event in events]
+
+
+def _seqs(got: object) -> object:
+    """The seqs of what a reader returned (for the failure message)."""
+    if isinstance(got, list):
+        return [e["seq"] if isinstance(e, dict) else getattr(e, "seq", e) for e in got]
+    return [e.seq for e in got.events] if hasattr(got, "events") else got
