@@ -251,6 +251,13 @@ class Backend(Protocol):
         """Return the links naming the session, as a fork or as an origin, oldest first."""
         ...
 
+    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
+        """``(seq, app_name, user_id)`` of each of the session's event rows whose own app or
+        user differs from the session's, in seq order: the columns the ``user:``/``app:`` fold
+        selects by, edited behind the store's back (the memory backend has no such columns and
+        returns ``[]``)."""
+        ...
+
     async def has_signed_heads(self) -> bool:
         """Whether any session's head record is signed: a keyed store wrote to the database,
         so a store without the key must not write to it (see ``EventStore``)."""

@@ -179,6 +179,11 @@ class MemoryBackend:
             key=lambda link: (link.forked_at, link.session_id),
         )
 
+    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
+        """See ``Backend.scope_mismatches`` (events carry no scope of their own here)."""
+        self._session(session_id)
+        return []
+
     async def has_signed_heads(self) -> bool:
         """See ``Backend.has_signed_heads`` (a memory store is keyed or not from its start)."""
         self._check_open()

@@ -107,6 +107,11 @@ _READ_SQL = (
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
+_SCOPE_SQL = (
+    "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
+    "ON s.session_id = e.session_id WHERE e.session_id = $1 "
+    "AND (e.app_name <> s.app_name OR e.user_id <> s.user_id) ORDER BY e.seq"
+)
 _SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
@@ -343,6 +348,12 @@ class PostgresBackend:
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._run(lambda conn: forks.links(conn, session_id),
                                what=f"read the fork links of session {session_id!r}")
+
+    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
+        async def job(conn: Any) -> list[tuple[int, str, str]]:
+            return [(r[0], r[1], r[2]) for r in await conn.fetch(_SCOPE_SQL, session_id)]
+
+        return await self._run(job, what=f"read the scope of session {session_id!r}'s events")
 
     async def has_signed_heads(self) -> bool:
         async def job(conn: Any) -> bool:

@@ -144,6 +144,11 @@ _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
 _ROWS_FORWARD_SQL = _READ_FORWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _ROWS_BACKWARD_SQL = _READ_BACKWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
+_SCOPE_SQL = (
+    "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
+    "ON s.session_id = e.session_id WHERE e.session_id = ? "
+    "AND (e.app_name <> s.app_name OR e.user_id <> s.user_id) ORDER BY e.seq"
+)
 _SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
@@ -364,6 +369,12 @@ class SQLiteBackend:
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._read(lambda conn: forks.links(conn, session_id),
                                 what=f"read the fork links of session {session_id!r}")
+
+    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
+        def job(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
+            return [(r[0], r[1], r[2]) for r in conn.execute(_SCOPE_SQL, (session_id,))]
+
+        return await self._read(job, what=f"read the scope of session {session_id!r}'s events")
 
     async def has_signed_heads(self) -> bool:
         def job(conn: sqlite3.Connection) -> bool:

@@ -44,7 +44,7 @@ from ._exchange import (
     referenced_artifacts,
 )
 from ._progress import LARGE, progress
-from ._verify import Finding, check_artifacts, check_log, check_snapshots
+from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
 
 __all__ = [
     "db_current",
@@ -91,10 +91,14 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
     rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
                                     limit=None)
     origin = (await store.fork_links(session_id)).origin
+    head = await store.backend.get_session(session_id)
     findings, events = check_log(session_id, rows, version=version, decode=store.decode,
-                                 head=await store.backend.get_session(session_id),
+                                 head=head,
                                  signing_key=store.backend.signing_key,
                                  copied_through=origin.origin_seq if origin else 0)
+    if head is not None:
+        findings += check_scope(session_id, head.app_name, head.user_id,
+                                await store.backend.scope_mismatches(session_id), rows)
     snapshots, damaged = await _snapshots(store, session_id, version)
     findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))

@@ -18,7 +18,9 @@ from .._exceptions import CorruptEventError
 from .._state import fold_state, has_shared_keys, session_part
 from ._timeline import analyze
 
-__all__ = ["Finding", "check_artifacts", "check_events", "check_log", "check_snapshots"]
+__all__ = [
+    "Finding", "check_artifacts", "check_events", "check_log", "check_scope", "check_snapshots",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,4 +234,32 @@ def check_artifacts(
                 message=f"{where} names artifact {filename!r} version {version}, which does "
                 f"not exist ({have}).",
             ))
+    return findings
+
+
+def check_scope(
+    session_id: str, app_name: str, user_id: str,
+    mismatches: Sequence[tuple[int, str, str]], rows: Sequence[StoredEvent],
+) -> list[Finding]:
+    """Findings for the columns the ``user:``/``app:`` fold selects and orders by, which the
+    hash chain does not cover: an event row whose app or user is not its session's
+    (``scope_edited``: its shared-state delta would fold into another user's or app's state),
+    and a shared-state row whose position is not after the one before it in seq order
+    (``shared_order_edited``: the fold would apply the session's deltas out of order)."""
+    findings = [
+        Finding(session_id=session_id, seq=seq, code="scope_edited",
+                message=f"seq {seq}'s row names app {app!r} and user {user!r}, not the session's "
+                f"({app_name!r}, {user_id!r}): its user:/app: state change would count for "
+                "another scope.")
+        for seq, app, user in mismatches
+    ]
+    previous: StoredEvent | None = None
+    for row in sorted((r for r in rows if r.shared_state), key=lambda r: r.seq):
+        if previous is not None and row.position <= previous.position:
+            findings.append(Finding(
+                session_id=session_id, seq=row.seq, code="shared_order_edited",
+                message=f"seq {row.seq}'s shared-state position {row.position} is not after seq "
+                f"{previous.seq}'s ({previous.position}): the user:/app: fold would apply "
+                "them out of order."))
+        previous = row
     return findings
