@@ -162,9 +162,9 @@ class StoreHandle:
     async def _on_home(self, job: Callable[[EventStore], Coroutine[Any, Any, T]]) -> T:
         """``job(store)`` on the home loop, opening the store there first (the home loop is
         the only one touching ``_store`` and ``_lock`` of a home handle)."""
+        if self._lock is None:  # first, so that close() knows a job got here
+            self._lock = asyncio.Lock()
         if self._store is None:
-            if self._lock is None:
-                self._lock = asyncio.Lock()
             async with self._lock:
                 if self._closed:
                     raise StoreClosedError()
@@ -180,6 +180,8 @@ class StoreHandle:
         ``home_loop`` handle is closed for good; another reopens its store on next use."""
         if self._home:
             self._closed = True
+            if self._lock is None:  # no job ever reached the home loop: nothing is open
+                return
             if not _HOME.in_it():
                 await asyncio.wrap_future(_HOME.submit(self._close_on_home()))
                 return
@@ -199,6 +201,8 @@ class StoreHandle:
                     "This store belongs to the caller's event loop: await close() instead.")
             return
         self._closed = True
+        if self._lock is None:  # no job ever reached the home loop: nothing is open
+            return
         if _HOME.in_it():  # pragma: no cover - our jobs never close their own handle
             raise StoreUsageError("close_now() cannot wait on the home loop's own thread.")
         _HOME.submit(self._close_on_home()).result()
