@@ -7,6 +7,7 @@ live in ``_statefold``) and knows no SQL. Every method is a coroutine; the store
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 import uuid
@@ -181,11 +182,25 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         self._folder = StateFolder(backend, snapshot_interval=snapshot_interval)
         self._closed = False
         self._write_refusal = write_refusal
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None  # built outside a loop: it belongs to the first loop using it
 
     @property
     def url(self) -> str:
         """Where the data lives (without secrets)."""
         return self._backend.url
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop this store belongs to: the one it was opened on (or, when it was
+        built outside a running loop, the first one that used it; None until then). Its
+        methods are awaited on that loop only: awaited on another one they raise
+        StoreUsageError at once (``aclose`` excepted), since the backends' connections, locks
+        and wake-ups belong to their loop. From another thread, hand the call to that loop
+        (``asyncio.run_coroutine_threadsafe``) or open one store per loop."""
+        return self._loop
 
     @property
     def backend(self) -> Backend:
@@ -212,6 +227,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
     def _open_backend(self) -> Backend:
         if self._closed:
             raise StoreClosedError()
+        if asyncio.get_running_loop() is not self._loop:
+            self._bind_loop()
         return self._backend
 
     def _writable_backend(self) -> Backend:
@@ -221,6 +238,19 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         if self._write_refusal is not None:
             raise StoreUsageError(self._write_refusal)
         return backend
+
+    def _bind_loop(self) -> None:
+        """Bind a store built outside a loop to the running one; refuse any other loop."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            return
+        raise StoreUsageError(
+            f"The store {self.url} was opened on another event loop and is used from this "
+            "one; it belongs to the loop it was opened on (its connections, locks and "
+            "wake-ups do). Await it on that loop (from another thread: "
+            "asyncio.run_coroutine_threadsafe), or open one store per event loop (e.g. per "
+            "thread or per asyncio.run())."
+        )
 
     # -- encoding ------------------------------------------------------------------------------
 

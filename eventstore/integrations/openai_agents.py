@@ -36,8 +36,11 @@ except ImportError as exc:  # pragma: no cover - exercised on machines without t
     ) from exc
 
 import contextlib
+import dataclasses
+import math
 import os
 from collections import Counter
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import orjson
@@ -53,13 +56,16 @@ from eventstore import (
     Part,
     SessionExistsError,
     SessionNotFoundError,
+    StoreClosedError,
     StoreUsageError,
     new_event_id,
 )
 
 from ._handle import StoreHandle
 
-__all__ = ["CACHE_NAME", "METADATA_KEY", "EventStoreSession", "mirrored_call_id"]
+__all__ = [
+    "CACHE_NAME", "METADATA_KEY", "EventStoreSession", "SessionItemError", "mirrored_call_id",
+]
 
 METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
@@ -160,6 +166,76 @@ class _HeadCache:
         return cls(None, version, event_id, seqs=seqs, blob=blob, fresh=items)
 
 
+class SessionItemError(StoreUsageError, TypeError):
+    """Items given to ``add_items`` that cannot be stored as given: not a list of mappings, or
+    holding a value JSON has no exact form for (an object, a set, bytes, a non-finite float, a
+    non-string key). A TypeError, as the SDK's own sessions raise for them, and a
+    StoreUsageError; nothing was stored. ``index`` is the offending item's position, ``path``
+    where in it the value sits (``"$.content[0]"``), when known."""
+
+    def __init__(self, message: str, *, index: int | None = None,
+                 path: str | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.path = path
+
+
+_SCALARS = (str, int, bool, type(None))
+_DEEP = 200
+"""Below this depth the walk stops; the event codec refuses deeper values (InvalidEventError)."""
+
+
+def _json_value(value: Any, index: int, path: str, depth: int = 0) -> Any:
+    """``value`` as JSON gives it back: itself, or a copy with tuples as lists (as
+    SQLiteSession's ``json.dumps`` stores them). Refuses what JSON has no exact form for
+    (``json.dumps`` refuses most of it; NaN and the infinities would come back as ``null``)."""
+    if isinstance(value, _SCALARS) or depth > _DEEP:
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SessionItemError(
+                f"Session item {index} holds {value!r} at {path}, which JSON cannot keep.",
+                index=index, path=path)
+        return value
+    if isinstance(value, dict):
+        copy: dict[str, Any] | None = None
+        for key, inner in value.items():
+            if not isinstance(key, str):
+                raise SessionItemError(
+                    f"Session item {index} has the key {key!r} ({type(key).__name__}) at "
+                    f"{path}; JSON object keys are strings.", index=index, path=path)
+            plain = _json_value(inner, index, f"{path}.{key}", depth + 1)
+            if plain is not inner:
+                copy = dict(value) if copy is None else copy
+                copy[key] = plain
+        return value if copy is None else copy
+    if isinstance(value, (list, tuple)):
+        items = [_json_value(inner, index, f"{path}[{i}]", depth + 1)
+                 for i, inner in enumerate(value)]
+        if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items
+    raise SessionItemError(
+        f"Session item {index} holds a {type(value).__name__} at {path}, which is not "
+        f"JSON-serializable ({value!r:.80}).", index=index, path=path)
+
+
+def _plain_item(item: Any, index: int) -> dict[str, Any]:
+    """The item as the JSON mapping that is stored (a pydantic model is dumped first)."""
+    if not isinstance(item, Mapping) and hasattr(item, "model_dump"):
+        try:
+            item = to_jsonable_python(item)
+        except ValueError as exc:  # PydanticSerializationError
+            raise SessionItemError(f"Session item {index} cannot be serialized: {exc}",
+                                   index=index) from exc
+    if not isinstance(item, Mapping):
+        raise SessionItemError(
+            f"Session items must be mappings (input items); item {index} is a "
+            f"{type(item).__name__}: {item!r:.80}.", index=index)
+    plain: dict[str, Any] = _json_value(dict(item), index, "$")
+    return plain
+
+
 def _text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
@@ -225,8 +301,15 @@ class EventStoreSession:
     ``url_or_store`` is a store URL (``memory://`` by default — private to this object, like
     ``SQLiteSession()``'s in-memory database; a SQLite path; ``postgresql://…``), opened on first
     use and closed by ``close()``, or an open EventStore, left open. The store session is
-    created on the first ``add_items`` under ``app_name``/``user_id``. ``session_settings.limit``
-    is the default of ``get_items``.
+    created on the first ``add_items`` under ``app_name``/``user_id``. ``session_settings``
+    (a ``SessionSettings`` or a mapping of its fields, as the SDK's sessions take) gives the
+    default ``limit`` of ``get_items``.
+
+    Usable from any thread and event loop, at once, as ``Runner.run_sync`` does from worker
+    threads: a store opened from a URL lives on the integrations' home loop (a thread of its
+    own) and every method is one hop there; a given store is used on its own loop
+    (``StoreHandle`` in ``eventstore.integrations._handle``). Bad input raises TypeError as
+    the SDK's sessions do (``SessionItemError`` for items, which nothing stores).
     """
 
     session_settings: SessionSettings | None
@@ -235,7 +318,7 @@ class EventStoreSession:
         self,
         session_id: str,
         url_or_store: str | os.PathLike[str] | EventStore = "memory://",
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         *,
         app_name: str = "openai-agents",
         user_id: str = "default",
@@ -243,8 +326,8 @@ class EventStoreSession:
         if not isinstance(session_id, str) or not session_id:
             raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
         self.session_id = session_id
-        self.session_settings = session_settings or SessionSettings()
-        self._handle = StoreHandle(url_or_store)
+        self.session_settings = _settings(session_settings)
+        self._handle = StoreHandle(url_or_store, home_loop=True)
         self._app_name = app_name
         self._user_id = user_id
         self._cache: _HeadCache | None = None
@@ -283,12 +366,17 @@ class EventStoreSession:
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """Return the items at head, oldest first — the newest ``limit`` of them when given
-        (``limit`` defaults to ``session_settings.limit``; 0 gives none, a negative one all)."""
+        (``limit`` defaults to ``session_settings.limit``; 0 gives none, a negative one all).
+        A ``limit`` that is not an int raises TypeError."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise TypeError(f"limit must be an int or None, not {limit!r}.")
         resolved = resolve_session_limit(limit, self.session_settings)
         if resolved is not None and resolved == 0:
             return []
-        limit = resolved if resolved and resolved > 0 else None
-        store = await self._handle.get()
+        wanted = resolved if resolved and resolved > 0 else None
+        return await self._handle.run(lambda store: self._get_items(store, wanted))
+
+    async def _get_items(self, store: EventStore, limit: int | None) -> list[Any]:
         cache = await self._refresh(store)
         if cache is not None:
             return cache.decoded(limit)
@@ -361,17 +449,26 @@ class EventStoreSession:
 
     async def _open_calls(self, store: EventStore, wanted: Counter[str]) -> dict[str, list[str]]:
         """For each SDK call id of ``wanted``, the mirrored ids of the newest calls with it (up to
-        that many) that no output answers, oldest first: the log read newest first, only until
-        they are found."""
+        that many) that no output still in the session answers (popped items and what came
+        before a clear do not count), oldest first: the log read newest first, only until they
+        are found."""
         found: dict[str, list[str]] = {}
         answered: set[str] = set()
+        popped: set[Any] = set()
         missing = sum(wanted.values())
         try:
             async for event in store.iter_backwards(self.session_id):
                 meaning = event.custom_metadata.get(METADATA_KEY)
-                item = meaning.get("item") if isinstance(meaning, dict) else None
-                if not isinstance(item, dict):
+                if not isinstance(meaning, dict) or meaning.get("clear") is True:
+                    if isinstance(meaning, dict):
+                        break  # nothing before a clear is in the session any more
                     continue
+                if "pop" in meaning:
+                    popped.add(meaning["pop"])
+                    continue
+                item = meaning.get("item")
+                if not isinstance(item, dict) or event.seq in popped:
+                    continue  # a popped output answers nothing any more
                 answered.update(r.id for r in event.function_responses())
                 call = _call_id(item, "function_call")
                 if call is None or call not in wanted:
@@ -388,22 +485,26 @@ class EventStoreSession:
         return found
 
     async def add_items(self, items: list[Any]) -> None:
-        """Append the items, in order, atomically (one event per item).
+        """Append the items, in order, atomically (one event per item). Raises
+        SessionItemError (a TypeError) when ``items`` is not a list of JSON mappings, having
+        stored none of them.
 
         Function calls and their outputs are mirrored natively too: a call under
         ``mirrored_call_id`` (unique in the session whatever ids the SDK gives), an output as
         the response to a call with its SDK id that has no output yet: the oldest of this
         batch, else of the newest such calls in the log (read newest first until found).
         """
+        if not isinstance(items, (list, tuple)):
+            raise SessionItemError(
+                f"add_items takes a list of items, not a {type(items).__name__}: {items!r:.80}.")
         if not items:
+            if self._handle.closed:
+                raise StoreClosedError()
             return
-        store = await self._handle.get()
-        plains: list[dict[str, Any]] = []
-        for item in items:
-            plain = to_jsonable_python(item)
-            if not isinstance(plain, dict):
-                raise StoreUsageError(f"Session items must be mappings, not {item!r}.")
-            plains.append(plain)
+        plains = [_plain_item(item, index) for index, item in enumerate(items)]
+        await self._handle.run(lambda store: self._append_items(store, plains))
+
+    async def _append_items(self, store: EventStore, plains: list[dict[str, Any]]) -> None:
         event_ids = [new_event_id() for _ in plains]
         # Which outputs answer a call of this batch, and which need the log.
         open_here: dict[str, list[str]] = {}
@@ -429,6 +530,9 @@ class EventStoreSession:
             author, content = _native(plain, event_id, answer)
             events.append(Event(author=author, id=event_id, content=content,
                                 custom_metadata={METADATA_KEY: {"item": plain}}))
+        await self._append(store, events)
+
+    async def _append(self, store: EventStore, events: list[Event]) -> None:
         try:
             await store.append(self.session_id, events, expected_version=None)
         except SessionNotFoundError:
@@ -442,7 +546,9 @@ class EventStoreSession:
         """Remove the newest item and return it (None when there is none): appends a pop event
         checked against the version the item was found at, retrying when another writer got
         in between."""
-        store = await self._handle.get()
+        return await self._handle.run(self._pop_item)
+
+    async def _pop_item(self, store: EventStore) -> Any | None:
         while True:
             try:
                 version = await store.version(self.session_id)
@@ -464,7 +570,9 @@ class EventStoreSession:
 
     async def clear_session(self) -> None:
         """Forget every item: appends a clear event (the log keeps what was cleared)."""
-        store = await self._handle.get()
+        await self._handle.run(self._clear_session)
+
+    async def _clear_session(self, store: EventStore) -> None:
         try:
             await store.append(
                 self.session_id,
@@ -474,6 +582,39 @@ class EventStoreSession:
         except SessionNotFoundError:
             return
 
-    async def close(self) -> None:
-        """Close the store if this session opened it from a URL."""
-        await self._handle.close()
+    def close(self) -> _Closed:
+        """Close the store if this session opened it from a URL; later calls raise
+        StoreClosedError. Like ``SQLiteSession.close()`` it is done when it returns (the
+        caller waits the few milliseconds closing takes); ``await session.close()`` works too.
+        """
+        self._handle.close_now()
+        return _Closed()
+
+
+class _Closed:
+    """What ``close()`` returns: awaiting it is a no-op (closing is already done), so code
+    written when ``close`` was a coroutine keeps working."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield
+
+
+def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """``session_settings`` as the SDK's sessions take it: None (the defaults), an instance,
+    or a mapping of its fields (an unknown field or another type raises TypeError)."""
+    if value is None:
+        return SessionSettings()
+    if isinstance(value, SessionSettings):
+        return value
+    if isinstance(value, Mapping):
+        fields = {f.name for f in dataclasses.fields(SessionSettings)}
+        unknown = sorted(str(k) for k in value if k not in fields)
+        if unknown:
+            raise TypeError(f"Unknown session settings: {', '.join(unknown)} (known: "
+                            f"{', '.join(sorted(fields))}).")
+        return SessionSettings(**dict(value))
+    raise TypeError(f"session_settings must be a SessionSettings or a mapping of its fields, "
+                    f"not {type(value).__name__}: {value!r:.80}.")
