@@ -9,9 +9,9 @@ How ADK's promises map onto the store:
   marker); ``append_event`` appends with ``expected_version`` = that version, so a stale object
   raises ADK's ``StaleSessionError`` and nothing is written.
 - **State**: ``temp:`` keys apply to the in-memory session only and are never stored;
-  ``user:``/``app:`` keys are shared by the user's / the app's sessions. A ``None`` value is
-  stored as ``None`` in the event; in the folded state it removes the key (the store's one
-  rule), so a reloaded session has no such key where ADK's own services keep ``key: None``.
+  ``user:``/``app:`` keys are shared by the user's / the app's sessions. ``None`` is a value,
+  as in ADK: ``{"k": None}`` keeps ``"k"`` in a reloaded session's state (the store deletes a
+  key only through an event's ``state_deletions``, which ADK never writes).
 - **Events** round-trip exactly (``_adk_events``). ``GetSessionConfig``: ``num_recent_events``
   keeps the newest N, ``after_timestamp`` events with ``timestamp >=`` it, both read bounded in
   the backend.
