@@ -1,7 +1,8 @@
 """What ADK's database services promise beyond the base contract, restated as tests of our
 session service on memory, SQLite and PostgreSQL: the stale-writer error as ADK words it,
 session objects without a storage marker, events re-using an id, events tied on timestamp,
-exact ``num_recent_events`` and padded session ids."""
+exact ``num_recent_events`` and padded session ids; and artifact versions answered as ADK's
+own artifact service answers."""
 
 from __future__ import annotations
 
@@ -9,13 +10,20 @@ from _extras import require_extra
 
 adk = require_extra("google.adk", "adk")
 
+from typing import Any  # noqa: E402
+
 import pytest  # noqa: E402
+from google.adk.artifacts import InMemoryArtifactService  # noqa: E402
 from google.adk.errors import StaleSessionError  # noqa: E402
 from google.adk.events import Event  # noqa: E402
 from google.adk.sessions.base_session_service import GetSessionConfig  # noqa: E402
+from google.genai import types  # noqa: E402
 
 from eventstore import EventStore  # noqa: E402
-from eventstore.integrations.adk import EventStoreSessionService  # noqa: E402
+from eventstore.integrations.adk import (  # noqa: E402
+    EventStoreArtifactService,
+    EventStoreSessionService,
+)
 
 APP = "app"
 ADK_STALE = "The session has been modified in storage since it was loaded."
@@ -125,3 +133,39 @@ async def test_padded_session_id_reaches_the_session_on_get_and_delete(
     assert await service.get_session(app_name=APP, user_id="u", session_id="s-1") is not None
     await service.delete_session(app_name=APP, user_id="u", session_id=" s-1 ")
     assert await service.get_session(app_name=APP, user_id="u", session_id="s-1") is None
+
+
+async def _artifact_answers(service: Any) -> list[object]:
+    """What an artifact service answers about versions after one mixed sequence of saves."""
+    saves = [
+        ("s", "f.bin", types.Part.from_bytes(data=b"ab", mime_type="image/png"), {"k": 1}),
+        ("s", "f.bin", types.Part(text="hello"), None),
+        ("s", "user:u.txt", types.Part.from_bytes(data=b"x", mime_type="text/plain"), {}),
+        (None, "user:n.txt", types.Part(text="t"), {"a": "b"}),
+    ]
+    for sid, name, part, metadata in saves:
+        await service.save_artifact(app_name=APP, user_id="u", session_id=sid, filename=name,
+                                    artifact=part, custom_metadata=metadata)
+    out: list[object] = []
+    for sid, name in [("s", "f.bin"), ("s", "user:u.txt"), (None, "user:u.txt"),
+                      (None, "user:n.txt"), ("s", "missing"), ("other", "f.bin")]:
+        versions = await service.list_artifact_versions(
+            app_name=APP, user_id="u", session_id=sid, filename=name)
+        # The URI's scheme names the service (memory://, evs://); the rest must agree.
+        out.append([(v.version, v.canonical_uri.split("://", 1)[1], v.custom_metadata,
+                     v.mime_type, type(v.create_time)) for v in versions])
+        for version in (None, 0, 1, 5):
+            found = await service.get_artifact_version(
+                app_name=APP, user_id="u", session_id=sid, filename=name, version=version)
+            out.append(None if found is None else (found.version, found.custom_metadata,
+                                                   found.mime_type))
+        out.append(await service.list_versions(app_name=APP, user_id="u", session_id=sid,
+                                               filename=name))
+        out.append(await service.list_artifact_keys(app_name=APP, user_id="u",
+                                                    session_id=sid))
+    return out
+
+
+async def test_artifact_versions_answer_as_adk_s_own_service(store: EventStore) -> None:
+    ours = await _artifact_answers(EventStoreArtifactService(store))
+    assert ours == await _artifact_answers(InMemoryArtifactService())
