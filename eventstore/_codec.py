@@ -91,7 +91,9 @@ def event_kind(event: Event) -> str:
         return EventKind.EXECUTION_STARTED
     content = event.content
     if content is None:
-        return EventKind.STATE_DELTA if event.actions.state_delta else EventKind.MESSAGE
+        actions = event.actions
+        return (EventKind.STATE_DELTA if actions.state_delta or actions.state_deletions
+                else EventKind.MESSAGE)
     # One pass over the parts (every append computes this): calls decide before responses.
     calls = responses = confirm_call = confirm_response = False
     for part in content.parts:
@@ -278,6 +280,7 @@ def _check_actions(event_id: str, actions: object) -> None:
     if not isinstance(actions.state_delta, dict):
         raise _refuse(event_id, "actions.state_delta", "a dict", actions.state_delta)
     check_state_delta(event_id, actions.state_delta)
+    _check_deletions(event_id, actions.state_deletions, actions.state_delta)
     if not isinstance(actions.artifact_delta, dict):
         raise _refuse(event_id, "actions.artifact_delta", "a dict", actions.artifact_delta)
     for name, version in actions.artifact_delta.items():
@@ -298,6 +301,28 @@ def _check_actions(event_id: str, actions: object) -> None:
     _check_bool(event_id, "actions.skip_summarization", actions.skip_summarization)
     _check_bool(event_id, "actions.escalate", actions.escalate)
     _check_str(event_id, "actions.transfer_to_agent", actions.transfer_to_agent, optional=True)
+
+
+def _check_deletions(event_id: str, deletions: object, delta: Mapping[str, Any]) -> None:
+    if not isinstance(deletions, tuple):
+        raise _refuse(event_id, "actions.state_deletions", "a tuple of keys", deletions)
+    for key in deletions:
+        if not isinstance(key, str) or not key:
+            raise InvalidEventError(
+                f"Event {event_id!r}: state_deletions must hold non-empty string keys, not "
+                f"{key!r}.", event_id=event_id,
+            )
+        if key in delta:
+            raise InvalidEventError(
+                f"Event {event_id!r} both sets and deletes state key {key!r}; an event does "
+                "one or the other.", event_id=event_id, key=key,
+            )
+    if len(set(deletions)) != len(deletions):
+        raise InvalidEventError(
+            f"Event {event_id!r} lists a state key twice in state_deletions: "
+            f"{sorted(k for k in set(deletions) if deletions.count(k) > 1)!r}.",
+            event_id=event_id,
+        )
 
 
 def _check_shape(event: Event) -> None:
@@ -507,6 +532,7 @@ def decode_trusted(payload: bytes, *, seq: int) -> Event:
         else Content(role=content["role"], parts=tuple(_part(p) for p in content["parts"])),
         actions=EventActions(
             state_delta=actions["state_delta"],
+            state_deletions=tuple(actions.get("state_deletions", ())),
             artifact_delta=actions["artifact_delta"],
             requested_tool_confirmations={
                 k: ToolConfirmation(**v) for k, v in confirmations.items()

@@ -81,8 +81,8 @@ def _plain_actions(actions: EventActions) -> bool:
     delta, artifacts = actions.state_delta, actions.artifact_delta
     confirmations = actions.requested_tool_confirmations
     if type(delta) is not dict or "" in delta or type(artifacts) is not dict \
-            or type(confirmations) is not dict:
-        return False
+            or type(confirmations) is not dict or actions.state_deletions != ():
+        return False  # deletions are rare: check_event's walk checks them
     if artifacts and not all(type(v) is int for v in artifacts.values()):
         return False
     if confirmations and not all(

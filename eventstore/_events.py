@@ -129,7 +129,11 @@ class EventActions:
     """Side effects an event carries besides its content."""
 
     state_delta: dict[str, Any] = field(default_factory=dict)
-    """State changes, folded in ``seq`` order; a ``None`` value deletes the key."""
+    """State changes, folded in ``seq`` order: each value (``None`` included) replaces the
+    key's value whole."""
+    state_deletions: tuple[str, ...] = ()
+    """State keys this event deletes (after ``state_delta`` is applied; a key may not be in
+    both). Deleting a key that is not set does nothing."""
     artifact_delta: dict[str, int] = field(default_factory=dict)
     """Artifact filename -> the version this event produced."""
     requested_tool_confirmations: dict[str, ToolConfirmation] = field(default_factory=dict)
@@ -145,6 +149,7 @@ class EventActions:
         """Return True when the actions carry nothing."""
         return not (
             self.state_delta
+            or self.state_deletions
             or self.artifact_delta
             or self.requested_tool_confirmations
             or self.skip_summarization

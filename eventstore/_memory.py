@@ -507,7 +507,7 @@ class MemoryBackend:
         high = len(events) if upto is None else min(max(upto, 0), len(events))
         chosen = [e for e in events[:high] if e.timestamp >= timestamp]
         if newest is not None:
-            chosen = chosen[len(chosen) - newest:] if newest else []
+            chosen = chosen[max(len(chosen) - newest, 0):] if newest else []
         return chosen
 
     async def list_sessions_by_update(

@@ -22,7 +22,7 @@ from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._gcpause import pause as pause_collector
 from ._gcpause import resume as resume_collector
-from ._state import apply_delta, session_part, shared_part
+from ._state import Scope, apply_actions
 from ._stored import (
     STORED_SCHEMA_VERSION,
     compact_fields,
@@ -231,7 +231,7 @@ class StateFolder:
                                                      backwards=False, limit=None),
                             after=base_seq, upto=at)
         for event in decode_all(tail):
-            apply_delta(state, session_part(event.actions.state_delta))
+            apply_actions(state, event.actions, scope="session")
         if at == record.version and at - base_seq >= self._snapshot_interval:
             await backend.save_snapshot(sid, at, orjson.dumps(state))
         position: int | None = None
@@ -263,9 +263,9 @@ class StateFolder:
         rows = await backend.read_shared(
             app_name=app_name, user_id=user_id, after_position=base_position, upto_position=upto
         )
-        user = user_id is not None
+        scope: Scope = "user" if user_id is not None else "app"
         for event in decode_all(rows):
-            apply_delta(state, shared_part(event.actions.state_delta, user=user))
+            apply_actions(state, event.actions, scope=scope)
         if len(rows) >= self._snapshot_interval:
             await backend.save_shared_snapshot(
                 app_name=app_name,
@@ -302,7 +302,7 @@ class StateFolder:
             # Only what the record counted: an event appended since the listing is not folded.
             tail = in_seq_order(sid, tails[sid], after=base[0] if base else None)
             for event in decode_all([r for r in tail if r.seq <= record.version]):
-                apply_delta(state, session_part(event.actions.state_delta))
+                apply_actions(state, event.actions, scope="session")
             for user_id in (None, record.user_id):
                 if user_id not in shared:
                     shared[user_id] = await self._shared_state(

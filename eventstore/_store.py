@@ -39,7 +39,7 @@ from ._exceptions import (
     StoreUsageError,
 )
 from ._session import Session, SessionInfo, SessionPage
-from ._state import TEMP_PREFIX, USER_PREFIX, fold_state, has_shared_keys, session_part
+from ._state import TEMP_PREFIX, USER_PREFIX, apply_actions, touches_shared_keys
 from ._statefold import (
     DEFAULT_SNAPSHOT_INTERVAL,
     StateFolder,
@@ -268,6 +268,16 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             event = dataclasses.replace(
                 event, actions=dataclasses.replace(event.actions, state_delta=kept)
             )
+        deletions = event.actions.state_deletions
+        if type(deletions) is tuple and any(
+            isinstance(k, str) and k.startswith(TEMP_PREFIX) for k in deletions
+        ):
+            event = dataclasses.replace(event, actions=dataclasses.replace(
+                event.actions,
+                state_deletions=tuple(
+                    k for k in deletions if not (isinstance(k, str) and k.startswith(TEMP_PREFIX))
+                ),
+            ))
         _refuse_nul(event)
         payload = encode_plain(event)
         if payload is None:  # not plain, or refused: the walk names what is wrong
@@ -279,7 +289,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
                     f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
                 ) from exc
         return event, new_event(event.id, event_kind(event), event.invocation_id, event.author,
-                                event.timestamp, has_shared_keys(event.actions.state_delta),
+                                event.timestamp, touches_shared_keys(event.actions),
                                 STORED_SCHEMA_VERSION, payload)
 
     @staticmethod
@@ -659,7 +669,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         The reference the snapshots are checked against (``evs verify`` and the tests).
         """
         rows = await self.read(session_id, upto=check_seq_bound(at, "at", minimum=0))
-        return fold_state(session_part(e.actions.state_delta) for e in rows)
+        state: dict[str, Any] = {}
+        for event in rows:
+            apply_actions(state, event.actions, scope="session")
+        return state
 
     async def rebuild_snapshots(self) -> int:
         """Drop every snapshot — of session state and of ``user:``/``app:`` state — and every

@@ -85,6 +85,8 @@ def _actions(actions: EventActions) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if actions.state_delta:
         out["sd"] = actions.state_delta
+    if actions.state_deletions:
+        out["sx"] = list(actions.state_deletions)
     if actions.artifact_delta:
         out["ad"] = actions.artifact_delta
     if actions.requested_tool_confirmations:
@@ -181,6 +183,7 @@ def _decode_actions(raw: dict[str, Any]) -> EventActions:
     confirmations = raw.get("rc")
     return EventActions(
         state_delta=raw.get("sd", {}),
+        state_deletions=tuple(raw.get("sx", ())),
         artifact_delta=raw.get("ad", {}),
         requested_tool_confirmations={
             k: ToolConfirmation(hint=v.get("h", ""), confirmed=v.get("c", False),
@@ -275,6 +278,7 @@ def _actions_mapping(raw: dict[str, Any]) -> dict[str, Any]:
     confirmations = raw.get("rc") or {}
     return {
         "state_delta": raw.get("sd", {}),
+        "state_deletions": raw.get("sx", []),
         "artifact_delta": raw.get("ad", {}),
         "requested_tool_confirmations": {
             k: {"hint": v.get("h", ""), "confirmed": v.get("c", False), "payload": v.get("p")}

@@ -106,7 +106,9 @@ class ToolActions:
     """
 
     state_delta: dict[str, Any] = field(default_factory=dict)
-    """State changes of this call; a ``None`` value deletes the key."""
+    """State changes of this call (``None`` is a value; deletions are ``state_deletions``)."""
+    state_deletions: tuple[str, ...] = ()
+    """State keys this call deletes (never also in ``state_delta``)."""
     artifact_delta: dict[str, int] = field(default_factory=dict)
     """Artifact filename -> version saved by this call."""
     requested_tool_confirmations: dict[str, ToolConfirmation] = field(default_factory=dict)
@@ -166,39 +168,48 @@ _check_mirrors(ToolActions, EventActions)
 
 
 class StateView(MutableMapping[str, Any]):
-    """Session state as one call sees it: the head state overlaid with this call's own delta.
+    """Session state as one call sees it: the head state overlaid with this call's own changes.
 
-    Reads see the call's own writes first; ``view[k] = v`` records ``k`` in the delta and
-    ``del view[k]`` records a deletion (``None``). The head mapping is never modified.
+    Reads see the call's own writes first; ``view[k] = v`` records ``k`` in
+    ``actions.state_delta`` (``None`` is a value like any other) and ``del view[k]`` records
+    ``k`` in ``actions.state_deletions``. The head mapping is never modified.
     """
 
-    def __init__(self, head: Mapping[str, Any], delta: dict[str, Any]) -> None:
+    def __init__(self, head: Mapping[str, Any], actions: ToolActions) -> None:
         self._head = head
-        self._delta = delta
+        self._actions = actions
+
+    def _deleted(self, key: str) -> bool:
+        return key in self._actions.state_deletions
 
     def __getitem__(self, key: str) -> Any:
-        if key in self._delta:
-            value = self._delta[key]
-            if value is None:
-                raise KeyError(key)
-            return value
+        delta = self._actions.state_delta
+        if key in delta:
+            return delta[key]
+        if self._deleted(key):
+            raise KeyError(key)
         return self._head[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._delta[key] = value
+        actions = self._actions
+        if key in actions.state_deletions:
+            actions.state_deletions = tuple(k for k in actions.state_deletions if k != key)
+        actions.state_delta[key] = value
 
     def __delitem__(self, key: str) -> None:
         if key not in self:
             raise KeyError(key)
-        self._delta[key] = None
+        actions = self._actions
+        actions.state_delta.pop(key, None)
+        if key in self._head:  # deleting only this call's own write needs no record
+            actions.state_deletions = (*actions.state_deletions, key)
 
     def __iter__(self) -> Iterator[str]:
+        delta = self._actions.state_delta
         for key in self._head:
-            if key not in self._delta:
+            if key not in delta and not self._deleted(key):
                 yield key
-        for key, value in self._delta.items():
-            if value is not None:
-                yield key
+        yield from delta
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -206,9 +217,9 @@ class StateView(MutableMapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        if key in self._delta:
-            return self._delta[key] is not None
-        return key in self._head
+        if key in self._actions.state_delta:
+            return True
+        return not self._deleted(key) and key in self._head
 
     def __repr__(self) -> str:
         return f"StateView({dict(self)!r})"
@@ -267,8 +278,9 @@ class ToolContext:
         """Id of the session."""
         self.actions = actions if actions is not None else ToolActions()
         """The side effects of this call (mutable)."""
-        self.state = StateView(state if state is not None else {}, self.actions.state_delta)
-        """Head state overlaid with this call's delta; writes go to ``actions.state_delta``."""
+        self.state = StateView(state if state is not None else {}, self.actions)
+        """Head state overlaid with this call's changes; writes go to ``actions.state_delta``,
+        deletions to ``actions.state_deletions``."""
         self.cancel_event = cancel_event if cancel_event is not None else asyncio.Event()
         """Set when the invocation is being cancelled (the task running it was cancelled); a tool
         that cannot be interrupted by ``asyncio`` cancellation — a sync tool in a worker thread —

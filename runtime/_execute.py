@@ -222,7 +222,8 @@ async def run_claimed(
         for i in range(len(planned)):
             # Sequential calls see the state their predecessors wrote, as they would one by one.
             outcome = await run_one(i, state)
-            apply_delta(state, outcome.actions.state_delta)
+            apply_delta(state, outcome.actions.state_delta,
+                        deleted=outcome.actions.state_deletions)
             done.append(outcome)
         return done
 

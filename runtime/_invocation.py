@@ -269,7 +269,8 @@ class InvocationContext:
             self._cache.extend(stored)
         if self._state is not None:
             for event in stored:
-                apply_delta(self._state, event.actions.state_delta)
+                apply_delta(self._state, event.actions.state_delta,
+                            deleted=event.actions.state_deletions)
         return stored
 
     async def events(self) -> list[Event]:

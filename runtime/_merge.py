@@ -19,7 +19,8 @@ __all__ = ["MergedResponses", "deep_merge", "merge_actions", "merge_outcomes"]
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``base`` updated with ``update``; nested mappings merge key by key, later wins.
 
-    Neither argument is modified. A ``None`` in ``update`` (a deletion) replaces the value.
+    Neither argument is modified. A ``None`` in ``update`` replaces the value (``None`` is a
+    value; deletions travel in ``EventActions.state_deletions``).
     """
     merged = dict(base)
     for key, value in update.items():
@@ -33,14 +34,21 @@ def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, 
 
 def merge_actions(actions: Sequence[EventActions]) -> EventActions:
     """Merge actions in order: state deltas deep-merged, artifact deltas and confirmation requests
-    updated (later wins), ``skip_summarization``/``escalate`` OR-ed, the last transfer wins."""
+    updated (later wins), ``skip_summarization``/``escalate`` OR-ed, the last transfer wins. A
+    deletion and a write of the same key: the later one wins."""
     state: dict[str, Any] = {}
+    deletions: dict[str, None] = {}
     artifacts: dict[str, int] = {}
     confirmations: dict[str, ToolConfirmation] = {}
     skip = escalate = False
     transfer: str | None = None
     for action in actions:
         state = deep_merge(state, action.state_delta)
+        for key in action.state_delta:
+            deletions.pop(key, None)
+        for key in action.state_deletions:
+            state.pop(key, None)
+            deletions[key] = None
         artifacts.update(action.artifact_delta)
         confirmations.update(action.requested_tool_confirmations)
         skip = skip or action.skip_summarization
@@ -48,6 +56,7 @@ def merge_actions(actions: Sequence[EventActions]) -> EventActions:
         transfer = action.transfer_to_agent or transfer
     return EventActions(
         state_delta=state,
+        state_deletions=tuple(deletions),
         artifact_delta=artifacts,
         requested_tool_confirmations=confirmations,
         skip_summarization=skip,

@@ -391,6 +391,8 @@ async def _state_origins(
     for event in events:
         for key in session_part(event.actions.state_delta):
             origins[key] = {"session_id": session_id, "seq": event.seq}
+        for key in session_part(dict.fromkeys(event.actions.state_deletions)):
+            origins.pop(key, None)
     info = await store.session_info(session_id)
     if at == 0 and info.version > 0:
         return origins
@@ -404,9 +406,13 @@ async def _state_origins(
         shared = await backend.read_shared(app_name=info.app_name, user_id=user_id,
                                            upto_position=position)
         for row in shared:
-            for key in store.decode(row).actions.state_delta:
+            actions = store.decode(row).actions
+            for key in actions.state_delta:
                 if key.startswith(prefix):
                     origins[key] = {"session_id": row.session_id, "seq": row.seq}
+            for key in actions.state_deletions:
+                if key.startswith(prefix):
+                    origins.pop(key, None)
     return origins
 
 

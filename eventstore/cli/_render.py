@@ -128,6 +128,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         "started_call_ids": list(event.started_call_ids),
         "rerun_call_ids": rerun_decisions(event),
         "state_delta": actions.state_delta,
+        "state_deletions": list(actions.state_deletions),
         "artifact_delta": actions.artifact_delta,
         "artifacts": [
             {"filename": p.artifact.filename, "version": p.artifact.version}
@@ -226,10 +227,9 @@ def print_event(
         _line(console, ("← ", "bold"), (response.name, "bold"), (f" [{response.id}]", "dim"),
               (f" ({where}) ", "dim"), (label + short_json(response.response), style))
     for key, value in event.actions.state_delta.items():
-        if value is None:
-            _line(console, ("state ", "blue"), (f"{key} deleted", ""))
-        else:
-            _line(console, ("state ", "blue"), (f"{key} = {short_json(value)}", ""))
+        _line(console, ("state ", "blue"), (f"{key} = {short_json(value)}", ""))
+    for key in event.actions.state_deletions:
+        _line(console, ("state ", "blue"), (f"{key} deleted", ""))
     for filename, version in event.actions.artifact_delta.items():
         _line(console, ("artifact ", "blue"), (f"{filename} v{version} saved", ""))
     for part in event.content.parts if event.content else ():

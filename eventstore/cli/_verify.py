@@ -15,7 +15,7 @@ from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
 from .._events import Event
 from .._exceptions import CorruptEventError
-from .._state import fold_state, has_shared_keys, session_part
+from .._state import apply_actions, touches_shared_keys
 from ._timeline import analyze
 
 __all__ = [
@@ -105,7 +105,7 @@ def check_log(
             found(row.seq, "kind_mismatch",
                   f"the row's kind {row.kind!r} differs from the payload's "
                   f"{event_kind(event)!r}.")
-        shared = row.seq > copied_through and has_shared_keys(event.actions.state_delta)
+        shared = row.seq > copied_through and touches_shared_keys(event.actions)
         if row.shared_state != shared:
             found(row.seq, "shared_flag",
                   f"the row's shared_state flag is {row.shared_state} but its payload "
@@ -191,14 +191,15 @@ def check_snapshots(
     """Compare each stored snapshot ``(seq, session state)`` with the full fold of the log."""
     findings: list[Finding] = []
     for snapshot_seq, snapshot in snapshots:
-        folded = fold_state(
-            session_part(e.actions.state_delta)
-            for e in events
-            if e.seq is not None and e.seq <= snapshot_seq
-        )
+        folded: dict[str, Any] = {}
+        for e in events:
+            if e.seq is not None and e.seq <= snapshot_seq:
+                apply_actions(folded, e.actions, scope="session")
         if folded != dict(snapshot):
+            missing = object()  # a key set to None differs from a key not set
             keys = sorted(
-                k for k in set(folded) | set(snapshot) if folded.get(k) != snapshot.get(k)
+                k for k in set(folded) | set(snapshot)
+                if folded.get(k, missing) != snapshot.get(k, missing)
             )
             findings.append(Finding(
                 session_id=session_id,

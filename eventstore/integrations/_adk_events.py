@@ -233,10 +233,14 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | None = None) -> Event:
+def event_from_adk_json(
+    raw: Json, *, create: bool = False, defaults: Json | None = None, store_id: str | None = None
+) -> Event:
     """Return the store event for an ADK event's JSON object (see the module docstring).
 
-    ``raw`` is what ``adk_event.model_dump_json(exclude_none=True)`` gives, decoded. ``create``
+    ``raw`` is what ``adk_event.model_dump_json(exclude_none=True)`` gives, decoded.
+    ``store_id``, when given, is the store event's id instead of ADK's (which the extension
+    then keeps, so the event reads back with ADK's id). ``create``
     marks the event holding ``create_session``'s state. ``defaults`` are the fields ADK writes
     for every event (not repeated in the extension); pass the same to ``event_to_adk_json``.
     """
@@ -290,7 +294,7 @@ def event_from_adk_json(raw: Json, *, create: bool = False, defaults: Json | Non
                            if isinstance(metadata, dict) else {})
     event = Event(
         author=author,
-        id=raw["id"],
+        id=raw["id"] if store_id is None else store_id,
         invocation_id=_str_or_none(raw.get("invocation_id")) or "",
         branch=_str_or_none(raw.get("branch")),
         timestamp=float(timestamp) if isinstance(timestamp, (int, float)) else 0.0,

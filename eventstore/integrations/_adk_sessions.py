@@ -7,23 +7,36 @@ How ADK's promises map onto the store:
   for one that does not exist; ``delete_session`` of a missing session does nothing.
 - **Staleness**: the session object remembers the store version it was read at (ADK's storage
   marker); ``append_event`` appends with ``expected_version`` = that version, so a stale object
-  raises ADK's ``StaleSessionError`` and nothing is written.
+  raises ADK's ``StaleSessionError`` (worded as ADK's database services word it) and nothing is
+  written. A session object without the marker is stale, as in ADK, only when the store was
+  updated after its ``last_update_time`` *and* its newest event is not the store's newest.
+- **Event ids**: ADK does not deduplicate by id. Re-appending an identical event is a no-op
+  (the store's idempotency); a *different* event under an id the session already holds is
+  stored under a store id derived from ADK's id and the event's content (so retrying it is a
+  no-op too), and reads back with ADK's id.
+- **Order**: events come back in log order, except that events sharing a timestamp come back
+  ordered by id, as ADK's database services order them (``num_recent_events`` counts in that
+  order too).
 - **State**: ``temp:`` keys apply to the in-memory session only and are never stored;
-  ``user:``/``app:`` keys are shared by the user's / the app's sessions. A ``None`` value is
-  stored as ``None`` in the event; in the folded state it removes the key (the store's one
-  rule), so a reloaded session has no such key where ADK's own services keep ``key: None``.
+  ``user:``/``app:`` keys are shared by the user's / the app's sessions. ``None`` is a value,
+  as in ADK: ``{"k": None}`` keeps ``"k"`` in a reloaded session's state (the store deletes a
+  key only through an event's ``state_deletions``, which ADK never writes).
 - **Events** round-trip exactly (``_adk_events``). ``GetSessionConfig``: ``num_recent_events``
-  keeps the newest N, ``after_timestamp`` events with ``timestamp >=`` it, both read bounded in
-  the backend.
+  keeps exactly the newest N (0: none), ``after_timestamp`` events with ``timestamp >=`` it,
+  both read bounded in the backend. Session ids are stripped of surrounding whitespace on
+  create, and a padded id reaches the same session on get and delete.
 - ``list_sessions`` orders by last update (oldest first) and folds every session's state in
   batches; ``get_user_state`` reads the user's ``user:`` keys without a session.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -39,6 +52,7 @@ from typing_extensions import override
 
 from eventstore import (
     ConcurrencyError,
+    DuplicateEventError,
     Event,
     EventStore,
     SessionExistsError,
@@ -100,6 +114,35 @@ def from_adk_event(event: AdkEvent) -> Event:
     """The store event of an ADK event (see ``_adk_events``)."""
     return event_from_adk_json(orjson.loads(event.model_dump_json(exclude_none=True)),
                                defaults=_DEFAULTS)
+
+
+def _under_own_id(event: AdkEvent) -> Event:
+    """The store event of an ADK event whose id the session already holds for another event:
+    its store id is ADK's id plus a digest of the event's JSON (the same event always gets the
+    same id, so retrying it stays idempotent); ADK's id is kept in the extension."""
+    raw = orjson.loads(event.model_dump_json(exclude_none=True))
+    digest = hashlib.blake2b(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS),
+                             digest_size=8).hexdigest()
+    return event_from_adk_json(raw, defaults=_DEFAULTS, store_id=f"{event.id}~{digest}")
+
+
+def order_ties(events: Sequence[AdkEvent]) -> list[AdkEvent]:
+    """``events`` (log order) with each run of consecutive events sharing a timestamp ordered
+    by id, as ADK's database services order events with equal timestamps; otherwise the log's
+    order is kept."""
+    out: list[AdkEvent] = []
+    i, n = 0, len(events)
+    while i < n:
+        j = i + 1
+        stamp = events[i].timestamp
+        while j < n and events[j].timestamp == stamp:
+            j += 1
+        if j - i == 1:
+            out.append(events[i])
+        else:
+            out.extend(sorted(events[i:j], key=lambda e: e.id))
+        i = j
+    return out
 
 
 class EventStoreSessionService(BaseSessionService):
@@ -175,21 +218,49 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            # Built as they are decoded: one pass, no mapping of the whole log kept alive.
-            built = await store.read_converted(
-                sid, adk_event_or_none, upto=found.version, since=since,
-                backwards=last is not None, limit=last, compact=True,
-            )
-            if last is not None:
-                built.reverse()
+            events = await self._events(store, sid, upto=found.version, since=since, last=last)
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
-                state=found.state, events=[e for e in built if e is not None],
-                last_update_time=found.updated_at,
+                state=found.state, events=events, last_update_time=found.updated_at,
             )
             _set_marker(session, found.version)
             return session
         return None
+
+    @staticmethod
+    async def _events(
+        store: EventStore, sid: str, *, upto: int, since: float | None, last: int | None
+    ) -> list[AdkEvent]:
+        """The session's ADK events up to ``upto``: those at or after ``since``, the newest
+        ``last`` of them, in ``order_ties`` order."""
+        if last == 0:
+            return []
+        # Built as they are decoded: one pass, no mapping of the whole log kept alive. For the
+        # newest N one more is read: when it ties with the Nth, the tie run is read whole.
+        built = [e for e in await store.read_converted(
+            sid, adk_event_or_none, upto=upto, since=since, backwards=last is not None,
+            limit=None if last is None else last + 1, compact=True,
+        ) if e is not None]
+        if last is None:
+            return order_ties(built)
+        if len(built) > last and built[last].timestamp == built[last - 1].timestamp:
+            bound = built[last - 1].timestamp
+            run = [e for e in await store.read_converted(
+                sid, adk_event_or_none, upto=upto, since=bound if since is None
+                else max(bound, since), compact=True,
+            ) if e is not None]
+            return order_ties(run)[-last:]
+        built = built[:last]
+        built.reverse()
+        return order_ties(built)
+
+    async def _is_current(self, store: EventStore, session: AdkSession, version: int) -> bool:
+        """ADK's rule for a session object without a marker: it is current when its newest
+        event is the store's newest (or both have none)."""
+        newest = await self._events(store, session.id, upto=version, since=None, last=1)
+        if not session.events:
+            return not newest
+        return bool(newest) and newest[-1].id == session.events[-1].id
 
     @override
     async def list_sessions(
@@ -209,12 +280,15 @@ class EventStoreSessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         store = await self._handle.get()
-        try:
-            info = await store.session_info(session_id)
+        for sid in dict.fromkeys((session_id, session_id.strip())):
+            try:
+                info = await store.session_info(sid)
+            except (SessionNotFoundError, StoreUsageError):
+                continue
             if (info.app_name, info.user_id) == (app_name, user_id):
-                await store.delete_session(session_id)
-        except SessionNotFoundError:
-            return
+                with contextlib.suppress(SessionNotFoundError):  # deleted meanwhile: done
+                    await store.delete_session(sid)
+                return
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -232,19 +306,25 @@ class EventStoreSessionService(BaseSessionService):
         expected = _marker(session)
         try:
             if expected is None:
-                # A session object this service did not produce: ADK's timestamp rule.
+                # A session object this service did not produce: ADK's rule for one.
                 info = await store.session_info(session.id)
-                if info.updated_at > session.last_update_time:
+                if info.updated_at > session.last_update_time and not await self._is_current(
+                        store, session, info.version):
                     raise StaleSessionError(_stale(session.id, "a newer update"))
                 expected = info.version
-            [stored] = await store.append(session.id, from_adk_event(event),
-                                          expected_version=expected)
+            try:
+                [stored] = await store.append(session.id, from_adk_event(event),
+                                              expected_version=expected)
+            except DuplicateEventError:
+                [stored] = await store.append(session.id, _under_own_id(event),
+                                              expected_version=expected)
         except ConcurrencyError as exc:
             raise StaleSessionError(_stale(session.id, f"version {exc.actual_version}")) \
                 from exc
         except SessionNotFoundError as exc:
             raise AdkNotFound(f"Session {session.id} not found.") from exc
-        _set_marker(session, stored.seq or expected + 1)
+        # A re-appended event is a no-op: the session stays at the version it had.
+        _set_marker(session, max(stored.seq or expected + 1, expected))
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
 
@@ -253,9 +333,13 @@ class EventStoreSessionService(BaseSessionService):
         await self._handle.close()
 
 
+_ADK_STALE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+"""ADK's own words for a stale session (its database services'), which callers match on."""
+
+
 def _stale(session_id: str, found: str) -> str:
-    return (
-        f"Session {session_id} is stale: the store has {found} since this session object was "
-        "read. Reload it with get_session() and retry."
-    )
+    return f"{_ADK_STALE} (Session {session_id}: the store has {found} since it was read.)"
 

@@ -239,7 +239,7 @@ class _StubbedTool:
     """A tool that answers with the recorded response of each call instead of running."""
 
     def __init__(
-        self, tool: FunctionToolLike, recorded: Mapping[str, tuple[dict[str, Any], dict[str, Any]]]
+        self, tool: FunctionToolLike, recorded: Mapping[str, _Recorded]
     ) -> None:
         self._tool = tool
         self._recorded = recorded
@@ -270,14 +270,21 @@ class _StubbedTool:
         found = self._recorded.get(ctx.function_call_id)
         if found is None:
             return None if self._tool.is_long_running else {"error": "no recorded response"}
-        response, state_delta = found
+        response, (state_delta, deletions) = found
         # merging identical deltas is idempotent, so every stubbed call of the event may write all
         ctx.actions.state_delta.update(state_delta)
+        ctx.actions.state_deletions = tuple(
+            dict.fromkeys((*ctx.actions.state_deletions, *deletions))
+        )
         return dict(response)
 
 
-def _recorded_responses(events: Sequence[Event], agent_name: str) -> dict[str, tuple[Any, Any]]:
-    found: dict[str, tuple[Any, Any]] = {}
+_Recorded = tuple[Any, tuple[dict[str, Any], tuple[str, ...]]]
+"""A recorded response and the state changes (delta, deletions) of its event."""
+
+
+def _recorded_responses(events: Sequence[Event], agent_name: str) -> dict[str, _Recorded]:
+    found: dict[str, _Recorded] = {}
     for event in events:
         if event.author != agent_name:
             continue
@@ -285,7 +292,8 @@ def _recorded_responses(events: Sequence[Event], agent_name: str) -> dict[str, t
             error = response.response.get("error")
             kind = error.get("kind") if isinstance(error, dict) else None
             if kind not in ("confirmation_required", "confirmation_rejected"):
-                found[response.id] = (response.response, dict(event.actions.state_delta))
+                found[response.id] = (response.response, (dict(event.actions.state_delta),
+                                                          event.actions.state_deletions))
     return found
 
 

@@ -324,6 +324,7 @@ class _Execution:
             # The tool ran: record that it failed to produce something storable, so the call is
             # answered (not left in doubt) and the run goes on; its state changes are dropped.
             self.ctx.actions.state_delta.clear()
+            self.ctx.actions.state_deletions = ()
             kind = ToolErrorKind.EXECUTION_FAILED
             message = f"Tool {self.call.name!r} produced a value the log cannot store: {exc}"
             error = ToolResultError(message, tool_name=self.call.name)

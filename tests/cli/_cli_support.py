@@ -138,7 +138,7 @@ def finishing_log() -> list[Event]:
             Part(artifact=ArtifactRef(filename="report.txt", version=0,
                                       mime_type="text/plain")))),
               actions=EventActions(artifact_delta={"report.txt": 0},
-                                   state_delta={"last_city": None})),
+                                   state_deletions=("last_city",))),
     ]
 
 

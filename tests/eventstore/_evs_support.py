@@ -214,6 +214,9 @@ actions = st.builds(
     state_delta=st.dictionaries(
         st.sampled_from(["a", "b", "user:u", "app:x", "deep"]), json_values, max_size=3
     ),
+    # Keys no delta above sets: an event sets or deletes a key, never both.
+    state_deletions=st.lists(st.sampled_from(["gone", "user:gone", "app:gone"]), unique=True,
+                             max_size=2).map(tuple),
     artifact_delta=st.dictionaries(st.text(min_size=1, max_size=8), st.integers(0, 9), max_size=2),
     requested_tool_confirmations=st.dictionaries(ids, confirmations, max_size=2),
     skip_summarization=st.booleans(),

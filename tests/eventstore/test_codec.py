@@ -161,8 +161,8 @@ def _kind_by_definition(event: Event) -> str:
         if any(r.name == REQUEST_CONFIRMATION_FUNCTION for r in responses):
             return EventKind.CONFIRMATION_ANSWER
         return EventKind.FUNCTION_RESPONSE
-    if event.content is None and event.actions.state_delta:
-        return EventKind.STATE_DELTA
+    if event.content is None and (event.actions.state_delta or event.actions.state_deletions):
+        return EventKind.STATE_DELTA  # an event without content that sets or deletes state
     return EventKind.MESSAGE
 
 

@@ -192,19 +192,30 @@ async def test_delete_session_only_its_own(service: EventStoreSessionService) ->
     await service.delete_session(app_name=APP, user_id="u", session_id="s")  # no error
 
 
-async def test_none_state_values_are_stored_and_remove_the_key(
+async def test_none_state_values_stay_in_the_state_after_a_reload(
     service: EventStoreSessionService, store: EventStore
 ) -> None:
-    session = await service.create_session(app_name=APP, user_id="u", session_id="s",
-                                           state={"k": 1, "keep": 2})
-    event = await service.append_event(session, _text("agent", "x", state_delta={"k": None}))
+    """ADK's rule: a key set to None is still a key, in the session's, the user's and the
+    app's scope, read back by get_session, list_sessions and get_user_state."""
+    session = await service.create_session(
+        app_name=APP, user_id="u", session_id="s",
+        state={"k": 1, "keep": 2, "user:pref": "dark", "app:motd": "hi"})
+    event = await service.append_event(session, _text(
+        "agent", "x", state_delta={"k": None, "user:pref": None, "app:motd": None}))
+    assert "k" in session.state
+    assert session.state["k"] is None
     got = await service.get_session(app_name=APP, user_id="u", session_id="s")
     assert got is not None
-    assert got.events[-1].actions.state_delta == {"k": None}
+    assert got.events[-1].actions.state_delta == {"k": None, "user:pref": None,
+                                                  "app:motd": None}
     assert got.events[-1] == event
-    assert got.state == {"keep": 2}  # the documented divergence: ADK's own keep "k": None
-    assert got.state.get("k") is None
-    assert await store.state("s") == {"keep": 2}
+    assert got.state == {"k": None, "keep": 2, "user:pref": None, "app:motd": None}
+    [listed] = (await service.list_sessions(app_name=APP, user_id="u")).sessions
+    assert listed.state == got.state
+    assert await service.get_user_state(app_name=APP, user_id="u") == {"pref": None}
+    other = await service.create_session(app_name=APP, user_id="u", session_id="t")
+    assert other.state == {"user:pref": None, "app:motd": None}
+    assert await store.state("s") == got.state
 
 
 async def test_events_round_trip_through_the_service(service: EventStoreSessionService) -> None:

@@ -35,6 +35,11 @@ async def test_get_session_since_bounds_events_by_timestamp(store: EventStore) -
     both = await store.get_session("s", since=103.0, last=2)
     assert [e.id for e in both.events] == ["e5", "e6"]
     assert (await store.get_session("s", since=103.0, last=0)).events == []
+    # Asking for more of the newest than the bound keeps: all of those, not fewer.
+    more = await store.get_session("s", since=105.0, last=3)
+    assert [e.id for e in more.events] == ["e5", "e6"]
+    assert [m["id"] for m in await store.read_mappings(
+        "s", since=105.0, backwards=True, limit=3)] == ["e6", "e5"]
     assert (await store.get_session("s", since=1000.0)).events == []
     assert [e.id for e in (await store.get_session("s", since=0.0, after=4)).events] == [
         "e5", "e6"

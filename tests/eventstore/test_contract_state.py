@@ -20,7 +20,9 @@ from eventstore import (
     ArtifactNotFoundError,
     ConcurrencyError,
     Event,
+    EventActions,
     EventStore,
+    InvalidEventError,
     SessionNotFoundError,
     StoreClosedError,
     StoreUsageError,
@@ -65,7 +67,7 @@ async def test_state_scopes_session_user_app_temp(store: EventStore) -> None:
     assert (await store.get_session("a2")).state == {"user:u": "alice", "app:a": "A"}
 
 
-async def test_state_none_deletes_and_nested_values_replace_whole(store: EventStore) -> None:
+async def test_state_none_is_a_value_and_nested_values_replace_whole(store: EventStore) -> None:
     await store.create_session(app_name=APP, user_id=USER, session_id="s")
     await store.append(
         "s",
@@ -75,7 +77,42 @@ async def test_state_none_deletes_and_nested_values_replace_whole(store: EventSt
         ],
         expected_version=0,
     )
-    assert await store.state("s") == {"n": {"z": 3}, "app:p": 1}
+    expected = {"a": None, "n": {"z": 3}, "user:u": None, "app:p": 1, "missing": None}
+    assert await store.state("s") == expected
+    # Read back by a fresh fold, a listing and the user's shared state: the None stays a value.
+    assert await store.session_state_fold("s") == {"a": None, "n": {"z": 3}, "missing": None}
+    assert await store.shared_state(app_name=APP, user_id=USER) == {"user:u": None, "app:p": 1}
+    [listed] = await store.list_sessions_by_update(app_name=APP, user_id=USER)
+    assert listed.state == expected
+
+
+async def test_state_deletions_remove_keys_in_every_scope(store: EventStore) -> None:
+    await store.create_session(app_name=APP, user_id=USER, session_id="s")
+    await store.create_session(app_name=APP, user_id=USER, session_id="t")
+    await store.append("s", delta_event({"a": 1, "b": None, "user:u": 1, "app:p": 1}),
+                       expected_version=0)
+    [gone] = await store.append(
+        "s",
+        Event(author="agent", actions=EventActions(
+            state_deletions=("a", "b", "user:u", "app:p", "never-set", "temp:t"))),
+        expected_version=1,
+    )
+    assert gone.actions.state_deletions == ("a", "b", "user:u", "app:p", "never-set")
+    assert (await store.read("s"))[-1].actions == gone.actions
+    assert await store.state("s") == {}
+    assert await store.state("s", at=1) == {"a": 1, "b": None, "user:u": 1, "app:p": 1}
+    # The shared deletions reach the user's and the app's other sessions.
+    assert await store.state("t") == {}
+    assert await store.shared_state(app_name=APP, user_id=USER) == {}
+
+
+async def test_state_refuses_a_key_both_set_and_deleted(store: EventStore) -> None:
+    await store.create_session(app_name=APP, user_id=USER, session_id="s")
+    bad = Event(author="agent", id="both",
+                actions=EventActions(state_delta={"a": 1}, state_deletions=("a",)))
+    with pytest.raises(InvalidEventError, match="both sets and deletes state key 'a'"):
+        await store.append("s", bad, expected_version=0)
+    assert await store.read("s") == []
 
 
 async def test_state_at_seq_is_state_seen_then(store: EventStore) -> None:
@@ -89,7 +126,7 @@ async def test_state_at_seq_is_state_seen_then(store: EventStore) -> None:
     assert await store.state("s", at=0) == {}
     assert await store.state("s", at=1) == {"a": 1, "user:u": 1}
     assert await store.state("s", at=2) == {"a": 2, "b": 1, "user:u": 2, "app:x": 1}
-    assert await store.state("s", at=3) == {"b": 1, "user:u": 2, "app:x": 2}
+    assert await store.state("s", at=3) == {"a": None, "b": 1, "user:u": 2, "app:x": 2}
     assert await store.state("s") == await store.state("s", at=3)
     with pytest.raises(StoreUsageError):
         await store.state("s", at=4)
@@ -102,13 +139,14 @@ async def test_state_snapshots_do_not_change_the_answer(store_factory: StoreFact
     await store.create_session(app_name=APP, user_id=USER, session_id="s")
     expected: dict[str, object] = {}
     for i in range(1, 17):
+        # None values and deletions on both sides of each snapshot.
         delta = {f"k{i % 4}": i if i % 5 else None, "n": {"i": i}}
-        await store.append("s", delta_event(delta, id=f"e{i}"), expected_version=i - 1)
-        for key, value in delta.items():
-            if value is None:
-                expected.pop(key, None)
-            else:
-                expected[key] = value
+        deleted = (f"k{(i + 2) % 4}",) if i % 3 == 0 else ()
+        await store.append("s", Event(author="agent", id=f"e{i}", actions=EventActions(
+            state_delta=delta, state_deletions=deleted)), expected_version=i - 1)
+        expected.update(delta)
+        for key in deleted:
+            expected.pop(key, None)
         head = await store.state("s")
         assert head == expected
         assert head == await store.session_state_fold("s")

@@ -9,8 +9,15 @@ from _evs_support import json_values
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventstore import apply_delta, fold_state
-from eventstore._state import has_shared_keys, session_part, shared_part, strip_temp
+from eventstore import EventActions, apply_delta, fold_state
+from eventstore._state import (
+    apply_actions,
+    has_shared_keys,
+    session_part,
+    shared_part,
+    strip_temp,
+    touches_shared_keys,
+)
 
 keys = st.sampled_from(["a", "b", "c", "n", "user:u", "app:x", "temp:t"])
 deltas = st.dictionaries(keys, st.none() | json_values, max_size=4)
@@ -19,22 +26,64 @@ states = st.dictionaries(keys, json_values, max_size=4)
 FOLD_SETTINGS = settings(max_examples=60, deadline=None)
 
 
-def _reference(deltas: list[dict[str, Any]]) -> dict[str, Any]:
-    """The fold rule spelled out once more: None deletes, anything else replaces whole."""
+def _reference(deltas: list[dict[str, Any]],
+               deletions: list[list[str]] | None = None) -> dict[str, Any]:
+    """The fold rule spelled out once more: every value, None too, replaces whole; then the
+    event's deletions remove their keys."""
     state: dict[str, Any] = {}
-    for delta in deltas:
+    for i, delta in enumerate(deltas):
         for key, value in delta.items():
-            if value is None:
-                state.pop(key, None)
-            else:
-                state[key] = value
+            state[key] = value
+        for key in (deletions[i] if deletions else ()):
+            state.pop(key, None)
     return state
+
+
+@st.composite
+def actions_lists(draw: st.DrawFn) -> list[EventActions]:
+    """Events' actions: a delta and deletions of other keys (an event does one or the other
+    for a key)."""
+    out = []
+    for delta in draw(delta_lists):
+        free = [k for k in ["a", "b", "c", "n", "user:u", "app:x"] if k not in delta]
+        gone = draw(st.lists(st.sampled_from(free), unique=True, max_size=2)) if free else []
+        out.append(EventActions(state_delta=delta, state_deletions=tuple(gone)))
+    return out
 
 
 @FOLD_SETTINGS
 @given(delta_lists)
 def test_fold_state_follows_the_rule(deltas: list[dict[str, Any]]) -> None:
     assert fold_state(deltas) == _reference(deltas)
+
+
+@FOLD_SETTINGS
+@given(actions_lists(), st.data())
+def test_apply_actions_follows_the_rule_in_each_scope(
+    actions: list[EventActions], data: st.DataObject
+) -> None:
+    """None stays a value, deletions remove; a snapshot at any split plus the tail equals the
+    full fold (what the snapshots rely on)."""
+    for scope, part in (("session", session_part),
+                        ("user", lambda d: shared_part(d, user=True)),
+                        ("app", lambda d: shared_part(d, user=False))):
+        full: dict[str, Any] = {}
+        for a in actions:
+            apply_actions(full, a, scope=scope)  # type: ignore[arg-type]
+        expected = _reference([part(a.state_delta) for a in actions],
+                              [list(part(dict.fromkeys(a.state_deletions))) for a in actions])
+        assert full == expected
+        split = data.draw(st.integers(0, len(actions)), label="split")
+        snapshot: dict[str, Any] = {}
+        for a in actions[:split]:
+            apply_actions(snapshot, a, scope=scope)  # type: ignore[arg-type]
+        for a in actions[split:]:
+            apply_actions(snapshot, a, scope=scope)  # type: ignore[arg-type]
+        assert snapshot == full
+    for a in actions:
+        assert touches_shared_keys(a) == bool(
+            [k for k in (*a.state_delta, *a.state_deletions) if k.startswith(("user:", "app:"))]
+        )
 
 
 @FOLD_SETTINGS
@@ -78,8 +127,8 @@ def test_fold_state_never_mutates_its_inputs(
 @pytest.mark.parametrize(
     ("state", "delta", "expected"),
     [
-        pytest.param({"a": 1}, {"a": None}, {}, id="none-deletes"),
-        pytest.param({}, {"a": None}, {}, id="deleting-missing-key-is-harmless"),
+        pytest.param({"a": 1}, {"a": None}, {"a": None}, id="none-is-a-value"),
+        pytest.param({}, {"a": None}, {"a": None}, id="none-sets-a-missing-key"),
         pytest.param({"n": {"x": 1, "y": 2}}, {"n": {"z": 3}}, {"n": {"z": 3}},
                      id="nested-mapping-replaced-whole"),
         pytest.param({"a": [1, 2]}, {"a": [3]}, {"a": [3]}, id="list-replaced-whole"),
@@ -92,6 +141,21 @@ def test_fold_state_never_mutates_its_inputs(
 def test_apply_delta_cases(state: dict[str, Any], delta: dict[str, Any],
                            expected: dict[str, Any]) -> None:
     apply_delta(state, delta)
+    assert state == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "delta", "deleted", "expected"),
+    [
+        pytest.param({"a": 1, "b": 2}, {}, ["a"], {"b": 2}, id="deletion-removes"),
+        pytest.param({"a": None}, {}, ["a"], {}, id="a-none-value-is-deleted-like-any"),
+        pytest.param({}, {}, ["a"], {}, id="deleting-a-missing-key-is-harmless"),
+        pytest.param({"a": 1}, {"b": None}, ["a"], {"b": None}, id="set-and-delete-others"),
+    ],
+)
+def test_apply_delta_deletions(state: dict[str, Any], delta: dict[str, Any],
+                               deleted: list[str], expected: dict[str, Any]) -> None:
+    apply_delta(state, delta, deleted=deleted)
     assert state == expected
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventstore import EventActions, ToolConfirmation
+from eventstore import EventActions, ToolConfirmation, apply_delta
 from runtime import (
     ArtifactService,
     InMemoryArtifactService,
@@ -41,7 +41,8 @@ def test_state_view_overlays_own_delta_and_records_writes() -> None:
     assert dict(ctx.state) == {"a": 10, "c": 3}
     assert "b" not in ctx.state
     assert len(ctx.state) == 2
-    assert ctx.actions.state_delta == {"a": 10, "c": 3, "b": None}
+    assert ctx.actions.state_delta == {"a": 10, "c": 3}
+    assert ctx.actions.state_deletions == ("b",)
     assert head == {"a": 1, "b": 2}
     with pytest.raises(KeyError):
         ctx.state["b"]
@@ -49,25 +50,41 @@ def test_state_view_overlays_own_delta_and_records_writes() -> None:
         del ctx.state["missing"]
 
 
+_DELETE = object()
+
+
 @given(
-    st.dictionaries(st.sampled_from("abcd"), st.integers()),
-    st.lists(st.tuples(st.sampled_from("abcd"), st.none() | st.integers())),
+    st.dictionaries(st.sampled_from("abcd"), st.none() | st.integers()),
+    st.lists(st.tuples(st.sampled_from("abcd"),
+                       st.none() | st.integers() | st.just(_DELETE))),
 )
-def test_state_view_equals_head_with_delta_applied(
-    head: dict[str, int], writes: list[tuple[str, int | None]]
+def test_state_view_equals_head_with_its_changes_applied(
+    head: dict[str, int | None], writes: list[tuple[str, object]]
 ) -> None:
-    delta: dict[str, object] = {}
-    view = StateView(head, delta)
-    expected = dict(head)
+    """Writes (None a value like any other) and deletions read back at once, and the recorded
+    changes folded onto the head give what the view shows."""
+    actions = ToolActions()
+    view = StateView(head, actions)
+    expected: dict[str, object] = dict(head)
     for key, value in writes:
-        if value is None:
+        if value is _DELETE:
             if key in view:
                 del view[key]
+            else:
+                with pytest.raises(KeyError):
+                    del view[key]
             expected.pop(key, None)
         else:
             view[key] = value
             expected[key] = value
+        assert (key in view) == (key in expected)
     assert dict(view) == expected
+    assert head == dict(head)  # untouched
+    frozen = actions.to_event_actions()
+    assert not set(frozen.state_delta) & set(frozen.state_deletions)
+    folded: dict[str, object] = dict(head)
+    apply_delta(folded, frozen.state_delta, deleted=frozen.state_deletions)
+    assert folded == expected
 
 
 def test_tool_actions_to_event_actions_is_a_snapshot() -> None:
@@ -150,6 +167,7 @@ def test_tool_actions_mirror_event_actions_field_for_field() -> None:
     assert ToolActions().to_event_actions() == EventActions()
     full = EventActions(
         state_delta={"k": 1},
+        state_deletions=("gone",),
         artifact_delta={"f": 2},
         requested_tool_confirmations={"c": ToolConfirmation(hint="ok?")},
         skip_summarization=True,

@@ -97,7 +97,7 @@ def test_merge_is_the_same_whatever_order_the_calls_finish_in(
         pytest.param({"a": 1}, {"b": 2}, {"a": 1, "b": 2}, id="disjoint"),
         pytest.param({"a": {"x": 1}}, {"a": {"y": 2}}, {"a": {"x": 1, "y": 2}}, id="nested"),
         pytest.param({"a": {"x": 1}}, {"a": 3}, {"a": 3}, id="scalar-replaces-mapping"),
-        pytest.param({"a": 1}, {"a": None}, {"a": None}, id="deletion-kept"),
+        pytest.param({"a": 1}, {"a": None}, {"a": None}, id="none-is-a-value"),
     ],
 )
 def test_deep_merge(base: dict[str, Any], update: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -122,3 +122,23 @@ def test_merge_actions_ors_flags_and_unions_confirmations() -> None:
     assert merged.artifact_delta == {"a.txt": 1}
     assert list(merged.requested_tool_confirmations) == ["c2"]
     assert merged.transfer_to_agent == "other"
+
+
+@pytest.mark.parametrize(
+    ("calls", "delta", "deletions"),
+    [
+        pytest.param([({"a": 1}, ()), ({}, ("a",))], {}, ("a",), id="later-deletion-wins"),
+        pytest.param([({}, ("a",)), ({"a": 2}, ())], {"a": 2}, (), id="later-write-wins"),
+        pytest.param([({"a": None}, ()), ({}, ("b",))], {"a": None}, ("b",),
+                     id="none-and-a-deletion-stay-apart"),
+    ],
+)
+def test_merge_actions_orders_writes_and_deletions(
+    calls: list[tuple[dict[str, Any], tuple[str, ...]]], delta: dict[str, Any],
+    deletions: tuple[str, ...],
+) -> None:
+    merged = merge_actions(
+        [EventActions(state_delta=d, state_deletions=gone) for d, gone in calls]
+    )
+    assert merged.state_delta == delta
+    assert merged.state_deletions == deletions
