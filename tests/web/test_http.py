@@ -1,0 +1,299 @@
+"""The web UI at the HTTP level (Starlette's TestClient over real SQLite files): pages, paging,
+filters, escaping, the write token and origin checks, read-only databases, damaged rows."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sqlite3
+import stat
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from _extras import require_extra
+
+require_extra("starlette", "web")
+require_extra("jinja2", "web")
+require_extra("httpx", "web")
+
+from conftest import evs  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from eventstore import (  # noqa: E402
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    open_store,
+)
+from runtime.web import WebConfig, create_app  # noqa: E402
+
+
+def client(db: Path, *, writes: bool = False) -> tuple[TestClient, WebConfig]:
+    config = WebConfig(db=str(db), allow_writes=writes, poll_interval=0.05)
+    return TestClient(create_app(config), base_url="http://127.0.0.1:8765"), config
+
+
+@pytest.fixture
+def reader(paused_demo: tuple[Path, str]) -> Iterator[tuple[TestClient, str]]:
+    db, sid = paused_demo
+    http, _ = client(db)
+    with http:
+        yield http, sid
+
+
+def text_of(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_web_sessions_list_links_the_demo_session(reader: tuple[TestClient, str]) -> None:
+    http, sid = reader
+    page = http.get("/")
+    assert page.status_code == 200
+    assert f'href="/s/{sid}"' in page.text
+    assert http.get("/", params={"app": "nobody"}).text.count("session-link") == 0
+    assert http.get("/", params={"q": sid[-6:]}).text.count("session-link") == 1
+    assert http.get("/", params={"q": "zzzz-not-there"}).text.count("session-link") == 0
+    assert http.get("/", params={"since": "99999999999"}).text.count("session-link") == 0
+
+
+def test_web_timeline_pairs_calls_with_responses(reader: tuple[TestClient, str]) -> None:
+    http, sid = reader
+    page = http.get(f"/s/{sid}")
+    assert page.status_code == 200
+    shown = text_of(page.text)
+    # The two weather calls of #2 are answered by #4; the paid call waits for confirmation.
+    assert shown.count("answered at #4") == 2
+    assert "confirm paid_forecast" in shown
+    assert "waiting" in shown
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+
+
+def test_web_filter_errors_only_keeps_the_error_events(reader: tuple[TestClient, str]) -> None:
+    http, sid = reader
+    page = http.get(f"/s/{sid}", params={"errors": "1"})
+    seqs = re.findall(r'id="seq-(\d+)"', page.text)
+    assert seqs == ["4", "7"]  # the failed Atlantis lookup, the confirmation placeholder
+    by_tool = re.findall(r'id="seq-(\d+)"', http.get(f"/s/{sid}", params={"tool":
+                                                                          "paid_forecast"}).text)
+    assert by_tool == ["5", "7"]
+    by_text = re.findall(r'id="seq-(\d+)"', http.get(f"/s/{sid}", params={"q": "atlantis"}).text)
+    assert "4" in by_text
+    assert "5" not in by_text
+
+
+def test_web_event_detail_shows_json_and_state_diff(reader: tuple[TestClient, str]) -> None:
+    http, sid = reader
+    page = http.get(f"/s/{sid}/e/4")
+    assert page.status_code == 200
+    diff = page.text.split('id="diff"')[1].split("</table>")[0]
+    assert "last_city" in diff
+    assert "added" in diff
+    assert "&#34;Paris&#34;" in diff
+    unchanged = http.get(f"/s/{sid}/e/5").text.split('id="diff"')[1].split("</table>")[0]
+    assert "no change" in unchanged
+
+
+def test_web_bad_input_is_a_clear_error_not_a_500(reader: tuple[TestClient, str]) -> None:
+    http, sid = reader
+    assert http.get("/s/no-such-session").status_code == 404
+    assert "no event at seq 999" in http.get(f"/s/{sid}/e/999").text
+    refused = http.get(f"/s/{sid}", params={"limit": "7"})
+    assert refused.status_code == 400
+    assert "limit must be one of" in refused.text
+    assert http.get(f"/s/{sid}", params={"after": "x"}).status_code == 400
+
+
+def _long_session(db: Path, count: int) -> str:
+    async def work() -> str:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            session = await store.create_session(app_name="bench", user_id="u",
+                                                 session_id="long")
+            batch = []
+            for n in range(count // 2):
+                call = FunctionCall(id=f"c{n}", name="tool", args={"n": n})
+                batch.append(Event(author="agent", content=Content(role="model", parts=(
+                    Part(function_call=call),))))
+                batch.append(Event(author="user", content=Content(role="user", parts=(
+                    Part(function_response=FunctionResponse(id=f"c{n}", name="tool",
+                                                            response={"n": n})),)),
+                    actions=EventActions(state_delta={"n": n})))
+            await store.append(session.id, batch, expected_version=0)
+            return session.id
+
+    return asyncio.run(work())
+
+
+def test_web_paging_walks_the_whole_log_once(tmp_path: Path) -> None:
+    db = tmp_path / "long.db"
+    sid = _long_session(db, 230)
+    http, _ = client(db)
+    seen: list[int] = []
+    with http:
+        url: str | None = f"/s/{sid}?from=start&limit=50"
+        while url is not None:
+            page = http.get(url)
+            assert page.status_code == 200
+            seen += [int(s) for s in re.findall(r'id="seq-(\d+)"', page.text)]
+            found = re.search(r'href="([^"]+)" id="next"', page.text)
+            url = found.group(1).replace("&amp;", "&") if found else None
+        assert seen == list(range(1, 231))
+        # The default page is the newest one, its calls paired across the page edge.
+        newest = http.get(f"/s/{sid}").text
+        assert re.findall(r'id="seq-(\d+)"', newest) == [str(n) for n in range(181, 231)]
+        edge = http.get(f"/s/{sid}?after=0&limit=25").text
+        assert "answered at <a href=\"#seq-26\">#26</a>" in edge
+
+
+def test_web_escapes_ids_and_text(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    evil = "<script>alert(1)</script>\x07"
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            await store.create_session(app_name="a<b>", user_id="u", session_id=evil)
+            await store.append(evil, [Event(author="<img src=x>", content=Content(
+                role="user", parts=(Part(text="<b>hi</b>"),)))], expected_version=0)
+
+    asyncio.run(work())
+    http, _ = client(db)
+    with http:
+        for url in ("/", "/s/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%07",
+                    "/s/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%07/e/1"):
+            page = http.get(url)
+            assert page.status_code == 200, url
+            assert "<script>alert" not in page.text
+            assert "<img src=x>" not in page.text
+            assert "<b>hi</b>" not in page.text
+            assert "\x07" not in page.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;\\x07" in page.text
+
+
+def _confirmation_id(http: TestClient, sid: str) -> str:
+    found = re.search(r'name="call_id" value="([^"]+)"', http.get(f"/s/{sid}/pending").text)
+    assert found is not None
+    return found.group(1)
+
+
+def test_web_approve_needs_the_token_and_same_origin(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    http, config = client(db, writes=True)
+    with http:
+        confirmation = _confirmation_id(http, sid)
+        form = {"call_id": confirmation, "action": "approve"}
+        for refused in (
+            http.post(f"/s/{sid}/answer", data=form),
+            http.post(f"/s/{sid}/answer", data={**form, "token": "wrong"}),
+            http.post(f"/s/{sid}/answer", data={**form, "token": config.token},
+                      headers={"Origin": "http://evil.example"}),
+            http.post(f"/s/{sid}/answer", data={**form, "token": config.token},
+                      headers={"Sec-Fetch-Site": "cross-site"}),
+        ):
+            assert refused.status_code == 403
+        assert "confirmation" in http.get(f"/s/{sid}/pending").text
+        assert '"kind": "confirmation"' in evs("pending", sid, "--db", str(db), "--json").stdout
+        done = http.post(f"/s/{sid}/answer", data=form,
+                         headers={"X-EVS-Token": config.token,
+                                  "Origin": "http://127.0.0.1:8765"})
+        assert done.status_code == 200  # after the redirect to the pending page
+        assert "approved" in done.text
+        # The same refusal as evs confirm for a second answer.
+        again = http.post(f"/s/{sid}/answer", data={**form, "token": config.token})
+        assert again.status_code == 400
+        assert "already" in again.text
+    resumed = evs("demo", "--db", str(db), "--resume", sid)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"Done: session {sid} is complete" in resumed.stdout
+
+
+def test_web_writes_are_off_without_allow_writes(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    http, config = client(db)
+    with http:
+        assert 'class="approve"' not in http.get(f"/s/{sid}/pending").text
+        refused = http.post(f"/s/{sid}/answer", data={"token": config.token,
+                                                       "call_id": "x", "action": "approve"})
+        assert refused.status_code == 403
+        assert "--allow-writes" in refused.text
+
+
+def test_web_read_only_database_disables_writes(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    if os.geteuid() == 0:
+        pytest.skip("root writes to read-only files")
+    os.chmod(db, stat.S_IRUSR)
+    try:
+        http, config = client(db, writes=True)
+        with http:
+            page = http.get(f"/s/{sid}/pending")
+            assert page.status_code == 200
+            assert "Writes are disabled" in page.text
+            assert http.post(f"/s/{sid}/answer", data={"token": config.token}).status_code == 403
+    finally:
+        os.chmod(db, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_web_fork_follows_the_fork_rule(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    http, config = client(db, writes=True)
+    with http:
+        inside = http.post(f"/s/{sid}/fork", data={"token": config.token, "at": "2"})
+        assert inside.status_code == 400  # #2 calls get_weather, answered only at #4
+        made = http.post(f"/s/{sid}/fork", data={"token": config.token, "at": "4",
+                                                  "new_id": "fork-1"})
+        assert made.status_code == 200
+        assert made.url.path == "/s/fork-1"
+        assert "Forked from" in made.text
+        assert re.findall(r'id="seq-(\d+)"', made.text) == ["1", "2", "3", "4"]
+
+
+def test_web_damaged_row_shows_its_problem(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE evs_events SET payload = CAST(X'7b6e6f' AS BLOB) WHERE seq = 3")
+    http, _ = client(db)
+    with http:
+        page = http.get(f"/s/{sid}")
+        assert page.status_code == 200
+        row = page.text.split('id="seq-3"')[1].split("</li>")[0]
+        assert "cannot be decoded" in row
+        assert "problem(s)" in page.text
+        detail = http.get(f"/s/{sid}/e/3")
+        assert detail.status_code == 200
+        assert "cannot be decoded" in detail.text
+        assert http.get(f"/s/{sid}", params={"q": "paris"}).status_code == 200
+
+
+def test_web_export_download_is_the_evs_export(paused_demo: tuple[Path, str],
+                                                tmp_path: Path) -> None:
+    db, sid = paused_demo
+    http, _ = client(db)
+    with http:
+        got = http.get(f"/s/{sid}/export")
+    assert got.status_code == 200
+    assert "attachment" in got.headers["content-disposition"]
+    target = tmp_path / "cli.jsonl"
+    assert evs("export", sid, "--db", str(db), "--output", str(target)).returncode == 0
+    assert got.content == target.read_bytes()
+
+
+def test_web_live_stream_sends_a_new_event(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    http, _ = client(db)
+
+    def first_row() -> list[str]:
+        with http.stream("GET", f"/s/{sid}/live", params={"after": "7"}) as stream:
+            lines = (line for line in stream.iter_lines() if line)
+            assert next(lines).startswith(": live")
+            return [next(lines) for _ in range(3)]
+
+    with http, ThreadPoolExecutor(1) as pool:
+        got = pool.submit(first_row).result(timeout=30)  # bounded: never hangs the suite
+    assert got[0] == "id: 8"
+    assert got[1] == "event: row"
+    assert 'id="seq-8"' in got[2]
