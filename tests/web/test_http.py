@@ -297,3 +297,23 @@ def test_web_live_stream_sends_a_new_event(paused_demo: tuple[Path, str]) -> Non
     assert got[0] == "id: 8"
     assert got[1] == "event: row"
     assert 'id="seq-8"' in got[2]
+
+
+def test_web_exports_exactly_its_public_surface() -> None:
+    import runtime.web
+
+    assert runtime.web.__all__ == sorted(runtime.web.__all__)
+    assert set(runtime.web.__all__) == {"WebConfig", "create_app"}
+
+
+def test_web_package_data_ships_templates_and_static_files() -> None:
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    data = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]["runtime"]
+    web = root / "runtime"
+    shipped = {p for pattern in patterns for p in web.glob(pattern)}
+    needed = {*web.glob("web/templates/*"), *web.glob("web/static/*")}
+    assert needed
+    assert needed <= shipped
