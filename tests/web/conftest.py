@@ -1,27 +1,12 @@
-"""Fixtures of the web UI tests: real SQLite files made by ``evs demo``, and the app."""
+"""Fixtures of the web UI tests: real SQLite files made by ``evs demo``."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import orjson
 import pytest
-
-
-def evs(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``evs`` in a subprocess (bounded), as a user would."""
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
-
-
-def only_session(db: Path) -> str:
-    """The id of the only session of ``db``."""
-    done = evs("sessions", "--db", str(db), "--json")
-    [session] = orjson.loads(done.stdout)["sessions"]
-    return str(session["id"])
+from _web_support import evs, only_session
 
 
 @pytest.fixture(scope="session")

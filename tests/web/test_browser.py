@@ -22,7 +22,7 @@ from _extras import require_extra
 require_extra("selenium", "dev")
 require_extra("uvicorn", "web")
 
-from conftest import evs  # noqa: E402
+from _web_support import evs  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402

@@ -19,7 +19,7 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
-from conftest import evs  # noqa: E402
+from _web_support import evs  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from eventstore import (  # noqa: E402
@@ -317,3 +317,23 @@ def test_web_package_data_ships_templates_and_static_files() -> None:
     needed = {*web.glob("web/templates/*"), *web.glob("web/static/*")}
     assert needed
     assert needed <= shipped
+
+
+@pytest.mark.parametrize("missing", ["starlette", "uvicorn", "jinja2"])
+def test_web_without_the_extra_is_one_line_naming_it(
+    missing: str, paused_demo: tuple[Path, str]
+) -> None:
+    import subprocess
+    import sys
+
+    db, _ = paused_demo
+    child = subprocess.run(
+        [sys.executable, "-c",
+         f"import sys; sys.modules[{missing!r}] = None; sys.argv = ['evs', 'web', '--db', "
+         f"{str(db)!r}]; from runtime.cli import main; main()"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert child.returncode == 1, child.stderr
+    assert "pip install 'agent-eventstore[web]'" in child.stderr
+    assert missing in child.stderr
+    assert len(child.stderr.strip().splitlines()) == 1
