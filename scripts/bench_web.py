@@ -50,7 +50,7 @@ async def _measure(db: str, count: int, runs: int) -> dict[str, list[float]]:
         "newest page": f"/s/{SESSION}",
         "first page": f"/s/{SESSION}?from=start",
         "filtered": f"/s/{SESSION}?tool=get_weather",
-        "event": f"/s/{SESSION}/e/{count // 2}",
+        "event": f"/e/{count // 2}/{SESSION}",
     }
     times: dict[str, list[float]] = {name: [] for name in paths}
     async with app.router.lifespan_context(app):

@@ -41,6 +41,8 @@ from eventstore import (
     EventStoreError,
     SessionInfo,
     SessionNotFoundError,
+    child_session_id,
+    parent_link,
 )
 from eventstore._codec import EventKind
 from eventstore.cli import CliError, open_existing
@@ -106,6 +108,7 @@ def create_app(config: WebConfig) -> Starlette:
     env.filters["short"] = lambda v, n=120: short_json(v, limit=n)
     env.filters["stamp"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
     env.filters["clean"] = _clean
+    env.filters["q"] = _q
     holder: dict[str, EventStore] = {}
     writable, why_not = _writable(config.db)
     writes = config.allow_writes and writable
@@ -247,8 +250,13 @@ def create_app(config: WebConfig) -> Starlette:
         more = scanned_to < info.version
         prev_after = max(0, after - limit) if not filters.active and after > 0 else None
         forks = await store().fork_links(sid)
+        first = decode_rows(await backend.read(sid, after=None, upto=None, backwards=False,
+                                               limit=4), store().decode)
+        parent = next((link for r in first if r.event is not None
+                       and (link := parent_link(r.event)) is not None), None)
         return page(
-            request, "session.html", info=info, rows=picked, filters=filters, limit=limit,
+            request, "session.html", parent=parent, children=await _children(sid, picked),
+            info=info, rows=picked, filters=filters, limit=limit,
             horizon=horizon, at_head=horizon >= info.version, scanned_to=scanned_to,
             session_findings=by_seq.get(None, []), findings=findings, verified=verified,
             next_url=_url(f"/s/{_q(sid)}", base, after=scanned_to) if more else None,
@@ -260,6 +268,21 @@ def create_app(config: WebConfig) -> Starlette:
             forks=forks, kinds=sorted(EventKind.ALL),
             live=not filters.active and scanned_to >= info.version,
             quoted=_q(sid))
+
+    async def _children(sid: str, rows: list[Row]) -> dict[str, str]:
+        """Call id -> the child session of that call (an agent run as a tool), for the calls
+        of ``rows``: the runtime's name for it, counted only when it links back."""
+        found: dict[str, str] = {}
+        for row in rows:
+            for call in row.event.function_calls() if row.event is not None else ():
+                candidate = child_session_id(sid, call.id)
+                try:
+                    head = await store().read(candidate, limit=4)
+                except (SessionNotFoundError, EventStoreError):
+                    continue
+                if any(parent_link(e) == (sid, call.id) for e in head):
+                    found[call.id] = candidate
+        return found
 
     async def _findings(sid: str, info: SessionInfo, asked: bool) -> tuple[list[Any], bool]:
         if info.version > AUTO_VERIFY_LIMIT and not asked:
@@ -339,7 +362,7 @@ def create_app(config: WebConfig) -> Starlette:
             done = f"Result of call {call_id} recorded (seq {event.seq})."
         else:
             raise _Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
-        return RedirectResponse(_url(f"/s/{_q(sid)}/pending", {"done": done}), status_code=303)
+        return RedirectResponse(_url(f"/pending/{_q(sid)}", {"done": done}), status_code=303)
 
     async def fork(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -434,14 +457,14 @@ def create_app(config: WebConfig) -> Starlette:
 
     routes = [
         Route("/", guarded(sessions)),
-        Route("/s/{sid:path}/e/{seq}", guarded(event_detail)),
-        Route("/s/{sid:path}/pending", guarded(pending_view)),
-        Route("/s/{sid:path}/answer", guarded(answer), methods=["POST"]),
-        Route("/s/{sid:path}/fork", guarded(fork), methods=["POST"]),
-        Route("/s/{sid:path}/artifacts/raw", guarded(artifact_raw)),
-        Route("/s/{sid:path}/artifacts", guarded(artifacts)),
-        Route("/s/{sid:path}/export", guarded(export)),
-        Route("/s/{sid:path}/live", guarded(live)),
+        Route("/e/{seq}/{sid:path}", guarded(event_detail)),
+        Route("/pending/{sid:path}", guarded(pending_view)),
+        Route("/answer/{sid:path}", guarded(answer), methods=["POST"]),
+        Route("/fork/{sid:path}", guarded(fork), methods=["POST"]),
+        Route("/artifact-raw/{sid:path}", guarded(artifact_raw)),
+        Route("/artifacts/{sid:path}", guarded(artifacts)),
+        Route("/export/{sid:path}", guarded(export)),
+        Route("/live/{sid:path}", guarded(live)),
         Route("/s/{sid:path}", guarded(session)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]

@@ -138,14 +138,14 @@ def test_browser_approve_and_the_run_continues(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     db, sid = paused_demo
-    browser.get(f"{server.url}/s/{sid}/pending")
+    browser.get(f"{server.url}/pending/{sid}")
     _shot(browser, "pending")
     browser.find_element(By.CSS_SELECTOR, "button.approve").click()
     _wait_text(browser, "#done", "approved")
     resumed = evs("demo", "--db", str(db), "--resume", sid)
     assert resumed.returncode == 0, resumed.stderr
     assert f"Done: session {sid} is complete" in resumed.stdout
-    browser.get(f"{server.url}/s/{sid}/pending")
+    browser.get(f"{server.url}/pending/{sid}")
     _wait_text(browser, "#nothing", "Nothing is pending")
 
 
@@ -153,12 +153,12 @@ def test_browser_answer_without_the_token_is_refused(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     _, sid = paused_demo
-    browser.get(f"{server.url}/s/{sid}/pending")
+    browser.get(f"{server.url}/pending/{sid}")
     browser.execute_script(
         "document.querySelectorAll('input[name=token]').forEach(e => e.value = 'forged')")
     browser.find_element(By.CSS_SELECTOR, "button.approve").click()
     _wait_text(browser, "#error", "token is missing or wrong")
-    browser.get(f"{server.url}/s/{sid}/pending")
+    browser.get(f"{server.url}/pending/{sid}")
     assert browser.find_elements(By.CSS_SELECTOR, "button.approve")
 
 
@@ -166,7 +166,7 @@ def test_browser_fork_from_a_seq(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     _, sid = paused_demo
-    browser.get(f"{server.url}/s/{sid}/e/4")
+    browser.get(f"{server.url}/e/4/{sid}")
     browser.find_element(By.NAME, "new_id").send_keys("forked-in-browser")
     browser.find_element(By.ID, "fork").click()
     _wait_text(browser, "p.link", "Forked from")

@@ -11,6 +11,7 @@ import stat
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from _extras import require_extra
@@ -89,20 +90,20 @@ def test_web_filter_errors_only_keeps_the_error_events(reader: tuple[TestClient,
 
 def test_web_event_detail_shows_json_and_state_diff(reader: tuple[TestClient, str]) -> None:
     http, sid = reader
-    page = http.get(f"/s/{sid}/e/4")
+    page = http.get(f"/e/4/{sid}")
     assert page.status_code == 200
     diff = page.text.split('id="diff"')[1].split("</table>")[0]
     assert "last_city" in diff
     assert "added" in diff
     assert "&#34;Paris&#34;" in diff
-    unchanged = http.get(f"/s/{sid}/e/5").text.split('id="diff"')[1].split("</table>")[0]
+    unchanged = http.get(f"/e/5/{sid}").text.split('id="diff"')[1].split("</table>")[0]
     assert "no change" in unchanged
 
 
 def test_web_bad_input_is_a_clear_error_not_a_500(reader: tuple[TestClient, str]) -> None:
     http, sid = reader
     assert http.get("/s/no-such-session").status_code == 404
-    assert "no event at seq 999" in http.get(f"/s/{sid}/e/999").text
+    assert "no event at seq 999" in http.get(f"/e/999/{sid}").text
     refused = http.get(f"/s/{sid}", params={"limit": "7"})
     assert refused.status_code == 400
     assert "limit must be one of" in refused.text
@@ -164,7 +165,7 @@ def test_web_escapes_ids_and_text(tmp_path: Path) -> None:
     http, _ = client(db)
     with http:
         for url in ("/", "/s/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%07",
-                    "/s/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%07/e/1"):
+                    "/e/1/%3Cscript%3Ealert%281%29%3C%2Fscript%3E%07"):
             page = http.get(url)
             assert page.status_code == 200, url
             assert "<script>alert" not in page.text
@@ -175,7 +176,7 @@ def test_web_escapes_ids_and_text(tmp_path: Path) -> None:
 
 
 def _confirmation_id(http: TestClient, sid: str) -> str:
-    found = re.search(r'name="call_id" value="([^"]+)"', http.get(f"/s/{sid}/pending").text)
+    found = re.search(r'name="call_id" value="([^"]+)"', http.get(f"/pending/{sid}").text)
     assert found is not None
     return found.group(1)
 
@@ -187,23 +188,23 @@ def test_web_approve_needs_the_token_and_same_origin(paused_demo: tuple[Path, st
         confirmation = _confirmation_id(http, sid)
         form = {"call_id": confirmation, "action": "approve"}
         for refused in (
-            http.post(f"/s/{sid}/answer", data=form),
-            http.post(f"/s/{sid}/answer", data={**form, "token": "wrong"}),
-            http.post(f"/s/{sid}/answer", data={**form, "token": config.token},
+            http.post(f"/answer/{sid}", data=form),
+            http.post(f"/answer/{sid}", data={**form, "token": "wrong"}),
+            http.post(f"/answer/{sid}", data={**form, "token": config.token},
                       headers={"Origin": "http://evil.example"}),
-            http.post(f"/s/{sid}/answer", data={**form, "token": config.token},
+            http.post(f"/answer/{sid}", data={**form, "token": config.token},
                       headers={"Sec-Fetch-Site": "cross-site"}),
         ):
             assert refused.status_code == 403
-        assert "confirmation" in http.get(f"/s/{sid}/pending").text
+        assert "confirmation" in http.get(f"/pending/{sid}").text
         assert '"kind": "confirmation"' in evs("pending", sid, "--db", str(db), "--json").stdout
-        done = http.post(f"/s/{sid}/answer", data=form,
+        done = http.post(f"/answer/{sid}", data=form,
                          headers={"X-EVS-Token": config.token,
                                   "Origin": "http://127.0.0.1:8765"})
         assert done.status_code == 200  # after the redirect to the pending page
         assert "approved" in done.text
         # The same refusal as evs confirm for a second answer.
-        again = http.post(f"/s/{sid}/answer", data={**form, "token": config.token})
+        again = http.post(f"/answer/{sid}", data={**form, "token": config.token})
         assert again.status_code == 400
         assert "already" in again.text
     resumed = evs("demo", "--db", str(db), "--resume", sid)
@@ -215,8 +216,8 @@ def test_web_writes_are_off_without_allow_writes(paused_demo: tuple[Path, str]) 
     db, sid = paused_demo
     http, config = client(db)
     with http:
-        assert 'class="approve"' not in http.get(f"/s/{sid}/pending").text
-        refused = http.post(f"/s/{sid}/answer", data={"token": config.token,
+        assert 'class="approve"' not in http.get(f"/pending/{sid}").text
+        refused = http.post(f"/answer/{sid}", data={"token": config.token,
                                                        "call_id": "x", "action": "approve"})
         assert refused.status_code == 403
         assert "--allow-writes" in refused.text
@@ -230,10 +231,10 @@ def test_web_read_only_database_disables_writes(paused_demo: tuple[Path, str]) -
     try:
         http, config = client(db, writes=True)
         with http:
-            page = http.get(f"/s/{sid}/pending")
+            page = http.get(f"/pending/{sid}")
             assert page.status_code == 200
             assert "Writes are disabled" in page.text
-            assert http.post(f"/s/{sid}/answer", data={"token": config.token}).status_code == 403
+            assert http.post(f"/answer/{sid}", data={"token": config.token}).status_code == 403
     finally:
         os.chmod(db, stat.S_IRUSR | stat.S_IWUSR)
 
@@ -242,9 +243,9 @@ def test_web_fork_follows_the_fork_rule(paused_demo: tuple[Path, str]) -> None:
     db, sid = paused_demo
     http, config = client(db, writes=True)
     with http:
-        inside = http.post(f"/s/{sid}/fork", data={"token": config.token, "at": "2"})
+        inside = http.post(f"/fork/{sid}", data={"token": config.token, "at": "2"})
         assert inside.status_code == 400  # #2 calls get_weather, answered only at #4
-        made = http.post(f"/s/{sid}/fork", data={"token": config.token, "at": "4",
+        made = http.post(f"/fork/{sid}", data={"token": config.token, "at": "4",
                                                   "new_id": "fork-1"})
         assert made.status_code == 200
         assert made.url.path == "/s/fork-1"
@@ -263,7 +264,7 @@ def test_web_damaged_row_shows_its_problem(paused_demo: tuple[Path, str]) -> Non
         row = page.text.split('id="seq-3"')[1].split("</li>")[0]
         assert "cannot be decoded" in row
         assert "problem(s)" in page.text
-        detail = http.get(f"/s/{sid}/e/3")
+        detail = http.get(f"/e/3/{sid}")
         assert detail.status_code == 200
         assert "cannot be decoded" in detail.text
         assert http.get(f"/s/{sid}", params={"q": "paris"}).status_code == 200
@@ -274,7 +275,7 @@ def test_web_export_download_is_the_evs_export(paused_demo: tuple[Path, str],
     db, sid = paused_demo
     http, _ = client(db)
     with http:
-        got = http.get(f"/s/{sid}/export")
+        got = http.get(f"/export/{sid}")
     assert got.status_code == 200
     assert "attachment" in got.headers["content-disposition"]
     target = tmp_path / "cli.jsonl"
@@ -287,7 +288,7 @@ def test_web_live_stream_sends_a_new_event(paused_demo: tuple[Path, str]) -> Non
     http, _ = client(db)
 
     def first_row() -> list[str]:
-        with http.stream("GET", f"/s/{sid}/live", params={"after": "7"}) as stream:
+        with http.stream("GET", f"/live/{sid}", params={"after": "7"}) as stream:
             lines = (line for line in stream.iter_lines() if line)
             assert next(lines).startswith(": live")
             return [next(lines) for _ in range(3)]
@@ -337,3 +338,64 @@ def test_web_without_the_extra_is_one_line_naming_it(
     assert "pip install 'agent-eventstore[web]'" in child.stderr
     assert missing in child.stderr
     assert len(child.stderr.strip().splitlines()) == 1
+
+
+def test_web_links_a_child_agent_session_both_ways(tmp_path: Path) -> None:
+    from eventstore import child_session_id
+    from runtime import Agent, AgentTool, ModelResponse, Runner, ScriptedModel
+
+    db = tmp_path / "trip.db"
+    child_id = child_session_id("trip", "call-book")
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            child = Agent(name="booker", model=ScriptedModel([ModelResponse(text="booked")]))
+            parent = Agent(name="planner", tools=[AgentTool(child, store=store)],
+                           model=ScriptedModel([
+                               ModelResponse(function_calls=(FunctionCall(
+                                   id="call-book", name="booker", args={"request": "Kyoto"}),)),
+                               ModelResponse(text="done")]))
+            runner = Runner(agent=parent, store=store, app_name="trip")
+            await runner.create_session(user_id="u", session_id="trip")
+            await runner.run(session_id="trip", user_id="u", new_message="book")
+
+    asyncio.run(work())
+    http, _ = client(db)
+    with http:
+        parent_page = http.get("/s/trip", params={"from": "start"}).text
+        assert f'class="child" href="/s/{quote(child_id, safe="")}"' in parent_page
+        child_page = http.get(f"/s/{quote(child_id, safe='')}").text
+        assert 'id="parent"' in child_page
+        assert 'href="/s/trip"' in child_page
+
+
+@pytest.mark.parametrize("sid", [
+    pytest.param("a/pending", id="like-a-page"),
+    pytest.param("x/e/1", id="like-an-event"),
+    pytest.param("50% off?#", id="url-characters"),
+])
+def test_web_any_session_id_reaches_its_own_pages(sid: str, tmp_path: Path) -> None:
+    db = tmp_path / "ids.db"
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            for name in (sid, "a", "x"):
+                await store.create_session(app_name="ids", user_id="u", session_id=name)
+            await store.append(sid, [Event(author="user", content=Content(
+                role="user", parts=(Part(text="mine"),)))], expected_version=0)
+
+    asyncio.run(work())
+    http, _ = client(db)
+    with http:
+        listing = http.get("/").text
+        [link] = [h for h in re.findall(r'class="session-link" href="([^"]+)"', listing)
+                  if h.startswith(f"/s/{quote(sid, safe='')}")]
+        page = http.get(link)
+        assert page.status_code == 200
+        assert "“mine”" in page.text
+        detail = re.search(r'class="seq" href="([^"]+)"', page.text)
+        assert detail is not None
+        assert "“mine”" in http.get(detail.group(1)).text
+        pending = re.search(r'href="([^"]+)" id="pending-link"', page.text)
+        assert pending is not None
+        assert "Nothing is pending" in http.get(pending.group(1)).text
