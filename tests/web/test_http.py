@@ -399,3 +399,38 @@ def test_web_any_session_id_reaches_its_own_pages(sid: str, tmp_path: Path) -> N
         pending = re.search(r'href="([^"]+)" id="pending-link"', page.text)
         assert pending is not None
         assert "Nothing is pending" in http.get(pending.group(1)).text
+
+
+def test_web_artifacts_show_text_and_images_and_never_serve_html(tmp_path: Path) -> None:
+    db = tmp_path / "art.db"
+    png = bytes.fromhex("89504e470d0a1a0a") + b"\x00" * 16
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            await store.create_session(app_name="a", user_id="u", session_id="s")
+            await store.save_artifact("s", "notes.txt", b"first <b>draft</b>",
+                                      mime_type="text/plain")
+            await store.save_artifact("s", "notes.txt", b"second", mime_type="text/plain")
+            await store.save_artifact("s", "chart.png", png, mime_type="image/png")
+            await store.save_artifact("s", "page.html", b"<script>x()</script>",
+                                      mime_type="text/html")
+
+    asyncio.run(work())
+    http, _ = client(db)
+    with http:
+        listing = http.get("/artifacts/s").text
+        assert "v0" in listing
+        assert "v1" in listing
+        first = http.get("/artifacts/s", params={"name": "notes.txt", "version": "0"}).text
+        assert "first &lt;b&gt;draft&lt;/b&gt;" in first
+        assert "second" in http.get("/artifacts/s", params={"name": "notes.txt"}).text
+        image = http.get("/artifacts/s", params={"name": "chart.png"}).text
+        assert '<img alt="chart.png" src="/artifact-raw/s?name=chart.png&amp;version=0">' in image
+        raw = http.get("/artifact-raw/s", params={"name": "chart.png", "version": "0"})
+        assert raw.headers["content-type"] == "image/png"
+        assert raw.content == png
+        html = http.get("/artifact-raw/s", params={"name": "page.html"})
+        assert html.headers["content-type"] == "application/octet-stream"
+        assert html.headers["content-disposition"] == "attachment"
+        missing = http.get("/artifacts/s", params={"name": "notes.txt", "version": "9"})
+        assert missing.status_code == 404
