@@ -18,6 +18,7 @@ from ._answer import confirm, rerun, respond
 from ._demo import demo
 from ._mcp_server import mcp_server
 from ._pending import pending
+from ._web import web
 
 __all__ = ["app"]
 
@@ -44,6 +45,7 @@ app.command("rerun", short_help="Allow a call in doubt to run once more.",
             cls=Command)(rerun)
 app.command("mcp-server", short_help="Serve the database read-only to MCP clients.",
             cls=Command)(mcp_server)
+app.command("web", short_help="Browse the database in a web browser.", cls=Command)(web)
 # Without a name, typer merges the store app's commands (and its ``db`` group) into this one.
 app.add_typer(store_app)
 

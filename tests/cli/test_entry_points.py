@@ -17,7 +17,7 @@ import eventstore.cli
 import runtime.cli
 from eventstore import EventStore
 
-RUNTIME_COMMANDS = ("demo", "pending", "confirm", "respond", "rerun")
+RUNTIME_COMMANDS = ("demo", "pending", "confirm", "respond", "rerun", "web")
 STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "import", "db")
 
 

@@ -135,7 +135,7 @@ def _commands() -> list[tuple[str, ...]]:
 def test_help_summaries_are_whole_sentences() -> None:
     listing = invoke("--help").stdout
     commands = listing.split("Commands:")[1].splitlines()[1:]
-    assert len(commands) == 17  # 14 commands, the db and memory groups, and mcp-server
+    assert len(commands) == 18  # 14 commands, the db and memory groups, mcp-server and web
     for line in commands:
         _name, summary = line.split(None, 1)
         assert summary.endswith("."), line

@@ -1,0 +1,150 @@
+"""Pure helpers of the web UI: the page of a session's timeline, filters, state diffs.
+
+Nothing here does I/O; ``_app`` reads the rows and hands them over. A page costs what it shows:
+pairing looks at the page plus a bounded window around it (``LOOKAROUND`` rows each side), and
+a filtered page scans at most ``SCAN_BUDGET`` rows before it stops and offers to go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from eventstore import CorruptEventError, Event
+from eventstore._backend import StoredEvent
+from eventstore.cli import analyze, event_entry
+from eventstore.cli._timeline import Timeline, is_error_response
+
+__all__ = [
+    "LOOKAROUND",
+    "SCAN_BUDGET",
+    "Filters",
+    "Row",
+    "decode_rows",
+    "pretty_json",
+    "state_diff",
+]
+
+LOOKAROUND = 300
+"""Rows read before and after a page to pair its calls with their responses."""
+
+SCAN_BUDGET = 5_000
+"""Rows a filtered page reads at most before it stops and links to where it got."""
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON of ``value`` (non-string keys allowed), for display."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filters:
+    """What the timeline is narrowed to; an empty filter keeps every row."""
+
+    kind: str = ""
+    """Stored kind name (``model_response``, ``function_response``, …)."""
+    author: str = ""
+    """Exact author."""
+    tool: str = ""
+    """A call or response of this tool name."""
+    errors: bool = False
+    """Only events with an error: an error response or an error code/message."""
+    text: str = ""
+    """Case-insensitive text anywhere in the stored JSON."""
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter is set."""
+        return bool(self.kind or self.author or self.tool or self.errors or self.text)
+
+    def keeps(self, row: StoredEvent, event: Event | None) -> bool:
+        """Whether the row passes every filter (an undecodable row passes only the text,
+        kind and errors filters: it is an error)."""
+        if self.kind and row.kind != self.kind:
+            return False
+        if self.author and row.author != self.author:
+            return False
+        if self.text and self.text.lower() not in row.payload.decode("utf-8", "replace").lower():
+            return False
+        if event is None:
+            return not self.tool
+        if self.tool and not any(c.name == self.tool for c in event.function_calls()) and not any(
+            r.name == self.tool for r in event.function_responses()
+        ):
+            return False
+        return not self.errors or has_error(event)
+
+    def query(self) -> dict[str, str]:
+        """The filters as query parameters (only those set)."""
+        found = {"kind": self.kind, "author": self.author, "tool": self.tool, "q": self.text,
+                 "errors": "1" if self.errors else ""}
+        return {k: v for k, v in found.items() if v}
+
+
+def has_error(event: Event) -> bool:
+    """Whether the event carries an error response or an error code/message."""
+    if event.error_code or event.error_message:
+        return True
+    return any(is_error_response(r.response) for r in event.function_responses())
+
+
+@dataclass(slots=True, kw_only=True)
+class Row:
+    """One row of the timeline as a page shows it."""
+
+    seq: int
+    """Its seq."""
+    stored: StoredEvent
+    """The stored envelope."""
+    event: Event | None
+    """The decoded event, or None when the row cannot be decoded."""
+    problem: str | None = None
+    """Why the row cannot be decoded."""
+    entry: dict[str, Any] = field(default_factory=dict)
+    """``event_entry`` of the event (calls with their fate, responses with their call)."""
+    error: bool = False
+    """The event carries an error."""
+    findings: list[Any] = field(default_factory=list)
+    """What ``verify`` found at this seq."""
+
+
+def decode_rows(rows: Sequence[StoredEvent], decode: Any) -> list[Row]:
+    """Decode each row, keeping the undecodable ones with their problem (never raising)."""
+    found: list[Row] = []
+    for row in rows:
+        try:
+            event = decode(row)
+        except CorruptEventError as exc:
+            found.append(Row(seq=row.seq, stored=row, event=None, problem=str(exc), error=True))
+            continue
+        found.append(Row(seq=row.seq, stored=row, event=event, error=has_error(event)))
+    return found
+
+
+def pair(rows: list[Row], context: Sequence[Row]) -> Timeline:
+    """Pair the calls of ``rows`` with their answers within ``context`` (rows in seq order
+    around them, the page included) and fill each row's ``entry``."""
+    timeline = analyze(r.event for r in context if r.event is not None)
+    for row in rows:
+        if row.event is not None:
+            row.entry = event_entry(row.event, timeline)
+    return timeline
+
+
+def state_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The keys that differ between two states, sorted: ``{key, change, before, after}`` with
+    ``change`` one of ``added``, ``removed``, ``changed``."""
+    changes: list[dict[str, Any]] = []
+    for key in sorted(set(before) | set(after)):
+        if key not in before:
+            changes.append({"key": key, "change": "added", "before": None, "after": after[key]})
+        elif key not in after:
+            changes.append({"key": key, "change": "removed", "before": before[key],
+                            "after": None})
+        elif before[key] != after[key]:
+            changes.append({"key": key, "change": "changed", "before": before[key],
+                            "after": after[key]})
+    return changes

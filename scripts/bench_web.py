@@ -1,0 +1,86 @@
+"""Benchmark ``evs web``: the first page of a 100,000-event session's timeline on SQLite.
+
+    flock /tmp/bench.lock .venv/bin/python scripts/bench_web.py [--events N] [--runs N]
+
+Builds a session of the realistic agent events of ``_bench_events`` in a temporary SQLite
+file, then times GET requests through the real ASGI app (httpx over ASGI, no network):
+
+- ``newest page``: ``/s/ID`` (the default view: the newest 50 events, paired within the window
+  around them);
+- ``first page``: ``/s/ID?from=start``;
+- ``filtered``: ``/s/ID?tool=get_weather`` (the first 50 matches, at most 5,000 rows scanned);
+- ``event``: ``/s/ID/e/SEQ`` in the middle (the event, its state and the diff).
+
+Median and spread of ``--runs`` runs (7 by default); the goal is under 0.2 s for a page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx
+from _bench_events import realistic_event
+
+from eventstore import open_store
+from runtime.web import WebConfig, create_app
+
+SESSION = "bench-web"
+
+
+async def _build(db: str, count: int) -> None:
+    async with await open_store(db, auto_upgrade=True) as store:
+        await store.create_session(app_name="bench", user_id="u", session_id=SESSION)
+        for lo in range(0, count, 1000):
+            batch = [realistic_event(i) for i in range(lo, min(lo + 1000, count))]
+            await store.append(SESSION, batch, expected_version=lo)
+
+
+async def _measure(db: str, count: int, runs: int) -> dict[str, list[float]]:
+    app = create_app(WebConfig(db=db))
+    paths = {
+        "newest page": f"/s/{SESSION}",
+        "first page": f"/s/{SESSION}?from=start",
+        "filtered": f"/s/{SESSION}?tool=get_weather",
+        "event": f"/e/{count // 2}/{SESSION}",
+    }
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            for _ in range(runs):
+                for name, path in paths.items():
+                    start = time.perf_counter()
+                    response = await http.get(path)
+                    times[name].append(time.perf_counter() - start)
+                    if response.status_code != 200:
+                        raise SystemExit(f"{path}: HTTP {response.status_code}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        db = str(Path(folder) / "bench.db")
+        started = time.perf_counter()
+        asyncio.run(_build(db, args.events))
+        print(f"built {args.events} events in {time.perf_counter() - started:.1f} s")
+        times = asyncio.run(_measure(db, args.events, args.runs))
+    for name, values in times.items():
+        print(f"{name:12} median {statistics.median(values) * 1000:7.1f} ms   "
+              f"min {min(values) * 1000:7.1f}   max {max(values) * 1000:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
