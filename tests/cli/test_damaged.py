@@ -22,6 +22,9 @@ from _cli_support import invoke
 import runtime.cli
 from eventstore import Content, Event, FunctionResponse, Part
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 Damage = Callable[[Path, str], None]
 
 

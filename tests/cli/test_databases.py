@@ -19,6 +19,9 @@ from eventstore._migrate import head_revision
 from eventstore._open import resolve_url
 from eventstore._sqlcommon import sqlite_file
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 

@@ -14,6 +14,9 @@ import orjson
 import pytest
 from _cli_support import REPO, evs_subprocess, invoke, make_session
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 
 def _session(db: Path) -> str:
     [session] = orjson.loads(invoke("sessions", "--db", str(db), "--json").stdout)["sessions"]

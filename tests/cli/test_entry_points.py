@@ -17,6 +17,9 @@ import eventstore.cli
 import runtime.cli
 from eventstore import EventStore
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 RUNTIME_COMMANDS = ("demo", "pending", "confirm", "respond", "rerun", "web")
 STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "import", "db")
 

@@ -14,6 +14,9 @@ from _cli_support import AGENT, call, invoke, make_session, response
 from eventstore import Content, Event, EventActions, Part
 from runtime.cli import app
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\\x9b31m"
 
 

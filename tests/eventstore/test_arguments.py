@@ -13,6 +13,9 @@ from _evs_support import StoreFactory, delta_event, text_event
 
 from eventstore import EventStore, EventStoreError, InvalidEventError, StoreUsageError
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 HUGE = 2**70
 
 Call = Callable[[EventStore], Awaitable[Any]]

@@ -22,6 +22,9 @@ from eventstore import (
     StoreUsageError,
 )
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 APP = "app"
 USER = "u"
 MIB = 1 << 20

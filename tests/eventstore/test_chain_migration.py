@@ -21,6 +21,9 @@ from eventstore._chain import GENESIS, chain_hashes
 from eventstore._migrate import _config, current_revision, upgrade
 from eventstore.cli._maintain import verify_session
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
 _CHAIN_CODES = ("chain_", "tail_removed", "head_mismatch")

@@ -9,11 +9,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eventstore import Content, Event, EventActions, EventStore, Part, open_store
 from eventstore._chain import GENESIS, chain_hashes, content_digest, link
+
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
                 max_size=12)

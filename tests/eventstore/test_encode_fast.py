@@ -36,6 +36,9 @@ from eventstore._codec import check_event
 from eventstore._encode_fast import encode_plain
 from eventstore._stored import encode_compact
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 
 class _Colour(enum.Enum):
     RED = "red"

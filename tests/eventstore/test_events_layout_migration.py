@@ -21,6 +21,9 @@ from eventstore import EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
 from eventstore.cli._maintain import verify_session
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 _BEFORE = "0011"
 _COLUMNS = (
     "row_key, position, session_id, seq, event_id, kind, invocation_id, author, timestamp, "

@@ -15,6 +15,9 @@ from alembic.script import ScriptDirectory
 from eventstore import EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 
 def _fork_revision() -> tuple[str, str]:
     """``(revision, down_revision)`` of the fork-links revision, whatever its number."""

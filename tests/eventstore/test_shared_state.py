@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from eventstore import EventStore, fold_state
 from eventstore._state import session_part, shared_part
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 SESSIONS = [("s0", "u0"), ("s1", "u0"), ("s2", "u1"), ("s3", "u1")]
 
 ops = st.lists(

@@ -24,6 +24,9 @@ from eventstore._codec import encode_event
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
 from eventstore._state import apply_delta, shared_part
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 # (session, app, user): two sessions of one user, one of another user, one of another app, and
 # one deleted before the upgrade.
 SESSIONS = [("a", "shop", "ann"), ("b", "shop", "ann"), ("c", "shop", "bob"), ("d", "mall", "ann"),

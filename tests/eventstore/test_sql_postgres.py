@@ -21,7 +21,8 @@ from eventstore import (
 )
 from eventstore._postgres import POLL_INTERVAL
 
-pytestmark = pytest.mark.postgres
+# slow: among the slowest modules of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def _text(text: str) -> Event:

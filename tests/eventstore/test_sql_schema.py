@@ -21,6 +21,9 @@ from eventstore import SchemaOutdatedError, StorageError, open_store
 from eventstore._migrate import current_revision, head_revision, upgrade
 from eventstore._schema import described_by_models, metadata
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -39,6 +39,9 @@ from eventstore import (
     open_store,
 )
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 CHILD = Path(__file__).with_name("_group_child.py")
 
 

@@ -26,6 +26,9 @@ from hypothesis.stateful import (
 
 from eventstore import ConcurrencyError, Event, EventActions, EventStore, fold_state
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 
 MACHINE_SETTINGS = {

@@ -33,6 +33,9 @@ from runtime import (  # noqa: E402
 )
 from runtime.cli import app  # noqa: E402
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[3]
 SESSION = "s-inspect"
 TOOLS = ["sessions", "show", "state", "pending", "verify"]

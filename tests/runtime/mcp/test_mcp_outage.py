@@ -36,6 +36,9 @@ from runtime import (  # noqa: E402
 from runtime.mcp import MCPConfigurationError, MCPConnectionError, MCPToolset  # noqa: E402
 from runtime.tools import execute_function_call  # noqa: E402
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 READONLY = ReadonlyContext(invocation_id="inv-1", agent_name="agent", session_id="s-1")
 RUN_TIMEOUT = 60.0
 RETRY_DELAY = 0.05

@@ -21,6 +21,9 @@ from runtime import Agent, ModelResponse, Runner, ScriptedModel, ToolContext  # 
 from runtime.mcp import MCPToolset  # noqa: E402
 from runtime.replay import answer_confirmation  # noqa: E402
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 CHILD = HERE / "_agent_child.py"
 CHILD_TIMEOUT = 90

@@ -38,6 +38,9 @@ from runtime.tools import (  # noqa: E402
     execute_function_call,
 )
 
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
+
 READONLY = ReadonlyContext(invocation_id="inv-1", agent_name="agent", session_id="s-1")
 ALL_TOOLS = ["draw", "fail", "stats", "picture", "slow", "delete_file", "lookup", "upsert",
              "pid", "grow"]

@@ -8,7 +8,11 @@ gave.
 
 from __future__ import annotations
 
+import pytest
 from _extras import require_extra
+
+# Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
 
 require_extra("openai", "openai")
 
