@@ -7,7 +7,7 @@ exporter packages. See docs/otel.md.
 """
 
 try:
-    import opentelemetry.exporter.otlp.proto.http  # noqa: F401
+    import opentelemetry.exporter.otlp.proto.http
     import opentelemetry.sdk.trace  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised on machines without the extra
     raise ImportError(

@@ -71,8 +71,10 @@ def traces_json_line(traces: SessionTraces) -> bytes:
     return otlp_json_line(sdk_spans(traces.spans, service_name=traces.app_name))
 
 
-async def send_traces(traces: SessionTraces, *, endpoint: str, timeout: float = 10.0) -> None:
+async def send_traces(traces: SessionTraces, *, endpoint: str,
+                      request_timeout: float = 10.0) -> None:
     """Send a session's spans to an OTLP/HTTP endpoint (in a worker thread: the exporter
-    blocks). Raises OSError when the endpoint does not accept them."""
+    blocks); ``request_timeout`` bounds each HTTP request. Raises OSError when the endpoint
+    does not accept them."""
     spans = sdk_spans(traces.spans, service_name=traces.app_name)
-    await asyncio.to_thread(send_spans, spans, endpoint=endpoint, timeout=timeout)
+    await asyncio.to_thread(send_spans, spans, endpoint=endpoint, timeout=request_timeout)

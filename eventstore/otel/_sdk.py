@@ -121,6 +121,6 @@ def send_spans(spans: Sequence[ReadableSpan], *, endpoint: str, timeout: float) 
     try:
         result = exporter.export(spans)
     finally:
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]
     if result is not SpanExportResult.SUCCESS:
         raise OSError(f"The OTLP endpoint {endpoint} did not accept the spans.")

@@ -340,7 +340,7 @@ def session_spans(events: Sequence[Event], *, session_id: str) -> list[SpanRecor
     spans: list[SpanRecord] = []
     for owner, root in roots.items():
         trace, span = root_id(owner)
-        attributes: dict[str, AttributeValue] = {
+        root_attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": root["agent"],
             "gen_ai.conversation.id": session_id,
@@ -350,10 +350,10 @@ def session_spans(events: Sequence[Event], *, session_id: str) -> list[SpanRecor
         for name in _USAGE_KEYS:
             counts = [c.attributes[name] for c in children if name in c.attributes]
             if counts:
-                attributes[name] = sum(int(c) for c in counts if isinstance(c, int))
+                root_attributes[name] = sum(int(c) for c in counts if isinstance(c, int))
         name = f"invoke_agent {root['agent']}" if root["agent"] else "invoke_agent"
         spans.append(SpanRecord(trace_id=trace, span_id=span, parent_span_id=None, name=name,
                                 kind="internal", start_ns=root["start"], end_ns=root["end"],
-                                attributes=attributes))
+                                attributes=root_attributes))
         spans += children
     return spans

@@ -9,19 +9,17 @@ from typing import Any
 
 import orjson
 import pytest
-
-from tests._extras import require_extra
+from _extras import require_extra
 
 require_extra("opentelemetry.sdk.trace", "otel")
-httpserver_module = require_extra("pytest_httpserver", "dev")
+require_extra("pytest_httpserver", "dev")
 
-from google.protobuf.json_format import ParseDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
-
-from _cli_support import invoke
+from _cli_support import invoke  # noqa: E402
+from google.protobuf.json_format import ParseDict  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status  # noqa: E402
+from pytest_httpserver import HTTPServer  # noqa: E402
+from werkzeug import Request, Response  # noqa: E402
 
 SpanMap = dict[bytes, Span]
 
@@ -76,7 +74,8 @@ def test_endpoint_receives_genai_spans(httpserver: HTTPServer,
         assert attrs["gen_ai.conversation.id"] == session
         if span.parent_span_id:
             parent = by_id[span.parent_span_id]
-            assert not parent.parent_span_id and parent.trace_id == span.trace_id
+            assert not parent.parent_span_id
+            assert parent.trace_id == span.trace_id
             assert parent.name == "invoke_agent weather_agent"
         assert span.end_time_unix_nano >= span.start_time_unix_nano
     names = [s.name for s in spans]
@@ -143,9 +142,11 @@ def test_app_since_selects_sessions(demo_db: tuple[Path, str], tmp_path: Path) -
     assert len(lines) == 2
     future = invoke("export", "--db", str(db), "--format", "otlp", "--app", "weather-demo",
                     "--since", "2999-01-01T00:00:00+00:00")
-    assert future.exit_code == 0 and future.stdout_bytes == b""
+    assert future.exit_code == 0
+    assert future.stdout_bytes == b""
     other = invoke("export", "--db", str(db), "--format", "otlp", "--app", "nope")
-    assert other.exit_code == 0 and other.stdout_bytes == b""
+    assert other.exit_code == 0
+    assert other.stdout_bytes == b""
 
 
 @pytest.mark.parametrize(("args", "message"), [

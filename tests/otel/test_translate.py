@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from tests._extras import require_extra
+from _extras import require_extra
 
 require_extra("opentelemetry.sdk.trace", "otel")
 
-from eventstore import (
+from eventstore import (  # noqa: E402
     REQUEST_CONFIRMATION_FUNCTION,
     Content,
     Event,
@@ -18,7 +17,7 @@ from eventstore import (
     Part,
     ToolConfirmation,
 )
-from eventstore.otel import SpanEvent, SpanRecord, session_spans, span_id_of, trace_id_of
+from eventstore.otel import SpanEvent, SpanRecord, session_spans, span_id_of, trace_id_of  # noqa: E402
 
 S = "sess-1"
 INV1, INV2 = "inv-1", "inv-2"
