@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +177,11 @@ def test_refusing_endpoint_is_one_line_error(httpserver: HTTPServer,
                     "--endpoint", httpserver.url_for("/v1/traces"))
     assert result.exit_code == 1
     assert "did not accept the spans" in result.stderr
+
+
+def test_eventstore_and_its_cli_import_without_opentelemetry() -> None:
+    code = ("import sys, eventstore, eventstore.cli._maintain; "
+            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).parents[2])
+    assert done.stdout.strip() == "[]"
