@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 from _extras import require_extra
 
@@ -182,3 +184,28 @@ def test_anthropic_and_gemini_usage_keys() -> None:
         assert chat.attributes["gen_ai.provider.name"] == provider
         assert chat.attributes["gen_ai.usage.input_tokens"] == 3
         assert chat.attributes["gen_ai.usage.output_tokens"] == 4
+
+
+def test_rejected_confirmation_is_an_error_with_the_answer_recorded() -> None:
+    rejected = {"kind": "confirmation_rejected", "tool": "paid", "message": "refused"}
+    log = [*LOG[:7],
+           _ev(8, 1000, author="user", role="user",
+               parts=(_resp("confirm-1", REQUEST_CONFIRMATION_FUNCTION,
+                            response='{"confirmed": false}'),)),
+           _ev(9, 1010, invocation=INV2, role="user",
+               parts=(_resp("c-paid", "paid", error=rejected),))]
+    paid = next(s for s in session_spans(log, session_id=S) if s.name == "execute_tool paid")
+    assert paid.attributes["error.type"] == "confirmation_rejected"
+    assert paid.error == "refused"
+    assert paid.end_ns == _at(1010)
+    assert [e.attributes.get("evs.confirmation.confirmed") for e in paid.events
+            if e.name == "evs.confirmation.answered"] == [False]
+
+
+def test_public_surface() -> None:
+    import eventstore.otel as otel
+
+    public = {n for n in dir(otel) if not n.startswith("_") and n != "annotations"
+              and not isinstance(getattr(otel, n), types.ModuleType)}
+    assert sorted(otel.__all__) == sorted(public)
+    assert len(otel.__all__) == len(public)
