@@ -46,7 +46,7 @@ SHORT_HELP = {
     "state": "Show a session's state and where each key was set.",
     "tail": "Follow a session live.",
     "verify": "Check the integrity of one session or all.",
-    "export": "Export a session as JSON Lines.",
+    "export": "Export a session as JSON Lines, or as OpenTelemetry traces.",
     "import": "Import an exported session, all or nothing.",
     "delete": "Delete a session.",
     "fork": "Fork a session at a seq into a new session.",

@@ -22,6 +22,7 @@ from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,
+    EXIT_USAGE,
     CliError,
     DbOption,
     JsonOption,
@@ -44,6 +45,7 @@ from ._exchange import (
     referenced_artifacts,
 )
 from ._progress import LARGE, progress
+from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
 from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
 
 __all__ = [
@@ -252,22 +254,64 @@ def _export_target(output: Path) -> Path:
 
 
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id.", show_default=False,
-                                              metavar="SESSION_ID")],
+    session_id: Annotated[str | None, typer.Argument(help="Session id (with --format otlp, "
+                                                     "or --app instead).", show_default=False,
+                                                     metavar="SESSION_ID")] = None,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
                                                 help="Write to this file "
                                                 "instead of stdout.")] = None,
     json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry with the other "
                                        "commands: the export is always JSON Lines.")] = False,
+    format: Annotated[str, typer.Option("--format", metavar="jsonl|otlp",
+                                        help="jsonl: the lossless session export; otlp: "
+                                        "OpenTelemetry traces (GenAI conventions) as OTLP/JSON "
+                                        "lines, needs agent-eventstore[otel].")] = "jsonl",
+    endpoint: Annotated[str | None, typer.Option("--endpoint", metavar="URL",
+                                                 help="otlp: send to this OTLP/HTTP endpoint "
+                                                 "(http://host:4318 or its /v1/traces URL) "
+                                                 "instead of writing JSON.")] = None,
+    app_name: Annotated[str | None, typer.Option("--app", metavar="APP",
+                                                 help="otlp: every session of this app "
+                                                 "(instead of SESSION_ID).")] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="DATE",
+                                              help="otlp: only invocations active at or after "
+                                              "this ISO date or date-time (UTC unless "
+                                              "given).")] = None,
 ) -> None:
     """Export a session as JSON Lines: a header line, one line per event, then one line per
-    artifact version (bytes in base64) — lossless; evs import reads it back."""
+    artifact version (bytes in base64) — lossless; evs import reads it back.
+
+    With --format otlp: the session (or every session of --app) as OpenTelemetry traces, one
+    trace per invocation, written as OTLP/JSON (one request per line) or sent to --endpoint;
+    ids are derived from the log, so exporting again gives the same traces (docs/otel.md)."""
+    if format not in ("jsonl", "otlp"):
+        fail(f"--format must be jsonl or otlp, not {printable(format)!r}.", code=EXIT_USAGE)
+    otlp = format == "otlp"
+    with errors():
+        check_otlp_options(otlp=otlp, session_id=session_id, app=app_name, since=since,
+                           endpoint=endpoint, output=output)
+        cutoff = parse_since(since)
 
     async def main(sink: BinaryIO) -> None:
         async with await open_existing(db, read_only=True) as store:
-            await _write_export(store, session_id, sink)
+            if otlp:
+                await write_otlp(store, sink, session_id=session_id, app=app_name,
+                                 since=cutoff)
+            else:
+                assert session_id is not None
+                await _write_export(store, session_id, sink)
 
+    if endpoint is not None:
+
+        async def send() -> int:
+            async with await open_existing(db, read_only=True) as store:
+                return await send_otlp(store, endpoint=endpoint, session_id=session_id,
+                                       app=app_name, since=cutoff)
+
+        sent = run(send())
+        typer.echo(f"Sent {sent} span(s) to {printable(endpoint)}.", err=True)
+        return
     if output is None:
         run(main(sys.stdout.buffer))
         return

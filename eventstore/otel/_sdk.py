@@ -1,0 +1,126 @@
+"""The I/O shell: ``SpanRecord`` values through the official OpenTelemetry SDK and exporters.
+
+Spans are made by the SDK's own tracer (explicit start/end times, ids from the records through a
+planned ``IdGenerator``), encoded by ``opentelemetry-exporter-otlp-proto-common`` and sent by
+``OTLPSpanExporter`` — the wire format is never written by hand here.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+    set_span_in_context,
+)
+
+from ._translate import SpanRecord
+
+__all__ = ["SCOPE_NAME", "otlp_json_line", "send_spans", "sdk_spans"]
+
+SCOPE_NAME = "agent-eventstore"
+"""Instrumentation scope (and default ``service.name``) of the exported spans."""
+
+_KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
+
+
+class _Planned(IdGenerator):
+    """Hands out the ids the next span must get (set just before the tracer asks)."""
+
+    def __init__(self) -> None:
+        self.span_id = 0
+        self.trace_id = 0
+
+    def generate_span_id(self) -> int:
+        return self.span_id
+
+    def generate_trace_id(self) -> int:
+        return self.trace_id
+
+
+class _Collect(SpanProcessor):
+    def __init__(self) -> None:
+        self.spans: list[ReadableSpan] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.spans.append(span)
+
+
+def sdk_spans(records: Sequence[SpanRecord], *, service_name: str) -> list[ReadableSpan]:
+    """Return the SDK spans of ``records``, in order, with resource ``service.name`` =
+    ``service_name``; ids, times, attributes, events and status are exactly the records'."""
+    ids = _Planned()
+    # Explicit limits and sampler: the OTEL_* environment must not change what is exported.
+    provider = TracerProvider(
+        resource=Resource({"service.name": service_name}), id_generator=ids, sampler=ALWAYS_ON,
+        span_limits=SpanLimits(max_attributes=1000, max_events=10_000,
+                               max_span_attributes=1000, max_event_attributes=1000,
+                               max_attribute_length=None),
+        shutdown_on_exit=False,
+    )
+    collected = _Collect()
+    provider.add_span_processor(collected)
+    tracer = provider.get_tracer(SCOPE_NAME)
+    for record in records:
+        ids.trace_id, ids.span_id = record.trace_id, record.span_id
+        context = None
+        if record.parent_span_id is not None:
+            parent = SpanContext(trace_id=record.trace_id, span_id=record.parent_span_id,
+                                 is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+            context = set_span_in_context(NonRecordingSpan(parent))
+        span = tracer.start_span(record.name, context=context, kind=_KINDS[record.kind],
+                                 attributes=dict(record.attributes), start_time=record.start_ns)
+        for event in record.events:
+            span.add_event(event.name, attributes=dict(event.attributes),
+                           timestamp=event.time_ns)
+        if record.error is not None:
+            span.set_status(StatusCode.ERROR, record.error)
+        span.end(end_time=record.end_ns)
+    provider.shutdown()
+    return collected.spans
+
+
+def _hex_ids(message: dict[str, Any]) -> None:
+    """OTLP/JSON spells trace and span ids in hex where proto3 JSON uses base64."""
+    for resource in message.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+
+
+def otlp_json_line(spans: Sequence[ReadableSpan]) -> bytes:
+    """Return one ``ExportTraceServiceRequest`` of ``spans`` in the OTLP/JSON encoding (enum
+    values as integers, ids in hex), as one line without its newline."""
+    message = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    _hex_ids(message)
+    return orjson.dumps(message)
+
+
+def send_spans(spans: Sequence[ReadableSpan], *, endpoint: str, timeout: float) -> None:
+    """Send ``spans`` to an OTLP/HTTP (protobuf) traces endpoint in one request (blocking).
+
+    Raises OSError naming the endpoint when the exporter reports a failure."""
+    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+    try:
+        result = exporter.export(spans)
+    finally:
+        exporter.shutdown()  # type: ignore[no-untyped-call]
+    if result is not SpanExportResult.SUCCESS:
+        raise OSError(f"The OTLP endpoint {endpoint} did not accept the spans.")
