@@ -12,6 +12,8 @@ from _evs_support import StoreFactory, delta_event, text_event
 
 from eventstore import (
     ArtifactNotFoundError,
+    Event,
+    EventActions,
     EventStore,
     SessionNotFoundError,
     StoreUsageError,
@@ -124,9 +126,15 @@ async def test_shared_state_reads_user_and_app_keys_without_a_session(
     await store.create_session(app_name=APP, user_id="amy", session_id="a")
     await store.create_session(app_name=APP, user_id="bob", session_id="b")
     await store.append("a", delta_event({"user:x": 1, "app:y": 2, "s": 3}), expected_version=0)
-    await store.append("b", delta_event({"user:x": 9, "user:gone": None}), expected_version=0)
+    await store.append("b", delta_event({"user:x": 9, "user:none": None, "user:gone": 5}),
+                       expected_version=0)
+    await store.append("b", Event(author="agent", actions=EventActions(
+        state_deletions=("user:gone",))), expected_version=1)
     assert await store.shared_state(app_name=APP, user_id="amy") == {"user:x": 1, "app:y": 2}
-    assert await store.shared_state(app_name=APP, user_id="bob") == {"user:x": 9, "app:y": 2}
+    # None is a value (as in ADK); a deletion removes the key.
+    assert await store.shared_state(app_name=APP, user_id="bob") == {
+        "user:x": 9, "user:none": None, "app:y": 2,
+    }
     assert await store.shared_state(app_name=APP) == {"app:y": 2}
     with pytest.raises(StoreUsageError, match="app_name"):
         await store.shared_state(app_name="")
