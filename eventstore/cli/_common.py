@@ -290,4 +290,7 @@ def run_app(app: typer.Typer) -> None:
             text += f" (see: {' '.join([prog(), *names, '--help'])})"
         typer.echo(f"evs: error: {text}", err=True)
         raise SystemExit(code) from None
+    if status == EXIT_INTERRUPTED:
+        # Typer turns a KeyboardInterrupt inside a command into this status, silently.
+        typer.echo("evs: interrupted.", err=True)
     raise SystemExit(status if isinstance(status, int) else 0)

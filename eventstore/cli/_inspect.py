@@ -466,7 +466,5 @@ def tail(
                 async with asyncio.timeout(timeout):
                     await follow(store, start, seen)
 
-    try:
-        run(main())
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    # Ctrl-C is not caught here: run_app turns it into "evs: interrupted." and status 130.
+    run(main())
