@@ -32,6 +32,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_FINDINGS",
     "EXIT_INTERRUPTED",
+    "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
     "CliError",
     "Command",
@@ -48,6 +49,7 @@ __all__ = [
     "run",
     "run_app",
     "sqlite_path",
+    "stdout_closed",
 ]
 
 DEFAULT_DB = "./evs.db"
@@ -64,6 +66,10 @@ EXIT_FINDINGS = 3
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C (the shell's convention: 128 + SIGINT)."""
+
+EXIT_STDOUT_CLOSED = 141
+"""Exit status when stdout was closed before everything was printed (``evs show | head``): what
+the shell reports for a program that SIGPIPE ended (128 + 13), as ``git log | head`` does."""
 
 DbOption = Annotated[
     str,
@@ -209,9 +215,67 @@ def require_file(url: str) -> None:
         )
 
 
+_closed = False
+
+
+def stdout_closed() -> bool:
+    """Whether stdout was closed by its reader (``| head`` has all it wants): a command that only
+    prints may stop; one that changes the store finishes its work regardless."""
+    return _closed
+
+
+def _stdout_gone() -> None:
+    """Stdout's reader went away: from now on what is printed goes to /dev/null (so neither a
+    later write nor the flush at exit raises), and ``run_app`` exits with EXIT_STDOUT_CLOSED."""
+    global _closed
+    if not _closed:
+        _closed = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+
+
+class _PipeSafeStdout:
+    """``sys.stdout`` under ``run_app``: a write or flush that finds the pipe closed (EPIPE) is
+    recorded (``stdout_closed``) instead of raised, so no writer — rich, click, ``print_json`` —
+    can abort a command halfway through its work, nor print a traceback."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``; nothing (silently) once the reader is gone."""
+        if _closed:
+            return len(text)
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            _stdout_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        """Flush; nothing once the reader is gone."""
+        if _closed:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _stdout_gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _SafeConsole(Console):
     """A console whose text can never drive the terminal: every control character of what is
     printed (stored text, ids, keys) is shown escaped; only rich's own styling reaches it."""
+
+    def on_broken_pipe(self) -> None:
+        """Rich's default exits with status 1 mid-command; record the closed stdout instead and
+        let the command decide (see ``stdout_closed``)."""
+        self.quiet = True
+        _stdout_gone()
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         # The one place every printed piece of text passes through, after layout and before
@@ -231,10 +295,12 @@ def console() -> Console:
 
 def print_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout."""
-    sys.stdout.write(
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
-    )
-    sys.stdout.flush()
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
 
 
 def _internal_error(exc: Exception) -> NoReturn:
@@ -258,12 +324,15 @@ def run_app(app: typer.Typer) -> None:
     global _prog
     module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
     _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
+    if not isinstance(sys.stdout, _PipeSafeStdout):
+        sys.stdout = _PipeSafeStdout(sys.stdout)
     try:
         # errors(): a command may refuse before its coroutine runs (a missing extra, bad input).
         with errors():
             status = app(standalone_mode=False)
     except typer.Exit as exc:  # from errors(): the one line is printed already
-        raise SystemExit(exc.exit_code) from None
+        raise SystemExit(EXIT_STDOUT_CLOSED if _closed and not exc.exit_code
+                         else exc.exit_code) from None
     except typer.Abort:
         typer.echo("evs: error: aborted.", err=True)
         raise SystemExit(EXIT_ERROR) from None
@@ -290,6 +359,8 @@ def run_app(app: typer.Typer) -> None:
             text += f" (see: {' '.join([prog(), *names, '--help'])})"
         typer.echo(f"evs: error: {text}", err=True)
         raise SystemExit(code) from None
+    if _closed:
+        raise SystemExit(EXIT_STDOUT_CLOSED)
     if status == EXIT_INTERRUPTED:
         # Typer turns a KeyboardInterrupt inside a command into this status, silently.
         typer.echo("evs: interrupted.", err=True)

@@ -35,6 +35,7 @@ from ._common import (
     printable,
     prog,
     run,
+    stdout_closed,
 )
 from ._render import event_entry, print_event, print_events, short_json
 from ._timeline import Timeline, analyze
@@ -161,6 +162,8 @@ def show(
         # where that seq would stand: before the first row after it, or after the last row.
         missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
         for n, row in enumerate(shown):
+            if stdout_closed():
+                return  # the reader has what it wanted (``| head``)
             here = by_seq.get(row.seq, [])
             while missing and missing[0] < row.seq:
                 _print_problems(out, by_seq[missing.pop(0)])
@@ -444,7 +447,7 @@ def tail(
             else:
                 print_event(out, event, timeline, confirm_command=command)
             count += 1
-            if max_events is not None and count >= max_events:
+            if (max_events is not None and count >= max_events) or stdout_closed():
                 break
         return count
 
