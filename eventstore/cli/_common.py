@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -170,6 +171,11 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+_EVS_COMMAND = re.compile(r"(?<![\w./-])evs (?=(?:db|verify|confirm|respond|rerun|pending|"
+                          r"show|import|export)\b)")
+"""An ``evs`` command named in a store message (``evs verify S``, ``evs db upgrade``)."""
+
+
 @contextlib.contextmanager
 def errors() -> Iterator[None]:
     """Turn store and CLI errors raised inside the block into one line and an exit status."""
@@ -182,7 +188,7 @@ def errors() -> Iterator[None]:
              f"{shlex.quote(exc.session_id)} lists every problem.")
     except EventStoreError as exc:
         # The store's messages name ``evs``; the user may have invoked it under another name.
-        fail(" ".join(str(exc).split()).replace("evs db upgrade", f"{prog()} db upgrade"))
+        fail(_EVS_COMMAND.sub(lambda _: f"{prog()} ", " ".join(str(exc).split())))
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
