@@ -107,6 +107,9 @@ class CliError(Exception):
 
 _CONTROL = {
     **{c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0D: "\\r",
     0x7F: "\\x7f",
     **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
     # Bidirectional overrides reorder what a terminal shows (a "trojan source" trick).
@@ -114,13 +117,17 @@ _CONTROL = {
 }
 
 
-def printable(text: str, *, newlines: bool = True) -> str:
-    """Return ``text`` with control characters shown as escapes (``\\x1b``), so that stored
-    text (user and model messages, state keys, ids) can never drive the terminal: no cursor
-    moves, screen clears, hyperlinks or window titles. Tabs are kept, and newlines unless
-    ``newlines`` is False."""
-    table = _CONTROL if newlines else {**_CONTROL, 0x0A: "\\n"}
-    return text.translate(table)
+_LAYOUT = {**_CONTROL}
+del _LAYOUT[0x0A]
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """Return ``text`` with every control character shown as an escape (``\\x1b``, ``\\x07``;
+    ``\\t``, ``\\n``, ``\\r`` as ``repr`` writes them), so that stored text (messages, state
+    keys, ids) can never drive the terminal — no cursor moves, screen clears, hyperlinks or
+    window titles — nor break a table row or a header line, and what is printed is what is
+    stored. Only ``newlines=True`` keeps line breaks: for text rich has laid out."""
+    return text.translate(_LAYOUT if newlines else _CONTROL)
 
 
 def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
@@ -277,6 +284,11 @@ class _SafeConsole(Console):
     """A console whose text can never drive the terminal: every control character of what is
     printed (stored text, ids, keys) is shown escaped; only rich's own styling reaches it."""
 
+    def render_str(self, text: str, **options: Any) -> Any:
+        """Escape a printed string before rich sees it: rich drops some control characters
+        (BEL, backspace, CR) on its own, and the printed id would not be the stored one."""
+        return super().render_str(printable(text), **options)
+
     def on_broken_pipe(self) -> None:
         """Rich's default exits with status 1 mid-command; record the closed stdout instead and
         let the command decide (see ``stdout_closed``)."""
@@ -287,7 +299,8 @@ class _SafeConsole(Console):
         # The one place every printed piece of text passes through, after layout and before
         # rich adds its own escape sequences for styles.
         return super()._render_buffer(
-            Segment(printable(s.text), s.style, s.control) if s.control is None else s
+            Segment(printable(s.text, newlines=True), s.style, s.control)
+            if s.control is None else s
             for s in buffer
         )
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from .._links import parent_link
+from ._common import printable
 from ._timeline import Timeline, is_error_response
 
 __all__ = [
@@ -128,7 +129,8 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
 def _line(console: Console, *pieces: tuple[str, str]) -> None:
     text = Text("      ")
     for value, style in pieces:
-        text.append(value, style=style)
+        # Escaped here: Text drops some control characters itself (see ``printable``).
+        text.append(printable(value), style=style)
     console.print(text)
 
 
@@ -149,7 +151,8 @@ def print_event(
     header = Text()
     header.append(f"#{event.seq:<4}", style="bold")
     header.append(f" {_when(event.timestamp)}  ", style="dim")
-    header.append(event.author, style="cyan" if event.author == "user" else "magenta")
+    header.append(printable(event.author), style="cyan" if event.author == "user"
+                  else "magenta")
     kind = "re-run decision" if reruns and not event.text() else event_kind(event)
     header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)

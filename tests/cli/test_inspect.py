@@ -220,5 +220,5 @@ def test_tail_exits_cleanly_on_ctrl_c(paused_db: Path) -> None:
     assert first.startswith("#9")
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=20)
-    assert child.returncode == 0, err
+    assert child.returncode == 130, err  # README: 130 after Ctrl-C
     assert "Traceback" not in err
