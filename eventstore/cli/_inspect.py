@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import enum
 import shlex
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -26,6 +27,7 @@ from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
+    CliError,
     DbOption,
     JsonOption,
     console,
@@ -42,6 +44,7 @@ from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
 __all__ = [
+    "SessionOrder",
     "ShowView",
     "confirm_command",
     "load_show_view",
@@ -65,6 +68,50 @@ def _stamp(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
 
+class SessionOrder(enum.StrEnum):
+    """How ``evs sessions`` orders its listing."""
+
+    updated = "updated"
+    """By last update, newest last (as ``ls -tr``); each page is the newest not yet shown."""
+    id = "id"
+    """By session id."""
+
+
+_LISTING_PAGE = 10_000
+
+
+async def _by_update(
+    store: EventStore, *, app: str | None, user: str | None, after: str | None, limit: int
+) -> tuple[list[SessionInfo], str | None]:
+    """The page of ``evs sessions --sort updated``: the newest ``limit`` sessions updated
+    before the cursor ``after`` (``UPDATED:ID`` of the oldest one shown), oldest first, and the
+    cursor of the next (older) page. Every matching session is read: there is no index by
+    update to page on."""
+    bound: tuple[float, str] | None = None
+    if after is not None:
+        stamp, sep, last_id = after.partition(":")
+        try:
+            bound = (float(stamp), last_id)
+        except ValueError:
+            bound = None
+        if not sep or bound is None:
+            raise CliError(f"--after {after!r} is not a cursor of evs sessions --sort updated "
+                           "(give the one its More: line printed).")
+    found: list[SessionInfo] = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_sessions(app_name=app, user_id=user, after=cursor,
+                                         limit=_LISTING_PAGE)
+        found += [s for s in page.sessions if bound is None or (s.updated_at, s.id) < bound]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    found.sort(key=lambda s: (s.updated_at, s.id))
+    shown = found[-limit:]
+    more = len(found) > limit
+    return shown, f"{shown[0].updated_at!r}:{shown[0].id}" if more else None
+
+
 def sessions(
     db: DbOption = DEFAULT_DB,
     app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.",
@@ -75,31 +122,43 @@ def sessions(
                                        help="Sessions per page.")] = 50,
     after: Annotated[str | None, typer.Option("--after", help="Cursor printed by the previous "
                                               "page.", metavar="CURSOR")] = None,
+    sort: Annotated[SessionOrder, typer.Option("--sort", help="updated: by last update, "
+                                               "newest last (each page the newest not yet "
+                                               "shown); id: by session id.")
+                    ] = SessionOrder.updated,
     json: JsonOption = False,
 ) -> None:
-    """List sessions (app, user, id, events, last update), one page at a time."""
+    """List sessions (app, user, id, events, last update), newest update last, one page at a
+    time."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            page = await store.list_sessions(app_name=app, user_id=user, after=after, limit=limit)
+            if sort is SessionOrder.updated:
+                listed, next_cursor = await _by_update(store, app=app, user=user, after=after,
+                                                       limit=limit)
+            else:
+                page = await store.list_sessions(app_name=app, user_id=user, after=after,
+                                                 limit=limit)
+                listed, next_cursor = page.sessions, page.next_cursor
         if json:
             print_json({
                 "sessions": [
                     {"id": s.id, "app_name": s.app_name, "user_id": s.user_id,
                      "events": s.version, "created_at": s.created_at,
                      "updated_at": s.updated_at}
-                    for s in page.sessions
+                    for s in listed
                 ],
-                "next_cursor": page.next_cursor,
+                "next_cursor": next_cursor,
             })
             return
         out = console()
         table = Table("app", "user", "session", "events", "last update", box=None)
-        for s in page.sessions:
+        for s in listed:
             table.add_row(s.app_name, s.user_id, s.id, str(s.version), _stamp(s.updated_at))
-        out.print(table if page.sessions else "No sessions.")
-        if page.next_cursor is not None:
-            # The next page needs the same filters and page size, or it is another listing.
+        out.print(table if listed else "No sessions.")
+        if next_cursor is not None:
+            # The next page needs the same filters, order and page size, or it is another
+            # listing.
             words = [prog(), "sessions"]
             if db != DEFAULT_DB:
                 words += ["--db", shlex.quote(db)]
@@ -108,8 +167,11 @@ def sessions(
                     words += [flag, shlex.quote(value)]
             if limit != 50:
                 words += ["--limit", str(limit)]
-            words += ["--after", shlex.quote(page.next_cursor)]
-            out.print(f"More: {' '.join(words)}")
+            if sort is not SessionOrder.updated:
+                words += ["--sort", sort.value]
+            words += ["--after", shlex.quote(next_cursor)]
+            older = " (older)" if sort is SessionOrder.updated else ""
+            out.print(f"More{older}: {' '.join(words)}")
 
     run(main())
 

@@ -207,9 +207,10 @@ def test_pagination_hint_repeats_the_filters(db: Path) -> None:
     for sid in ("a", "b", "c"):
         make_session(str(db), [], session_id=sid, app_name="weather", user_id="ada")
     make_session(str(db), [], session_id="z", app_name="other", user_id="ada")
-    page = invoke("sessions", "--db", str(db), "--app", "weather", "--limit", "2")
+    page = invoke("sessions", "--db", str(db), "--app", "weather", "--limit", "2",
+                  "--sort", "id")
     [hint] = [line for line in page.stdout.splitlines() if line.startswith("More: ")]
-    assert hint == f"More: evs sessions --db {db} --app weather --limit 2 --after b"
+    assert hint == f"More: evs sessions --db {db} --app weather --limit 2 --sort id --after b"
     following = invoke(*hint.split()[2:])
     assert [line.split()[2] for line in following.stdout.splitlines()[1:]] == ["c"]
 
