@@ -46,6 +46,7 @@ __all__ = [
     "print_json",
     "printable",
     "prog",
+    "refuse_directory",
     "require_file",
     "run",
     "run_app",
@@ -219,8 +220,18 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
     return await open_store(url, read_only=read_only)
 
 
+def refuse_directory(url: str) -> None:
+    """Raise CliError when ``url`` names a directory where a SQLite file should be (SQLite
+    itself says only "disk I/O error", or the file seems missing)."""
+    path = sqlite_path(url)
+    if path is not None and path.is_dir():
+        raise CliError(f"{path} is a directory, not a database file (give a file with --db or "
+                       "EVS_DATABASE_URL).")
+
+
 def require_file(url: str) -> None:
     """Raise CliError when ``url`` names a SQLite file that does not exist."""
+    refuse_directory(url)
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise CliError(

@@ -36,6 +36,7 @@ from eventstore.cli import (
     prog,
     run,
 )
+from eventstore.cli._common import refuse_directory
 from runtime import AgentRuntimeError, CallAlreadyAnsweredError, Model, RunResult
 from runtime.replay import answer_confirmation, pending, submit_response
 
@@ -125,6 +126,7 @@ def demo(
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
 
     async def main() -> dict[str, Any]:
+        refuse_directory(db)
         live = demo_model(model)  # before the session exists: a missing key creates nothing
         try:
             return await session(live)
