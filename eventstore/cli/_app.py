@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Annotated
 
-import click
 import typer
 
 from ._common import Command, print_json
@@ -109,8 +108,7 @@ def top_options(ctx: typer.Context, *, version: bool, json: bool) -> None:
         raise typer.Exit(0)
     if ctx.invoked_subcommand is None:
         hint = " (--json goes after the command: evs show SESSION_ID --json)" if json else ""
-        # typer vendors click in newer releases: its Context is that click's, not this one's.
-        raise click.UsageError(f"Missing command.{hint}", ctx=ctx)  # type: ignore[arg-type]
+        ctx.fail(f"Missing command.{hint}")
 
 
 def package_version() -> str:
