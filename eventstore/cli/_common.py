@@ -12,10 +12,11 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 from collections.abc import Coroutine, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import IO, Annotated, Any, NoReturn, TypeVar, cast
 
 import orjson
 import typer
@@ -39,6 +40,7 @@ __all__ = [
     "Command",
     "DbOption",
     "JsonOption",
+    "Paged",
     "console",
     "errors",
     "fail",
@@ -321,6 +323,75 @@ def console() -> Console:
     automatic highlighting, long lines not wrapped (printed commands stay copyable), and
     control characters escaped (see ``printable``)."""
     return _SafeConsole(highlight=False, markup=False, soft_wrap=True)
+
+
+class _PagerInput:
+    """The pager's stdin as a file for rich: once the pager quits (``q`` in less), writes are
+    dropped and ``gone`` says so, so the command stops printing instead of failing."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` to the pager; nothing once it has quit."""
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except (BrokenPipeError, ValueError):
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush to the pager; nothing once it has quit."""
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.gone = True
+
+    def isatty(self) -> bool:
+        """The pager shows what it reads on the terminal (``less -R`` keeps the colours)."""
+        return True
+
+
+class Paged:
+    """Where a long listing prints (``evs show``): the user's pager when stdout is a terminal,
+    as ``git log`` does (``$EVS_PAGER``, else ``$PAGER``, else ``less``; ``LESS=FRX`` unless
+    ``LESS`` is set, so a short listing stays on screen and less quits by itself), plain stdout
+    otherwise; lines are fitted to the terminal width (``COLUMNS`` when set) either way."""
+
+    def __init__(self) -> None:
+        command = os.environ.get("EVS_PAGER", os.environ.get("PAGER", "less"))
+        self._process: subprocess.Popen[str] | None = None
+        self._input: _PagerInput | None = None
+        width = shutil.get_terminal_size((100, 24)).columns
+        if sys.stdout.isatty() and command.strip() not in ("", "cat"):
+            env = {**os.environ}
+            env.setdefault("LESS", "FRX")
+            self._process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE,
+                                             env=env, text=True, encoding="utf-8",
+                                             errors="replace")
+            assert self._process.stdin is not None
+            self._input = _PagerInput(self._process.stdin)
+        self.console: Console = _SafeConsole(highlight=False, markup=False, soft_wrap=False,
+                                             file=cast(IO[str], self._input), width=width,
+                                             force_terminal=True if self._input else None)
+        """Print here; rich wraps each line at the width."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the reader wants no more: the pager quit, or stdout was closed."""
+        return (self._input is not None and self._input.gone) or stdout_closed()
+
+    def close(self) -> None:
+        """Hand the rest to the pager and wait until the user quits it."""
+        if self._process is not None and self._input is not None:
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                self._input.flush()
+                assert self._process.stdin is not None
+                self._process.stdin.close()
+            self._process.wait()
 
 
 def print_json(value: Any) -> None:

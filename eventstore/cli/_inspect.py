@@ -30,6 +30,7 @@ from ._common import (
     CliError,
     DbOption,
     JsonOption,
+    Paged,
     console,
     fail,
     open_existing,
@@ -203,47 +204,57 @@ def show(
         if json:
             print_json(view.payload(since=since, last=last))
             return
-        info, parent, findings = view.info, view.parent, view.findings
-        shown = view.window(since=since, last=last)
-        out = console()
-        out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-                  f"{info.version} events", style="bold")
-        if parent is not None:
-            out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
-                      style="cyan")
-        for line in view.fork_lines():
-            out.print(line, style="cyan")
-        by_seq: dict[int | None, list[Finding]] = {}
-        for finding in findings:
-            by_seq.setdefault(finding.seq, []).append(finding)
-        _print_problems(out, by_seq.pop(None, []))
-        command = confirm_command(db, session_id)
-        last_index = {r.seq: n for n, r in enumerate(shown)}
-        first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
-        # Findings about a seq no row holds (a deleted event, a removed tail) are printed
-        # where that seq would stand: before the first row after it, or after the last row.
-        missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
-        for n, row in enumerate(shown):
-            if stdout_closed():
-                return  # the reader has what it wanted (``| head``)
-            here = by_seq.get(row.seq, [])
-            while missing and missing[0] < row.seq:
-                _print_problems(out, by_seq[missing.pop(0)])
-            if first_index[row.seq] == n:  # a gap is marked where it is: before the row
-                _print_problems(out, [f for f in here if f.code == "seq_gap"])
-            event = view.decoded.get(id(row))
-            if event is None:
-                out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
-                          "cannot be decoded)", style="bold red")
-            else:
-                print_events(out, [event], view.timeline, confirm_command=command,
-                             children=view.children)
-            if last_index[row.seq] == n:
-                _print_problems(out, [f for f in here if f.code != "seq_gap"])
-        for seq in missing:
-            _print_problems(out, by_seq[seq])
+        pager = Paged()
+        try:
+            _print_show(pager, view, since=since, last=last,
+                        command=confirm_command(db, session_id))
+        finally:
+            pager.close()
 
     run(main())
+
+
+def _print_show(pager: Paged, view: ShowView, *, since: int | None, last: int | None,
+                command: str) -> None:
+    """Print the timeline of ``view`` to ``pager``, stopping when its reader wants no more."""
+    out = pager.console
+    info, parent, findings = view.info, view.parent, view.findings
+    shown = view.window(since=since, last=last)
+    out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
+              f"{info.version} events", style="bold")
+    if parent is not None:
+        out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
+                  style="cyan")
+    for line in view.fork_lines():
+        out.print(line, style="cyan")
+    by_seq: dict[int | None, list[Finding]] = {}
+    for finding in findings:
+        by_seq.setdefault(finding.seq, []).append(finding)
+    _print_problems(out, by_seq.pop(None, []))
+    last_index = {r.seq: n for n, r in enumerate(shown)}
+    first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
+    # Findings about a seq no row holds (a deleted event, a removed tail) are printed
+    # where that seq would stand: before the first row after it, or after the last row.
+    missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
+    for n, row in enumerate(shown):
+        if pager.done:
+            return  # the reader has what it wanted (``| head``, ``q`` in the pager)
+        here = by_seq.get(row.seq, [])
+        while missing and missing[0] < row.seq:
+            _print_problems(out, by_seq[missing.pop(0)])
+        if first_index[row.seq] == n:  # a gap is marked where it is: before the row
+            _print_problems(out, [f for f in here if f.code == "seq_gap"])
+        event = view.decoded.get(id(row))
+        if event is None:
+            out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
+                      "cannot be decoded)", style="bold red")
+        else:
+            print_events(out, [event], view.timeline, confirm_command=command,
+                         children=view.children)
+        if last_index[row.seq] == n:
+            _print_problems(out, [f for f in here if f.code != "seq_gap"])
+    for seq in missing:
+        _print_problems(out, by_seq[seq])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -267,8 +267,9 @@ def print_events(
     """Print several events of one timeline; ``children`` maps a call id to the child session
     linked to it (an agent run as a tool), printed under the call."""
     for event in events:
-        print_event(console, event, timeline, confirm_command=confirm_command)
-        for call in event.function_calls():
-            child = (children or {}).get(call.id)
-            if child is not None:
-                _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"))
+        with console:  # one write per event, not one per line
+            print_event(console, event, timeline, confirm_command=confirm_command)
+            for call in event.function_calls():
+                child = (children or {}).get(call.id)
+                if child is not None:
+                    _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"))
