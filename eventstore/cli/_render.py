@@ -206,7 +206,9 @@ def print_event(
             style, label = "red", "error: "
         else:
             style, label = "green", ""
-        _line(console, ("← ", "bold"), (response.name, "bold"), (f" [{response.id}]", "dim"),
+        # A response may not repeat its call's name (OpenAI Agents' function_call_output).
+        name = response.name or (record.call.name if record else "?")
+        _line(console, ("← ", "bold"), (name, "bold"), (f" [{response.id}]", "dim"),
               (f" ({where}) ", "dim"), (label + short_json(response.response), style))
     for key, value in event.actions.state_delta.items():
         if value is None:
@@ -230,8 +232,11 @@ def print_event(
         _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
     if event.content is None and not event.started_call_ids:
         # Runtime bookkeeping without content (a live stream's end, a re-run decision, …).
+        # Keys starting with "_" are an integration's own records (ADK's "_adk" extension
+        # field), kept for a lossless round trip, not for reading (--json and --raw have them).
         for key, value in event.custom_metadata.items():
-            _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
+            if not key.startswith("_"):
+                _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
 
 
 def _print_confirmation(
