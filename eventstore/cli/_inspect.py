@@ -221,7 +221,7 @@ def _print_show(pager: Paged, view: ShowView, *, since: int | None, last: int | 
     info, parent, findings = view.info, view.parent, view.findings
     shown = view.window(since=since, last=last)
     out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-              f"{info.version} events", style="bold")
+              f"{info.version} events", style="bold", soft_wrap=True)  # ids stay copyable
     if parent is not None:
         out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
                   style="cyan")

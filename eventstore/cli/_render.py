@@ -126,12 +126,14 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
     }
 
 
-def _line(console: Console, *pieces: tuple[str, str]) -> None:
+def _line(console: Console, *pieces: tuple[str, str], copy: bool = False) -> None:
+    """Print one indented line, wrapped at the console's width unless ``copy`` (a command or
+    session id meant to be copied: one line, however long)."""
     text = Text("      ")
     for value, style in pieces:
         # Escaped here: Text drops some control characters itself (see ``printable``).
         text.append(printable(value), style=style)
-    console.print(text)
+    console.print(text, soft_wrap=copy or None)
 
 
 def print_event(
@@ -254,7 +256,7 @@ def _print_confirmation(
         _line(console, ("  hint: ", "dim"), (confirmation.hint, ""))
     if confirmation.answer_seq is None and not live:
         _line(console, ("  waiting: ", "yellow"),
-              (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"))
+              (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"), copy=True)
     elif confirmation.answer_seq is not None:
         verdict = {True: "approved", False: "rejected", None: "answered"}[confirmation.confirmed]
         _line(console, (f"  {verdict} at #{confirmation.answer_seq}",
@@ -277,4 +279,4 @@ def print_events(
             for call in event.function_calls():
                 child = (children or {}).get(call.id)
                 if child is not None:
-                    _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"))
+                    _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"), copy=True)

@@ -21,7 +21,7 @@ def _long_session(db: Path, turns: int = 30) -> None:
             Event(author="user", content=Content(role="user", parts=(
                 text(f"question {n}: " + "what is the weather in Paris " * 8),))),
             Event(author=AGENT, content=Content(role="model", parts=(
-                call(f"c{n}", "get_weather", city="Paris", detail="x" * 120),))),
+                call(f"c{n}", "get_weather", city="Paris", detail="more words " * 20),))),
             Event(author=AGENT, content=Content(role="user", parts=(
                 response(f"c{n}", "get_weather", temp_c=n, sky="sunny " * 30),))),
         ]
