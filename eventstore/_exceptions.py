@@ -29,6 +29,8 @@ raises one of these has changed stored data.
 
 from __future__ import annotations
 
+import shlex
+
 __all__ = [
     "ArtifactConflictError",
     "ArtifactNotFoundError",
@@ -212,7 +214,7 @@ class TamperedLogError(EventStoreError):
         super().__init__(
             f"Session {session_id!r} records its newest event at seq {head_seq} but its log "
             f"ends at seq {version}: it was changed behind the store's back, so nothing is "
-            f"appended to it. Run `evs verify --session {session_id}` to see what changed."
+            f"appended to it. `evs verify {shlex.quote(session_id)}` lists what changed."
         )
         self.session_id = session_id
         self.head_seq = head_seq

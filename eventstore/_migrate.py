@@ -35,6 +35,7 @@ __all__ = [
     "check_revision",
     "current_revision",
     "head_revision",
+    "is_later",
     "is_newer",
     "newer_message",
     "sqlite_revision",
@@ -139,8 +140,25 @@ def is_newer(current: str | None) -> bool:
     return current is not None and current not in _known_revisions()
 
 
+def is_later(current: str | None) -> bool:
+    """Whether ``current`` is numbered past this code's head (the project numbers its
+    revisions ``0001``, ``0002``, …): a newer agent-eventstore may have written it. An unknown
+    revision that is not (``0005``, skipped; another application's ``ae1027a6``) is one no
+    agent-eventstore ever had."""
+    head = head_revision()
+    return (current is not None and current.isdigit() and head.isdigit()
+            and int(current) > int(head))
+
+
 def newer_message(url: str, current: str) -> str:
-    """The sentence every command says about a database a newer version migrated."""
+    """The sentence every command says about a database at a revision this code does not know:
+    a newer version migrated it, or (numbered within this code's history, or not numbered as
+    ours are) no agent-eventstore ever did."""
+    if not is_later(current):
+        return (f"The database {url} is at schema revision {current}, which no version of "
+                f"agent-eventstore has ever had (this version's newest is {head_revision()}): "
+                "it was stamped by hand or by another application's migrations. Neither evs "
+                "db upgrade nor a newer agent-eventstore can use it as it is.")
     return (f"The database {url} is at schema revision {current}, which this version of "
             f"agent-eventstore does not know (its newest is {head_revision()}): a newer "
             "version migrated it. Upgrade agent-eventstore (pip install -U agent-eventstore) "

@@ -11,14 +11,23 @@ from typing import Annotated
 
 import typer
 
-from ._common import Command
+from ._common import Command, print_json
 from ._fork_cmd import fork
 from ._import import import_
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
 from ._memory_cmds import memory_rebuild, memory_search
 
-__all__ = ["SHORT_HELP", "app", "package_version", "standalone", "version_callback"]
+__all__ = [
+    "SHORT_HELP",
+    "TopJsonOption",
+    "VersionOption",
+    "app",
+    "package_version",
+    "standalone",
+    "top_options",
+    "version_callback",
+]
 
 app = typer.Typer(
     help="Inspect and maintain an agent-eventstore database (--db URL, or EVS_DATABASE_URL; "
@@ -80,6 +89,28 @@ def version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
+VersionOption = Annotated[bool, typer.Option("--version", help="Print the version and exit "
+                                             "(with --json: as JSON).")]
+TopJsonOption = Annotated[bool, typer.Option("--json", help="With --version: print it as "
+                                             "JSON.")]
+
+
+def top_options(ctx: typer.Context, *, version: bool, json: bool) -> None:
+    """What ``evs``'s own options do before any command: ``--version`` (``--json`` too:
+    ``{"program": "evs", "package": "agent-eventstore", "version": …}``) prints and exits; no
+    command at all is a usage error."""
+    if version:
+        if json:
+            print_json({"program": "evs", "package": "agent-eventstore",
+                        "version": package_version()})
+        else:
+            version_callback(True)
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        hint = " (--json goes after the command: evs show SESSION_ID --json)" if json else ""
+        ctx.fail(f"Missing command.{hint}")
+
+
 def package_version() -> str:
     """The installed agent-eventstore version ("unknown" when run from a bare checkout)."""
     try:
@@ -100,9 +131,7 @@ callback, because ``runtime.cli`` merges it into the full ``evs``)."""
 standalone.add_typer(app)
 
 
-@standalone.callback()
-def _main(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
-                                          callback=version_callback, is_eager=True)] = False,
-) -> None:
+@standalone.callback(invoke_without_command=True)
+def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False) -> None:
     """Inspect and maintain an agent-eventstore database (the store-only commands)."""
+    top_options(ctx, version=version, json=json)

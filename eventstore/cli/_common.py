@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import shutil
+import subprocess
 import sys
 from collections.abc import Coroutine, Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import IO, Annotated, Any, NoReturn, TypeVar, cast
 
 import orjson
 import typer
@@ -32,11 +34,13 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_FINDINGS",
     "EXIT_INTERRUPTED",
+    "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
     "CliError",
     "Command",
     "DbOption",
     "JsonOption",
+    "Paged",
     "console",
     "errors",
     "fail",
@@ -44,10 +48,12 @@ __all__ = [
     "print_json",
     "printable",
     "prog",
+    "refuse_directory",
     "require_file",
     "run",
     "run_app",
     "sqlite_path",
+    "stdout_closed",
 ]
 
 DEFAULT_DB = "./evs.db"
@@ -64,6 +70,10 @@ EXIT_FINDINGS = 3
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C (the shell's convention: 128 + SIGINT)."""
+
+EXIT_STDOUT_CLOSED = 141
+"""Exit status when stdout was closed before everything was printed (``evs show | head``): what
+the shell reports for a program that SIGPIPE ended (128 + 13), as ``git log | head`` does."""
 
 DbOption = Annotated[
     str,
@@ -100,6 +110,9 @@ class CliError(Exception):
 
 _CONTROL = {
     **{c: f"\\x{c:02x}" for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0D: "\\r",
     0x7F: "\\x7f",
     **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
     # Bidirectional overrides reorder what a terminal shows (a "trojan source" trick).
@@ -107,13 +120,17 @@ _CONTROL = {
 }
 
 
-def printable(text: str, *, newlines: bool = True) -> str:
-    """Return ``text`` with control characters shown as escapes (``\\x1b``), so that stored
-    text (user and model messages, state keys, ids) can never drive the terminal: no cursor
-    moves, screen clears, hyperlinks or window titles. Tabs are kept, and newlines unless
-    ``newlines`` is False."""
-    table = _CONTROL if newlines else {**_CONTROL, 0x0A: "\\n"}
-    return text.translate(table)
+_LAYOUT = {**_CONTROL}
+del _LAYOUT[0x0A]
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """Return ``text`` with every control character shown as an escape (``\\x1b``, ``\\x07``;
+    ``\\t``, ``\\n``, ``\\r`` as ``repr`` writes them), so that stored text (messages, state
+    keys, ids) can never drive the terminal — no cursor moves, screen clears, hyperlinks or
+    window titles — nor break a table row or a header line, and what is printed is what is
+    stored. Only ``newlines=True`` keeps line breaks: for text rich has laid out."""
+    return text.translate(_LAYOUT if newlines else _CONTROL)
 
 
 def fail(message: str, *, code: int = EXIT_ERROR) -> NoReturn:
@@ -164,6 +181,11 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+_EVS_COMMAND = re.compile(r"(?<![\w./-])evs (?=(?:db|verify|confirm|respond|rerun|pending|"
+                          r"show|import|export)\b)")
+"""An ``evs`` command named in a store message (``evs verify S``, ``evs db upgrade``)."""
+
+
 @contextlib.contextmanager
 def errors() -> Iterator[None]:
     """Turn store and CLI errors raised inside the block into one line and an exit status."""
@@ -176,7 +198,7 @@ def errors() -> Iterator[None]:
              f"{shlex.quote(exc.session_id)} lists every problem.")
     except EventStoreError as exc:
         # The store's messages name ``evs``; the user may have invoked it under another name.
-        fail(" ".join(str(exc).split()).replace("evs db upgrade", f"{prog()} db upgrade"))
+        fail(_EVS_COMMAND.sub(lambda _: f"{prog()} ", " ".join(str(exc).split())))
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -200,8 +222,18 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
     return await open_store(url, read_only=read_only)
 
 
+def refuse_directory(url: str) -> None:
+    """Raise CliError when ``url`` names a directory where a SQLite file should be (SQLite
+    itself says only "disk I/O error", or the file seems missing)."""
+    path = sqlite_path(url)
+    if path is not None and path.is_dir():
+        raise CliError(f"{path} is a directory, not a database file (give a file with --db or "
+                       "EVS_DATABASE_URL).")
+
+
 def require_file(url: str) -> None:
     """Raise CliError when ``url`` names a SQLite file that does not exist."""
+    refuse_directory(url)
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise CliError(
@@ -209,15 +241,79 @@ def require_file(url: str) -> None:
         )
 
 
+_closed = False
+
+
+def stdout_closed() -> bool:
+    """Whether stdout was closed by its reader (``| head`` has all it wants): a command that only
+    prints may stop; one that changes the store finishes its work regardless."""
+    return _closed
+
+
+def _stdout_gone() -> None:
+    """Stdout's reader went away: from now on what is printed goes to /dev/null (so neither a
+    later write nor the flush at exit raises), and ``run_app`` exits with EXIT_STDOUT_CLOSED."""
+    global _closed
+    if not _closed:
+        _closed = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+
+
+class _PipeSafeStdout:
+    """``sys.stdout`` under ``run_app``: a write or flush that finds the pipe closed (EPIPE) is
+    recorded (``stdout_closed``) instead of raised, so no writer — rich, click, ``print_json`` —
+    can abort a command halfway through its work, nor print a traceback."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``; nothing (silently) once the reader is gone."""
+        if _closed:
+            return len(text)
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            _stdout_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        """Flush; nothing once the reader is gone."""
+        if _closed:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _stdout_gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _SafeConsole(Console):
     """A console whose text can never drive the terminal: every control character of what is
     printed (stored text, ids, keys) is shown escaped; only rich's own styling reaches it."""
+
+    def render_str(self, text: str, **options: Any) -> Any:
+        """Escape a printed string before rich sees it: rich drops some control characters
+        (BEL, backspace, CR) on its own, and the printed id would not be the stored one."""
+        return super().render_str(printable(text), **options)
+
+    def on_broken_pipe(self) -> None:
+        """Rich's default exits with status 1 mid-command; record the closed stdout instead and
+        let the command decide (see ``stdout_closed``)."""
+        self.quiet = True
+        _stdout_gone()
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         # The one place every printed piece of text passes through, after layout and before
         # rich adds its own escape sequences for styles.
         return super()._render_buffer(
-            Segment(printable(s.text), s.style, s.control) if s.control is None else s
+            Segment(printable(s.text, newlines=True), s.style, s.control)
+            if s.control is None else s
             for s in buffer
         )
 
@@ -229,12 +325,83 @@ def console() -> Console:
     return _SafeConsole(highlight=False, markup=False, soft_wrap=True)
 
 
+class _PagerInput:
+    """The pager's stdin as a file for rich: once the pager quits (``q`` in less), writes are
+    dropped and ``gone`` says so, so the command stops printing instead of failing."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` to the pager; nothing once it has quit."""
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except (BrokenPipeError, ValueError):
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush to the pager; nothing once it has quit."""
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except (BrokenPipeError, ValueError):
+                self.gone = True
+
+    def isatty(self) -> bool:
+        """The pager shows what it reads on the terminal (``less -R`` keeps the colours)."""
+        return True
+
+
+class Paged:
+    """Where a long listing prints (``evs show``): the user's pager when stdout is a terminal,
+    as ``git log`` does (``$EVS_PAGER``, else ``$PAGER``, else ``less``; ``LESS=FRX`` unless
+    ``LESS`` is set, so a short listing stays on screen and less quits by itself), plain stdout
+    otherwise; lines are fitted to the terminal width (``COLUMNS`` when set) either way."""
+
+    def __init__(self) -> None:
+        command = os.environ.get("EVS_PAGER", os.environ.get("PAGER", "less"))
+        self._process: subprocess.Popen[str] | None = None
+        self._input: _PagerInput | None = None
+        width = shutil.get_terminal_size((100, 24)).columns
+        if sys.stdout.isatty() and command.strip() not in ("", "cat"):
+            env = {**os.environ}
+            env.setdefault("LESS", "FRX")
+            self._process = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE,
+                                             env=env, text=True, encoding="utf-8",
+                                             errors="replace")
+            assert self._process.stdin is not None
+            self._input = _PagerInput(self._process.stdin)
+        self.console: Console = _SafeConsole(highlight=False, markup=False, soft_wrap=False,
+                                             file=cast(IO[str], self._input), width=width,
+                                             force_terminal=True if self._input else None)
+        """Print here; rich wraps each line at the width."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the reader wants no more: the pager quit, or stdout was closed."""
+        return (self._input is not None and self._input.gone) or stdout_closed()
+
+    def close(self) -> None:
+        """Hand the rest to the pager and wait until the user quits it."""
+        if self._process is not None and self._input is not None:
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                self._input.flush()
+                assert self._process.stdin is not None
+                self._process.stdin.close()
+            self._process.wait()
+
+
 def print_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout."""
-    sys.stdout.write(
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
-    )
-    sys.stdout.flush()
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
 
 
 def _internal_error(exc: Exception) -> NoReturn:
@@ -258,12 +425,15 @@ def run_app(app: typer.Typer) -> None:
     global _prog
     module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
     _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
+    if not isinstance(sys.stdout, _PipeSafeStdout):
+        sys.stdout = _PipeSafeStdout(sys.stdout)
     try:
         # errors(): a command may refuse before its coroutine runs (a missing extra, bad input).
         with errors():
             status = app(standalone_mode=False)
     except typer.Exit as exc:  # from errors(): the one line is printed already
-        raise SystemExit(exc.exit_code) from None
+        raise SystemExit(EXIT_STDOUT_CLOSED if _closed and not exc.exit_code
+                         else exc.exit_code) from None
     except typer.Abort:
         typer.echo("evs: error: aborted.", err=True)
         raise SystemExit(EXIT_ERROR) from None
@@ -290,4 +460,9 @@ def run_app(app: typer.Typer) -> None:
             text += f" (see: {' '.join([prog(), *names, '--help'])})"
         typer.echo(f"evs: error: {text}", err=True)
         raise SystemExit(code) from None
+    if _closed:
+        raise SystemExit(EXIT_STDOUT_CLOSED)
+    if status == EXIT_INTERRUPTED:
+        # Typer turns a KeyboardInterrupt inside a command into this status, silently.
+        typer.echo("evs: interrupted.", err=True)
     raise SystemExit(status if isinstance(status, int) else 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import enum
 import shlex
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -26,8 +27,10 @@ from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
+    CliError,
     DbOption,
     JsonOption,
+    Paged,
     console,
     fail,
     open_existing,
@@ -35,12 +38,14 @@ from ._common import (
     printable,
     prog,
     run,
+    stdout_closed,
 )
 from ._render import event_entry, print_event, print_events, short_json
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
 __all__ = [
+    "SessionOrder",
     "ShowView",
     "confirm_command",
     "load_show_view",
@@ -64,6 +69,50 @@ def _stamp(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
 
+class SessionOrder(enum.StrEnum):
+    """How ``evs sessions`` orders its listing."""
+
+    updated = "updated"
+    """By last update, newest last (as ``ls -tr``); each page is the newest not yet shown."""
+    id = "id"
+    """By session id."""
+
+
+_LISTING_PAGE = 10_000
+
+
+async def _by_update(
+    store: EventStore, *, app: str | None, user: str | None, after: str | None, limit: int
+) -> tuple[list[SessionInfo], str | None]:
+    """The page of ``evs sessions --sort updated``: the newest ``limit`` sessions updated
+    before the cursor ``after`` (``UPDATED:ID`` of the oldest one shown), oldest first, and the
+    cursor of the next (older) page. Every matching session is read: there is no index by
+    update to page on."""
+    bound: tuple[float, str] | None = None
+    if after is not None:
+        stamp, sep, last_id = after.partition(":")
+        try:
+            bound = (float(stamp), last_id)
+        except ValueError:
+            bound = None
+        if not sep or bound is None:
+            raise CliError(f"--after {after!r} is not a cursor of evs sessions --sort updated "
+                           "(give the one its More: line printed).")
+    found: list[SessionInfo] = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_sessions(app_name=app, user_id=user, after=cursor,
+                                         limit=_LISTING_PAGE)
+        found += [s for s in page.sessions if bound is None or (s.updated_at, s.id) < bound]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    found.sort(key=lambda s: (s.updated_at, s.id))
+    shown = found[-limit:]
+    more = len(found) > limit
+    return shown, f"{shown[0].updated_at!r}:{shown[0].id}" if more else None
+
+
 def sessions(
     db: DbOption = DEFAULT_DB,
     app: Annotated[str | None, typer.Option("--app", help="Only this app's sessions.",
@@ -74,31 +123,43 @@ def sessions(
                                        help="Sessions per page.")] = 50,
     after: Annotated[str | None, typer.Option("--after", help="Cursor printed by the previous "
                                               "page.", metavar="CURSOR")] = None,
+    sort: Annotated[SessionOrder, typer.Option("--sort", help="updated: by last update, "
+                                               "newest last (each page the newest not yet "
+                                               "shown); id: by session id.")
+                    ] = SessionOrder.updated,
     json: JsonOption = False,
 ) -> None:
-    """List sessions (app, user, id, events, last update), one page at a time."""
+    """List sessions (app, user, id, events, last update), newest update last, one page at a
+    time."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            page = await store.list_sessions(app_name=app, user_id=user, after=after, limit=limit)
+            if sort is SessionOrder.updated:
+                listed, next_cursor = await _by_update(store, app=app, user=user, after=after,
+                                                       limit=limit)
+            else:
+                page = await store.list_sessions(app_name=app, user_id=user, after=after,
+                                                 limit=limit)
+                listed, next_cursor = page.sessions, page.next_cursor
         if json:
             print_json({
                 "sessions": [
                     {"id": s.id, "app_name": s.app_name, "user_id": s.user_id,
                      "events": s.version, "created_at": s.created_at,
                      "updated_at": s.updated_at}
-                    for s in page.sessions
+                    for s in listed
                 ],
-                "next_cursor": page.next_cursor,
+                "next_cursor": next_cursor,
             })
             return
         out = console()
         table = Table("app", "user", "session", "events", "last update", box=None)
-        for s in page.sessions:
+        for s in listed:
             table.add_row(s.app_name, s.user_id, s.id, str(s.version), _stamp(s.updated_at))
-        out.print(table if page.sessions else "No sessions.")
-        if page.next_cursor is not None:
-            # The next page needs the same filters and page size, or it is another listing.
+        out.print(table if listed else "No sessions.")
+        if next_cursor is not None:
+            # The next page needs the same filters, order and page size, or it is another
+            # listing.
             words = [prog(), "sessions"]
             if db != DEFAULT_DB:
                 words += ["--db", shlex.quote(db)]
@@ -107,8 +168,11 @@ def sessions(
                     words += [flag, shlex.quote(value)]
             if limit != 50:
                 words += ["--limit", str(limit)]
-            words += ["--after", shlex.quote(page.next_cursor)]
-            out.print(f"More: {' '.join(words)}")
+            if sort is not SessionOrder.updated:
+                words += ["--sort", sort.value]
+            words += ["--after", shlex.quote(next_cursor)]
+            older = " (older)" if sort is SessionOrder.updated else ""
+            out.print(f"More{older}: {' '.join(words)}")
 
     run(main())
 
@@ -140,45 +204,57 @@ def show(
         if json:
             print_json(view.payload(since=since, last=last))
             return
-        info, parent, findings = view.info, view.parent, view.findings
-        shown = view.window(since=since, last=last)
-        out = console()
-        out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-                  f"{info.version} events", style="bold")
-        if parent is not None:
-            out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
-                      style="cyan")
-        for line in view.fork_lines():
-            out.print(line, style="cyan")
-        by_seq: dict[int | None, list[Finding]] = {}
-        for finding in findings:
-            by_seq.setdefault(finding.seq, []).append(finding)
-        _print_problems(out, by_seq.pop(None, []))
-        command = confirm_command(db, session_id)
-        last_index = {r.seq: n for n, r in enumerate(shown)}
-        first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
-        # Findings about a seq no row holds (a deleted event, a removed tail) are printed
-        # where that seq would stand: before the first row after it, or after the last row.
-        missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
-        for n, row in enumerate(shown):
-            here = by_seq.get(row.seq, [])
-            while missing and missing[0] < row.seq:
-                _print_problems(out, by_seq[missing.pop(0)])
-            if first_index[row.seq] == n:  # a gap is marked where it is: before the row
-                _print_problems(out, [f for f in here if f.code == "seq_gap"])
-            event = view.decoded.get(id(row))
-            if event is None:
-                out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
-                          "cannot be decoded)", style="bold red")
-            else:
-                print_events(out, [event], view.timeline, confirm_command=command,
-                             children=view.children)
-            if last_index[row.seq] == n:
-                _print_problems(out, [f for f in here if f.code != "seq_gap"])
-        for seq in missing:
-            _print_problems(out, by_seq[seq])
+        pager = Paged()
+        try:
+            _print_show(pager, view, since=since, last=last,
+                        command=confirm_command(db, session_id))
+        finally:
+            pager.close()
 
     run(main())
+
+
+def _print_show(pager: Paged, view: ShowView, *, since: int | None, last: int | None,
+                command: str) -> None:
+    """Print the timeline of ``view`` to ``pager``, stopping when its reader wants no more."""
+    out = pager.console
+    info, parent, findings = view.info, view.parent, view.findings
+    shown = view.window(since=since, last=last)
+    out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
+              f"{info.version} events", style="bold", soft_wrap=True)  # ids stay copyable
+    if parent is not None:
+        out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
+                  style="cyan")
+    for line in view.fork_lines():
+        out.print(line, style="cyan")
+    by_seq: dict[int | None, list[Finding]] = {}
+    for finding in findings:
+        by_seq.setdefault(finding.seq, []).append(finding)
+    _print_problems(out, by_seq.pop(None, []))
+    last_index = {r.seq: n for n, r in enumerate(shown)}
+    first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
+    # Findings about a seq no row holds (a deleted event, a removed tail) are printed
+    # where that seq would stand: before the first row after it, or after the last row.
+    missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
+    for n, row in enumerate(shown):
+        if pager.done:
+            return  # the reader has what it wanted (``| head``, ``q`` in the pager)
+        here = by_seq.get(row.seq, [])
+        while missing and missing[0] < row.seq:
+            _print_problems(out, by_seq[missing.pop(0)])
+        if first_index[row.seq] == n:  # a gap is marked where it is: before the row
+            _print_problems(out, [f for f in here if f.code == "seq_gap"])
+        event = view.decoded.get(id(row))
+        if event is None:
+            out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
+                      "cannot be decoded)", style="bold red")
+        else:
+            print_events(out, [event], view.timeline, confirm_command=command,
+                         children=view.children)
+        if last_index[row.seq] == n:
+            _print_problems(out, [f for f in here if f.code != "seq_gap"])
+    for seq in missing:
+        _print_problems(out, by_seq[seq])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -450,7 +526,7 @@ def tail(
             else:
                 print_event(out, event, timeline, confirm_command=command)
             count += 1
-            if max_events is not None and count >= max_events:
+            if (max_events is not None and count >= max_events) or stdout_closed():
                 break
         return count
 
@@ -472,7 +548,5 @@ def tail(
                 async with asyncio.timeout(timeout):
                     await follow(store, start, seen)
 
-    try:
-        run(main())
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    # Ctrl-C is not caught here: run_app turns it into "evs: interrupted." and status 130.
+    run(main())

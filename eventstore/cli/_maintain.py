@@ -33,6 +33,7 @@ from ._common import (
     print_json,
     printable,
     prog,
+    refuse_directory,
     require_file,
     run,
     sqlite_path,
@@ -409,6 +410,7 @@ def db_upgrade(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
     async def main() -> tuple[str | None, str]:
         from .. import _migrate
 
+        refuse_directory(db)
         url = _migrate_url(db)
         path = sqlite_path(db)
         before = await _migrate.current_revision(url) if path is None or path.exists() else None
@@ -428,23 +430,27 @@ def db_current(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
     """Show the database's schema revision and whether it is at head (reads only: works on a
     read-only file)."""
 
-    async def main() -> tuple[str | None, str, bool]:
+    async def main() -> tuple[str | None, str, bool, bool]:
         from .. import _migrate
 
         url = _migrate_url(db)
         require_file(db)
         current = await _migrate.current_revision(url)
-        return current, _migrate.head_revision(), _migrate.is_newer(current)
+        return (current, _migrate.head_revision(), _migrate.is_newer(current),
+                _migrate.is_later(current))
 
-    current, head, newer = run(main())
+    current, head, newer, later = run(main())
     if json:
         print_json({"current": current, "head": head, "at_head": current == head,
                     "newer": newer})
     elif current == head:
         typer.echo(f"{current} (head)")
-    elif newer:
+    elif newer and later:
         typer.echo(f"{current} (newer than this agent-eventstore, whose newest revision is "
                    f"{head}: upgrade agent-eventstore to use this database)")
+    elif newer:
+        typer.echo(f"{current} (a revision no agent-eventstore has ever had; this version's "
+                   f"newest is {head}: stamped by hand or by another application)")
     else:
         behind = "no schema" if current is None else current
         flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"

@@ -17,6 +17,7 @@ from rich.text import Text
 from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from .._links import parent_link
+from ._common import printable
 from ._timeline import Timeline, is_error_response
 
 __all__ = [
@@ -144,11 +145,14 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
     }
 
 
-def _line(console: Console, *pieces: tuple[str, str]) -> None:
+def _line(console: Console, *pieces: tuple[str, str], copy: bool = False) -> None:
+    """Print one indented line, wrapped at the console's width unless ``copy`` (a command or
+    session id meant to be copied: one line, however long)."""
     text = Text("      ")
     for value, style in pieces:
-        text.append(value, style=style)
-    console.print(text)
+        # Escaped here: Text drops some control characters itself (see ``printable``).
+        text.append(printable(value), style=style)
+    console.print(text, soft_wrap=copy or None)
 
 
 def print_event(
@@ -168,7 +172,8 @@ def print_event(
     header = Text()
     header.append(f"#{event.seq:<4}", style="bold")
     header.append(f" {_when(event.timestamp)}  ", style="dim")
-    header.append(event.author, style="cyan" if event.author == "user" else "magenta")
+    header.append(printable(event.author), style="cyan" if event.author == "user"
+                  else "magenta")
     kind = "re-run decision" if reruns and not event.text() else event_kind(event)
     header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)
@@ -224,7 +229,9 @@ def print_event(
             style, label = "red", "error: "
         else:
             style, label = "green", ""
-        _line(console, ("← ", "bold"), (response.name, "bold"), (f" [{response.id}]", "dim"),
+        # A response may not repeat its call's name (OpenAI Agents' function_call_output).
+        name = response.name or (record.call.name if record else "?")
+        _line(console, ("← ", "bold"), (name, "bold"), (f" [{response.id}]", "dim"),
               (f" ({where}) ", "dim"), (label + short_json(response.response), style))
     for key, value in event.actions.state_delta.items():
         _line(console, ("state ", "blue"), (f"{key} = {short_json(value)}", ""))
@@ -247,8 +254,11 @@ def print_event(
         _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
     if event.content is None and not event.started_call_ids:
         # Runtime bookkeeping without content (a live stream's end, a re-run decision, …).
+        # Keys starting with "_" are an integration's own records (ADK's "_adk" extension
+        # field), kept for a lossless round trip, not for reading (--json and --raw have them).
         for key, value in event.custom_metadata.items():
-            _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
+            if not key.startswith("_"):
+                _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
 
 
 def _print_confirmation(
@@ -266,7 +276,7 @@ def _print_confirmation(
         _line(console, ("  hint: ", "dim"), (confirmation.hint, ""))
     if confirmation.answer_seq is None and not live:
         _line(console, ("  waiting: ", "yellow"),
-              (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"))
+              (f"{confirm_command} {confirmation_id} --yes   (or --no)", "bold"), copy=True)
     elif confirmation.answer_seq is not None:
         verdict = {True: "approved", False: "rejected", None: "answered"}[confirmation.confirmed]
         _line(console, (f"  {verdict} at #{confirmation.answer_seq}",
@@ -284,8 +294,9 @@ def print_events(
     """Print several events of one timeline; ``children`` maps a call id to the child session
     linked to it (an agent run as a tool), printed under the call."""
     for event in events:
-        print_event(console, event, timeline, confirm_command=confirm_command)
-        for call in event.function_calls():
-            child = (children or {}).get(call.id)
-            if child is not None:
-                _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"))
+        with console:  # one write per event, not one per line
+            print_event(console, event, timeline, confirm_command=confirm_command)
+            for call in event.function_calls():
+                child = (children or {}).get(call.id)
+                if child is not None:
+                    _line(console, ("  ↓ ", "bold"), (f"child session {child}", "cyan"), copy=True)

@@ -39,7 +39,7 @@ from runtime.replay import answer_confirmation, rerun_call, submit_response
 from ._claims import DEFAULT_RERUN_MIN_AGE
 from ._words import command_words
 
-__all__ = ["confirm", "parse_json_option", "rerun", "respond"]
+__all__ = ["confirm", "parse_json_option", "refuse_damaged_log", "rerun", "respond"]
 
 SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
                                            metavar="SESSION_ID")]
@@ -68,20 +68,27 @@ def parse_json_option(option: str, value: str) -> Any:
     return exact
 
 
+async def refuse_damaged_log(store: EventStore, session_id: str, *, command: str) -> None:
+    """Raise CliError when ``evs verify`` finds anything wrong with the session's log: the one
+    rule of every command that answers (``confirm``, ``respond``, ``rerun``, ``demo``), which
+    append nothing to a damaged log (an answer would bury the evidence under a new event)."""
+    findings = await verify_session(store, session_id)
+    if findings:
+        first = findings[0]
+        where = f"seq {first.seq}" if first.seq is not None else "the session"
+        raise CliError(
+            f"Session {session_id!r} has {len(findings)} integrity problem(s) ({where}: "
+            f"{first.code}: {first.message}); {prog()} {command} appends nothing to a damaged "
+            f"log. See: {prog()} verify {shlex.quote(session_id)}"
+        )
+
+
 async def _answer(
     db: str, session_id: str, call_id: str, *, command: str,
     work: Callable[[EventStore], Awaitable[Event]],
 ) -> Event:
     async with await open_existing(db, read_only=False) as store:
-        findings = await verify_session(store, session_id)
-        if findings:
-            first = findings[0]
-            where = f"seq {first.seq}" if first.seq is not None else "the session"
-            raise CliError(
-                f"Session {session_id!r} has {len(findings)} integrity problem(s) ({where}: "
-                f"{first.code}: {first.message}); evs {command} appends nothing to a damaged "
-                f"log. See: {prog()} verify {shlex.quote(session_id)}"
-            )
+        await refuse_damaged_log(store, session_id, command=command)
         _check_target(await store.read(session_id), db=db, session_id=session_id,
                       call_id=call_id, command=command)
         try:

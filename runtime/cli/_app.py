@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from eventstore.cli import app as store_app
-from eventstore.cli._app import version_callback
+from eventstore.cli._app import TopJsonOption, VersionOption, top_options
 from eventstore.cli._common import Command
 
 from ._answer import confirm, rerun, respond
@@ -50,9 +48,7 @@ app.command("web", short_help="Browse the database in a web browser.", cls=Comma
 app.add_typer(store_app)
 
 
-@app.callback()
-def _main(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
-                                          callback=version_callback, is_eager=True)] = False,
-) -> None:
+@app.callback(invoke_without_command=True)
+def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False) -> None:
     """Inspect, answer and maintain an agent-eventstore database."""
+    top_options(ctx, version=version, json=json)

@@ -36,9 +36,11 @@ from eventstore.cli import (
     prog,
     run,
 )
+from eventstore.cli._common import refuse_directory
 from runtime import AgentRuntimeError, CallAlreadyAnsweredError, Model, RunResult
 from runtime.replay import answer_confirmation, pending, submit_response
 
+from ._answer import refuse_damaged_log
 from ._demo_agent import demo_idempotent_tools, demo_runner, model_turns, script
 from ._demo_model import MODEL_HELP, demo_model, finished
 from ._words import command_words
@@ -124,6 +126,7 @@ def demo(
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
 
     async def main() -> dict[str, Any]:
+        refuse_directory(db)
         live = demo_model(model)  # before the session exists: a missing key creates nothing
         try:
             return await session(live)
@@ -152,6 +155,9 @@ def demo(
                 if info.app_name != DEMO_APP:
                     raise CliError(f"Session {session_id!r} is not a demo session (its app is "
                                    f"{info.app_name!r}).")
+                # Resuming answers the session (confirmation, long-running result, model
+                # turns): the same refusal as evs confirm on a log evs verify flags.
+                await refuse_damaged_log(store, session_id, command="demo")
                 seen = await store.read(session_id)
                 if not any(e.author == "user" and e.text() for e in seen):
                     raise CliError(f"Demo session {session_id!r} has no user message (it was "

@@ -118,8 +118,9 @@ def test_demo_resume_refuses_a_session_without_the_question(db: Path) -> None:
 
 
 def test_demo_resume_ends_when_the_planner_pauses(db: Path) -> None:
-    """A tampered confirmation makes the planner pause without appending: the resume must end
-    with the planner's reason instead of spinning (it once ran for minutes)."""
+    """A tampered confirmation: the resume must end instead of spinning (it once ran for
+    minutes). The edit breaks the hash chain, so it now ends before the planner is asked, with
+    the refusal every answering command gives on a log evs verify flags."""
     assert invoke("demo", "--db", str(db)).exit_code == 0
     sid = _session(db)
     [item] = orjson.loads(invoke("pending", sid, "--db", str(db), "--json").stdout)["pending"]
@@ -132,11 +133,10 @@ def test_demo_resume_ends_when_the_planner_pauses(db: Path) -> None:
         ).rowcount
     assert changed == 1
     result = evs_subprocess("demo", "--db", str(db), "--resume", sid, "--json", timeout=60)
-    assert result.returncode == 0, result.stderr
-    summary = orjson.loads(result.stdout)
-    assert summary["status"] == "paused_by_planner"
-    assert "is not acted on" in summary["reason"]
-    assert summary["events"] == []
+    assert result.returncode == 1, result.stderr
+    assert "chain_edited" in result.stderr
+    assert "demo appends nothing to a damaged log" in result.stderr
+    assert result.stdout == ""
 
 
 def test_demo_resume_of_a_finished_session_ends(db: Path) -> None:

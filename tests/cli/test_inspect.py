@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -30,17 +31,18 @@ from eventstore import Content, Event, EventActions, EventStore
 def test_sessions_lists_and_paginates(db: Path) -> None:
     for n in range(5):
         make_session(str(db), [], session_id=f"s{n}", user_id="ada" if n % 2 else "bob")
-    first = invoke("sessions", "--db", str(db), "--limit", "2")
+    first = invoke("sessions", "--db", str(db), "--limit", "2", "--sort", "id")
     assert first.exit_code == 0, first.stderr
     assert "s0" in first.stdout
     assert "s1" in first.stdout
     assert "s2" not in first.stdout
     assert "--after s1" in first.stdout
     data = orjson.loads(invoke("sessions", "--db", str(db), "--limit", "2", "--after", "s3",
-                               "--json").stdout)
+                               "--sort", "id", "--json").stdout)
     assert [s["id"] for s in data["sessions"]] == ["s4"]
     assert data["next_cursor"] is None
-    ada = orjson.loads(invoke("sessions", "--db", str(db), "--user", "ada", "--json").stdout)
+    ada = orjson.loads(invoke("sessions", "--db", str(db), "--user", "ada", "--sort", "id",
+                              "--json").stdout)
     assert [s["id"] for s in ada["sessions"]] == ["s1", "s3"]
     assert ada["sessions"][0]["app_name"] == "weather"
     assert ada["sessions"][0]["events"] == 0
@@ -220,5 +222,30 @@ def test_tail_exits_cleanly_on_ctrl_c(paused_db: Path) -> None:
     assert first.startswith("#9")
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=20)
-    assert child.returncode == 0, err
+    assert child.returncode == 130, err  # README: 130 after Ctrl-C
     assert "Traceback" not in err
+
+
+def _listed(db: Path, *args: str) -> list[str]:
+    result = invoke("sessions", "--db", str(db), "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return [s["id"] for s in orjson.loads(result.stdout)["sessions"]]
+
+
+def test_sessions_lists_by_last_update_newest_last(db: Path) -> None:
+    for sid in ("b", "a", "d", "c"):
+        make_session(str(db), [], session_id=sid)
+
+    async def touch(store: EventStore) -> None:  # "b", the oldest, becomes the newest
+        await store.append("b", Event(author="user"), expected_version=0)
+
+    build(str(db), touch)
+    assert _listed(db) == ["a", "d", "c", "b"]
+    assert _listed(db, "--sort", "id") == ["a", "b", "c", "d"]
+    page = invoke("sessions", "--db", str(db), "--limit", "3")
+    rows = [line.split()[2] for line in page.stdout.splitlines()[1:4]]
+    assert rows == ["d", "c", "b"]  # the newest three, newest last
+    [hint] = [line for line in page.stdout.splitlines() if line.startswith("More (older): ")]
+    older = invoke(*shlex.split(hint)[3:])
+    assert [line.split()[2] for line in older.stdout.splitlines()[1:]] == ["a"]
+    assert invoke("sessions", "--db", str(db), "--after", "nonsense").exit_code == 1

@@ -32,7 +32,8 @@ def test_cli_on_postgres(empty_postgres_url: str) -> None:
     make_session(url, paused_weather_log(), state={"units": "metric"})
     make_session(url, paused_weather_log() + finishing_log(), session_id="s2",
                  artifacts=FINISHING_ARTIFACTS)
-    listed = orjson.loads(invoke("sessions", "--db", url, "--json", "--limit", "1").stdout)
+    listed = orjson.loads(invoke("sessions", "--db", url, "--json", "--limit", "1", "--sort",
+                                 "id").stdout)
     assert [s["id"] for s in listed["sessions"]] == ["s1"]
     assert listed["next_cursor"] == "s1"
 

@@ -1,0 +1,64 @@
+"""Ctrl-C (SIGINT) at any moment of a real ``evs`` process: one line, status 130, no traceback.
+
+The moments cover Python still importing the command line (the first second or two), the
+command opening the database, and ``evs tail`` following the log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _cli_support import REPO, make_session, paused_weather_log
+
+EVS = Path(sys.executable).parent / "evs"
+"""The installed console script (what a user runs), next to this interpreter."""
+
+
+def _start_tail(db: Path) -> subprocess.Popen[str]:
+    assert EVS.is_file(), f"the evs console script is not installed at {EVS}"
+    env = {k: v for k, v in os.environ.items() if k != "EVS_DATABASE_URL"}
+    return subprocess.Popen([str(EVS), "tail", "s1", "--db", str(db)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("delay", [
+    pytest.param(0.3, id="importing"),
+    pytest.param(0.8, id="importing-later"),
+    pytest.param(1.5, id="starting"),
+    pytest.param(3.0, id="opening-or-following"),
+])
+def test_tail_interrupted_at_any_moment_exits_130_without_traceback(
+    paused_db: Path, delay: float
+) -> None:
+    process = _start_tail(paused_db)
+    time.sleep(delay)
+    assert process.poll() is None, "evs tail ended before it was interrupted"
+    code, err = _interrupt(process)
+    assert "Traceback" not in err, err
+    assert "KeyboardInterrupt" not in err, err
+    assert code == 130, (code, err)
+    assert err.endswith("evs: interrupted.\n"), err
+
+
+def test_tail_interrupted_while_following_exits_130(db: Path) -> None:
+    make_session(str(db), paused_weather_log())
+    process = _start_tail(db)
+    assert process.stderr is not None
+    following = process.stderr.readline()  # printed once the log is being followed
+    assert following.startswith("following s1 from seq 9"), following
+    time.sleep(0.3)
+    code, err = _interrupt(process)
+    assert code == 130, (code, err)
+    assert err == "evs: interrupted.\n", err
