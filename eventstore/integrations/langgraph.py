@@ -48,6 +48,7 @@ from eventstore import (
     EventStore,
     Part,
     SessionExistsError,
+    SessionInfo,
     SessionNotFoundError,
     StoreUsageError,
 )
@@ -95,6 +96,14 @@ def _preview(typed: tuple[str, bytes], value: Any) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+def _node(task_path: str) -> str:
+    # LangGraph's task paths start with the kind of task and the node's name.
+    parts = str(task_path).split(", ")
+    if len(parts) >= 2 and parts[0] in ("~__pregel_pull", "~__pregel_push"):
+        return f"{parts[1]} "
+    return ""
+
+
 class EventStoreSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer whose threads are sessions of an event store.
 
@@ -130,6 +139,15 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Open the store now (creating or migrating its schema) rather than on first use,
+        so the first checkpoint of a run does not wait for it. Optional, idempotent."""
+        self._home.run_sync(self._handle.get())
+
+    async def asetup(self) -> None:
+        """``setup`` from async code."""
+        await self._home.run(self._handle.get())
 
     def close(self) -> None:
         """Close the store if this saver opened it, and stop its loop thread. Idempotent;
@@ -323,11 +341,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             info = await store.session_info(thread_id)
         except SessionNotFoundError:
             return self._keep(thread_id, index)
-        if info.app_name != self.app_name:
-            raise StoreUsageError(
-                f"Session {thread_id!r} belongs to app {info.app_name!r}, not to the LangGraph "
-                f"threads of app {self.app_name!r}."
-            )
+        self._check_app(thread_id, info)
         index.exists = True
         try:
             events = await store.read_mappings(thread_id, compact=True)
@@ -336,6 +350,13 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         for event in events:
             index.apply(event)
         return self._keep(thread_id, index)
+
+    def _check_app(self, thread_id: str, info: SessionInfo) -> None:
+        if info.app_name != self.app_name:
+            raise StoreUsageError(
+                f"Session {thread_id!r} belongs to app {info.app_name!r}, not to the LangGraph "
+                f"threads of app {self.app_name!r}."
+            )
 
     async def _loaded(self, thread_id: str) -> ThreadIndex:
         """The cached index (a writer needs no fresh one: its deltas name their bases)."""
@@ -348,16 +369,26 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         event = Event(author=_USER, invocation_id=run_id or "",
                       content=Content(role="model", parts=(Part(text=text),)),
                       custom_metadata={METADATA_KEY: meaning})
-        try:
-            seq = (await store.append(thread_id, [event], expected_version=None))[0].seq
-        except SessionNotFoundError:
+        seq: int | None = None
+        if not index.exists:  # a new thread, as far as this saver knows: create it
             try:
                 session = await store.create_session(
                     app_name=self.app_name, user_id=_USER, session_id=thread_id, events=[event]
                 )
                 seq = session.events[-1].seq
-            except SessionExistsError:
+            except SessionExistsError:  # made meanwhile, by another saver (or app?)
+                self._check_app(thread_id, await store.session_info(thread_id))
+        while seq is None:
+            try:
                 seq = (await store.append(thread_id, [event], expected_version=None))[0].seq
+            except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
+                try:
+                    session = await store.create_session(
+                        app_name=self.app_name, user_id=_USER, session_id=thread_id,
+                        events=[event])
+                    seq = session.events[-1].seq
+                except SessionExistsError:
+                    self._check_app(thread_id, await store.session_info(thread_id))
         if seq == index.seq + 1:
             index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
 
@@ -511,7 +542,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         meaning = {"t": "writes", "ns": ns, "cp": str(cid), "task": str(task_id),
                    "path": str(task_path), "w": rows}
         where = f" in {ns}" if ns else ""
-        text = f"writes of task {task_id} on checkpoint {cid}{where}: " + "; ".join(shown)
+        text = (f"writes of {_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
+                + "; ".join(shown))
         await self._append(thread_id, index, meaning, text, None)
 
     async def _owned(self, thread_id: str) -> bool:

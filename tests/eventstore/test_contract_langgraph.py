@@ -353,3 +353,32 @@ def test_using_a_closed_saver_raises() -> None:
     from eventstore import StoreClosedError
     with pytest.raises(StoreClosedError):
         saver.get_tuple(_config(str(uuid.uuid4())))
+
+
+def test_setup_opens_the_store_before_first_use(tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    with EventStoreSaver(str(path)) as saver:
+        assert not path.exists()
+        saver.setup()
+        saver.setup()
+        assert path.exists()
+        assert saver.get_tuple(_config("t")) is None
+
+
+async def test_asetup_opens_the_store_before_first_use(tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    async with EventStoreSaver(str(path)) as saver:
+        await saver.asetup()
+        assert path.exists()
+
+
+async def test_a_put_never_appends_to_another_apps_session(tmp_path: Any) -> None:
+    path = str(tmp_path / "s.db")
+    async with EventStoreSaver(path) as saver:
+        assert await saver.aget_tuple(_config("shared")) is None  # no such thread yet
+        async with await open_store(path) as store:  # then another app takes the id
+            await store.create_session(app_name="adk-app", user_id="u", session_id="shared")
+        with pytest.raises(StoreUsageError, match="belongs to app 'adk-app'"):
+            await saver.aput(_config("shared"), _checkpoint({}, {}), {}, {})
+    async with await open_store(path) as store:
+        assert await store.read("shared") == []
