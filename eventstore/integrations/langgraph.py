@@ -92,8 +92,35 @@ def _preview(typed: tuple[str, bytes], value: Any) -> str:
     # An encrypting serializer's type carries a suffix ("msgpack+aes"): show nothing of it.
     if "+" in typed[0]:
         return "(encrypted)"
-    text = repr(value)
+    text = _short(value, 2)
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def _short(value: Any, depth: int) -> str:
+    """A cheap readable sketch of a value (``repr`` of a langchain message costs more than
+    the whole write): scalars as repr, the first items of containers, messages by content."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value[:_PREVIEW])
+    if isinstance(value, list | tuple):
+        if depth == 0:
+            return f"[{len(value)} items]"
+        inner = ", ".join(_short(v, depth - 1) for v in value[:3])
+        more = ", …" if len(value) > 3 else ""
+        return f"[{inner}{more}]" if isinstance(value, list) else f"({inner}{more})"
+    if isinstance(value, dict):
+        if depth == 0:
+            return f"{{{len(value)} keys}}"
+        items = ", ".join(f"{k!r}: {_short(v, depth - 1)}" for k, v in list(value.items())[:3])
+        return f"{{{items}{', …' if len(value) > 3 else ''}}}"
+    content = getattr(value, "content", None)
+    if isinstance(content, str):
+        return f"{type(value).__name__}({content[:_PREVIEW]!r})"
+    inner_value = getattr(value, "value", None)
+    if inner_value is not None and depth:
+        return f"{type(value).__name__}({_short(inner_value, depth - 1)})"
+    return type(value).__name__
 
 
 def _node(task_path: str) -> str:

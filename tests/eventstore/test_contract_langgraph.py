@@ -382,3 +382,21 @@ async def test_a_put_never_appends_to_another_apps_session(tmp_path: Any) -> Non
             await saver.aput(_config("shared"), _checkpoint({}, {}), {}, {})
     async with await open_store(path) as store:
         assert await store.read("shared") == []
+
+
+async def test_summaries_sketch_values_cheaply(tmp_path: Any) -> None:
+    from langchain_core.messages import AIMessage
+
+    async with EventStoreSaver(str(tmp_path / "s.db")) as saver:
+        config = await saver.aput(_config("t"), _checkpoint({}, {}), {}, {})
+        await saver.aput_writes(config, [("messages", [AIMessage(content="hello there")]),
+                                         ("count", 3), ("big", list(range(50))),
+                                         ("nested", {"a": {"b": {"c": 1}}})],
+                                "task", "~__pregel_pull, answer")
+        [_, writes] = await _events(saver, "t")
+        text = writes.text() or ""
+        assert text.startswith("writes of answer task task on checkpoint ")
+        assert "messages=[AIMessage('hello there')]" in text
+        assert "count=3" in text
+        assert "big=[0, 1, 2, …]" in text
+        assert "nested={'a': {'b': {1 keys}}}" in text
