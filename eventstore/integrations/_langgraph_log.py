@@ -123,6 +123,8 @@ class ThreadIndex:
     hot: OrderedDict[tuple[str, str], dict[str, tuple[Any, tuple[Any, ...]]]] = field(
         default_factory=OrderedDict
     )
+    newest: dict[str, str] = field(default_factory=dict)
+    """Namespace -> id of its newest visible checkpoint, when known (the ids increase)."""
 
     # -- folding events --------------------------------------------------------------------
 
@@ -145,6 +147,8 @@ class ThreadIndex:
                 entry = self.entries.get(ns, {}).get(cid)
                 if entry is not None:
                     entry.dropped = True
+                    if self.newest.get(ns) == cid:
+                        del self.newest[ns]
 
     def _checkpoint(self, meaning: dict[str, Any], seq: int) -> None:
         ns, cid = meaning["ns"], meaning["id"]
@@ -159,6 +163,9 @@ class ThreadIndex:
                 self.holders[(ns, channel, _key(stored[0]))].remove(old)
             self.hot.pop((ns, cid), None)
         by_id[cid] = entry
+        newest = self.newest.get(ns)
+        if newest is not None and newest < cid:
+            self.newest[ns] = cid
         for channel, stored in blobs.items():
             self.holders.setdefault((ns, channel, _key(stored[0])), []).append(entry)
 
@@ -182,8 +189,13 @@ class ThreadIndex:
         if cid is not None:
             found = by_id.get(cid)
             return None if found is None or found.dropped else found
-        visible = [cid for cid, e in by_id.items() if not e.dropped]
-        return by_id[max(visible)] if visible else None
+        newest = self.newest.get(ns)
+        if newest is None:  # not known since a drop (or never): find it once
+            visible = [cid for cid, e in by_id.items() if not e.dropped]
+            if not visible:
+                return None
+            newest = self.newest[ns] = max(visible)
+        return by_id[newest]
 
     def visible(self, ns: str | None) -> list[Entry]:
         """The visible checkpoints of ``ns`` (every namespace when None), newest id first

@@ -161,7 +161,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if not isinstance(app_name, str) or not app_name:
             raise StoreUsageError(f"app_name must be a non-empty string, not {app_name!r}.")
         self._handle = StoreHandle(url_or_store)
-        self._home = Home(own=not isinstance(url_or_store, EventStore))
+        self._owns_loop = not isinstance(url_or_store, EventStore)
+        self._home = Home(own=self._owns_loop)
         self.app_name = app_name
         self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
 
@@ -180,13 +181,15 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         """Close the store if this saver opened it, and stop its loop thread. Idempotent;
         later calls raise StoreClosedError."""
         if not self._home_closed():
-            self._home.run_sync(self._handle.close())
+            if self._owns_loop:
+                self._home.run_sync(self._handle.close())
             self._home.close()
 
     async def aclose(self) -> None:
         """``close`` from async code."""
         if not self._home_closed():
-            await self._home.run(self._handle.close())
+            if self._owns_loop:
+                await self._home.run(self._handle.close())
             await asyncio.to_thread(self._home.close)
 
     def _home_closed(self) -> bool:

@@ -18,6 +18,8 @@ from typing import Any  # noqa: E402
 import orjson  # noqa: E402
 import pytest  # noqa: E402
 from _evs_support import BackendTarget  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer  # noqa: E402
@@ -400,3 +402,68 @@ async def test_summaries_sketch_values_cheaply(tmp_path: Any) -> None:
         assert "count=3" in text
         assert "big=[0, 1, 2, …]" in text
         assert "nested={'a': {'b': {1 keys}}}" in text
+
+
+_OPS = st.lists(
+    st.tuples(st.sampled_from(["append", "replace", "truncate", "same", "fork", "drop"]),
+              st.integers(min_value=0, max_value=3), st.integers(min_value=0, max_value=40)),
+    min_size=1, max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS, int_versions=st.booleans())
+@example(ops=[("append", 1, 0), ("append", 1, 5), ("fork", 0, 0), ("append", 2, 7)],
+         int_versions=True)  # two branches store version 2: each loads its own
+async def test_every_checkpoint_loads_as_put_hot_and_from_the_log(ops: list[Any],
+                                                                  int_versions: bool) -> None:
+    """Checkpoints of a list channel (appends, replacements, truncations, unchanged, forks
+    from older checkpoints) and a scalar one: each loads with the values it was put with, from
+    the writing saver (its resolved lists) and from a fresh one (folding the log), also after
+    a prune that hides all but the newest. Integer versions (as LangGraph's default
+    ``get_next_version``) repeat across branches: the parent chain decides."""
+    store = await open_store("memory://")
+    writer, reader = EventStoreSaver(store), EventStoreSaver(store)
+    puts: list[tuple[dict[str, Any], list[Any], int, Any, Any]] = []
+    parent: dict[str, Any] = _config("t")
+    items: list[Any] = []
+    version = m_version = None
+    for kind, n, pick in ops:
+        if kind == "fork" and puts:
+            parent, items, _, m_version, version = puts[pick % len(puts)]
+            items = list(items)
+            continue
+        if kind == "drop" and puts:
+            await writer.aprune(["t"], strategy="keep_latest")
+            puts = puts[-1:]
+            continue
+        if kind == "append":
+            items = [*items, *(f"m{len(puts)}.{i}" for i in range(n))]
+        elif kind == "replace":
+            items = [pick, *items[:n]]
+        elif kind == "truncate":
+            items = items[:n]
+        version = ((version or 0) + 1 if int_versions
+                   else writer.get_next_version(version, None))
+        changed: dict[str, Any] = {"n": version}
+        if kind != "same" or m_version is None:
+            m_version = changed["m"] = version
+        versions = {"m": m_version, "n": version}
+        parent = await writer.aput(parent, _checkpoint({"m": items, "n": pick}, versions), {},
+                                   changed)
+        puts.append((parent, list(items), pick, m_version, version))
+    for saver in (writer, reader):
+        for config, expected, scalar, _, _ in puts:
+            tup = await saver.aget_tuple(config)
+            assert tup is not None
+            assert tup.checkpoint["channel_values"] == {"m": expected, "n": scalar}
+        listed = [t async for t in saver.alist(_config("t"))]
+        assert {t.config["configurable"]["checkpoint_id"] for t in listed} >= {
+            c["configurable"]["checkpoint_id"] for c, _, _, _, _ in puts[-1:]}
+        by_config = {p[0]["configurable"]["checkpoint_id"]: p for p in puts}
+        for tup in listed:
+            put = by_config.get(tup.config["configurable"]["checkpoint_id"])
+            if put is not None:
+                assert tup.checkpoint["channel_values"] == {"m": put[1], "n": put[2]}
+    await store.aclose()

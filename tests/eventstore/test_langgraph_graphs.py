@@ -289,6 +289,8 @@ asyncio.run(main())
 
 @pytest.mark.slow
 def test_many_processes_on_one_sqlite_file(tmp_path: Path) -> None:
+    """Three processes, each running twelve threads at once and three runs of one shared
+    thread, on one SQLite file: no "database is locked", every checkpoint stored."""
     path = str(tmp_path / "shared.db")
     with EventStoreSaver(path) as saver:  # create the schema once
         saver.get_tuple(_cfg("none"))
@@ -304,7 +306,11 @@ def test_many_processes_on_one_sqlite_file(tmp_path: Path) -> None:
             for i in range(12):
                 state = graph.get_state(_cfg(f"w{n}-{i}"))
                 assert state.values["log"] == [f"w{n}", "a", "b"]
+        # Runs on one thread from several processes at once race as with any checkpointer
+        # (two may start from the same head: the newer checkpoint wins); the store loses
+        # none of their checkpoints.
+        per_run = len(list(saver.list(_cfg("w0-0"))))
+        assert len(list(saver.list(_cfg("shared")))) == 9 * per_run
         shared = graph.get_state(_cfg("shared")).values["log"]
-        assert len(shared) == 27
-        assert sorted(x for x in shared if x.startswith("w")) == sorted(
-            [f"w{n}" for n in range(3)] * 3)
+        assert len(shared) % 3 == 0
+        assert all(shared[i + 1:i + 3] == ["a", "b"] for i in range(0, len(shared), 3))
