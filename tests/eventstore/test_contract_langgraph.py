@@ -10,6 +10,7 @@ from _extras import require_extra
 require_extra("langgraph.checkpoint.conformance", "dev")
 langgraph = require_extra("langgraph", "langgraph")
 
+import asyncio  # noqa: E402
 import threading  # noqa: E402
 import uuid  # noqa: E402
 from collections.abc import AsyncIterator  # noqa: E402
@@ -466,4 +467,12 @@ async def test_every_checkpoint_loads_as_put_hot_and_from_the_log(ops: list[Any]
             put = by_config.get(tup.config["configurable"]["checkpoint_id"])
             if put is not None:
                 assert tup.checkpoint["channel_values"] == {"m": put[1], "n": put[2]}
+    await store.aclose()
+
+
+async def test_closing_an_unused_saver_on_a_given_store(tmp_path: Any) -> None:
+    store = await open_store(str(tmp_path / "s.db"), auto_upgrade=True)
+    saver = EventStoreSaver(store)
+    await asyncio.to_thread(saver.close)  # never used: nothing to reach, nothing to close
+    assert (await store.list_sessions()).sessions == []  # the store is still open
     await store.aclose()
