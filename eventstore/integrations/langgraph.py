@@ -108,7 +108,9 @@ def _short(value: Any, depth: int) -> str:
             return f"[{len(value)} items]"
         inner = ", ".join(_short(v, depth - 1) for v in value[:3])
         more = ", …" if len(value) > 3 else ""
-        return f"[{inner}{more}]" if isinstance(value, list) else f"({inner}{more})"
+        if isinstance(value, list):
+            return f"[{inner}{more}]"
+        return f"({inner}{more}{',' if len(value) == 1 else ''})"
     if isinstance(value, dict):
         if depth == 0:
             return f"{{{len(value)} keys}}"

@@ -314,3 +314,23 @@ def test_many_processes_on_one_sqlite_file(tmp_path: Path) -> None:
         shared = graph.get_state(_cfg("shared")).values["log"]
         assert len(shared) % 3 == 0
         assert all(shared[i + 1:i + 3] == ["a", "b"] for i in range(0, len(shared), 3))
+
+
+async def test_a_store_fork_of_a_thread_resumes_on_its_own(tmp_path: Path) -> None:
+    """``evs fork`` (``EventStore.fork``) of a thread waiting on an interrupt: the fork is a
+    thread of its own, resumed with another answer; the origin is untouched."""
+    path = str(tmp_path / "s.db")
+    async with EventStoreSaver(path) as saver:
+        graph = _approval_graph(saver)
+        await graph.ainvoke({"log": []}, _cfg("origin"))
+    async with await open_store(path) as store:
+        head = await store.version("origin")
+        await store.fork("origin", at=head, new_session_id="copy")
+    async with EventStoreSaver(path) as saver:
+        graph = _approval_graph(saver)
+        forked = await graph.ainvoke(Command(resume="no"), _cfg("copy"))
+        assert forked["log"] == ["start", "answer:no", "finish"]
+        origin = await graph.aget_state(_cfg("origin"))
+        assert [i.value for i in origin.interrupts] == ["approve?"]
+        done = await graph.ainvoke(Command(resume="yes"), _cfg("origin"))
+        assert done["log"] == ["start", "answer:yes", "finish"]
