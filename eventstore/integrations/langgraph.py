@@ -36,7 +36,7 @@ import contextlib
 import os
 import random
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -396,11 +396,19 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         return index if index is not None else await self._load(thread_id)
 
     async def _append(self, thread_id: str, index: ThreadIndex, meaning: dict[str, Any],
-                      text: str, run_id: str | None) -> None:
+                      text: str, run_id: str | None,
+                      whole: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Append one event to the thread (creating its session when there is none); fold
+        it into ``index`` when it directly follows what the index has seen. ``whole`` gives
+        the meaning without deltas, for a session deleted elsewhere and made anew."""
         store = await self._store()
-        event = Event(author=_USER, invocation_id=run_id or "",
-                      content=Content(role="model", parts=(Part(text=text),)),
-                      custom_metadata={METADATA_KEY: meaning})
+
+        def event_of(meaning: dict[str, Any]) -> Event:
+            return Event(author=_USER, invocation_id=run_id or "",
+                         content=Content(role="model", parts=(Part(text=text),)),
+                         custom_metadata={METADATA_KEY: meaning})
+
+        event = event_of(meaning)
         seq: int | None = None
         if not index.exists:  # a new thread, as far as this saver knows: create it
             try:
@@ -414,6 +422,10 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             try:
                 seq = (await store.append(thread_id, [event], expected_version=None))[0].seq
             except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
+                self._threads.pop(thread_id, None)  # that index described the old session
+                index = ThreadIndex()
+                if whole is not None:
+                    event = event_of(whole())
                 try:
                     session = await store.create_session(
                         app_name=self.app_name, user_id=_USER, session_id=thread_id,
@@ -421,7 +433,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                     seq = session.events[-1].seq
                 except SessionExistsError:
                     self._check_app(thread_id, await store.session_info(thread_id))
-        if seq == index.seq + 1:
+        if seq == index.seq + 1 and self._threads.get(thread_id) is index:
             index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
 
     # -- operations (on the store's loop) -----------------------------------------------------
@@ -543,10 +555,18 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         where = f" in {ns}" if ns else ""
         text = (f"checkpoint {cid}{where}: step {step} ({md.get('source')}); changed "
                 f"{', '.join(sorted(str(c) for c in new_versions)) or 'nothing'}")
+
+        def whole() -> dict[str, Any]:
+            # For a session made anew: the appends' bases are not in it, store whole values.
+            return {**meaning, "blobs": [
+                [b[0], b[1], "v", *encode_blob(dumps(values[b[0]]))] if b[2] == "x" else b
+                for b in blobs]}
+
         await self._append(thread_id, index, meaning, text,
-                           run_id if isinstance(run_id, str) else None)
-        for channel, (version, value) in keep.items():
-            index.keep_hot(ns, cid, channel, version, value)
+                           run_id if isinstance(run_id, str) else None, whole=whole)
+        if self._threads.get(thread_id) is index:
+            for channel, (version, value) in keep.items():
+                index.keep_hot(ns, cid, channel, version, value)
         return _config(thread_id, ns, cid)
 
     async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],

@@ -476,3 +476,29 @@ async def test_closing_an_unused_saver_on_a_given_store(tmp_path: Any) -> None:
     await asyncio.to_thread(saver.close)  # never used: nothing to reach, nothing to close
     assert (await store.list_sessions()).sessions == []  # the store is still open
     await store.aclose()
+
+
+async def test_a_put_on_a_thread_deleted_elsewhere_starts_it_anew(tmp_path: Any) -> None:
+    path = str(tmp_path / "s.db")
+    async with EventStoreSaver(path) as a, EventStoreSaver(path) as b:
+        old = await b.aput(_config("t"), _checkpoint({"n": 1}, {"n": "1"}), {}, {"n": "1"})
+        await b.aput(old, _checkpoint({"n": 2}, {"n": "2"}), {}, {"n": "2"})
+        await a.adelete_thread("t")
+        new = await b.aput(_config("t"), _checkpoint({"n": 3}, {"n": "3"}), {}, {"n": "3"})
+        assert [t.config async for t in b.alist(_config("t"))] == [new]
+        assert [t.config async for t in a.alist(_config("t"))] == [new]
+
+
+async def test_a_run_continuing_on_a_thread_deleted_elsewhere_stores_whole_values(
+    tmp_path: Any,
+) -> None:
+    path = str(tmp_path / "s.db")
+    async with EventStoreSaver(path) as a, EventStoreSaver(path) as b:
+        one = await b.aput(_config("t"), _checkpoint({"m": ["x"]}, {"m": "1"}), {}, {"m": "1"})
+        await a.adelete_thread("t")
+        two = await b.aput(one, _checkpoint({"m": ["x", "y"]}, {"m": "2"}), {}, {"m": "2"})
+        for saver in (a, b):
+            tup = await saver.aget_tuple(_config("t"))
+            assert tup is not None
+            assert tup.config == two
+            assert tup.checkpoint["channel_values"] == {"m": ["x", "y"]}
