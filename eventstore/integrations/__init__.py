@@ -4,6 +4,8 @@
   ``BaseArtifactService`` on the event store (``pip install 'agent-eventstore[adk]'``).
 - ``eventstore.integrations.openai_agents``: the OpenAI Agents SDK's ``Session`` protocol on the
   event store (``pip install 'agent-eventstore[openai-agents]'``).
+- ``eventstore.integrations.langgraph``: a LangGraph checkpointer (``BaseCheckpointSaver``) on the
+  event store (``pip install 'agent-eventstore[langgraph]'``).
 - ``eventstore.integrations.adk_memory``: google-adk's ``BaseMemoryService`` over the store's
   memory of past sessions (``[adk]``).
 

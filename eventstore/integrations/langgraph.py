@@ -1,0 +1,646 @@
+"""A LangGraph checkpointer on the event store (``pip install 'agent-eventstore[langgraph]'``)::
+
+    graph = builder.compile(checkpointer=EventStoreSaver("sessions.db"))
+
+``EventStoreSaver`` is a ``langgraph.checkpoint.base.BaseCheckpointSaver`` with the async and the
+sync methods, plus ``delete_for_runs``, ``copy_thread`` and ``prune``. A thread is one store
+session (its id is the ``thread_id``, its app ``app_name``); each checkpoint and each task's
+pending writes is one event, appended and never rewritten, in the hash chain ``evs verify``
+checks. A checkpoint stores only what changed since its parent, and a list channel (messages)
+only the elements it appended, so a thread's bytes grow with its history, not its square. How
+events are laid out: ``eventstore.integrations._langgraph_log``; the guide: ``docs/langgraph.md``.
+"""
+
+from __future__ import annotations
+
+try:
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as exc:  # pragma: no cover - exercised on machines without the extra
+    raise ImportError(
+        "eventstore.integrations.langgraph needs langgraph: install agent-eventstore[langgraph]"
+    ) from exc
+
+import asyncio
+import builtins
+import contextlib
+import os
+import random
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Final, Self
+
+from langchain_core.runnables import RunnableConfig
+
+from eventstore import (
+    Content,
+    Event,
+    EventStore,
+    Part,
+    SessionExistsError,
+    SessionInfo,
+    SessionNotFoundError,
+    StoreUsageError,
+)
+
+from ._handle import StoreHandle
+from ._langgraph_log import (
+    METADATA_KEY,
+    MISSING,
+    CorruptThreadError,
+    Entry,
+    ThreadIndex,
+    decode_blob,
+    encode_blob,
+    extends,
+)
+from ._langgraph_loop import Home
+
+__all__ = ["METADATA_KEY", "CorruptThreadError", "EventStoreSaver"]
+
+_USER: Final = "langgraph"
+_MAX_THREADS: Final = 1024
+_PAGE: Final = 1000
+_PREVIEW: Final = 120
+
+
+def _ids(config: RunnableConfig) -> tuple[str, str]:
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        raise StoreUsageError(
+            f"A LangGraph config needs configurable.thread_id; got {configurable!r}."
+        )
+    return str(thread_id), str(configurable.get("checkpoint_ns") or "")
+
+
+def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+
+def _preview(typed: tuple[str, bytes], value: Any) -> str:
+    # An encrypting serializer's type carries a suffix ("msgpack+aes"): show nothing of it.
+    if "+" in typed[0]:
+        return "(encrypted)"
+    text = _short(value, 2)
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def _short(value: Any, depth: int) -> str:
+    """A cheap readable sketch of a value (``repr`` of a langchain message costs more than
+    the whole write): scalars as repr, the first items of containers, messages by content."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value[:_PREVIEW])
+    if isinstance(value, list | tuple):
+        if depth == 0:
+            return f"[{len(value)} items]"
+        inner = ", ".join(_short(v, depth - 1) for v in value[:3])
+        more = ", …" if len(value) > 3 else ""
+        if isinstance(value, list):
+            return f"[{inner}{more}]"
+        return f"({inner}{more}{',' if len(value) == 1 else ''})"
+    if isinstance(value, dict):
+        if depth == 0:
+            return f"{{{len(value)} keys}}"
+        items = ", ".join(f"{k!r}: {_short(v, depth - 1)}" for k, v in list(value.items())[:3])
+        return f"{{{items}{', …' if len(value) > 3 else ''}}}"
+    content = getattr(value, "content", None)
+    if isinstance(content, str):
+        return f"{type(value).__name__}({content[:_PREVIEW]!r})"
+    inner_value = getattr(value, "value", None)
+    if inner_value is not None and depth:
+        return f"{type(value).__name__}({_short(inner_value, depth - 1)})"
+    return type(value).__name__
+
+
+def _node(task_path: str) -> str:
+    # LangGraph's task paths start with the kind of task and the node's name.
+    parts = str(task_path).split(", ")
+    if len(parts) >= 2 and parts[0] in ("~__pregel_pull", "~__pregel_push"):
+        return f"{parts[1]} "
+    return ""
+
+
+class EventStoreSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer whose threads are sessions of an event store.
+
+    ``url_or_store`` is a store URL or path (``memory://`` by default, private to this saver;
+    ``sessions.db``; ``postgresql://…``), opened on first use (migrated to the current schema)
+    on a loop thread the saver owns and closed by ``close()``/``aclose()``; or an open
+    ``EventStore``, left open, whose loop the saver learns from its first async call. Sync
+    methods work from any thread without a running loop, async ones from any loop.
+
+    Guarantees: every checkpoint and every ``put_writes`` call is one appended event (nothing
+    stored is changed); a checkpoint loads with the values it was put with (``self.serde``
+    encodes every value, metadata and checkpoint body, so an encrypting serializer keeps them
+    all encrypted); its pending writes are the ones put for that checkpoint id of that
+    namespace, and no other branch's. ``delete_thread`` and ``prune(strategy="delete")``
+    delete the thread's session; ``prune(keep_latest)`` and ``delete_for_runs`` append an
+    event that hides the checkpoints (the log keeps them, so the kept checkpoints' deltas still
+    resolve). A session of another app with a thread's id is refused (StoreUsageError).
+    """
+
+    def __init__(
+        self,
+        url_or_store: str | os.PathLike[str] | EventStore = "memory://",
+        *,
+        serde: SerializerProtocol | None = None,
+        app_name: str = "langgraph",
+    ) -> None:
+        super().__init__(serde=serde)
+        if not isinstance(app_name, str) or not app_name:
+            raise StoreUsageError(f"app_name must be a non-empty string, not {app_name!r}.")
+        self._handle = StoreHandle(url_or_store)
+        self._owns_loop = not isinstance(url_or_store, EventStore)
+        self._home = Home(own=self._owns_loop)
+        self.app_name = app_name
+        self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Open the store now (creating or migrating its schema) rather than on first use,
+        so the first checkpoint of a run does not wait for it. Optional, idempotent."""
+        self._home.run_sync(self._handle.get())
+
+    async def asetup(self) -> None:
+        """``setup`` from async code."""
+        await self._home.run(self._handle.get())
+
+    def close(self) -> None:
+        """Close the store if this saver opened it, and stop its loop thread. Idempotent;
+        later calls raise StoreClosedError."""
+        if not self._home_closed():
+            if self._owns_loop:
+                self._home.run_sync(self._handle.close())
+            self._home.close()
+
+    async def aclose(self) -> None:
+        """``close`` from async code."""
+        if not self._home_closed():
+            if self._owns_loop:
+                await self._home.run(self._handle.close())
+            await asyncio.to_thread(self._home.close)
+
+    def _home_closed(self) -> bool:
+        return self._home._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    # -- the async API -------------------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its thread's newest in its namespace when it names
+        no ``checkpoint_id``) with its pending writes, or None."""
+        return await self._home.run(self._get_tuple(config, self.serde))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """The checkpoints of ``config``'s thread (every thread of the app when None), in its
+        namespace when it names one, newest first; only those whose metadata has every
+        ``filter`` item, whose id is below ``before``'s, at most ``limit``."""
+        found = await self._home.run(self._list(config, filter, before, limit, self.serde))
+        for item in found:
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        """Append ``checkpoint`` (put on ``config``'s checkpoint, its parent) storing the
+        values of ``new_versions`` only; returns the config naming it."""
+        return await self._home.run(
+            self._put(config, checkpoint, metadata, new_versions, self.serde)
+        )
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        """Append one task's pending writes for the checkpoint ``config`` names."""
+        await self._home.run(self._put_writes(config, writes, task_id, task_path, self.serde))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's session (all its checkpoints and writes); no thread: no-op."""
+        await self._home.run(self._delete_thread(str(thread_id)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Hide every checkpoint (with its writes) whose metadata ``run_id`` is in
+        ``run_ids``, in every thread of the app (an appended drop event per thread)."""
+        await self._home.run(self._delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Make ``target_thread_id`` a copy of the source thread: a fork of its session, every
+        event (checkpoints, writes, drops) with the same ids, linked to its origin. A source
+        with no session copies nothing; an existing target raises SessionExistsError."""
+        await self._home.run(self._copy_thread(str(source_thread_id), str(target_thread_id)))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: hide all but the newest checkpoint of each namespace;
+        ``"delete"``: delete the threads. Raises StoreUsageError for another strategy."""
+        if strategy not in ("keep_latest", "delete"):
+            raise StoreUsageError(
+                f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}."
+            )
+        await self._home.run(self._prune([str(t) for t in thread_ids], strategy))
+
+    # -- the sync API (the same operations, run on the store's loop) ------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """See ``aget_tuple``."""
+        return self._home.run_sync(self._get_tuple(config, self.serde))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """See ``alist``."""
+        return iter(self._home.run_sync(self._list(config, filter, before, limit, self.serde)))
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        """See ``aput``."""
+        return self._home.run_sync(
+            self._put(config, checkpoint, metadata, new_versions, self.serde)
+        )
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                   task_id: str, task_path: str = "") -> None:
+        """See ``aput_writes``."""
+        self._home.run_sync(self._put_writes(config, writes, task_id, task_path, self.serde))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """See ``adelete_thread``."""
+        self._home.run_sync(self._delete_thread(str(thread_id)))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """See ``adelete_for_runs``."""
+        self._home.run_sync(self._delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """See ``acopy_thread``."""
+        self._home.run_sync(self._copy_thread(str(source_thread_id), str(target_thread_id)))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """See ``aprune``."""
+        if strategy not in ("keep_latest", "delete"):
+            raise StoreUsageError(
+                f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}."
+            )
+        self._home.run_sync(self._prune([str(t) for t in thread_ids], strategy))
+
+    def get_next_version(self, current: str | int | float | None, channel: None) -> str:
+        """The version after ``current``: a zero-padded counter and a random fraction, so
+        versions increase and two branches never make the same one (as ``InMemorySaver``)."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int | float):
+            number = int(current)
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # -- the thread index ---------------------------------------------------------------------
+
+    async def _store(self) -> EventStore:
+        return await self._handle.get()
+
+    def _cached(self, thread_id: str) -> ThreadIndex | None:
+        index = self._threads.get(thread_id)
+        if index is not None:
+            self._threads.move_to_end(thread_id)
+        return index
+
+    def _keep(self, thread_id: str, index: ThreadIndex) -> ThreadIndex:
+        self._threads[thread_id] = index
+        self._threads.move_to_end(thread_id)
+        while len(self._threads) > _MAX_THREADS:
+            self._threads.popitem(last=False)
+        return index
+
+    async def _refreshed(self, thread_id: str) -> ThreadIndex:
+        """The thread's index brought up to the log's head: the events after its seq are
+        folded; a log that no longer holds the event at its seq (the thread was deleted, maybe
+        re-created, elsewhere) is folded from scratch."""
+        store = await self._store()
+        index = self._cached(thread_id)
+        if index is not None and index.seq:
+            try:
+                events = await store.read_mappings(thread_id, after=index.seq - 1, compact=True)
+            except SessionNotFoundError:
+                return self._keep(thread_id, ThreadIndex())
+            if events and events[0]["seq"] == index.seq and events[0]["id"] == index.last_id:
+                for event in events[1:]:
+                    if event["seq"] == index.seq + 1:
+                        index.apply(event)
+                return index
+        return await self._load(thread_id)
+
+    async def _load(self, thread_id: str) -> ThreadIndex:
+        store = await self._store()
+        index = ThreadIndex()
+        try:
+            info = await store.session_info(thread_id)
+        except SessionNotFoundError:
+            return self._keep(thread_id, index)
+        self._check_app(thread_id, info)
+        index.exists = True
+        try:
+            events = await store.read_mappings(thread_id, compact=True)
+        except SessionNotFoundError:
+            return self._keep(thread_id, ThreadIndex())
+        for event in events:
+            index.apply(event)
+        return self._keep(thread_id, index)
+
+    def _check_app(self, thread_id: str, info: SessionInfo) -> None:
+        if info.app_name != self.app_name:
+            raise StoreUsageError(
+                f"Session {thread_id!r} belongs to app {info.app_name!r}, not to the LangGraph "
+                f"threads of app {self.app_name!r}."
+            )
+
+    async def _loaded(self, thread_id: str) -> ThreadIndex:
+        """The cached index (a writer needs no fresh one: its deltas name their bases)."""
+        index = self._cached(thread_id)
+        return index if index is not None else await self._load(thread_id)
+
+    async def _append(self, thread_id: str, index: ThreadIndex, meaning: dict[str, Any],
+                      text: str, run_id: str | None,
+                      whole: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Append one event to the thread (creating its session when there is none); fold
+        it into ``index`` when it directly follows what the index has seen. ``whole`` gives
+        the meaning without deltas, for a session deleted elsewhere and made anew."""
+        store = await self._store()
+
+        def event_of(meaning: dict[str, Any]) -> Event:
+            return Event(author=_USER, invocation_id=run_id or "",
+                         content=Content(role="model", parts=(Part(text=text),)),
+                         custom_metadata={METADATA_KEY: meaning})
+
+        event = event_of(meaning)
+        seq: int | None = None
+        if not index.exists:  # a new thread, as far as this saver knows: create it
+            try:
+                session = await store.create_session(
+                    app_name=self.app_name, user_id=_USER, session_id=thread_id, events=[event]
+                )
+                seq = session.events[-1].seq
+            except SessionExistsError:  # made meanwhile, by another saver (or app?)
+                self._check_app(thread_id, await store.session_info(thread_id))
+        while seq is None:
+            try:
+                seq = (await store.append(thread_id, [event], expected_version=None))[0].seq
+            except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
+                self._threads.pop(thread_id, None)  # that index described the old session
+                index = ThreadIndex()
+                if whole is not None:
+                    event = event_of(whole())
+                try:
+                    session = await store.create_session(
+                        app_name=self.app_name, user_id=_USER, session_id=thread_id,
+                        events=[event])
+                    seq = session.events[-1].seq
+                except SessionExistsError:
+                    self._check_app(thread_id, await store.session_info(thread_id))
+        if seq == index.seq + 1 and self._threads.get(thread_id) is index:
+            index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
+
+    # -- operations (on the store's loop) -----------------------------------------------------
+
+    def _tuple(self, thread_id: str, index: ThreadIndex, entry: Entry,
+               serde: SerializerProtocol, memo: dict[tuple[str, tuple[str, str]], Any] | None,
+               *, hot: bool) -> CheckpointTuple:
+        loads = serde.loads_typed
+        checkpoint = loads(decode_blob(entry.cp))
+        checkpoint["channel_versions"] = dict(entry.cv)
+        values: dict[str, Any] = {}
+        for channel, version in entry.cv.items():
+            value = index.resolve(entry, channel, loads, memo)
+            if value is MISSING:
+                continue
+            values[channel] = value
+            if hot and type(value) is list:
+                index.keep_hot(entry.ns, entry.id, channel, version, tuple(value))
+        checkpoint["channel_values"] = values
+        return CheckpointTuple(
+            config=_config(thread_id, entry.ns, entry.id),
+            checkpoint=checkpoint,
+            metadata=loads(decode_blob(entry.md)),
+            parent_config=(None if entry.parent is None
+                           else _config(thread_id, entry.ns, entry.parent)),
+            pending_writes=[(task, channel, loads(decode_blob(blob)))
+                            for task, channel, blob, _ in index.pending(entry.ns, entry.id)],
+        )
+
+    async def _get_tuple(self, config: RunnableConfig,
+                         serde: SerializerProtocol) -> CheckpointTuple | None:
+        thread_id, ns = _ids(config)
+        index = await self._refreshed(thread_id)
+        entry = index.entry(ns, get_checkpoint_id(config))
+        if entry is None:
+            return None
+        return self._tuple(thread_id, index, entry, serde, None, hot=True)
+
+    async def _thread_ids(self) -> builtins.list[str]:
+        store = await self._store()
+        ids: builtins.list[str] = []
+        cursor: str | None = None
+        while True:
+            page = await store.list_sessions(app_name=self.app_name, after=cursor, limit=_PAGE)
+            ids.extend(s.id for s in page.sessions)
+            if page.next_cursor is None:
+                return ids
+            cursor = page.next_cursor
+
+    async def _list(self, config: RunnableConfig | None, filter: dict[str, Any] | None,
+                    before: RunnableConfig | None, limit: int | None,
+                    serde: SerializerProtocol) -> builtins.list[CheckpointTuple]:
+        if config is None:
+            thread_ids, ns, cid = await self._thread_ids(), None, None
+        else:
+            thread_id, _ = _ids(config)
+            configurable = config["configurable"]
+            raw_ns = configurable.get("checkpoint_ns")
+            thread_ids, ns = [thread_id], (None if raw_ns is None else str(raw_ns))
+            cid = get_checkpoint_id(config)
+        before_id = get_checkpoint_id(before) if before else None
+        out: builtins.list[CheckpointTuple] = []
+        for thread_id in thread_ids:
+            index = await self._refreshed(thread_id)
+            memo: dict[tuple[str, tuple[str, str]], Any] = {}
+            for entry in index.visible(ns):
+                if limit is not None and len(out) >= limit:
+                    return out
+                if (cid and entry.id != cid) or (before_id and entry.id >= before_id):
+                    continue
+                if filter:
+                    metadata = serde.loads_typed(decode_blob(entry.md))
+                    if not all(metadata.get(k) == v for k, v in filter.items()):
+                        continue
+                out.append(self._tuple(thread_id, index, entry, serde, memo, hot=False))
+        return out
+
+    async def _put(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions,
+                   serde: SerializerProtocol) -> RunnableConfig:
+        thread_id, ns = _ids(config)
+        parent = config["configurable"].get("checkpoint_id")
+        index = await self._loaded(thread_id)
+        dumps = serde.dumps_typed
+        body: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = body.pop("channel_values")
+        versions = dict(body.pop("channel_versions"))
+        cid = str(checkpoint["id"])
+        blobs: builtins.list[builtins.list[Any]] = []
+        keep: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        parent_hot = index.hot.get((ns, parent), {}) if parent is not None else {}
+        for channel, version in new_versions.items():
+            if channel not in values:
+                blobs.append([channel, version, "e"])
+                continue
+            value = values[channel]
+            if type(value) is list:
+                base = parent_hot.get(channel)
+                if base is not None and base[0] != version and extends(base[1], value):
+                    suffix = value[len(base[1]):]
+                    blobs.append([channel, version, "x", base[0], *encode_blob(dumps(suffix))])
+                else:
+                    blobs.append([channel, version, "v", *encode_blob(dumps(value))])
+                keep[channel] = (version, tuple(value))
+            else:
+                blobs.append([channel, version, "v", *encode_blob(dumps(value))])
+        for channel, (version, value) in parent_hot.items():
+            if channel not in new_versions and versions.get(channel) == version:
+                keep[channel] = (version, value)  # unchanged: the next delta's base too
+        md = get_checkpoint_metadata(config, metadata)
+        run_id = md.get("run_id")
+        meaning: dict[str, Any] = {
+            "t": "checkpoint", "ns": ns, "id": cid, "parent": parent, "cv": versions,
+            "cp": encode_blob(dumps(body)), "md": encode_blob(dumps(md)), "blobs": blobs,
+        }
+        if isinstance(run_id, str):
+            meaning["run_id"] = run_id
+        step = md.get("step")
+        where = f" in {ns}" if ns else ""
+        text = (f"checkpoint {cid}{where}: step {step} ({md.get('source')}); changed "
+                f"{', '.join(sorted(str(c) for c in new_versions)) or 'nothing'}")
+
+        def whole() -> dict[str, Any]:
+            # For a session made anew: the appends' bases are not in it, store whole values.
+            return {**meaning, "blobs": [
+                [b[0], b[1], "v", *encode_blob(dumps(values[b[0]]))] if b[2] == "x" else b
+                for b in blobs]}
+
+        await self._append(thread_id, index, meaning, text,
+                           run_id if isinstance(run_id, str) else None, whole=whole)
+        if self._threads.get(thread_id) is index:
+            for channel, (version, value) in keep.items():
+                index.keep_hot(ns, cid, channel, version, value)
+        return _config(thread_id, ns, cid)
+
+    async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str, serde: SerializerProtocol) -> None:
+        thread_id, ns = _ids(config)
+        cid = config["configurable"].get("checkpoint_id")
+        if not cid:
+            raise StoreUsageError(
+                f"put_writes needs the config of a checkpoint (configurable.checkpoint_id); "
+                f"got {config['configurable']!r}."
+            )
+        index = await self._loaded(thread_id)
+        stored = index.writes.get((ns, str(cid)), {})
+        rows: builtins.list[builtins.list[Any]] = []
+        shown: builtins.list[str] = []
+        for i, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, i)
+            if idx >= 0 and (task_id, idx) in stored:
+                continue  # kept as first written (LangGraph's savers do the same)
+            typed = serde.dumps_typed(value)
+            rows.append([idx, channel, *encode_blob(typed)])
+            shown.append(f"{channel}={_preview(typed, value)}")
+        if not rows:
+            return
+        meaning = {"t": "writes", "ns": ns, "cp": str(cid), "task": str(task_id),
+                   "path": str(task_path), "w": rows}
+        where = f" in {ns}" if ns else ""
+        text = (f"writes of {_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
+                + "; ".join(shown))
+        await self._append(thread_id, index, meaning, text, None)
+
+    async def _owned(self, thread_id: str) -> bool:
+        """Whether the thread's session exists (StoreUsageError when another app's)."""
+        return (await self._refreshed(thread_id)).exists
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        if await self._owned(thread_id):
+            with contextlib.suppress(SessionNotFoundError):
+                await (await self._store()).delete_session(thread_id)
+        self._threads.pop(thread_id, None)
+
+    async def _drop(self, thread_id: str, index: ThreadIndex, entries: builtins.list[Entry],
+                    why: str) -> None:
+        if entries:
+            meaning = {"t": "drop", "cps": [[e.ns, e.id] for e in entries]}
+            text = f"dropped {len(entries)} checkpoint(s) ({why}): " + ", ".join(
+                e.id for e in entries)
+            await self._append(thread_id, index, meaning, text, None)
+
+    async def _delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        wanted = {str(r) for r in run_ids}
+        if not wanted:
+            return
+        for thread_id in await self._thread_ids():
+            index = await self._refreshed(thread_id)
+            hit = [e for e in index.visible(None) if e.run_id in wanted]
+            await self._drop(thread_id, index, hit, "delete_for_runs")
+
+    async def _copy_thread(self, source: str, target: str) -> None:
+        if not await self._owned(source):
+            return
+        store = await self._store()
+        head = await store.version(source)
+        await store.fork(source, at=head, new_session_id=target)
+        self._threads.pop(target, None)
+
+    async def _prune(self, thread_ids: builtins.list[str], strategy: str) -> None:
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self._delete_thread(thread_id)
+                continue
+            index = await self._refreshed(thread_id)
+            stale: builtins.list[Entry] = []
+            for ns in index.entries:
+                newest = index.entry(ns, None)
+                stale.extend(e for e in index.visible(ns) if e is not newest)
+            await self._drop(thread_id, index, stale, "prune keep_latest")
