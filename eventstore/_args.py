@@ -53,7 +53,7 @@ def shown(value: object) -> str:
     past Python's 4,300-digit ``str`` limit is described by its size instead)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
         digits = int(value.bit_length() * 0.30103) + 1
-        return f"<{'a negative' if value < 0 else 'an'} integer of about {digits} digits>"
+        return f"<{'a negative' if value < 0 else 'an'} integer of about {digits:,} digits>"
     try:
         text = repr(value)
     except Exception:  # a hostile __repr__ must not replace the error being reported

@@ -129,14 +129,6 @@ def _value_error(event_id: str | None, path: str, problem: str) -> InvalidEventE
     return InvalidEventError(f"{where}{_short(path)} {problem}", event_id=event_id)
 
 
-def _show_int(value: int) -> str:
-    # str() of an int past sys.get_int_max_str_digits() (4,300 digits) raises ValueError.
-    if value.bit_length() <= 1000:
-        return f"the integer {value}"
-    digits = int(value.bit_length() * 0.30103) + 1
-    return f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
-
-
 def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
     # Iterative, so no value (however deep) can raise RecursionError instead of a typed error.
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
@@ -146,11 +138,14 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
             continue
         if isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
+                # shown() describes an int too long to print by its size instead.
+                big = item.bit_length() > 1000
+                what = shown(item).strip("<>") if big else f"the integer {item}"
                 raise _value_error(
                     event_id,
                     where,
-                    f"is {_show_int(item)}, outside the 64-bit range JSON readers "
-                    "keep exact; store it as a string.",
+                    f"is {what}, outside the 64-bit range JSON readers keep exact; store it as "
+                    "a string.",
                 )
             continue
         if isinstance(item, float):

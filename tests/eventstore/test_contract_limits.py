@@ -82,11 +82,11 @@ async def test_expected_version_outside_a_seq_is_a_usage_error(
 async def test_a_huge_integer_is_refused_with_a_typed_error(store: EventStore) -> None:
     await _one_event_session(store)
     huge = 10**5000
-    with pytest.raises(InvalidEventError, match="integer of about 5001 digits"):
+    with pytest.raises(InvalidEventError, match="integer of about 5,001 digits"):
         await store.append(
             "s", Event(author="a", id="e2", custom_metadata={"n": huge}), expected_version=1
         )
-    with pytest.raises(StoreUsageError, match="integer of about 5001 digits"):
+    with pytest.raises(StoreUsageError, match="integer of about 5,001 digits"):
         await store.append("s", text_event("x", id="e3"), expected_version=huge)
     with pytest.raises(InvalidEventError, match="non-string key <an integer of about"):
         await store.append(
