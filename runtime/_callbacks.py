@@ -9,8 +9,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
+from runtime._invocation import InvocationContext
 from runtime._model import ModelResponse
 from runtime.tools import (
     AfterToolCallback,
@@ -19,9 +20,6 @@ from runtime.tools import (
     OnToolErrorCallback,
     ToolCallbacks,
 )
-
-if TYPE_CHECKING:
-    from runtime._invocation import InvocationContext
 
 __all__ = [
     "AfterModelCallback",
@@ -33,11 +31,11 @@ __all__ = [
 _MaybeResponse: TypeAlias = ModelResponse | None
 
 BeforeModelCallback: TypeAlias = Callable[
-    ["InvocationContext", ModelRequest], _MaybeResponse | Awaitable[_MaybeResponse]
+    [InvocationContext, ModelRequest], _MaybeResponse | Awaitable[_MaybeResponse]
 ]
 """``(ctx, request)``: may edit the request; a returned response replaces the model call."""
 AfterModelCallback: TypeAlias = Callable[
-    ["InvocationContext", ModelResponse], _MaybeResponse | Awaitable[_MaybeResponse]
+    [InvocationContext, ModelResponse], _MaybeResponse | Awaitable[_MaybeResponse]
 ]
 """``(ctx, response)``: a returned response replaces the model's response."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from eventstore import (
     ConcurrencyError,
@@ -27,10 +27,8 @@ from eventstore import (
 )
 from runtime._context import ArtifactService, ReadonlyContext
 from runtime._exceptions import SessionConflictError
+from runtime._protocols import InvocationAgent
 from runtime.tools import ModelRequest, Tool, ToolCallObserver
-
-if TYPE_CHECKING:
-    from runtime._agent import Agent
 
 __all__ = [
     "InvocationContext",
@@ -182,7 +180,7 @@ class InvocationContext:
         session_id: str,
         app_name: str,
         user_id: str,
-        agent: Agent,
+        agent: InvocationAgent,
         version: int,
         invocation_id: str | None = None,
         branch: str | None = None,

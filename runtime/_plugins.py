@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime._callbacks import AfterModelCallback, BeforeModelCallback
 from runtime._context import ToolContext
+from runtime._invocation import InvocationContext
 from runtime._model import ModelResponse
+from runtime._protocols import ToolPlugin
 from runtime.tools import ModelRequest, Tool, ToolCallbacks, ToolCallObserver
-
-if TYPE_CHECKING:
-    from runtime._invocation import InvocationContext
 
 __all__ = ["Plugin", "plugin_model_callbacks", "plugin_tool_callbacks"]
 
@@ -60,11 +59,11 @@ class Plugin(ToolCallObserver):
         return None
 
 
-def _overrides(plugin: Plugin, hook: str) -> bool:
+def _overrides(plugin: ToolPlugin | Plugin, hook: str) -> bool:
     return getattr(type(plugin), hook) is not getattr(Plugin, hook)
 
 
-def plugin_tool_callbacks(plugins: Sequence[Plugin]) -> ToolCallbacks:
+def plugin_tool_callbacks(plugins: Sequence[ToolPlugin]) -> ToolCallbacks:
     """Return the plugins' overridden tool hooks as one pipeline layer, in plugin order."""
     return ToolCallbacks(
         before=tuple(p.before_tool for p in plugins if _overrides(p, "before_tool")),

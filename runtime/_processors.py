@@ -5,9 +5,9 @@ Each is a ``LoopRequestProcessor``; a runner's list may append more (the replay 
 
 from __future__ import annotations
 
-from runtime._agent import Agent
 from runtime._contents import build_contents
 from runtime._invocation import InvocationContext, LoopRequestProcessor
+from runtime._protocols import InvocationAgent
 from runtime.tools import ModelRequest, RequestProcessor, Tool, Toolset, build_tool_request
 
 __all__ = [
@@ -46,7 +46,7 @@ class ToolsProcessor:
     """
 
     def __init__(self) -> None:
-        self._static: dict[int, tuple[Agent, ModelRequest | None]] = {}
+        self._static: dict[int, tuple[InvocationAgent, ModelRequest | None]] = {}
 
     async def _template(self, ctx: InvocationContext) -> ModelRequest | None:
         agent = ctx.agent

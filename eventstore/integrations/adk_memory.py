@@ -22,9 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "EventStoreMemoryService needs google-adk: install agent-eventstore[adk]."
     ) from exc
 
-from .._exceptions import SessionNotFoundError
-from .._memory_service import MemoryEntry, MemoryService
-from .._store import EventStore
+from eventstore import EventStore, MemoryEntry, MemoryService, SessionNotFoundError
 
 __all__ = ["EventStoreMemoryService", "to_adk_memory"]
 

@@ -4,7 +4,6 @@ packing and the safe execution pipeline of one function call."""
 from runtime.tools._base import (
     ConfirmationGate,
     FunctionToolLike,
-    RequestProcessor,
     ResponseDeferrer,
     SkipSummarizationResultDisplayer,
     StreamingTool,
@@ -35,6 +34,7 @@ from runtime.tools._memory_tools import (
     PreloadMemoryTool,
     format_memories,
 )
+from runtime.tools._model_request import ModelRequest, RequestProcessor
 from runtime.tools._pipeline import (
     NO_CALLBACKS,
     AfterToolCallback,
@@ -46,7 +46,7 @@ from runtime.tools._pipeline import (
     execute_function_call,
 )
 from runtime.tools._registry import ToolRegistry
-from runtime.tools._request import ModelRequest, build_tool_request, duplicate_tool_error, pack_tool
+from runtime.tools._request import build_tool_request, duplicate_tool_error, pack_tool
 from runtime.tools._safe import (
     NO_RESPONSE,
     RESULT_NOT_DECODED,

@@ -3,23 +3,21 @@
 A tool is anything with a ``name``, a ``description`` and ``is_long_running``. What the runtime can
 do with it depends on which capability protocols it also satisfies; all are runtime-checkable, so
 the runtime asks ``isinstance(tool, FunctionToolLike)`` instead of demanding a base class.
+``RequestProcessor``, the capability of editing the model request, lives beside the request in
+``_model_request``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from runtime._context import ToolContext
 from runtime.declarations import FunctionDeclaration
 
-if TYPE_CHECKING:
-    from runtime.tools._request import ModelRequest
-
 __all__ = [
     "ConfirmationGate",
     "FunctionToolLike",
-    "RequestProcessor",
     "ResponseDeferrer",
     "SkipSummarizationResultDisplayer",
     "StreamingTool",
@@ -72,19 +70,6 @@ class StreamingTool(Tool, Protocol):
 
     def run_stream(self, ctx: ToolContext, args: dict[str, Any]) -> AsyncIterator[str]:
         """Yield text chunks; the runtime joins them into ``{"result": text}`` outside live mode."""
-        ...
-
-
-@runtime_checkable
-class RequestProcessor(Protocol):
-    """A tool or toolset that edits the model request before it is sent.
-
-    It may add instructions, contents, declarations (through ``pack_tool``) or provider-native tools
-    that have no local handler.
-    """
-
-    async def process_request(self, ctx: ToolContext, request: ModelRequest) -> None:
-        """Edit ``request`` in place; ``ctx.function_call_id`` is ``""`` here."""
         ...
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from runtime._context import ToolContext
-from runtime.tools._request import ModelRequest
+from runtime.tools._model_request import ModelRequest
 
 __all__ = [
     "Example",

@@ -17,7 +17,7 @@ from runtime._context import ToolContext
 from runtime._exceptions import InvalidToolArgumentsError
 from runtime.declarations import FunctionDeclaration, declaration_from_json_schema
 from runtime.tools._examples import newest_user_text
-from runtime.tools._request import ModelRequest
+from runtime.tools._model_request import ModelRequest
 
 __all__ = ["LOAD_MEMORY", "LoadMemoryTool", "PreloadMemoryTool", "format_memories"]
 

@@ -8,39 +8,15 @@ never "last one wins".
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
-from eventstore import Content
 from runtime._context import ReadonlyContext, ToolContext
 from runtime._exceptions import ToolDefinitionError
 from runtime.declarations import FunctionDeclaration
-from runtime.tools._base import FunctionToolLike, RequestProcessor, Tool
+from runtime.tools._base import FunctionToolLike, Tool
+from runtime.tools._model_request import ModelRequest, RequestProcessor
 from runtime.tools._toolset import Toolset
 
 __all__ = ["ModelRequest", "build_tool_request", "duplicate_tool_error", "pack_tool"]
-
-
-@dataclass(kw_only=True)
-class ModelRequest:
-    """A model request under construction (mutable while processors run).
-
-    Guarantees, when built through ``pack_tool``: every declaration has an entry of the same name
-    in ``tools_by_name`` and names are unique.
-    """
-
-    instructions: list[str] = field(default_factory=list)
-    """System instructions, in order."""
-    contents: list[Content] = field(default_factory=list)
-    """The conversation sent to the model."""
-    declarations: list[FunctionDeclaration] = field(default_factory=list)
-    """Function declarations the model sees."""
-    tools_by_name: dict[str, Tool] = field(default_factory=dict)
-    """The local execution table: tool name -> tool."""
-    native_tools: list[dict[str, Any]] = field(default_factory=list)
-    """Provider-native tools (search, code execution …) with no local handler."""
-    tool_sources: dict[str, str] = field(default_factory=dict)
-    """Tool name -> where it came from, for duplicate-name messages."""
 
 
 def duplicate_tool_error(name: str, first: str, second: str) -> ToolDefinitionError:

@@ -7,14 +7,12 @@ tool that must not run for a user has to check that itself (or be guarded by a c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from runtime._context import ReadonlyContext, ToolContext
 from runtime._exceptions import ToolDefinitionError
-from runtime.tools._base import RequestProcessor, Tool
-
-if TYPE_CHECKING:
-    from runtime.tools._request import ModelRequest
+from runtime.tools._base import Tool
+from runtime.tools._model_request import ModelRequest, RequestProcessor
 
 __all__ = ["FilteredToolset", "ListToolset", "ToolPredicate", "Toolset"]
 
