@@ -32,10 +32,12 @@ from _evs_support import (
 from eventstore import EventStore, open_store
 
 _SQLITE_MISSING = pytest.mark.skipif(
-    not backend_module_exists("_sqlite"), reason="eventstore._sqlite is not written yet"
+    not backend_module_exists("eventstore._sqlite"),
+    reason="the SQLite backend is not written yet",
 )
 _POSTGRES_MISSING = pytest.mark.skipif(
-    not backend_module_exists("_postgres"), reason="eventstore._postgres is not written yet"
+    not backend_module_exists("eventstore._postgres"),
+    reason="the PostgreSQL backend is not written yet",
 )
 
 MEMORY = pytest.param("memory", id="memory")

@@ -17,7 +17,9 @@ from _evs_support import StoreFactory, backend_module_exists, kill_after_ready
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not backend_module_exists("_sqlite"), reason="no SQLite backend yet"),
+    pytest.mark.skipif(
+        not backend_module_exists("eventstore._sqlite"), reason="no SQLite backend yet"
+    ),
 ]
 
 CHILD = Path(__file__).with_name("_evs_child.py")
