@@ -1,9 +1,9 @@
 """What a storage backend is: the envelope records it stores and the protocol it implements.
 
 A backend sees stored envelopes — ids, ``seq``, a kind name, payload bytes — and never imports the
-event classes or the codec. The store façade (``_store.py``) encodes and decodes; backends (memory,
-SQLite, PostgreSQL) keep bytes. Every backend gives the same guarantees; the contract suite in
-``tests/eventstore`` checks them all.
+event classes or the codec. The store façade (``_store.py``) encodes and decodes; backends
+(memory, SQLite, PostgreSQL) keep bytes. Every backend gives the same guarantees; the contract
+suite in ``tests/eventstore`` checks them all.
 """
 
 from __future__ import annotations

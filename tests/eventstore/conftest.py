@@ -4,10 +4,10 @@
 ``sql_factory`` over the SQL ones only. A factory opens stores on one database private to the
 test (a SQLite file in ``tmp_path``, a fresh PostgreSQL database) and closes them all afterwards.
 
-The SQL params switch on by themselves once ``eventstore._sqlite`` / ``eventstore._postgres``
-exist. PostgreSQL tests skip when the server is unreachable (set ``EVS_TEST_POSTGRES_URL``),
-except under ``CI``, where an unreachable server fails them (``postgres_server_url`` in
-``tests/conftest.py`` decides).
+The SQL params switch on by themselves once the modules
+``eventstore._sqlite`` / ``eventstore._postgres`` exist. PostgreSQL tests skip when the server is
+unreachable (set ``EVS_TEST_POSTGRES_URL``), except under ``CI``, where an unreachable server
+fails them (``postgres_server_url`` in ``tests/conftest.py`` decides).
 """
 
 from __future__ import annotations
