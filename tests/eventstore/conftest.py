@@ -4,8 +4,8 @@
 ``sql_factory`` over the SQL ones only. A factory opens stores on one database private to the
 test (a SQLite file in ``tmp_path``, a fresh PostgreSQL database) and closes them all afterwards.
 
-The SQL params switch on by themselves once the modules
-``eventstore._sqlite`` / ``eventstore._postgres`` exist. PostgreSQL tests skip when the server is
+The SQL params switch on by themselves once the SQLite and PostgreSQL backends' modules exist
+(``backend_module_exists``). PostgreSQL tests skip when the server is
 unreachable (set ``EVS_TEST_POSTGRES_URL``), except under ``CI``, where an unreachable server
 fails them (``postgres_server_url`` in ``tests/conftest.py`` decides).
 """
