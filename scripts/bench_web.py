@@ -1,13 +1,15 @@
 """Benchmark ``evs web`` on a 100,000-event session on SQLite: timeline pages, event pages, the
 sessions list.
 
-    flock /tmp/bench.lock .venv/bin/python scripts/bench_web.py [--events N] [--sessions N] [--runs N]
+    flock /tmp/bench.lock .venv/bin/python scripts/bench_web.py [--events N] [--sessions N]
+        [--runs N]
 
 Builds a session of the realistic agent events of ``_bench_events`` in a temporary SQLite
-file — its first half with a state snapshot every 1,000 events, as a store that runs the
-session leaves them (each invocation reads the state at head); its second half without any, as
-a bulk import leaves it — and ``--sessions`` small sessions besides, then times GET requests
-through the real ASGI app (httpx over ASGI, no network):
+file — its first half with a state snapshot every 200 events, as running it leaves them (each
+invocation reads the state at head, which saves a snapshot once 200 events passed since the
+last); its second half without any, as a bulk import leaves it — and ``--sessions`` small
+sessions besides, then times GET requests through the real ASGI app (httpx over ASGI, no
+network):
 
 - ``newest page``: ``/s/ID`` (the default view: the newest 50 events, paired within the window
   around them);
@@ -47,10 +49,10 @@ SESSION = "bench-web"
 async def _build(db: str, count: int, sessions: int) -> None:
     async with await open_store(db, auto_upgrade=True) as store:
         await store.create_session(app_name="bench", user_id="u", session_id=SESSION)
-        for lo in range(0, count, 1000):
-            batch = [realistic_event(i) for i in range(lo, min(lo + 1000, count))]
+        for lo in range(0, count, 200):
+            batch = [realistic_event(i) for i in range(lo, min(lo + 200, count))]
             await store.append(SESSION, batch, expected_version=lo)
-            if lo + 1000 <= count // 2:
+            if lo + 200 <= count // 2:
                 await store.state(SESSION)  # leaves a snapshot at head
         for n in range(sessions):
             sid = f"small-{n:06d}"
@@ -65,7 +67,7 @@ async def _measure(db: str, count: int, runs: int) -> dict[str, list[float]]:
         "newest page": f"/s/{SESSION}",
         "first page": f"/s/{SESSION}?from=start",
         "filtered": f"/s/{SESSION}?tool=get_weather",
-        "event, snapshot near": f"/e/{count // 4}/{SESSION}",
+        "event, snapshot near": f"/e/{count // 4 + 150}/{SESSION}",
         "event, no snapshot": f"/e/{3 * count // 4}/{SESSION}",
         "sessions": "/",
         "sessions, id text": "/?q=7",
@@ -97,7 +99,8 @@ def main() -> None:
         db = str(Path(folder) / "bench.db")
         started = time.perf_counter()
         asyncio.run(_build(db, args.events, args.sessions))
-        print(f"built {args.events} events and {args.sessions} sessions in {time.perf_counter() - started:.1f} s")
+        took = time.perf_counter() - started
+        print(f"built {args.events} events and {args.sessions} sessions in {took:.1f} s")
         times = asyncio.run(_measure(db, args.events, args.runs))
     for name, values in times.items():
         print(f"{name:22} median {statistics.median(values) * 1000:7.1f} ms   "

@@ -35,7 +35,7 @@ LOOKAROUND = 300
 SCAN_BUDGET = 5_000
 """Rows a filtered page reads at most before it stops and links to where it got."""
 
-FOLD_BUDGET = 2_000
+FOLD_BUDGET = 1_000
 """Events an event's page folds at most (from the nearest state snapshot before it) to show the
 state around it; farther from a snapshot it shows the event's own changes and offers the fold."""
 
