@@ -27,6 +27,7 @@ from eventstore import (
 )
 from runtime._context import ArtifactService, ReadonlyContext
 from runtime._exceptions import SessionConflictError
+from runtime._plugins import observing
 from runtime.tools import ModelRequest, Tool, ToolCallObserver
 
 if TYPE_CHECKING:
@@ -271,6 +272,8 @@ class InvocationContext:
             for event in stored:
                 apply_delta(self._state, event.actions.state_delta,
                             deleted=event.actions.state_deletions)
+        for plugin in observing(self.agent.plugins, "after_append"):
+            await plugin.after_append(self, stored)
         return stored
 
     async def events(self) -> list[Event]:

@@ -39,7 +39,7 @@ from runtime._invocation import (
 )
 from runtime._live import LiveStreams, drive_live
 from runtime._model import ModelResponse, StreamingModel
-from runtime._plugins import plugin_model_callbacks
+from runtime._plugins import Plugin, observing, plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
@@ -325,15 +325,15 @@ class Runner:
         stream_text: bool = False,
     ) -> AsyncGenerator[Event, None]:
         if not self.live:
-            return _with_emitted(
+            return _observed(ctx, _with_emitted(
                 ctx, self._drive(ctx, new_message, ending, stream_text=stream_text)
-            )
-        return drive_live(
+            ))
+        return _observed(ctx, drive_live(
             ctx,
             lambda live: self._drive(ctx, new_message, ending, live, stream_text=stream_text),
             model=self.agent.model,
             wait=self.live_wait,
-        )
+        ))
 
     async def _drive(
         self,
@@ -451,6 +451,28 @@ class Runner:
 
 
 _DONE = object()
+
+
+def _observed(
+    ctx: InvocationContext, events: AsyncGenerator[Event, None]
+) -> AsyncGenerator[Event, None]:
+    """``events``, then the plugins' ``after_invocation`` hooks however the invocation ended."""
+    watchers = observing(ctx.agent.plugins, "after_invocation")
+    if not watchers:
+        return events
+    return _then_hooks(ctx, events, watchers)
+
+
+async def _then_hooks(
+    ctx: InvocationContext, events: AsyncGenerator[Event, None], watchers: tuple[Plugin, ...]
+) -> AsyncGenerator[Event, None]:
+    try:
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+    finally:
+        for plugin in watchers:
+            await plugin.after_invocation(ctx)
 
 
 async def _with_emitted(
