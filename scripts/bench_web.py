@@ -19,6 +19,8 @@ network):
   folded from the snapshot below, what it changed);
 - ``event, no snapshot``: ``/e/SEQ/ID`` at three quarters (the event and its own changes: the
   state is not folded, the page offers to);
+- ``event, fold asked``: the same with ``?fold=1`` (two folds of 25,000 events from the snapshot
+  at the half: what an event page cost before it was bounded, that far from a snapshot);
 - ``sessions``: ``/`` (the newest 50 sessions of all), and ``sessions, id text``: ``/?q=7``.
 
 Median and spread of ``--runs`` runs (7 by default); the goal is under 0.2 s for a page.
@@ -69,6 +71,7 @@ async def _measure(db: str, count: int, runs: int) -> dict[str, list[float]]:
         "filtered": f"/s/{SESSION}?tool=get_weather",
         "event, snapshot near": f"/e/{count // 4 + 150}/{SESSION}",
         "event, no snapshot": f"/e/{3 * count // 4}/{SESSION}",
+        "event, fold asked": f"/e/{3 * count // 4}/{SESSION}?fold=1",
         "sessions": "/",
         "sessions, id text": "/?q=7",
     }

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eventstore import Event
-from eventstore.otel import SpanEmitter, SpanRecord, session_spans
+from eventstore.otel import SpanEmitter, SpanRecord, session_spans, trace_id_of
 from runtime._plugins import Plugin
 
 if TYPE_CHECKING:
@@ -42,12 +43,48 @@ def _ended(span: SpanRecord) -> bool:
 
 @dataclass(kw_only=True)
 class _Watch:
-    """What one invocation has emitted, and what had ended before it started."""
+    """What one invocation has emitted, what had ended before it started, and where in the
+    log the spans it may still emit begin."""
 
     before: set[int]
     """Ids of the spans that had ended when the invocation started (never emitted by it)."""
+    window: int
+    """The seq from which the log is translated: every span this invocation can end opens at
+    or after it, within an invocation whose events all lie at or after it."""
     emitted: set[int] = field(default_factory=set)
     """Ids of the spans this invocation emitted."""
+
+
+def _unowned(event: Event) -> bool:
+    """A user event without an invocation id: it belongs to the next invocation."""
+    return event.author == "user" and not event.invocation_id
+
+
+def _watch(log: Sequence[Event], session_id: str, start: int) -> _Watch:
+    """The watch of an invocation whose first append is at seq ``start`` of ``log``."""
+    prefix = [e for e in log if e.seq is not None and e.seq < start]
+    # A user event without an invocation id (an answer, a result submitted from outside)
+    # belongs to the invocation after it, as in the export: what it ended is this
+    # invocation's to emit.
+    own = len(prefix)
+    while own > 0 and _unowned(prefix[own - 1]):
+        own -= 1
+    spans = session_spans(prefix[:own], session_id=session_id)
+    # Spans still to end: the open calls (under the root of the invocation that made them)
+    # and this invocation's own (from ``own``). Translating from the first event of the
+    # oldest of those invocations gives them exactly as a translation of the whole log does;
+    # one event more gives a chat span opening there its start (the event before it).
+    open_calls = {s.attributes["gen_ai.tool.call.id"] for s in spans if not _ended(s)
+                  and s.parent_span_id is not None}
+    callers = {e.invocation_id for e in prefix[:own] if e.invocation_id
+               and any(c.id in open_calls for c in e.function_calls())}
+    first = next((i for i, e in enumerate(prefix[:own]) if e.invocation_id in callers), own)
+    while first > 0 and _unowned(prefix[first - 1]):
+        first -= 1
+    first = max(first - 1, 0)
+    window = prefix[first].seq if first < len(prefix) else start
+    return _Watch(before={s.span_id for s in spans if s.parent_span_id is None or _ended(s)},
+                  window=window or 0)
 
 
 class LiveSpans(Plugin):
@@ -62,8 +99,9 @@ class LiveSpans(Plugin):
     ``SimpleSpanProcessor(InMemorySpanExporter())`` in tests. Emitting runs in a worker thread,
     never blocking the event loop. Call ``shutdown()`` at the end to flush them.
 
-    Each append folds the session's log so far (the invocation's cached copy: no extra read),
-    so its cost grows with the session's length.
+    Each append translates the log from the first event of the oldest invocation with a span
+    still to end (the invocation's cached copy of the log: no extra read); the first append of
+    an invocation translates the whole log once.
     """
 
     name = "otel-live-spans"
@@ -85,25 +123,23 @@ class LiveSpans(Plugin):
         if watch is None:
             start = events[0].seq
             assert start is not None
-            earlier = [e for e in log if e.seq is not None and e.seq < start]
-            # A user event without an invocation id (an answer, a result submitted from
-            # outside) belongs to the invocation after it, as in the export: what it ended
-            # is this invocation's to emit.
-            while earlier and earlier[-1].author == "user" and not earlier[-1].invocation_id:
-                earlier.pop()
-            watch = self._watches[key] = _Watch(before={
-                s.span_id for s in session_spans(earlier, session_id=ctx.session_id)
-                if s.parent_span_id is None or _ended(s)})
-        await self._emit(ctx, watch, [s for s in session_spans(log, session_id=ctx.session_id)
-                                      if _ended(s)])
+            watch = self._watches[key] = _watch(log, ctx.session_id, start)
+        await self._emit(ctx, watch, [s for s in self._spans(ctx, watch, log) if _ended(s)])
 
     async def after_invocation(self, ctx: InvocationContext) -> None:
         """Emit the invocation's root span (and anything its end settled)."""
         watch = self._watches.pop((ctx.session_id, ctx.invocation_id), None)
         if watch is None:
             return  # it appended nothing: no span of its own
-        spans = session_spans(await ctx.events(), session_id=ctx.session_id)
-        await self._emit(ctx, watch, [s for s in spans if s.parent_span_id is None or _ended(s)])
+        root = trace_id_of(ctx.session_id, ctx.invocation_id)
+        await self._emit(ctx, watch, [
+            s for s in self._spans(ctx, watch, await ctx.events())
+            if _ended(s) or (s.parent_span_id is None and s.trace_id == root)])
+
+    @staticmethod
+    def _spans(ctx: InvocationContext, watch: _Watch, log: list[Event]) -> list[SpanRecord]:
+        window = log[bisect_left(log, watch.window, key=lambda e: e.seq or 0):]
+        return session_spans(window, session_id=ctx.session_id)
 
     async def _emit(self, ctx: InvocationContext, watch: _Watch,
                     spans: list[SpanRecord]) -> None:

@@ -111,3 +111,18 @@ def test_live_spans_public_surface() -> None:
     import runtime.otel
 
     assert runtime.otel.__all__ == ["LiveSpans"]
+
+
+async def test_live_spans_translate_only_from_the_oldest_invocation_still_open(
+    tmp_path: Path,
+) -> None:
+    from runtime.otel._spans import _watch
+
+    db = tmp_path / "live.db"
+    sid, _ = await _demo_with_live_spans(db, InMemorySpanExporter())
+    async with await open_store(str(db)) as store:
+        log = await store.read(sid)
+    # The demo's runs start at seq 2, 10 (after the answer at 9) and 15 (after the result at
+    # 14). The third's open call (the long-running one, answered at 14 from outside) was made
+    # by the second run, whose events begin at the answer (9): one event before that, seq 8.
+    assert [_watch(log, sid, start).window for start in (2, 10, 15)] == [1, 1, 8]
