@@ -69,11 +69,16 @@ def web_server(db: Path, *, prefix: Sequence[str] = ()) -> Iterator[Server]:
             elif not line and process.poll() is not None:
                 break
         assert token, f"evs web printed no token: {process.stderr.read()}"
-        while time.monotonic() < deadline:
+        # Listening comes after the app's startup (the store opens): on a loaded machine that
+        # takes a while, so it gets its own, longer wait, and a clear failure.
+        deadline = time.monotonic() + 3 * WAIT
+        listening = False
+        while not listening and time.monotonic() < deadline and process.poll() is None:
             with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+                listening = sock.connect_ex(("127.0.0.1", port)) == 0
+            if not listening:
+                time.sleep(0.1)
+        assert listening, f"evs web did not listen on port {port} within {3 * WAIT:.0f} s"
         yield Server(url=f"http://127.0.0.1:{port}", token=token, process=process)
     finally:
         process.terminate()
