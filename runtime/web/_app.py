@@ -130,6 +130,11 @@ def create_app(config: WebConfig) -> Starlette:
     def store() -> EventStore:
         return holder["store"]
 
+    async def lookup(sid: str) -> SessionInfo:
+        """The one place a page finds the session its URL names (raises SessionNotFoundError,
+        a 404)."""
+        return await store().session_info(sid)
+
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(template).render(
             request=request, writes=writes, writes_note=writes_note, token=config.token,
@@ -192,7 +197,7 @@ def create_app(config: WebConfig) -> Starlette:
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         q = request.query_params
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         filters = Filters(kind=q.get("kind", ""), author=q.get("author", ""),
                           tool=q.get("tool", ""), errors=q.get("errors") == "1",
                           text=q.get("q", ""))
@@ -300,7 +305,7 @@ def create_app(config: WebConfig) -> Starlette:
     async def event_detail(request: Request) -> Response:
         sid = request.path_params["sid"]
         seq = int(_number(request.path_params["seq"], "seq") or 0)
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         rows = await store().backend.read(sid, after=seq - 1, upto=seq, backwards=False,
                                           limit=1)
         if not rows:
@@ -335,7 +340,7 @@ def create_app(config: WebConfig) -> Starlette:
         from runtime.cli._pending import pending_payload
 
         sid = request.path_params["sid"]
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         payload = await pending_payload(store(), sid, db=config.db)
         return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
                     message=request.query_params.get("done", ""))
@@ -383,7 +388,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def artifacts(request: Request) -> Response:
         sid = request.path_params["sid"]
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         listing = await store().list_artifacts(sid)
         versions: dict[str, list[Any]] = {}
         for filename in listing:
@@ -416,7 +421,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def export(request: Request) -> Response:
         sid = request.path_params["sid"]
-        await store().session_info(sid)
+        await lookup(sid)
         sink = io.BytesIO()
         await _write_export(store(), sid, sink)
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)[:80] or "session"
@@ -427,7 +432,7 @@ def create_app(config: WebConfig) -> Starlette:
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
         after = int(_number(request.query_params.get("after"), "after") or 0)
-        await store().session_info(sid)
+        await lookup(sid)
         template = env.get_template("_row.html")
 
         async def stream() -> AsyncIterator[bytes]:
