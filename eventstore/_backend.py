@@ -452,6 +452,17 @@ class Backend(Protocol):
         ``updated_at``, then user id, then session id."""
         ...
 
+    async def list_sessions_newest(
+        self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
+        updated_since: float | None, before: tuple[float, str] | None, limit: int,
+    ) -> list[SessionRecord]:
+        """Return up to ``limit`` sessions matching every filter given, newest update first
+        (ties: the greater session id first): of the app, of the user, whose id contains
+        ``id_contains`` (ignoring the case of ASCII letters), updated at or after
+        ``updated_since``, and ordered after ``before`` — the ``(updated_at, session_id)`` of
+        the previous page's last session. One page is read, whatever the number of sessions."""
+        ...
+
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """Return the newest state snapshot ``(seq, state bytes)`` of each session that has one
         (sessions without a snapshot, or that do not exist, are left out)."""

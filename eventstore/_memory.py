@@ -52,6 +52,10 @@ class _Session:
     """``(upto_seq, rows)`` once the session was added to memory; goes with the session."""
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+"""Folds ASCII letters only, as SQLite's lower() does: the id filter's rule on every backend."""
+
+
 class MemoryBackend:
     """A backend that keeps everything in process memory, with the SQL backends' semantics."""
 
@@ -520,6 +524,28 @@ class MemoryBackend:
             if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
         ]
         return sorted(found, key=lambda r: (r.updated_at, r.user_id, r.session_id))
+
+    async def list_sessions_newest(
+        self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
+        updated_since: float | None, before: tuple[float, str] | None, limit: int,
+    ) -> list[SessionRecord]:
+        """See ``Backend.list_sessions_newest``."""
+        self._check_open()
+        needle = (id_contains or "").translate(_ASCII_LOWER)
+        found: list[SessionRecord] = []
+        for session in self._sessions.values():
+            record = session.record
+            if (app_name is not None and record.app_name != app_name) or (
+                user_id is not None and record.user_id != user_id
+            ) or needle not in record.session_id.translate(_ASCII_LOWER):
+                continue
+            summary = self._summary(session)
+            if updated_since is not None and summary.updated_at < updated_since:
+                continue
+            if before is not None and (summary.updated_at, summary.session_id) >= before:
+                continue
+            found.append(summary)
+        return sorted(found, key=lambda r: (r.updated_at, r.session_id), reverse=True)[:limit]
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """See ``Backend.load_snapshots``."""

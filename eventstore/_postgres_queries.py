@@ -24,7 +24,7 @@ from ._sqlcommon import (
     stored_events,
 )
 
-__all__ = ["list_by_update", "load_snapshots", "read_many", "read_since"]
+__all__ = ["list_by_update", "list_newest", "load_snapshots", "read_many", "read_since"]
 
 _E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
 
@@ -60,6 +60,44 @@ async def list_by_update(conn: Any, app_name: str, user_id: str | None) -> list[
         params.append(user_id)
     sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.session_id"
     return [session_record(row) for row in await conn.fetch(sql, *params)]
+
+
+async def list_newest(
+    conn: Any, *, app_name: str | None, user_id: str | None, id_contains: str | None,
+    updated_since: float | None, before: tuple[float, str] | None, limit: int,
+) -> list[SessionRecord]:
+    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
+    updated = "coalesce(e.timestamp, s.created_at)"
+    where = ["TRUE"]
+    params: list[Any] = []
+
+    def bind(value: Any) -> str:
+        params.append(value)
+        return f"${len(params)}"
+
+    if app_name is not None:
+        where.append(f"s.app_name = {bind(app_name)}")
+    if user_id is not None:
+        where.append(f"s.user_id = {bind(user_id)}")
+    if id_contains:
+        # ASCII letters only, as SQLite's lower(): the rule every backend follows.
+        where.append(f"strpos(translate(s.session_id, {bind(_UPPER)}, {bind(_LOWER)}), "
+                     f"translate({bind(id_contains)}, {bind(_UPPER)}, {bind(_LOWER)})) > 0")
+    if updated_since is not None:
+        where.append(f"{updated} >= {bind(updated_since)}")
+    if before is not None:
+        stamp = bind(before[0])
+        where.append(f"({updated} < {stamp} OR ({updated} = {stamp} "
+                     f"AND s.session_id < {bind(before[1])}))")
+    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
+           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC "
+           f"LIMIT {bind(limit)}")
+    return [session_record(row) for row in await conn.fetch(sql, *params)]
+
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = _UPPER.lower()
 
 
 async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:

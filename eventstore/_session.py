@@ -56,6 +56,6 @@ class SessionPage:
     """One page of a session listing."""
 
     sessions: list[SessionInfo]
-    """Sessions ordered by id."""
+    """Sessions in the listing's order (``list_sessions``: by id)."""
     next_cursor: str | None
     """Pass as ``after`` to get the next page; None on the last page."""

@@ -668,6 +668,16 @@ class SQLiteBackend:
         return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
                                 what="list sessions")
 
+    async def list_sessions_newest(
+        self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
+        updated_since: float | None, before: tuple[float, str] | None, limit: int,
+    ) -> list[SessionRecord]:
+        return await self._read(
+            lambda conn: queries.list_newest(
+                conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
+                updated_since=updated_since, before=before, limit=limit),
+            what="list sessions")
+
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),
                                 what="load snapshots")

@@ -25,7 +25,7 @@ from ._sqlcommon import (
     stored_events,
 )
 
-__all__ = ["list_by_update", "load_snapshots", "read_many", "read_since"]
+__all__ = ["list_by_update", "list_newest", "load_snapshots", "read_many", "read_since"]
 
 _CHUNK = 500
 """Ids per statement (well below SQLite's limit on bound parameters)."""
@@ -69,6 +69,37 @@ def list_by_update(
         params += (user_id,)
     sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.session_id"
     return [session_record(row) for row in conn.execute(sql, params)]
+
+
+def list_newest(
+    conn: sqlite3.Connection, *, app_name: str | None, user_id: str | None,
+    id_contains: str | None, updated_since: float | None, before: tuple[float, str] | None,
+    limit: int,
+) -> list[SessionRecord]:
+    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
+    updated = "coalesce(e.timestamp, s.created_at)"
+    where = ["1"]
+    params: list[Any] = []
+    if app_name is not None:
+        where.append("s.app_name = ?")
+        params.append(app_name)
+    if user_id is not None:
+        where.append("s.user_id = ?")
+        params.append(user_id)
+    if id_contains:
+        # SQLite's lower() folds ASCII letters only: the rule every backend follows.
+        where.append("instr(lower(s.session_id), lower(?)) > 0")
+        params.append(id_contains)
+    if updated_since is not None:
+        where.append(f"{updated} >= ?")
+        params.append(updated_since)
+    if before is not None:
+        where.append(f"({updated} < ? OR ({updated} = ? AND s.session_id < ?))")
+        params += [before[0], before[0], before[1]]
+    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
+           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC LIMIT ?")
+    return [session_record(row) for row in conn.execute(sql, [*params, limit])]
 
 
 def load_snapshots(

@@ -457,6 +457,52 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         page = [_info(r) for r in records[:limit]]
         return SessionPage(sessions=page, next_cursor=page[-1].id if more else None)
 
+    async def list_sessions_newest(
+        self,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+        id_contains: str | None = None,
+        updated_since: float | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> SessionPage:
+        """List sessions newest update first (ties: the greater id first), one page at a time:
+        only the app's, the user's, those whose id contains ``id_contains`` (ignoring the case
+        of ASCII letters) and those updated at or after ``updated_since`` when given. ``after``
+        is the previous page's ``next_cursor``. Each call reads one page from the backend,
+        however many sessions there are. Raises StoreUsageError for a cursor this listing did
+        not make."""
+        check_str(app_name, "app_name", optional=True)
+        check_str(user_id, "user_id", optional=True)
+        check_str(id_contains, "id_contains", optional=True)
+        if updated_since is not None and (
+            isinstance(updated_since, bool) or not isinstance(updated_since, int | float)
+            or updated_since != updated_since
+        ):
+            raise StoreUsageError(f"updated_since must be a number or None, not "
+                                  f"{updated_since!r}.")
+        check_int(limit, "limit", minimum=1, maximum=10_000)
+        before: tuple[float, str] | None = None
+        if after is not None:
+            stamp, sep, last_id = after.partition(":") if isinstance(after, str) else ("", "", "")
+            try:
+                before = (float(stamp), last_id)
+            except ValueError:
+                sep = ""
+            if not sep:
+                raise StoreUsageError(f"after must be a next_cursor of list_sessions_newest "
+                                      f"or None, not {after!r}.")
+        records = await self._open_backend().list_sessions_newest(
+            app_name=app_name, user_id=user_id, id_contains=id_contains,
+            updated_since=None if updated_since is None else float(updated_since),
+            before=before, limit=limit + 1,
+        )
+        more = len(records) > limit
+        page = [_info(r) for r in records[:limit]]
+        cursor = f"{page[-1].updated_at!r}:{page[-1].id}" if more else None
+        return SessionPage(sessions=page, next_cursor=cursor)
+
     async def list_sessions_by_update(
         self, *, app_name: str, user_id: str | None = None
     ) -> list[Session]:

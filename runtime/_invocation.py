@@ -27,7 +27,7 @@ from eventstore import (
 )
 from runtime._context import ArtifactService, ReadonlyContext
 from runtime._exceptions import SessionConflictError
-from runtime._protocols import InvocationAgent
+from runtime._protocols import AppendObserver, InvocationAgent
 from runtime.tools import ModelRequest, Tool, ToolCallObserver
 
 __all__ = [
@@ -187,6 +187,7 @@ class InvocationContext:
         artifacts: ArtifactService | None = None,
         metadata: Mapping[str, Any] | None = None,
         observers: Sequence[ToolCallObserver] = (),
+        append_observers: Sequence[AppendObserver] = (),
     ) -> None:
         self.store = store
         """The event store."""
@@ -212,6 +213,9 @@ class InvocationContext:
         self.observers: tuple[ToolCallObserver, ...] = tuple(observers)
         """Tracing hooks around every call this invocation executes (the runner's), called
         before the plugins' own observer hooks."""
+        self.append_observers: tuple[AppendObserver, ...] = tuple(append_observers)
+        """Called after each append with the stored events (the plugins that override
+        ``after_append``, in plugin order; the runner chooses them)."""
         self.appended: list[Event] = []
         """Events appended by this invocation, oldest first."""
         self.step = 0
@@ -269,6 +273,8 @@ class InvocationContext:
             for event in stored:
                 apply_delta(self._state, event.actions.state_delta,
                             deleted=event.actions.state_deletions)
+        for observer in self.append_observers:
+            await observer.after_append(self, stored)
         return stored
 
     async def events(self) -> list[Event]:

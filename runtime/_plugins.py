@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from eventstore import Event
 from runtime._callbacks import AfterModelCallback, BeforeModelCallback
 from runtime._context import ToolContext
 from runtime._invocation import InvocationContext
@@ -12,7 +13,7 @@ from runtime._model import ModelResponse
 from runtime._protocols import ToolPlugin
 from runtime.tools import ModelRequest, Tool, ToolCallbacks, ToolCallObserver
 
-__all__ = ["Plugin", "plugin_model_callbacks", "plugin_tool_callbacks"]
+__all__ = ["Plugin", "observing", "plugin_model_callbacks", "plugin_tool_callbacks"]
 
 
 class Plugin(ToolCallObserver):
@@ -58,9 +59,23 @@ class Plugin(ToolCallObserver):
         """After a result; a mapping replaces it."""
         return None
 
+    async def after_append(self, ctx: InvocationContext, events: Sequence[Event]) -> None:
+        """After the invocation appended ``events`` (with their ``seq``), before it goes on:
+        to observe the log as it grows (the events are stored; nothing can change them)."""
+
+    async def after_invocation(self, ctx: InvocationContext) -> None:
+        """When the invocation ends, however it ended: finished, paused, stopped early by its
+        caller, or raised (``ctx.appended`` holds what it appended)."""
+
 
 def _overrides(plugin: ToolPlugin | Plugin, hook: str) -> bool:
     return getattr(type(plugin), hook) is not getattr(Plugin, hook)
+
+
+def observing(plugins: Sequence[Plugin], hook: str) -> tuple[Plugin, ...]:
+    """Return the plugins that override the observer hook ``hook`` (``after_append`` or
+    ``after_invocation``), in plugin order."""
+    return tuple(p for p in plugins if _overrides(p, hook))
 
 
 def plugin_tool_callbacks(plugins: Sequence[ToolPlugin]) -> ToolCallbacks:

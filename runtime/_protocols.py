@@ -14,11 +14,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from eventstore import Event
 from runtime._context import ReadonlyContext, ToolContext
 from runtime._model import Model
 from runtime.tools import Tool, ToolCallbacks, ToolCallObserver, ToolRegistry, Toolset
 
-__all__ = ["InvocationAgent", "ToolCallbackSource", "ToolPlugin"]
+__all__ = ["AppendObserver", "InvocationAgent", "ToolCallbackSource", "ToolPlugin"]
+
+
+class AppendObserver(Protocol):
+    """What watches an invocation's log grow: called after each append with the stored events
+    (``Plugin.after_append``; the context is the ``InvocationContext``, typed ``Any`` here so
+    this module does not import it)."""
+
+    async def after_append(self, ctx: Any, events: Sequence[Event]) -> None:
+        """After the invocation appended ``events`` (with their ``seq``)."""
+        ...
 
 
 class ToolPlugin(ToolCallObserver, Protocol):

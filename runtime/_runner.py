@@ -39,7 +39,7 @@ from runtime._invocation import (
 )
 from runtime._live import LiveStreams, drive_live
 from runtime._model import ModelResponse, StreamingModel
-from runtime._plugins import plugin_model_callbacks
+from runtime._plugins import Plugin, observing, plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
@@ -208,6 +208,7 @@ class Runner:
             artifacts=StoreArtifactService(self.store, session_id),
             metadata=metadata,
             observers=self.observers,
+            append_observers=observing(self.agent.plugins, "after_append"),
         )
 
     async def build_request(self, ctx: InvocationContext) -> ModelRequest:
@@ -325,15 +326,15 @@ class Runner:
         stream_text: bool = False,
     ) -> AsyncGenerator[Event, None]:
         if not self.live:
-            return _with_emitted(
+            return _observed(ctx, self.agent.plugins, _with_emitted(
                 ctx, self._drive(ctx, new_message, ending, stream_text=stream_text)
-            )
-        return drive_live(
+            ))
+        return _observed(ctx, self.agent.plugins, drive_live(
             ctx,
             lambda live: self._drive(ctx, new_message, ending, live, stream_text=stream_text),
             model=self.agent.model,
             wait=self.live_wait,
-        )
+        ))
 
     async def _drive(
         self,
@@ -451,6 +452,28 @@ class Runner:
 
 
 _DONE = object()
+
+
+def _observed(
+    ctx: InvocationContext, plugins: Sequence[Plugin], events: AsyncGenerator[Event, None]
+) -> AsyncGenerator[Event, None]:
+    """``events``, then the plugins' ``after_invocation`` hooks however the invocation ended."""
+    watchers = observing(plugins, "after_invocation")
+    if not watchers:
+        return events
+    return _then_hooks(ctx, events, watchers)
+
+
+async def _then_hooks(
+    ctx: InvocationContext, events: AsyncGenerator[Event, None], watchers: tuple[Plugin, ...]
+) -> AsyncGenerator[Event, None]:
+    try:
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+    finally:
+        for plugin in watchers:
+            await plugin.after_invocation(ctx)
 
 
 async def _with_emitted(

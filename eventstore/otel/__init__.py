@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised on machines without t
     ) from exc
 
 from ._export import SessionTraces, app_traces, read_traces, send_traces, traces_json_line
-from ._sdk import SCOPE_NAME, otlp_json_line, sdk_spans, send_spans
+from ._sdk import SCOPE_NAME, SpanEmitter, otlp_json_line, sdk_spans, send_spans
 from ._translate import (
     AttributeValue,
     SpanEvent,
@@ -30,6 +30,7 @@ __all__ = [
     "SCOPE_NAME",
     "AttributeValue",
     "SessionTraces",
+    "SpanEmitter",
     "SpanEvent",
     "SpanRecord",
     "app_traces",

@@ -31,7 +31,7 @@ from opentelemetry.trace import (
 
 from ._translate import SpanRecord
 
-__all__ = ["SCOPE_NAME", "otlp_json_line", "send_spans", "sdk_spans"]
+__all__ = ["SCOPE_NAME", "SpanEmitter", "otlp_json_line", "sdk_spans", "send_spans"]
 
 SCOPE_NAME = "agent-eventstore"
 """Instrumentation scope (and default ``service.name``) of the exported spans."""
@@ -61,37 +61,63 @@ class _Collect(SpanProcessor):
         self.spans.append(span)
 
 
-def sdk_spans(records: Sequence[SpanRecord], *, service_name: str) -> list[ReadableSpan]:
-    """Return the SDK spans of ``records``, in order, with resource ``service.name`` =
-    ``service_name``; ids, times, attributes, events and status are exactly the records'."""
-    ids = _Planned()
-    # Explicit limits and sampler: the OTEL_* environment must not change what is exported.
-    provider = TracerProvider(
-        resource=Resource({"service.name": service_name}), id_generator=ids, sampler=ALWAYS_ON,
-        span_limits=SpanLimits(max_attributes=1000, max_events=10_000,
-                               max_span_attributes=1000, max_event_attributes=1000,
-                               max_attribute_length=None),
-        shutdown_on_exit=False,
-    )
-    collected = _Collect()
-    provider.add_span_processor(collected)
-    tracer = provider.get_tracer(SCOPE_NAME)
-    for record in records:
-        ids.trace_id, ids.span_id = record.trace_id, record.span_id
+class SpanEmitter:
+    """Emits ``SpanRecord`` values as SDK spans to the given span processors (an exporter's
+    ``SimpleSpanProcessor`` or ``BatchSpanProcessor``, say), each span ending as it is emitted.
+
+    Its own ``TracerProvider`` gives every span exactly the record's ids, times, attributes,
+    events and status, with resource ``service.name`` = ``service_name``, whatever the
+    ``OTEL_*`` environment says. ``shutdown()`` flushes and shuts down the processors."""
+
+    def __init__(self, *, service_name: str, processors: Sequence[SpanProcessor]) -> None:
+        self._ids = _Planned()
+        self._provider = TracerProvider(
+            resource=Resource({"service.name": service_name}), id_generator=self._ids,
+            sampler=ALWAYS_ON,
+            span_limits=SpanLimits(max_attributes=1000, max_events=10_000,
+                                   max_span_attributes=1000, max_event_attributes=1000,
+                                   max_attribute_length=None),
+            shutdown_on_exit=False,
+        )
+        for processor in processors:
+            self._provider.add_span_processor(processor)
+        self._tracer = self._provider.get_tracer(SCOPE_NAME)
+
+    def emit(self, record: SpanRecord) -> None:
+        """Start and end the span of ``record`` (the processors see it end)."""
+        self._ids.trace_id, self._ids.span_id = record.trace_id, record.span_id
         context = None
         if record.parent_span_id is not None:
             parent = SpanContext(trace_id=record.trace_id, span_id=record.parent_span_id,
                                  is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
             context = set_span_in_context(NonRecordingSpan(parent))
-        span = tracer.start_span(record.name, context=context, kind=_KINDS[record.kind],
-                                 attributes=dict(record.attributes), start_time=record.start_ns)
+        span = self._tracer.start_span(record.name, context=context, kind=_KINDS[record.kind],
+                                       attributes=dict(record.attributes),
+                                       start_time=record.start_ns)
         for event in record.events:
             span.add_event(event.name, attributes=dict(event.attributes),
                            timestamp=event.time_ns)
         if record.error is not None:
             span.set_status(StatusCode.ERROR, record.error)
         span.end(end_time=record.end_ns)
-    provider.shutdown()
+
+    def force_flush(self) -> None:
+        """Ask the processors to export what they hold now."""
+        self._provider.force_flush()
+
+    def shutdown(self) -> None:
+        """Flush and shut down the processors; nothing is emitted after."""
+        self._provider.shutdown()
+
+
+def sdk_spans(records: Sequence[SpanRecord], *, service_name: str) -> list[ReadableSpan]:
+    """Return the SDK spans of ``records``, in order, with resource ``service.name`` =
+    ``service_name``; ids, times, attributes, events and status are exactly the records'."""
+    collected = _Collect()
+    emitter = SpanEmitter(service_name=service_name, processors=[collected])
+    for record in records:
+        emitter.emit(record)
+    emitter.shutdown()
     return collected.spans
 
 

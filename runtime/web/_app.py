@@ -41,6 +41,7 @@ from eventstore import (
     EventStoreError,
     SessionInfo,
     SessionNotFoundError,
+    StoreUsageError,
     child_session_id,
     parent_link,
 )
@@ -51,7 +52,17 @@ from eventstore.cli._maintain import _write_export
 from eventstore.cli._render import short_json
 from eventstore.cli._verify import check_log
 
-from ._view import LOOKAROUND, SCAN_BUDGET, Filters, Row, decode_rows, pair, pretty_json, state_diff
+from ._view import (
+    FOLD_BUDGET,
+    LOOKAROUND,
+    SCAN_BUDGET,
+    Filters,
+    Row,
+    decode_rows,
+    own_changes,
+    pair,
+    pretty_json,
+)
 
 __all__ = ["WebConfig", "create_app"]
 
@@ -119,6 +130,11 @@ def create_app(config: WebConfig) -> Starlette:
     def store() -> EventStore:
         return holder["store"]
 
+    async def lookup(sid: str) -> SessionInfo:
+        """The one place a page finds the session its URL names (raises SessionNotFoundError,
+        a 404)."""
+        return await store().session_info(sid)
+
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(template).render(
             request=request, writes=writes, writes_note=writes_note, token=config.token,
@@ -162,36 +178,26 @@ def create_app(config: WebConfig) -> Starlette:
         q = request.query_params
         app_name, user, text = q.get("app", ""), q.get("user", ""), q.get("q", "")
         since = _number(q.get("since"), "since")
-        offset = int(_number(q.get("offset"), "offset") or 0)
+        after = q.get("after") or None
         limit = _page_size(q.get("limit"))
-        found: list[SessionInfo] = []
-        after: str | None = None
-        scanned = 0
-        while True:
-            listing = await store().list_sessions(app_name=app_name or None,
-                                                  user_id=user or None, after=after,
-                                                  limit=1000)
-            scanned += len(listing.sessions)
-            found += [s for s in listing.sessions
-                      if (not text or text.lower() in s.id.lower())
-                      and (since is None or s.updated_at >= since)]
-            after = listing.next_cursor
-            if after is None or scanned >= 100_000:
-                break
-        found.sort(key=lambda s: (-s.updated_at, s.id))
-        shown = found[offset:offset + limit]
+        try:
+            listing = await store().list_sessions_newest(
+                app_name=app_name or None, user_id=user or None, id_contains=text or None,
+                updated_since=since, after=after, limit=limit)
+        except StoreUsageError as exc:
+            raise _Refused(400, f"This is not a page of the sessions list: {exc}") from exc
         base = {"app": app_name, "user": user, "q": text, "since": q.get("since", ""),
                 "limit": str(limit)}
-        more = offset + limit < len(found)
-        return page(request, "sessions.html", sessions=shown, filters=base, total=len(found),
-                    offset=offset,
-                    next_url=_url("/", base, offset=offset + limit) if more else None,
-                    prev_url=_url("/", base, offset=max(0, offset - limit)) if offset else None)
+        return page(request, "sessions.html", sessions=listing.sessions, filters=base,
+                    first_page=after is None,
+                    next_url=_url("/", base, after=listing.next_cursor)
+                    if listing.next_cursor is not None else None,
+                    newest_url=_url("/", base) if after is not None else None)
 
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         q = request.query_params
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         filters = Filters(kind=q.get("kind", ""), author=q.get("author", ""),
                           tool=q.get("tool", ""), errors=q.get("errors") == "1",
                           text=q.get("q", ""))
@@ -299,7 +305,7 @@ def create_app(config: WebConfig) -> Starlette:
     async def event_detail(request: Request) -> Response:
         sid = request.path_params["sid"]
         seq = int(_number(request.path_params["seq"], "seq") or 0)
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         rows = await store().backend.read(sid, after=seq - 1, upto=seq, backwards=False,
                                           limit=1)
         if not rows:
@@ -313,21 +319,28 @@ def create_app(config: WebConfig) -> Starlette:
         except orjson.JSONDecodeError:
             stored = row.stored.payload.decode("utf-8", "replace")
         state_error = None
-        after_state: dict[str, Any] = {}
-        diff: list[dict[str, Any]] = []
+        before_state: dict[str, Any] | None = None
+        after_state: dict[str, Any] | None = None
+        unfolded = 0
         try:
-            after_state = await store().state(sid, at=seq)
-            diff = state_diff(await store().state(sid, at=seq - 1), after_state)
+            snapshot = await store().backend.load_snapshot(sid, upto=seq - 1)
+            unfolded = seq - 1 - (snapshot[0] if snapshot is not None else 0)
+            if unfolded <= FOLD_BUDGET or request.query_params.get("fold") == "1":
+                before_state = await store().state(sid, at=seq - 1)
+                after_state = await store().state(sid, at=seq)
+                unfolded = 0
         except EventStoreError as exc:
             state_error = str(exc)
+        diff = own_changes(row.event, before_state, after_state) if row.event is not None else []
         return page(request, "event.html", info=info, row=row, stored=stored,
-                    state=after_state, diff=diff, state_error=state_error, quoted=_q(sid))
+                    state=after_state, diff=diff, state_error=state_error, unfolded=unfolded,
+                    fold_budget=FOLD_BUDGET, quoted=_q(sid))
 
     async def pending_view(request: Request) -> Response:
         from runtime.cli._pending import pending_payload
 
         sid = request.path_params["sid"]
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         payload = await pending_payload(store(), sid, db=config.db)
         return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
                     message=request.query_params.get("done", ""))
@@ -375,7 +388,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def artifacts(request: Request) -> Response:
         sid = request.path_params["sid"]
-        info = await store().session_info(sid)
+        info = await lookup(sid)
         listing = await store().list_artifacts(sid)
         versions: dict[str, list[Any]] = {}
         for filename in listing:
@@ -408,7 +421,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def export(request: Request) -> Response:
         sid = request.path_params["sid"]
-        await store().session_info(sid)
+        await lookup(sid)
         sink = io.BytesIO()
         await _write_export(store(), sid, sink)
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)[:80] or "session"
@@ -419,7 +432,7 @@ def create_app(config: WebConfig) -> Starlette:
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
         after = int(_number(request.query_params.get("after"), "after") or 0)
-        await store().session_info(sid)
+        await lookup(sid)
         template = env.get_template("_row.html")
 
         async def stream() -> AsyncIterator[bytes]:

@@ -20,12 +20,13 @@ from eventstore.cli._timeline import Timeline, is_error_response
 
 __all__ = [
     "LOOKAROUND",
+    "FOLD_BUDGET",
     "SCAN_BUDGET",
     "Filters",
     "Row",
     "decode_rows",
+    "own_changes",
     "pretty_json",
-    "state_diff",
 ]
 
 LOOKAROUND = 300
@@ -33,6 +34,10 @@ LOOKAROUND = 300
 
 SCAN_BUDGET = 5_000
 """Rows a filtered page reads at most before it stops and links to where it got."""
+
+FOLD_BUDGET = 1_000
+"""Events an event's page folds at most (from the nearest state snapshot before it) to show the
+state around it; farther from a snapshot it shows the event's own changes and offers the fold."""
 
 
 def pretty_json(value: Any) -> str:
@@ -134,17 +139,29 @@ def pair(rows: list[Row], context: Sequence[Row]) -> Timeline:
     return timeline
 
 
-def state_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The keys that differ between two states, sorted: ``{key, change, before, after}`` with
-    ``change`` one of ``added``, ``removed``, ``changed``."""
+def own_changes(event: Event, before: Mapping[str, Any] | None,
+                after: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """What ``event`` itself changed in the state, by key (sorted): ``{key, change, before,
+    after}`` for each key of its ``state_delta`` and ``state_deletions``, ``change`` one of
+    ``added``, ``removed``, ``changed``, ``unchanged`` (set to the value it had). With the states
+    before and after the event (None when not folded) the values are theirs and a deletion of an
+    absent key is left out; without them ``change`` is ``set`` or ``deleted``, ``after`` the
+    delta's value and ``before`` unknown (None)."""
+    actions = event.actions
+    deleted = set(actions.state_deletions)
     changes: list[dict[str, Any]] = []
-    for key in sorted(set(before) | set(after)):
-        if key not in before:
-            changes.append({"key": key, "change": "added", "before": None, "after": after[key]})
+    for key in sorted(set(actions.state_delta) | deleted):
+        if before is None or after is None:
+            gone = key in deleted
+            changes.append({"key": key, "change": "deleted" if gone else "set", "before": None,
+                            "after": None if gone else actions.state_delta[key]})
         elif key not in after:
-            changes.append({"key": key, "change": "removed", "before": before[key],
-                            "after": None})
-        elif before[key] != after[key]:
-            changes.append({"key": key, "change": "changed", "before": before[key],
-                            "after": after[key]})
+            if key in before:
+                changes.append({"key": key, "change": "removed", "before": before[key],
+                                "after": None})
+        elif key not in before:
+            changes.append({"key": key, "change": "added", "before": None, "after": after[key]})
+        else:
+            changes.append({"key": key, "before": before[key], "after": after[key],
+                            "change": "changed" if before[key] != after[key] else "unchanged"})
     return changes

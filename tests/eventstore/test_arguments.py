@@ -127,6 +127,8 @@ def _method_calls() -> dict[str, Call]:
         "read_mappings": lambda s: s.read_mappings("s", since=0.0),
         "read_converted": lambda s: s.read_converted("s", len),
         "list_sessions_by_update": lambda s: s.list_sessions_by_update(app_name="app"),
+        "list_sessions_newest": lambda s: s.list_sessions_newest(id_contains="s",
+                                                                 updated_since=0.0),
         "shared_state": lambda s: s.shared_state(app_name="app", user_id="u"),
         "artifact_versions": lambda s: s.artifact_versions(
             None, "a.txt", app_name="app", user_id="u"

@@ -196,6 +196,40 @@ async def test_list_sessions_paginates_with_cursor(store: EventStore) -> None:
     assert pages == 3
 
 
+async def test_list_sessions_newest_pages_by_update_with_filters(store: EventStore) -> None:
+    # (id, app, user, timestamp of its one event): two share a timestamp, the greater id first.
+    sessions = [("old", "A", "u1", 1000.0), ("Mid-X", "A", "u2", 2000.0),
+                ("b", "A", "u1", 3000.0), ("a", "A", "u1", 3000.0),
+                ("new-x", "A", "u1", 4000.0), ("other", "B", "u1", 5000.0)]
+    for sid, app, user, stamp in sessions:
+        await store.create_session(app_name=app, user_id=user, session_id=sid)
+        await store.append(sid, text_event(timestamp=stamp), expected_version=0)
+
+    async def walk(limit: int, **filters: object) -> list[list[str]]:
+        pages: list[list[str]] = []
+        cursor: str | None = None
+        while True:
+            page = await store.list_sessions_newest(after=cursor, limit=limit, **filters)
+            pages.append([s.id for s in page.sessions])
+            if page.next_cursor is None:
+                return pages
+            cursor = page.next_cursor
+
+    assert await walk(2) == [["other", "new-x"], ["b", "a"], ["Mid-X", "old"]]
+    assert await walk(10, app_name="A", user_id="u1") == [["new-x", "b", "a", "old"]]
+    assert await walk(1, id_contains="-X") == [["new-x"], ["Mid-X"]]  # ASCII case ignored
+    assert await walk(10, id_contains="x", updated_since=3000.0) == [["new-x"]]
+    assert await walk(10, updated_since=4000.5) == [["other"]]
+    assert await walk(10, app_name="C") == [[]]
+    [first] = (await store.list_sessions_newest(limit=1)).sessions
+    assert (first.id, first.version, first.updated_at) == ("other", 1, 5000.0)
+    for bad in ("no-colon", "x:y"):
+        with pytest.raises(StoreUsageError):
+            await store.list_sessions_newest(after=bad)
+    with pytest.raises(StoreUsageError):
+        await store.list_sessions_newest(limit=0)
+
+
 async def test_list_sessions_rejects_bad_limit(store: EventStore) -> None:
     with pytest.raises(StoreUsageError):
         await store.list_sessions(limit=0)

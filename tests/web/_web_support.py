@@ -1,12 +1,21 @@
-"""Helpers of the web UI tests: run ``evs`` as a user does, find the demo's session."""
+"""Helpers of the web UI tests: run ``evs`` as a user does, find the demo's session, start
+``evs web`` as a subprocess on a free loopback port."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+
+WAIT = 20.0
+"""Seconds any wait for the server or a page may take."""
 
 
 def evs(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -20,3 +29,59 @@ def only_session(db: Path) -> str:
     done = evs("sessions", "--db", str(db), "--json")
     [session] = orjson.loads(done.stdout)["sessions"]
     return str(session["id"])
+
+
+@dataclass
+class Server:
+    """A running ``evs web --allow-writes``."""
+
+    url: str
+    """Its base URL."""
+    token: str
+    """The write token it printed."""
+    process: subprocess.Popen[str]
+    """The process."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def web_server(db: Path, *, prefix: Sequence[str] = ()) -> Iterator[Server]:
+    """Start ``evs web --db DB --allow-writes`` (behind the command ``prefix``, e.g. one that
+    drops privileges), wait until it listens, and stop it at the end."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "runtime.cli", "web", "--db", str(db), "--port",
+         str(port), "--allow-writes"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        text=True)
+    try:
+        assert process.stderr is not None
+        token = ""
+        deadline = time.monotonic() + WAIT
+        while not token and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if line.startswith("write token: "):
+                token = line.split(": ", 1)[1].strip()
+            elif not line and process.poll() is not None:
+                break
+        assert token, f"evs web printed no token: {process.stderr.read()}"
+        # Listening comes after the app's startup (the store opens): on a loaded machine that
+        # takes a while, so it gets its own, longer wait, and a clear failure.
+        deadline = time.monotonic() + 3 * WAIT
+        listening = False
+        while not listening and time.monotonic() < deadline and process.poll() is None:
+            with socket.socket() as sock:
+                listening = sock.connect_ex(("127.0.0.1", port)) == 0
+            if not listening:
+                time.sleep(0.1)
+        assert listening, f"evs web did not listen on port {port} within {3 * WAIT:.0f} s"
+        yield Server(url=f"http://127.0.0.1:{port}", token=token, process=process)
+    finally:
+        process.terminate()
+        process.wait(timeout=WAIT)
+        if process.stderr is not None:
+            process.stderr.close()

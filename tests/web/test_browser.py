@@ -8,12 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,15 +17,12 @@ from _extras import require_extra
 require_extra("selenium", "dev")
 require_extra("uvicorn", "web")
 
-from _web_support import evs  # noqa: E402
+from _web_support import WAIT, Server, evs, web_server  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-WAIT = 20.0
-"""Seconds any wait for the page may take."""
 
 
 def _binary(*names: str) -> str:
@@ -45,46 +37,11 @@ def _binary(*names: str) -> str:
     pytest.skip(message)
 
 
-@dataclass
-class Server:
-    url: str
-    token: str
-    process: subprocess.Popen[str]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(paused_demo: tuple[Path, str]) -> Iterator[Server]:
     db, _ = paused_demo
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "web", "--db", str(db), "--port", str(port),
-         "--allow-writes"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stderr is not None
-        token = ""
-        deadline = time.monotonic() + WAIT
-        while not token and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if line.startswith("write token: "):
-                token = line.split(": ", 1)[1].strip()
-        assert token, "evs web printed no token"
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        yield Server(url=f"http://127.0.0.1:{port}", token=token, process=process)
-    finally:
-        process.terminate()
-        process.wait(timeout=WAIT)
-        if process.stderr is not None:
-            process.stderr.close()
+    with web_server(db) as running:
+        yield running
 
 
 @pytest.fixture

@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import sqlite3
 import stat
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from html import unescape
 from pathlib import Path
 from urllib.parse import quote
 
+import orjson
 import pytest
 from _extras import require_extra
 
@@ -20,7 +23,7 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
-from _web_support import evs  # noqa: E402
+from _web_support import WAIT, evs, web_server  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from eventstore import (  # noqa: E402
@@ -61,6 +64,37 @@ def test_web_sessions_list_links_the_demo_session(reader: tuple[TestClient, str]
     assert http.get("/", params={"q": sid[-6:]}).text.count("session-link") == 1
     assert http.get("/", params={"q": "zzzz-not-there"}).text.count("session-link") == 0
     assert http.get("/", params={"since": "99999999999"}).text.count("session-link") == 0
+
+
+def test_web_sessions_list_pages_newest_first(tmp_path: Path) -> None:
+    db = tmp_path / "many.db"
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            for n in range(60):
+                sid = f"s{n:02d}"
+                await store.create_session(app_name="many", user_id=f"u{n % 2}",
+                                           session_id=sid)
+                await store.append(sid, [Event(author="user", timestamp=1_000_000.0 + n,
+                                               content=Content(role="user", parts=(
+                                                   Part(text="hi"),)))], expected_version=0)
+
+    asyncio.run(work())
+    http, _ = client(db)
+    with http:
+        seen: list[str] = []
+        url: str | None = "/?user=u1&limit=25"
+        while url is not None:
+            page = http.get(url)
+            assert page.status_code == 200
+            seen += re.findall(r'class="session-link" href="/s/([^"]+)"', page.text)
+            found = re.search(r'href="([^"]+)" id="next"', page.text)
+            url = unescape(found.group(1)) if found else None
+        assert seen == [f"s{n:02d}" for n in range(59, 0, -2)]
+        since = http.get("/", params={"since": "1000050", "q": "S5"}).text
+        assert re.findall(r'class="session-link" href="/s/([^"]+)"', since) == [
+            f"s{n}" for n in range(59, 49, -1)]
+        assert http.get("/", params={"after": "nonsense"}).status_code == 400
 
 
 def test_web_timeline_pairs_calls_with_responses(reader: tuple[TestClient, str]) -> None:
@@ -151,6 +185,49 @@ def test_web_paging_walks_the_whole_log_once(tmp_path: Path) -> None:
         assert "answered at <a href=\"#seq-26\">#26</a>" in edge
 
 
+def test_web_event_page_folds_only_from_a_near_snapshot(tmp_path: Path) -> None:
+    from runtime.web._view import FOLD_BUDGET
+
+    db = tmp_path / "long.db"
+    sid = _long_session(db, 2 * FOLD_BUDGET + 200)
+
+    async def snapshot_then_more() -> None:
+        async with await open_store(str(db)) as store:
+            await store.state(sid)  # a snapshot at head, as every runner invocation leaves one
+            head = await store.version(sid)
+            await store.append(sid, [Event(author="user", actions=EventActions(
+                state_delta={"n": "late", "extra": 1}, state_deletions=("gone",)))],
+                expected_version=head)
+
+    http, _ = client(db)
+    with http:
+        far = http.get(f"/e/{FOLD_BUDGET + 2}/{sid}").text  # sets n, no snapshot below it
+        assert 'id="unfolded"' in far
+        assert 'id="state"' not in far
+        row = far.split('id="diff"')[1].split("</table>")[0]
+        assert ">set<" in row
+        assert f"{FOLD_BUDGET // 2}" in row
+        folded = unescape(http.get(f"/e/{FOLD_BUDGET + 2}/{sid}", params={"fold": "1"}).text)
+        assert 'id="unfolded"' not in folded
+        assert f'"n": {FOLD_BUDGET // 2}' in folded.split('id="state"')[1]
+        assert ">changed<" in folded.split('id="diff"')[1].split("</table>")[0]
+    asyncio.run(snapshot_then_more())
+    with http:
+        last = 2 * FOLD_BUDGET + 201
+        near = unescape(http.get(f"/e/{last}/{sid}").text)
+        assert 'id="unfolded"' not in near
+        diff = near.split('id="diff"')[1].split("</table>")[0]
+        assert ">changed<" in diff
+        assert ">added<" in diff
+        assert "gone" not in diff  # deleting a key the state never had changes nothing
+        state = near.split('id="state"')[1]
+        assert '"n": "late"' in state
+        [n_row] = [r for r in diff.split("<tr")[1:] if "<td>n</td>" in r]
+        assert ">changed<" in n_row
+        assert f"<pre>{FOLD_BUDGET + 99}</pre>" in n_row
+        assert '<pre>"late"</pre>' in n_row
+
+
 def test_web_escapes_ids_and_text(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     evil = "<script>alert(1)</script>\x07"
@@ -223,20 +300,46 @@ def test_web_writes_are_off_without_allow_writes(paused_demo: tuple[Path, str]) 
         assert "--allow-writes" in refused.text
 
 
+def _unprivileged() -> list[str]:
+    """A command prefix that runs a child as ``nobody`` when the tests run as root (root
+    writes any file, so a read-only file is read-only only for another user); none otherwise.
+    CAP_DAC_READ_SEARCH lets the child read root's files and folders, never write them."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv"):
+        return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+    if os.environ.get("CI"):
+        pytest.fail("running as root without setpriv: cannot check a read-only database")
+    pytest.skip("running as root, and setpriv is missing to drop privileges")
+
+
 def test_web_read_only_database_disables_writes(paused_demo: tuple[Path, str]) -> None:
+    import httpx
+
     db, sid = paused_demo
-    if os.geteuid() == 0:
-        pytest.skip("root writes to read-only files")
-    os.chmod(db, stat.S_IRUSR)
+    [waiting] = orjson.loads(evs("pending", sid, "--db", str(db), "--json").stdout)["pending"]
+    confirmation = waiting["confirmation_id"]
+    before = db.read_bytes()
+    os.chmod(db, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     try:
-        http, config = client(db, writes=True)
-        with http:
+        with web_server(db, prefix=_unprivileged()) as server, httpx.Client(
+            base_url=server.url, timeout=WAIT
+        ) as http:
             page = http.get(f"/pending/{sid}")
             assert page.status_code == 200
             assert "Writes are disabled" in page.text
-            assert http.post(f"/answer/{sid}", data={"token": config.token}).status_code == 403
+            assert "read-only" in page.text
+            assert 'class="approve"' not in page.text
+            refused = http.post(f"/answer/{sid}", data={
+                "token": server.token, "action": "approve", "call_id": confirmation})
+            assert refused.status_code == 403
+            assert "Writes are disabled" in refused.text
+            assert http.get(f"/s/{sid}").status_code == 200
+            assert http.get(f"/e/4/{sid}").status_code == 200
     finally:
         os.chmod(db, stat.S_IRUSR | stat.S_IWUSR)
+    assert db.read_bytes() == before
 
 
 def test_web_fork_follows_the_fork_rule(paused_demo: tuple[Path, str]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from eventstore import EventStore, FunctionCall
 from runtime import (
     Agent,
@@ -12,6 +14,7 @@ from runtime import (
     Plugin,
     Runner,
     ScriptedModel,
+    ScriptExhaustedError,
     ToolContext,
     function_tool,
 )
@@ -70,3 +73,48 @@ async def test_observers_on_the_runner_and_on_plugins_see_every_call(store: Even
         "runner invalid bad",
         "runner failed bad invalid_arguments",
     ]
+
+
+class LogWatcher(Plugin):
+    """Records the log-observer hooks: each append's seqs with the context's version then,
+    and each invocation's end."""
+
+    def __init__(self, log: list[tuple[Any, ...]]) -> None:
+        self.log = log
+
+    async def after_append(self, ctx: Any, events: Any) -> None:
+        self.log.append(("appended", [e.seq for e in events], ctx.version))
+
+    async def after_invocation(self, ctx: Any) -> None:
+        self.log.append(("ended", ctx.invocation_id, len(ctx.appended)))
+
+
+async def test_plugins_see_every_append_and_the_end_of_each_invocation(
+    store: EventStore,
+) -> None:
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    log: list[tuple[Any, ...]] = []
+    agent = Agent(name="agent", plugins=[LogWatcher(log)], tools=[add], model=ScriptedModel([
+        ModelResponse(function_calls=(FunctionCall(id="c", name="add", args={"a": 1, "b": 2}),)),
+        "3"]))
+    runner = Runner(agent=agent, store=store, app_name="app")
+    await runner.create_session(user_id="u", session_id="s")
+    result = await runner.run(session_id="s", user_id="u", new_message="sum",
+                              invocation_id="inv-1")
+    seqs = [e.seq for e in result.events]
+    appends = [entry for entry in log if entry[0] == "appended"]
+    assert [seq for _, batch, _ in appends for seq in batch] == seqs
+    assert seqs == [e.seq for e in await store.read("s")]
+    assert all(version == batch[-1] for _, batch, version in appends)  # seen once stored
+    assert log[-1] == ("ended", "inv-1", len(seqs))
+    assert sum(entry[0] == "ended" for entry in log) == 1
+
+    # An invocation that raises ends too: the model has no turn left.
+    log.clear()
+    with pytest.raises(ScriptExhaustedError):
+        await runner.run(session_id="s", user_id="u", new_message="again", invocation_id="inv-2")
+    assert log == [("appended", [len(seqs) + 1], len(seqs) + 1), ("ended", "inv-2", 1)]
