@@ -360,7 +360,8 @@ async def _append_answers(
         except SessionConflictError:
             if attempt == _ANSWER_ATTEMPTS - 1:
                 raise
-            newer = await ctx.store.read(ctx.session_id, after=ctx.version)
+            newer = await ctx.store.read(ctx.session_id, after=ctx.version, app_name=ctx.app_name,
+                                         user_id=ctx.user_id)
             for event in newer:
                 answered.update(r.id for r in event.function_responses())
             # Move exactly to what was checked: an event newer than that conflicts again.
