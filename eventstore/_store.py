@@ -411,6 +411,15 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             f"for user {user_id!r}" if user_id is not None else "") if part)
         raise SessionNotFoundError(sid, detail=f"{detail}." if detail else "")
 
+    async def session_key(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> str:
+        """Return the key the session is stored under in the backend
+        (``SessionRecord.session_id``: the id the app gave unless another app or user held
+        that key when the session was made), for maintenance tools that read the backend
+        itself. Raises as ``get_session`` does."""
+        return await self._key(check_lookup(session_id), app_name, user_id)
+
     async def _key(
         self, session_id: str, app_name: str | None, user_id: str | None
     ) -> str:

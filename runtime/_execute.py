@@ -193,6 +193,8 @@ async def run_claimed(
             invocation_id=ctx.invocation_id,
             agent_name=ctx.agent.name,
             session_id=ctx.session_id,
+            app_name=ctx.app_name,
+            user_id=ctx.user_id,
             state=state,
             artifacts=ctx.artifacts,
             cancel_event=cancel_events[index],

@@ -23,9 +23,11 @@ from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,
     EXIT_USAGE,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
     console,
     errors,
     fail,
@@ -86,25 +88,32 @@ async def _snapshots(
     return found, damaged
 
 
-async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
-    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+async def verify_session(
+    store: EventStore, session_id: str, *, app_name: str | None = None,
+    user_id: str | None = None,
+) -> list[Finding]:
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing);
+    ``app_name``/``user_id`` pick the session as ``EventStore.get_session`` does.
 
-    Raises SessionNotFoundError for an unknown session."""
-    version = await store.version(session_id)
-    rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
-                                    limit=None)
-    origin = (await store.fork_links(session_id)).origin
-    head = await store.backend.get_session(session_id)
-    findings, events = check_log(session_id, rows, version=version, decode=store.decode,
+    Raises SessionNotFoundError for an unknown session, AmbiguousSessionError."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    where = {"app_name": info.app_name, "user_id": info.user_id}
+    version = info.version
+    key = await store.session_key(session_id, **where)
+    rows = await store.backend.read(key, after=None, upto=None, backwards=False, limit=None)
+    origin = (await store.fork_links(session_id, **where)).origin
+    head = await store.backend.get_session(key)
+    findings, events = check_log(key, rows, version=version, decode=store.decode,
                                  head=head,
                                  signing_key=store.backend.signing_key,
                                  copied_through=origin.origin_seq if origin else 0)
     if head is not None:
-        findings += check_scope(session_id, head.app_name, head.user_id,
-                                await store.backend.scope_mismatches(session_id), rows)
-    snapshots, damaged = await _snapshots(store, session_id, version)
-    findings += damaged + check_snapshots(session_id, events, snapshots)
-    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
+        findings += check_scope(key, head.app_name, head.user_id,
+                                await store.backend.scope_mismatches(key), rows)
+    snapshots, damaged = await _snapshots(store, key, version)
+    findings += damaged + check_snapshots(key, events, snapshots)
+    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id,
+                                                                               **where))
     return findings
 
 
@@ -113,6 +122,8 @@ def verify(
                                                      "session).", show_default=False,
                                                      metavar="SESSION_ID")] = None,
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
@@ -124,9 +135,10 @@ def verify(
     async def main() -> tuple[int, list[Finding]]:
         async with await open_existing(db, read_only=True) as store:
             if session_id is not None:
-                size = await store.version(session_id)
+                size = await store.version(session_id, app_name=app, user_id=user)
                 with progress(f"Verifying {size} events", total=None, size=size):
-                    return 1, await verify_session(store, session_id)
+                    return 1, await verify_session(store, session_id, app_name=app,
+                                                   user_id=user)
             findings: list[Finding] = []
             checked = 0
             after: str | None = None
@@ -134,7 +146,9 @@ def verify(
                 while True:
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
-                        findings += await verify_session(store, info.id)
+                        findings += await verify_session(store, info.id,
+                                                         app_name=info.app_name,
+                                                         user_id=info.user_id)
                         checked += 1
                         tracker.advance()
                     if page.next_cursor is None:
