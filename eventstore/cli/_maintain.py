@@ -363,6 +363,8 @@ def delete(
                                               metavar="SESSION_ID")],
     db: DbOption = DEFAULT_DB,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Delete a session: its events, snapshots and session artifacts (user: artifacts stay).
@@ -371,15 +373,16 @@ def delete(
 
     async def describe() -> str:
         async with await open_existing(db, read_only=True) as store:
-            info = await store.session_info(session_id)
-            artifacts = sum(len(v) for k, v in (await store.list_artifacts(session_id)).items()
+            info = await store.session_info(session_id, app_name=app, user_id=user)
+            artifacts = sum(len(v) for k, v in (await store.list_artifacts(
+                session_id, app_name=info.app_name, user_id=info.user_id)).items()
                             if not k.startswith(USER_PREFIX))
         return (f"session {info.id} (app {info.app_name}, user {info.user_id}, "
                 f"{info.version} events, {artifacts} artifact version(s))")
 
     async def main() -> None:
         async with await open_existing(db, read_only=False) as store:
-            await store.delete_session(session_id)
+            await store.delete_session(session_id, app_name=app, user_id=user)
 
     what = run(describe())
     if not yes:
