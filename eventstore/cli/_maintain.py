@@ -17,7 +17,7 @@ from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
 from .._statefold import decode_all, in_seq_order, snapshot_state
-from .._store import EventStore
+from .._store import EventStore, SessionInfo
 from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
     DEFAULT_DB,
@@ -179,11 +179,12 @@ length (only each event's chain hash and signature are kept, for the header)."""
 
 
 async def _export_artifacts(
-    store: EventStore, session_id: str, referenced: dict[str, int]
+    store: EventStore, info: SessionInfo, referenced: dict[str, int]
 ) -> list[ExportedArtifact]:
     """Every version of the session's own artifacts, and versions 0 up to the newest referred
     to (``referenced``: filename -> version) of the ``user:`` artifacts (see ``_exchange``)."""
-    stored = await store.list_artifacts(session_id)
+    session_id, where = info.id, {"app_name": info.app_name, "user_id": info.user_id}
+    stored = await store.list_artifacts(session_id, **where)
     wanted: dict[str, list[int]] = {}
     for filename, versions in stored.items():
         if not filename.startswith(USER_PREFIX):
@@ -194,19 +195,24 @@ async def _export_artifacts(
     found: list[ExportedArtifact] = []
     for filename, versions in sorted(wanted.items()):
         for version in versions:
-            artifact = await store.load_artifact(session_id, filename, version=version)
+            artifact = await store.load_artifact(session_id, filename, version=version,
+                                                 app_name=info.app_name, user_id=info.user_id)
             found.append(ExportedArtifact(filename=filename, version=artifact.version,
                                           mime_type=artifact.mime_type,
                                           created_at=artifact.created_at, data=artifact.data))
     return found
 
 
-async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> None:
-    """Write the export of ``session_id`` to ``sink``, reading the log a page at a time.
+async def _write_export(
+    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None
+) -> None:
+    """Write the export of ``session_id`` (of ``user_id`` when given) to ``sink``, reading the
+    log a page at a time. The header names the session's app, user and id.
 
     The header comes first but names every event's chain hash, so the event lines go to a
     temporary file while the log is read and follow the header once it is known."""
-    info = await store.session_info(session_id)
+    info = await store.session_info(session_id, user_id=user_id)
+    key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
     chain: list[tuple[bytes, bytes | None]] = []
     chained = True
     referenced: dict[str, int] = {}
@@ -216,11 +222,11 @@ async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> N
     ):
         after = 0
         while after < info.version:
-            rows = await store.backend.read(session_id, after=after, upto=info.version,
+            rows = await store.backend.read(key, after=after, upto=info.version,
                                             backwards=False, limit=EXPORT_PAGE)
             if not rows:
                 break
-            events = decode_all(in_seq_order(session_id, rows, after=after, upto=info.version))
+            events = decode_all(in_seq_order(key, rows, after=after, upto=info.version))
             for name, version in referenced_artifacts(events).items():
                 referenced[name] = max(version, referenced.get(name, version))
             # The chain is worth carrying only when an importer re-encoding the events gets
@@ -234,7 +240,7 @@ async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> N
             await asyncio.to_thread(body.write, page)
             count += len(events)
             after = rows[-1].seq
-        artifacts = await _export_artifacts(store, session_id, referenced)
+        artifacts = await _export_artifacts(store, info, referenced)
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=count, created_at=info.created_at,
                              artifacts=len(artifacts),
@@ -293,6 +299,9 @@ def export(
                                               help="otlp: only invocations active at or after "
                                               "this ISO date or date-time (UTC unless "
                                               "given).")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", metavar="USER", help="jsonl: the session's user (needed when several users "
+        "have a session with this id).")] = None,
 ) -> None:
     """Export a session as JSON Lines: a header line, one line per event, then one line per
     artifact version (bytes in base64) — lossless; evs import reads it back.
@@ -315,7 +324,7 @@ def export(
                                  since=cutoff)
             else:
                 assert session_id is not None
-                await _write_export(store, session_id, sink)
+                await _write_export(store, session_id, sink, user_id=user)
 
     if endpoint is not None:
 

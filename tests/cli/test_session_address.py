@@ -96,3 +96,29 @@ def test_sessions_lists_app_and_user(tmp_path: Path) -> None:
     lines = [line.split() for line in out.splitlines() if "default" in line]
     assert sorted(line[:3] for line in lines) == [["app", "alice", "default"],
                                                   ["app", "bob", "default"]]
+
+
+def test_export_and_import_carry_app_user_and_id(tmp_path: Path) -> None:
+    db = _db(tmp_path)
+    dump = tmp_path / "bob.jsonl"
+    ambiguous = invoke("export", "default", "--db", str(db), "--output", str(dump))
+    assert ambiguous.exit_code == 2
+    assert "--app app --user bob" in ambiguous.stderr
+    exported = invoke("export", "default", "--user", "bob", "--db", str(db), "--output",
+                      str(dump))
+    assert exported.exit_code == 0, exported.stderr
+    header = orjson.loads(dump.read_bytes().splitlines()[0])
+    assert (header["app_name"], header["user_id"], header["session_id"]) == (
+        "app", "bob", "default")
+    before = orjson.loads(invoke("show", "default", "--user", "bob", "--db", str(db),
+                                 "--json").stdout)["events"]
+    assert invoke("delete", "default", "--user", "bob", "--yes", "--db", str(db)).exit_code == 0
+    # Re-created by (app, user, id) beside alice's "default".
+    imported = invoke("import", str(dump), "--db", str(db))
+    assert imported.exit_code == 0, imported.stderr
+    after = orjson.loads(invoke("show", "default", "--user", "bob", "--db", str(db),
+                                "--json").stdout)["events"]
+    assert after == before
+    again = invoke("import", str(dump), "--db", str(db))
+    assert again.exit_code == 1
+    assert "already exists" in again.stderr
