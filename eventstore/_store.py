@@ -507,7 +507,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         )
         more = len(records) > limit
         page = [_info(r) for r in records[:limit]]
-        return SessionPage(sessions=page, next_cursor=page[-1].id if more else None)
+        # The cursor is the last session's key: pages are in key order (the given id's, but
+        # for a session whose id another user held when it was made).
+        return SessionPage(sessions=page,
+                           next_cursor=records[limit - 1].session_id if more else None)
 
     async def list_sessions_by_update(
         self, *, app_name: str, user_id: str | None = None

@@ -183,3 +183,19 @@ async def test_caches_are_per_session(store: EventStore) -> None:
     await store.save_cache("default", "c", 1, b"bob", app_name=APP, user_id="bob")
     assert await store.load_cache("default", "c", app_name=APP, user_id="alice") is None
     assert await store.load_cache("default", "c", app_name=APP, user_id="bob") == (1, b"bob")
+
+
+async def test_listing_pages_through_shared_ids(store: EventStore) -> None:
+    for user in ("u1", "u2", "u3"):
+        for sid in ("a", "b"):
+            await store.create_session(app_name=APP, user_id=user, session_id=sid)
+    seen: list[tuple[str, str]] = []
+    cursor = None
+    while True:
+        page = await store.list_sessions(after=cursor, limit=2)
+        seen += [(s.id, s.user_id) for s in page.sessions]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert sorted(seen) == sorted((sid, user) for user in ("u1", "u2", "u3")
+                                  for sid in ("a", "b"))
