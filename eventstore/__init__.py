@@ -27,6 +27,7 @@ from ._events import (
     new_event_id,
 )
 from ._exceptions import (
+    AmbiguousSessionError,
     ArtifactConflictError,
     ArtifactNotFoundError,
     ConcurrencyError,
@@ -59,6 +60,7 @@ __all__ = [
     "PARENT_LINK_KEY",
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
+    "AmbiguousSessionError",
     "Artifact",
     "ArtifactConflictError",
     "ArtifactNotFoundError",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+from uuid import uuid4
 
 from ._exceptions import ArtifactConflictError, DuplicateEventError
 from ._fork import ForkLink, ForkPlan
@@ -28,6 +29,7 @@ __all__ = [
     "check_artifact_version",
     "check_batch_ids",
     "check_retry",
+    "fresh_key",
     "new_event",
     "same_event",
     "written",
@@ -131,13 +133,18 @@ class SessionRecord:
     """A session's identity and summary (all of it derived from the log but the identity)."""
 
     session_id: str
-    """Session id, unique in the store."""
+    """The session's key, unique in the store: what its events, snapshots, caches, forks and
+    signatures are stored under. The id the app gave (``given_id``) unless another app or
+    user held that key when the session was made; then a fresh value (``fresh_key``)."""
     app_name: str
     """Application the session belongs to."""
     user_id: str
     """User the session belongs to."""
     created_at: float
     """Creation time (seconds since the epoch)."""
+    given_id: str = ""
+    """The id the app gave the session: unique per (app, user), what ``Session.id`` is. ``""``
+    in a record built to create a session stands for ``session_id``."""
     version: int = 0
     """Number of events, i.e. the ``seq`` of the newest one (0 when empty)."""
     updated_at: float = 0.0
@@ -149,6 +156,11 @@ class SessionRecord:
     """The ``chain_hash`` of that event (None for an empty session or when not read)."""
     head_signature: bytes | None = None
     """The head record's signature when a keyed store wrote it (``eventstore._chain.sign_head``)."""
+
+    @property
+    def id(self) -> str:
+        """The id the app gave the session (``given_id``, or the key when that is unset)."""
+        return self.given_id or self.session_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,21 +229,32 @@ class Backend(Protocol):
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
-    ) -> None:
+    ) -> str:
         """Create the session, append ``initial`` as its first events and store ``artifacts``
         (in order, each as its file's next version), all in one transaction: all of it or
-        nothing is written, whatever kills the process.
+        nothing is written, whatever kills the process. Returns the session's key:
+        ``record.session_id`` unless another session holds that key, else a ``fresh_key()``
+        (the events, artifacts and signatures are written under the key returned).
 
-        Raises SessionExistsError when the id is taken, ArtifactConflictError when an artifact
-        would get another version than its ``version`` (nothing written either way).
+        Raises SessionExistsError when the app's user already has a session with the id
+        ``record.id``, ArtifactConflictError when an artifact would get another version than
+        its ``version`` (nothing written either way).
         """
         ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        """Return the session's record with its current version, or None."""
+        """Return the record of the session with this key, with its current version, or None."""
         ...
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+    async def find_sessions(
+        self, given_id: str, *, app_name: str | None, user_id: str | None
+    ) -> list[SessionRecord]:
+        """Return the records (with current versions) of the sessions the app gave the id
+        ``given_id``, of the app and user when given, ordered by app, then user: none, one, or
+        (when app or user is not given) several."""
+        ...
+
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
         """Create session ``record`` (the origin's app and user) as a fork of
         ``plan.origin_session_id`` in one transaction: a copy of the origin's event rows
         1..``plan.seq`` as stored (same ids, seqs, kinds, authors, timestamps, payloads and
@@ -241,9 +264,10 @@ class Backend(Protocol):
         session-scoped artifact versions ``plan.artifacts`` names; and the link (``ForkLink``).
         All of it or nothing is written.
 
-        Raises SessionNotFoundError (naming the origin) when the origin does not exist or has
-        fewer than ``plan.seq`` events (it was deleted meanwhile), SessionExistsError when the
-        fork's id is taken.
+        Returns the fork's key, chosen as ``create_session`` chooses one. Raises
+        SessionNotFoundError (naming the origin) when the origin does not exist or has fewer
+        than ``plan.seq`` events (it was deleted meanwhile), SessionExistsError when the
+        origin's user already has a session with the fork's id.
         """
         ...
 
@@ -383,7 +407,9 @@ class Backend(Protocol):
         metadata: bytes | None = None,
     ) -> int:
         """Store a new version and return its number (one more than the newest stored, 0 for
-        the first). ``session_id`` None means user-scoped; ``metadata`` is kept with it."""
+        the first). ``session_id`` is the id the app gave the session (with app and user it
+        names one; the session need not exist), None means user-scoped; ``metadata`` is kept
+        with it."""
         ...
 
     async def load_artifact(
@@ -517,6 +543,12 @@ def check_retry(
             event_id=missing[0],
         )
     return found
+
+
+def fresh_key() -> str:
+    """A new session key no session holds, for a session whose given id is another's key: a
+    random value no app would give (every backend draws keys the same way)."""
+    return f"~{uuid4().hex}"
 
 
 def check_artifact_version(session_id: str, artifact: NewArtifact, version: int) -> None:

@@ -4,7 +4,9 @@ The tree::
 
     EventStoreError                      root of everything this package raises
     ├── StoreUsageError                  developer misuse (closed store, bad URL, bad arguments)
-    │   └── StoreClosedError             the store was used after ``aclose()``
+    │   ├── StoreClosedError             the store was used after ``aclose()``
+    │   └── AmbiguousSessionError        a session id held by several (app, user) was given
+    │                                    without the app and user that pick one
     ├── InvalidEventError                an event or state delta cannot be stored as given
     ├── SessionNotFoundError             no such session (or it belongs to another app/user)
     ├── SessionExistsError               create_session (or fork) with an id that is taken
@@ -32,6 +34,7 @@ from __future__ import annotations
 import shlex
 
 __all__ = [
+    "AmbiguousSessionError",
     "ArtifactConflictError",
     "ArtifactNotFoundError",
     "ConcurrencyError",
@@ -77,6 +80,22 @@ class InvalidEventError(EventStoreError):
         super().__init__(message)
         self.event_id = event_id
         self.key = key
+
+
+class AmbiguousSessionError(StoreUsageError):
+    """A session id was given without ``app_name``/``user_id`` and several (app, user) have a
+    session with that id (session ids are unique per app and user, not in the store); nothing
+    was read or written. ``choices`` lists the ``(app_name, user_id)`` pairs, sorted: pass
+    the ones meant."""
+
+    def __init__(self, session_id: str, choices: list[tuple[str, str]]):
+        shown = ", ".join(f"app {app!r} user {user!r}" for app, user in choices)
+        super().__init__(
+            f"Session id {session_id!r} is held by {len(choices)} sessions ({shown}); pass "
+            "app_name= and user_id= to pick one."
+        )
+        self.session_id = session_id
+        self.choices = choices
 
 
 class SessionNotFoundError(EventStoreError):

@@ -59,14 +59,21 @@ class ForkLink:
     1..``origin_seq``."""
 
     session_id: str
-    """The fork."""
+    """The fork (from ``EventStore.fork_links``: the id its app gave it; from a backend: its
+    key)."""
     origin_session_id: str
-    """The session it was forked from (it may have been deleted since)."""
+    """The session it was forked from, named as ``session_id`` (it may have been deleted
+    since: then its key, which is the id it was given unless another user held that id)."""
     origin_seq: int
     """The origin's seq the fork was made at: the fork's first ``origin_seq`` events are the
     origin's."""
     forked_at: float
     """When the fork was made (seconds since the epoch)."""
+    app_name: str = ""
+    """The app of the fork and of its origin (a fork is made in its origin's app and user;
+    ``EventStore.fork_links`` fills it in, a backend leaves it empty)."""
+    user_id: str = ""
+    """The user of the fork and of its origin (filled in as ``app_name``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

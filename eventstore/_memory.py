@@ -24,6 +24,7 @@ from ._backend import (
     check_artifact_version,
     check_batch_ids,
     check_retry,
+    fresh_key,
     written,
 )
 from ._chain import GENESIS, content_digest, link, sign_event, sign_head
@@ -69,6 +70,8 @@ class MemoryBackend:
         self._shared_snapshots: dict[tuple[str, str | None], dict[int, SharedSnapshot]] = {}
         self._forks: dict[str, ForkLink] = {}
         """Fork session id -> its link (goes with the fork; outlives the origin)."""
+        self._given: dict[str, dict[tuple[str, str], str]] = {}
+        """Given id -> (app, user) -> the key of that session (``find_sessions``)."""
         self._closed = False
 
     def _check_open(self) -> None:
@@ -87,6 +90,7 @@ class MemoryBackend:
         if not session.events:
             return SessionRecord(
                 session_id=record.session_id,
+                given_id=record.given_id,
                 app_name=record.app_name,
                 user_id=record.user_id,
                 created_at=record.created_at,
@@ -97,6 +101,7 @@ class MemoryBackend:
         last = session.events[-1]
         return SessionRecord(
             session_id=record.session_id,
+            given_id=record.given_id,
             app_name=record.app_name,
             user_id=record.user_id,
             created_at=record.created_at,
@@ -113,31 +118,45 @@ class MemoryBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
-    ) -> None:
+    ) -> str:
         """See ``Backend.create_session``."""
         self._check_open()
-        sid = record.session_id
-        if sid in self._sessions:
-            raise SessionExistsError(sid)
+        record, sid = self._claim(record)
         check_batch_ids(sid, initial)
         # Every check before the first write: nothing awaits in between, so this is atomic.
         planned: dict[tuple[str, str, str | None, str], int] = {}
         for artifact in artifacts:
             key = (record.app_name, record.user_id,
-                   sid if artifact.session_scoped else None, artifact.filename)
+                   record.given_id if artifact.session_scoped else None, artifact.filename)
             version = planned.get(key, len(self._artifacts.get(key, ())))
             check_artifact_version(sid, artifact, version)
             planned[key] = version + 1
         session = _Session(record=record)
-        self._sessions[sid] = session
+        self._add(session)
         self._write(session, initial, start=1)
         for artifact in artifacts:
             key = (record.app_name, record.user_id,
-                   sid if artifact.session_scoped else None, artifact.filename)
+                   record.given_id if artifact.session_scoped else None, artifact.filename)
             self._artifacts.setdefault(key, []).append(ArtifactRecord(
                 filename=artifact.filename, version=artifact.version,
                 mime_type=artifact.mime_type, data=artifact.data,
                 created_at=artifact.created_at))
+        return sid
+
+    def _claim(self, record: SessionRecord) -> tuple[SessionRecord, str]:
+        """The record of a new session under the key it gets (``Backend.create_session``);
+        SessionExistsError when its app's user has a session with its id."""
+        given = record.id
+        if (record.app_name, record.user_id) in self._given.get(given, {}):
+            raise SessionExistsError(given)
+        sid = record.session_id if record.session_id not in self._sessions else fresh_key()
+        return dataclasses.replace(record, session_id=sid, given_id=given), sid
+
+    def _add(self, session: _Session) -> None:
+        record = session.record
+        self._sessions[record.session_id] = session
+        self._given.setdefault(record.given_id, {})[(record.app_name, record.user_id)] = (
+            record.session_id)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """See ``Backend.get_session``."""
@@ -145,15 +164,25 @@ class MemoryBackend:
         session = self._sessions.get(session_id)
         return None if session is None else self._summary(session)
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
+    async def find_sessions(
+        self, given_id: str, *, app_name: str | None, user_id: str | None
+    ) -> list[SessionRecord]:
+        """See ``Backend.find_sessions``."""
+        self._check_open()
+        return [
+            self._summary(self._sessions[key])
+            for (app, user), key in sorted(self._given.get(given_id, {}).items())
+            if (app_name is None or app == app_name) and (user_id is None or user == user_id)
+        ]
+
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
         """See ``Backend.fork_session``."""
         self._check_open()
-        sid, origin_id = record.session_id, plan.origin_session_id
+        origin_id = plan.origin_session_id
         origin = self._sessions.get(origin_id)
         if origin is None or len(origin.events) < plan.seq:
             raise SessionNotFoundError(origin_id)
-        if sid in self._sessions:
-            raise SessionExistsError(sid)
+        record, sid = self._claim(record)
         # Every check before the first write: nothing awaits in between, so this is atomic.
         fork = _Session(record=record)
         for event in origin.events[:plan.seq]:
@@ -164,15 +193,16 @@ class MemoryBackend:
             fork.events.append(copy)
             fork.by_id[copy.event_id] = copy
         fork.snapshots = {s: v for s, v in origin.snapshots.items() if s <= plan.seq}
-        self._sessions[sid] = fork
+        self._add(fork)
         app, user = record.app_name, record.user_id
         for filename, newest in plan.artifacts.items():
-            versions = [r for r in self._artifacts.get((app, user, origin_id, filename), ())
-                        if r.version <= newest]
+            versions = [r for r in self._artifacts.get(
+                (app, user, origin.record.given_id, filename), ()) if r.version <= newest]
             if versions:
-                self._artifacts[(app, user, sid, filename)] = versions
+                self._artifacts[(app, user, record.given_id, filename)] = versions
         self._forks[sid] = ForkLink(session_id=sid, origin_session_id=origin_id,
                                     origin_seq=plan.seq, forked_at=plan.forked_at)
+        return sid
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         """See ``Backend.fork_links``."""
@@ -215,10 +245,14 @@ class MemoryBackend:
             return False
         self._forks.pop(session_id, None)
         record = session.record
+        owners = self._given[record.given_id]
+        del owners[(record.app_name, record.user_id)]
+        if not owners:
+            del self._given[record.given_id]
         for scope in [k for k in self._shared_snapshots if k[0] == record.app_name]:
             del self._shared_snapshots[scope]
         for key in [k for k in self._artifacts if k[:3] == (record.app_name, record.user_id,
-                                                             session_id)]:
+                                                             record.given_id)]:
             del self._artifacts[key]
         session.changed.set()
         return True
@@ -523,7 +557,7 @@ class MemoryBackend:
             self._summary(s) for s in self._sessions.values()
             if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
         ]
-        return sorted(found, key=lambda r: (r.updated_at, r.user_id, r.session_id))
+        return sorted(found, key=lambda r: (r.updated_at, r.user_id, r.given_id))
 
     async def list_sessions_newest(
         self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
@@ -537,7 +571,7 @@ class MemoryBackend:
             record = session.record
             if (app_name is not None and record.app_name != app_name) or (
                 user_id is not None and record.user_id != user_id
-            ) or needle not in record.session_id.translate(_ASCII_LOWER):
+            ) or needle not in record.id.translate(_ASCII_LOWER):
                 continue
             summary = self._summary(session)
             if updated_since is not None and summary.updated_at < updated_since:

@@ -65,16 +65,20 @@ class MemoryService:
         self.store = store
         """The store whose sessions are remembered."""
 
-    async def _index(self, info: SessionInfo | Session, upto: int) -> int:
-        events = await self.store.read(info.id, upto=upto) if upto else []
+    async def _index(self, key: str, app_name: str, user_id: str, upto: int) -> int:
+        """Index the session stored under ``key`` (the backend's name for it) up to ``upto``."""
+        backend = self.store.backend
+        stored = await backend.read(key, after=None, upto=upto, backwards=False,
+                                    limit=None) if upto else []
+        events = [self.store.decode(row) for row in stored]
         rows = [
-            MemoryRow(session_id=info.id, seq=event.seq or 0, author=event.author,
+            MemoryRow(session_id=key, seq=event.seq or 0, author=event.author,
                       timestamp=event.timestamp, text=text)
             for event in events
             if (text := event_memory_text(event))
         ]
-        await self.store.backend.index_memory(
-            app_name=info.app_name, user_id=info.user_id, session_id=info.id, upto_seq=upto,
+        await backend.index_memory(
+            app_name=app_name, user_id=user_id, session_id=key, upto_seq=upto,
             rows=rows, added_at=time.time(),
         )
         return len(rows)
@@ -88,7 +92,9 @@ class MemoryService:
         info = (
             await self.store.session_info(session) if isinstance(session, str) else session
         )
-        return await self._index(info, info.version)
+        key = await self.store.session_key(info.id, app_name=info.app_name,
+                                           user_id=info.user_id)
+        return await self._index(key, info.app_name, info.user_id, info.version)
 
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str, limit: int = DEFAULT_LIMIT
@@ -121,8 +127,6 @@ class MemoryService:
         dropped = await self.store.backend.clear_memory_rows()
         remembered = await self.store.backend.remembered_sessions()
         rows = 0
-        for session_id, app_name, user_id, upto in remembered:
-            info = SessionInfo(id=session_id, app_name=app_name, user_id=user_id, created_at=0.0,
-                               updated_at=0.0, version=upto)
-            rows += await self._index(info, upto)
+        for key, app_name, user_id, upto in remembered:
+            rows += await self._index(key, app_name, user_id, upto)
         return MemoryRebuild(sessions=len(remembered), rows=rows, dropped=dropped)

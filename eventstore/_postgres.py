@@ -133,7 +133,7 @@ def _translate(exc: BaseException, *, url: str, what: str, session_id: str | Non
     if session_id is not None:
         if isinstance(exc, asyncpg.UniqueViolationError) and (
             exc.constraint_name or ""
-        ).startswith("evs_sessions"):
+        ).startswith(("evs_sessions", "uq_evs_sessions")):
             return SessionExistsError(session_id)
         if isinstance(exc, asyncpg.ForeignKeyViolationError):
             return SessionNotFoundError(session_id)
@@ -316,34 +316,37 @@ class PostgresBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
-    ) -> None:
-        sid = record.session_id
-        check_batch_ids(sid, initial)
+    ) -> str:
+        given = record.id
+        check_batch_ids(given, initial)
 
-        async def job(conn: Any) -> None:
+        async def job(conn: Any) -> str:
+            sid = await queries.free_key(conn, record.session_id)
             key = await conn.fetchval(
-                "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
-                "VALUES ($1, $2, $3, $4) RETURNING session_key",
-                sid, record.app_name, record.user_id, record.created_at,
+                "INSERT INTO evs_sessions (session_id, given_id, app_name, user_id, created_at) "
+                "VALUES ($1, $2, $3, $4, $5) RETURNING session_key",
+                sid, given, record.app_name, record.user_id, record.created_at,
             )
             if initial:
                 await insert(conn, sid, record.app_name, record.user_id, key, initial, 1,
                               signing_key=self.signing_key)
             for artifact in artifacts:
                 names = (record.app_name, record.user_id,
-                         scope(sid if artifact.session_scoped else None), artifact.filename)
+                         scope(given if artifact.session_scoped else None), artifact.filename)
                 await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
                                    lock_key("\0".join(names)))
                 check_artifact_version(sid, artifact, await artifacts_sql.save(
                     conn, names, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at))
+            return str(sid)
 
-        await self._run(job, what=f"create session {sid!r}", session_id=sid, write=True)
+        return await self._run(job, what=f"create session {given!r}", session_id=given,
+                               write=True)
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
-        await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                        what=f"fork session {plan.origin_session_id!r}",
-                        session_id=record.session_id, write=True)
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
+        return await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
+                               what=f"fork session {plan.origin_session_id!r}",
+                               session_id=record.id, write=True)
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._run(lambda conn: forks.links(conn, session_id),
@@ -367,6 +370,12 @@ class PostgresBackend:
             return None if row is None else session_record(row)
 
         return await self._run(job, what=f"read session {session_id!r}")
+
+    async def find_sessions(
+        self, given_id: str, *, app_name: str | None, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._run(lambda conn: queries.find(conn, given_id, app_name, user_id),
+                               what=f"find session {given_id!r}")
 
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
@@ -399,7 +408,8 @@ class PostgresBackend:
             # under the lock that orders this against a snapshot being saved.
             await lock_shared(conn, app_name)
             row = await conn.fetchrow(
-                "DELETE FROM evs_sessions WHERE session_id = $1 RETURNING app_name, user_id",
+                "DELETE FROM evs_sessions WHERE session_id = $1 "
+                "RETURNING app_name, user_id, given_id",
                 session_id,
             )
             if row is None:
@@ -408,7 +418,7 @@ class PostgresBackend:
             await conn.execute(
                 "DELETE FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 "
                 "AND session_scope = $3",
-                row[0], row[1], session_id,
+                row[0], row[1], row[2],
             )
             await conn.execute(f"SELECT pg_notify('{CHANNEL}', $1)", session_id)
             return True

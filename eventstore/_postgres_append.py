@@ -23,6 +23,7 @@ from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, seq_of_row_key, stored_ev
 __all__ = [
     "APPEND_SQL",
     "LOCK_ARTIFACT",
+    "LOCK_KEY",
     "append_locked",
     "fast_args",
     "fast_result",
@@ -35,6 +36,7 @@ __all__ = [
 LOCK_SESSION: Final = 0x65767331  # "evs1"
 LOCK_ARTIFACT: Final = 0x65767332  # "evs2"
 LOCK_SHARED: Final = 0x65767333  # "evs3"
+LOCK_KEY: Final = 0x65767334  # "evs4": choosing a new session's key
 
 _HEAD_SQL = f"""
 SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},

@@ -19,6 +19,7 @@ from ._backend import SessionRecord
 from ._chain import sign_event, sign_head
 from ._exceptions import SessionNotFoundError
 from ._fork import ForkLink, ForkPlan
+from ._postgres_queries import free_key
 from ._sqlcommon import SEQ_BITS, seq_of_row_key
 
 __all__ = ["fork", "links"]
@@ -71,22 +72,23 @@ async def _copy_statements(conn: Any, *, signed: bool) -> dict[str, str]:
 
 
 async def fork(conn: Any, record: SessionRecord, plan: ForkPlan,
-               signing_key: bytes | None = None) -> None:
+               signing_key: bytes | None = None) -> str:
     """Write the fork ``record`` of ``plan`` (see ``Backend.fork_session``), signed with
     ``signing_key`` when there is one. Raises
     SessionNotFoundError for a missing (or shorter) origin, asyncpg's UniqueViolationError for
-    a taken id; the caller rolls the transaction back."""
+    a taken id; the caller rolls the transaction back. Returns the fork's key."""
     origin = plan.origin_session_id
     row = await conn.fetchrow(
         "SELECT session_key, (SELECT max(row_key) FROM evs_events WHERE row_key > "
         f"s.session_key << {SEQ_BITS} AND row_key < (s.session_key + 1) << {SEQ_BITS}) "
-        "FROM evs_sessions s WHERE session_id = $1 FOR SHARE",
+        ", given_id FROM evs_sessions s WHERE session_id = $1 FOR SHARE",
         origin,
     )
     if row is None or seq_of_row_key(row[1]) < plan.seq:
         raise SessionNotFoundError(origin)
     base = int(row[0]) << SEQ_BITS
-    sid = record.session_id
+    origin_given = row[2]  # session-scoped artifacts are kept under the id the app gave
+    sid = await free_key(conn, record.session_id)
     hashes = await conn.fetch(
         "SELECT seq, chain_hash FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
         "ORDER BY row_key", base, base | plan.seq) if signing_key is not None else None
@@ -95,9 +97,10 @@ async def fork(conn: Any, record: SessionRecord, plan: ForkPlan,
     head_signature = (None if signing_key is None or head_hash is None
                       else sign_head(signing_key, sid, plan.seq, head_hash))
     key = await conn.fetchval(
-        "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at, head_seq, "
-        "head_hash, head_signature) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING session_key",
-        sid, record.app_name, record.user_id, record.created_at, plan.seq, head_hash,
+        "INSERT INTO evs_sessions (session_id, given_id, app_name, user_id, created_at, "
+        "head_seq, head_hash, head_signature) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+        "RETURNING session_key",
+        sid, record.id, record.app_name, record.user_id, record.created_at, plan.seq, head_hash,
         head_signature,
     )
     copy = await _copy_statements(conn, signed=signing_key is not None)
@@ -109,13 +112,14 @@ async def fork(conn: Any, record: SessionRecord, plan: ForkPlan,
             [None if r[1] is None else sign_event(signing_key, sid, r[1]) for r in hashes])
     await conn.execute(copy["evs_snapshots"], sid, origin, plan.seq)
     for filename, newest in plan.artifacts.items():
-        await conn.execute(copy["evs_artifacts"], sid, record.app_name, record.user_id,
-                           origin, filename, newest)
+        await conn.execute(copy["evs_artifacts"], record.id, record.app_name, record.user_id,
+                           origin_given, filename, newest)
     await conn.execute(
         "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at) "
         "VALUES ($1, $2, $3, $4)",
         sid, origin, plan.seq, plan.forked_at,
     )
+    return sid
 
 
 async def links(conn: Any, session_id: str) -> list[ForkLink]:

@@ -1,9 +1,9 @@
 """The PostgreSQL backend's cold-path reads: coroutines of an asyncpg connection.
 
 What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, and the snapshots and event tails of many sessions in one query each
-(so that listing sessions with their state costs a fixed number of queries, not one per
-session).
+ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
+many sessions in one query each (so that listing sessions with their state costs a fixed number
+of queries, not one per session).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._backend import SessionRecord, StoredEvent
+from ._backend import SessionRecord, StoredEvent, fresh_key
 from ._exceptions import SessionNotFoundError
+from ._postgres_append import LOCK_KEY, lock_key
 from ._sqlcommon import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
@@ -24,7 +25,15 @@ from ._sqlcommon import (
     stored_events,
 )
 
-__all__ = ["list_by_update", "list_newest", "load_snapshots", "read_many", "read_since"]
+__all__ = [
+    "find",
+    "free_key",
+    "list_by_update",
+    "list_newest",
+    "load_snapshots",
+    "read_many",
+    "read_since",
+]
 
 _E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
 
@@ -58,7 +67,7 @@ async def list_by_update(conn: Any, app_name: str, user_id: str | None) -> list[
     if user_id is not None:
         sql += " AND s.user_id = $2"
         params.append(user_id)
-    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.session_id"
+    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
     return [session_record(row) for row in await conn.fetch(sql, *params)]
 
 
@@ -81,7 +90,7 @@ async def list_newest(
         where.append(f"s.user_id = {bind(user_id)}")
     if id_contains:
         # ASCII letters only, as SQLite's lower(): the rule every backend follows.
-        where.append(f"strpos(translate(s.session_id, {bind(_UPPER)}, {bind(_LOWER)}), "
+        where.append(f"strpos(translate(s.given_id, {bind(_UPPER)}, {bind(_LOWER)}), "
                      f"translate({bind(id_contains)}, {bind(_UPPER)}, {bind(_LOWER)})) > 0")
     if updated_since is not None:
         where.append(f"{updated} >= {bind(updated_since)}")
@@ -125,3 +134,32 @@ async def read_many(conn: Any, after: Mapping[str, int]) -> dict[str, list[Store
     for row in rows:
         found[row[0]].append(stored_event(row[0], tuple(row)[1:]))
     return found
+
+
+async def free_key(conn: Any, wanted: str) -> str:
+    """The key a new session gets: ``wanted`` (the id its app gave) unless a session holds it,
+    else a fresh one (``Backend.create_session``). The transaction-scoped lock on ``wanted``
+    makes a concurrent creation of another session with that key wait for this transaction,
+    then see its row: two sessions never both pick ``wanted``."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_KEY, lock_key(wanted))
+    taken = await conn.fetchval("SELECT 1 FROM evs_sessions WHERE session_id = $1", wanted)
+    return wanted if taken is None else fresh_key()
+
+
+async def find(conn: Any, given_id: str, app_name: str | None,
+               user_id: str | None) -> list[SessionRecord]:
+    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
+    given), ordered by app and user."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = $1"
+    )
+    params: list[Any] = [given_id]
+    if app_name is not None:
+        params.append(app_name)
+        sql += f" AND s.app_name = ${len(params)}"
+    if user_id is not None:
+        params.append(user_id)
+        sql += f" AND s.user_id = ${len(params)}"
+    sql += " ORDER BY s.app_name, s.user_id"
+    return [session_record(row) for row in await conn.fetch(sql, *params)]

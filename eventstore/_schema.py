@@ -68,10 +68,18 @@ class Session(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_evs_sessions_app_user", "app_name", "user_id", "session_id"),
         sa.Index("uq_evs_sessions_key", "session_key", unique=True),
+        # Given id first: it also finds a session by the given id alone (``evs show ID``).
+        sa.Index("uq_evs_sessions_given", "given_id", "app_name", "user_id", unique=True),
     )
 
     session_id: str = Field(sa_type=sa.String(255), primary_key=True)
-    """Session id, unique in the store."""
+    """The session's key, unique in the store, that its events, snapshots, caches and forks
+    name: the id the app gave, unless another app or user held it then (revision 0014)."""
+    given_id: str = Field(
+        sa_column=sa.Column("given_id", sa.String(255), nullable=False, server_default="")
+    )
+    """The id the app gave the session, unique per (app, user) (revision 0014); what the
+    store's API calls the session id."""
     session_key: int | None = Field(
         default=None,
         sa_column=sa.Column("session_key", _INTEGER_KEY, sa.Identity(), nullable=False),

@@ -51,7 +51,7 @@ ROW_COLUMNS = "seq, event_id, invocation_id, author, timestamp, schema_version, 
 
 SESSION_COLUMNS = (
     "s.session_id, s.app_name, s.user_id, s.created_at, e.seq, e.timestamp, s.head_seq, "
-    "s.head_hash, s.head_signature"
+    "s.head_hash, s.head_signature, s.given_id"
 )
 """A session row joined (``e``) to its newest event, in ``session_record``'s order."""
 
@@ -118,9 +118,10 @@ def shared_scope(user_id: str | None) -> str:
 def session_record(row: Sequence[Any]) -> SessionRecord:
     """Build a SessionRecord from a ``SESSION_COLUMNS`` row."""
     (session_id, app_name, user_id, created_at, seq, timestamp, head_seq, head_hash,
-     head_signature) = row
+     head_signature, given_id) = row
     return SessionRecord(
         session_id=session_id,
+        given_id=given_id,
         app_name=app_name,
         user_id=user_id,
         created_at=created_at,

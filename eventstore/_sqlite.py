@@ -331,40 +331,41 @@ class SQLiteBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
-    ) -> None:
-        sid = record.session_id
-        check_batch_ids(sid, initial)
+    ) -> str:
+        given = record.id
+        check_batch_ids(given, initial)
 
-        def job(conn: sqlite3.Connection) -> None:
+        def job(conn: sqlite3.Connection) -> str:
             if not initial and not artifacts:
-                create(conn)  # one statement: nothing to undo if it fails
-                return
+                return create(conn)  # one write: nothing to undo if it fails
             with savepoint(conn):
-                create(conn)
+                return create(conn)
 
-        def create(conn: sqlite3.Connection) -> None:
+        def create(conn: sqlite3.Connection) -> str:
+            sid = queries.free_key(conn, record.session_id)
             conn.execute(
-                "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, "
-                "created_at) VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 "
+                "INSERT INTO evs_sessions (session_id, given_id, session_key, app_name, "
+                "user_id, created_at) VALUES (?, ?, (SELECT coalesce(max(session_key), 0) + 1 "
                 "FROM evs_sessions), ?, ?, ?)",
-                (sid, record.app_name, record.user_id, record.created_at),
+                (sid, given, record.app_name, record.user_id, record.created_at),
             )
             if initial:
                 self._heads.clear()  # the events may move the app's position
                 insert(conn, sid, head(conn, sid), initial, self.signing_key)
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
-                       scope(sid if artifact.session_scoped else None), artifact.filename)
+                       scope(given if artifact.session_scoped else None), artifact.filename)
                 check_artifact_version(sid, artifact, artifacts_sql.save(
                     conn, key, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at))
+            return sid
 
-        await self._grouped(job, what=f"create session {sid!r}", session_id=sid)
+        return await self._grouped(job, what=f"create session {given!r}", session_id=given)
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> None:
-        await self._write(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                          what=f"fork session {plan.origin_session_id!r}",
-                          session_id=record.session_id)
+    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
+        return await self._write(lambda conn: forks.fork(conn, record, plan, self.signing_key),
+                                 what=f"fork session {plan.origin_session_id!r}",
+                                 session_id=record.id)
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._read(lambda conn: forks.links(conn, session_id),
@@ -389,6 +390,12 @@ class SQLiteBackend:
 
         return await self._read(job, what=f"read session {session_id!r}")
 
+    async def find_sessions(
+        self, given_id: str, *, app_name: str | None, user_id: str | None
+    ) -> list[SessionRecord]:
+        return await self._read(lambda conn: queries.find(conn, given_id, app_name, user_id),
+                                what=f"find session {given_id!r}")
+
     async def list_sessions(
         self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
     ) -> list[SessionRecord]:
@@ -411,14 +418,15 @@ class SQLiteBackend:
     async def delete_session(self, session_id: str) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
-                "SELECT app_name, user_id FROM evs_sessions WHERE session_id = ?", (session_id,)
+                "SELECT app_name, user_id, given_id FROM evs_sessions WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
             if row is None:
                 return False
             conn.execute(
                 "DELETE FROM evs_artifacts WHERE app_name = ? AND user_id = ? "
                 "AND session_scope = ?",
-                (row[0], row[1], session_id),
+                (row[0], row[1], row[2]),
             )
             # Events and snapshots go with the session (ON DELETE CASCADE); its shared-state
             # deltas leave the app's fold, so the app's shared snapshots go too.

@@ -19,6 +19,7 @@ from ._chain import sign_event, sign_head
 from ._exceptions import SessionNotFoundError
 from ._fork import ForkLink, ForkPlan
 from ._sqlcommon import SEQ_BITS, seq_of_row_key
+from ._sqlite_queries import free_key
 
 __all__ = ["fork", "links"]
 
@@ -26,7 +27,7 @@ _OVERRIDDEN = {
     # id: the copy's place in commit order (revision 0012), handed out by SQLite
     "evs_events": {"id": "NULL", "row_key": f"(:key << {SEQ_BITS}) | seq", "session_id": ":sid",
                    "shared_state": "0"},
-    "evs_artifacts": {"session_scope": ":sid"},
+    "evs_artifacts": {"session_scope": ":scope"},
     "evs_snapshots": {"session_id": ":sid"},
 }
 
@@ -43,36 +44,38 @@ def _copy_sql(conn: sqlite3.Connection, table: str, where: str, *, signed: bool 
 
 
 def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan,
-         signing_key: bytes | None = None) -> None:
+         signing_key: bytes | None = None) -> str:
     """Write the fork ``record`` of ``plan`` (see ``Backend.fork_session``), signed with
     ``signing_key`` when there is one. Raises
     SessionNotFoundError for a missing (or shorter) origin, sqlite3.IntegrityError for a
-    taken id; the caller's transaction is then rolled back."""
+    taken id; the caller's transaction is then rolled back. Returns the fork's key."""
     origin = plan.origin_session_id
     row = conn.execute(
         "SELECT session_key, (SELECT max(row_key) FROM evs_events WHERE row_key > "
         f"s.session_key << {SEQ_BITS} AND row_key < (s.session_key + 1) << {SEQ_BITS}) "
-        "FROM evs_sessions s WHERE session_id = ?",
+        ", given_id FROM evs_sessions s WHERE session_id = ?",
         (origin,),
     ).fetchone()
     if row is None or seq_of_row_key(row[1]) < plan.seq:
         raise SessionNotFoundError(origin)
     origin_key = int(row[0])
-    sid = record.session_id
+    sid = free_key(conn, record.session_id)
     high = (origin_key << SEQ_BITS) | plan.seq
     head_hash = conn.execute("SELECT chain_hash FROM evs_events WHERE row_key = ?",
                              (high,)).fetchone()[0]
     head_signature = (None if signing_key is None or head_hash is None
                       else sign_head(signing_key, sid, plan.seq, head_hash))
     key = int(conn.execute(
-        "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, created_at, "
-        "head_seq, head_hash, head_signature) "
-        "VALUES (?, (SELECT coalesce(max(session_key), 0) + 1 FROM evs_sessions), ?, ?, ?, "
+        "INSERT INTO evs_sessions (session_id, given_id, session_key, app_name, user_id, "
+        "created_at, head_seq, head_hash, head_signature) "
+        "VALUES (?, ?, (SELECT coalesce(max(session_key), 0) + 1 FROM evs_sessions), ?, ?, ?, "
         "?, ?, ?) RETURNING session_key",
-        (sid, record.app_name, record.user_id, record.created_at, plan.seq, head_hash,
+        (sid, record.id, record.app_name, record.user_id, record.created_at, plan.seq, head_hash,
          head_signature),
     ).fetchone()[0])
+    # Session-scoped artifacts are kept under the id the app gave (scoped by app and user).
     params = {"sid": sid, "key": key, "origin": origin, "seq": plan.seq,
+              "scope": record.id, "origin_scope": row[2],
               "low": origin_key << SEQ_BITS, "high": high}
     if signing_key is not None:
         key_bytes = signing_key
@@ -90,7 +93,7 @@ def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan,
                  params)
     artifacts_sql = _copy_sql(
         conn, "evs_artifacts",
-        "app_name = :app AND user_id = :user AND session_scope = :origin "
+        "app_name = :app AND user_id = :user AND session_scope = :origin_scope "
         "AND filename = :filename AND version <= :newest",
     )
     for filename, newest in plan.artifacts.items():
@@ -101,6 +104,7 @@ def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan,
         "VALUES (?, ?, ?, ?)",
         (sid, origin, plan.seq, plan.forked_at),
     )
+    return sid
 
 
 def links(conn: sqlite3.Connection, session_id: str) -> list[ForkLink]:

@@ -26,7 +26,7 @@ def translate(exc: Exception, *, url: str, what: str, session_id: str | None) ->
     """The one place sqlite3 errors become the store's errors."""
     message = str(exc)
     if isinstance(exc, sqlite3.IntegrityError) and session_id is not None:
-        if "evs_sessions.session_id" in message:
+        if "evs_sessions.session_id" in message or "evs_sessions.given_id" in message:
             return SessionExistsError(session_id)
         if "FOREIGN KEY" in message:
             return SessionNotFoundError(session_id)

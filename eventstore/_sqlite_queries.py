@@ -1,9 +1,9 @@
 """The SQLite backend's cold-path reads: plain functions of a connection, run on a driver thread.
 
 What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, and the snapshots and event tails of many sessions in one read each
-(so that listing sessions with their state costs a fixed number of queries, not one per
-session).
+ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
+many sessions in one read each (so that listing sessions with their state costs a fixed number
+of queries, not one per session).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._backend import SessionRecord, StoredEvent
+from ._backend import SessionRecord, StoredEvent, fresh_key
 from ._exceptions import SessionNotFoundError
 from ._sqlcommon import (
     EVENT_COLUMNS,
@@ -25,7 +25,15 @@ from ._sqlcommon import (
     stored_events,
 )
 
-__all__ = ["list_by_update", "list_newest", "load_snapshots", "read_many", "read_since"]
+__all__ = [
+    "find",
+    "free_key",
+    "list_by_update",
+    "list_newest",
+    "load_snapshots",
+    "read_many",
+    "read_since",
+]
 
 _CHUNK = 500
 """Ids per statement (well below SQLite's limit on bound parameters)."""
@@ -67,7 +75,7 @@ def list_by_update(
     if user_id is not None:
         sql += " AND s.user_id = ?"
         params += (user_id,)
-    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.session_id"
+    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
     return [session_record(row) for row in conn.execute(sql, params)]
 
 
@@ -88,7 +96,7 @@ def list_newest(
         params.append(user_id)
     if id_contains:
         # SQLite's lower() folds ASCII letters only: the rule every backend follows.
-        where.append("instr(lower(s.session_id), lower(?)) > 0")
+        where.append("instr(lower(s.given_id), lower(?)) > 0")
         params.append(id_contains)
     if updated_since is not None:
         where.append(f"{updated} >= ?")
@@ -140,3 +148,32 @@ def read_many(
         for row in rows:
             found[row[0]].append(stored_event(row[0], row[1:]))
     return found
+
+
+def free_key(conn: sqlite3.Connection, wanted: str) -> str:
+    """The key a new session gets: ``wanted`` (the id its app gave) unless a session holds it,
+    else a fresh one (``Backend.create_session``). Called inside the writing transaction, which
+    SQLite runs one at a time: no other writer takes the key in between."""
+    taken = conn.execute(
+        "SELECT 1 FROM evs_sessions WHERE session_id = ?", (wanted,)
+    ).fetchone()
+    return wanted if taken is None else fresh_key()
+
+
+def find(conn: sqlite3.Connection, given_id: str, app_name: str | None,
+         user_id: str | None) -> list[SessionRecord]:
+    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
+    given), ordered by app and user."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = ?"
+    )
+    params: tuple[Any, ...] = (given_id,)
+    if app_name is not None:
+        sql += " AND s.app_name = ?"
+        params += (app_name,)
+    if user_id is not None:
+        sql += " AND s.user_id = ?"
+        params += (user_id,)
+    sql += " ORDER BY s.app_name, s.user_id"
+    return [session_record(row) for row in conn.execute(sql, params)]

@@ -33,6 +33,7 @@ from ._codec import check_event, event_kind, with_seq
 from ._encode_fast import encode_plain
 from ._events import Event, EventActions
 from ._exceptions import (
+    AmbiguousSessionError,
     InvalidEventError,
     SessionNotFoundError,
     StoreClosedError,
@@ -56,9 +57,13 @@ __all__ = [
     "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
 ]
 
+_KEYS_KEPT = 8_192
+"""How many (app, user, id) -> key resolutions a store keeps (it starts over when full)."""
+
+
 def _info(record: SessionRecord) -> SessionInfo:
     return SessionInfo(
-        id=record.session_id,
+        id=record.id,
         app_name=record.app_name,
         user_id=record.user_id,
         created_at=record.created_at,
@@ -182,6 +187,9 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         self._folder = StateFolder(backend, snapshot_interval=snapshot_interval)
         self._closed = False
         self._write_refusal = write_refusal
+        self._keys: dict[tuple[str, str, str], str] = {}
+        """(app, user, id the app gave) -> the session's key, for sessions this store made or
+        found: a fully addressed call costs no lookup (see ``_key``)."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -352,11 +360,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             initial.append(new)
             stored.append(with_seq(event, len(stored) + 1))
         new_artifacts = [_new_artifact(a) for a in _artifact_batch(artifacts)]
-        await backend.create_session(
-            SessionRecord(session_id=sid, app_name=app_name, user_id=user_id, created_at=now),
+        key = await backend.create_session(
+            SessionRecord(session_id=sid, given_id=sid, app_name=app_name, user_id=user_id,
+                          created_at=now),
             initial,
             new_artifacts,
         )
+        self._remember(app_name, user_id, sid, key)
         return Session(
             id=sid,
             app_name=app_name,
@@ -364,21 +374,62 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             created_at=now,
             updated_at=stored[-1].timestamp if stored else now,
             version=len(stored),
-            state=await self.state(sid),
+            state=await self.state(sid, app_name=app_name, user_id=user_id),
             events=stored,
         )
+
+    # -- finding sessions ----------------------------------------------------------------------
+
+    def _remember(self, app_name: str, user_id: str, session_id: str, key: str) -> None:
+        if len(self._keys) >= _KEYS_KEPT:
+            self._keys.clear()
+        self._keys[(app_name, user_id, session_id)] = key
+
+    def _forget(self, key: str) -> None:
+        for address in [a for a, k in self._keys.items() if k == key]:
+            del self._keys[address]
 
     async def _record(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
     ) -> SessionRecord:
-        record = await self._open_backend().get_session(check_lookup(session_id))
-        if record is None:
-            raise SessionNotFoundError(session_id)
-        if app_name is not None and record.app_name != app_name:
-            raise SessionNotFoundError(session_id, detail=f"in app {app_name!r}.")
-        if user_id is not None and record.user_id != user_id:
-            raise SessionNotFoundError(session_id, detail=f"for user {user_id!r}.")
-        return record
+        """The record of the session the app gave ``session_id`` (of ``app_name``'s
+        ``user_id`` when given): SessionNotFoundError when there is none,
+        AmbiguousSessionError when several (app, user) hold the id and the call did not say
+        which."""
+        sid = check_lookup(session_id)
+        check_str(app_name, "app_name", optional=True)
+        check_str(user_id, "user_id", optional=True)
+        found = await self._open_backend().find_sessions(sid, app_name=app_name, user_id=user_id)
+        if len(found) == 1:
+            record = found[0]
+            self._remember(record.app_name, record.user_id, sid, record.session_id)
+            return record
+        if found:
+            raise AmbiguousSessionError(sid, [(r.app_name, r.user_id) for r in found])
+        detail = " ".join(part for part in (
+            f"in app {app_name!r}" if app_name is not None else "",
+            f"for user {user_id!r}" if user_id is not None else "") if part)
+        raise SessionNotFoundError(sid, detail=f"{detail}." if detail else "")
+
+    async def session_key(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> str:
+        """Return the key the session is stored under in the backend
+        (``SessionRecord.session_id``: the id the app gave unless another app or user held
+        that key when the session was made), for maintenance tools that read the backend
+        itself. Raises as ``get_session`` does."""
+        return await self._key(check_lookup(session_id), app_name, user_id)
+
+    async def _key(
+        self, session_id: str, app_name: str | None, user_id: str | None
+    ) -> str:
+        """The key of the session ``_record`` finds; a fully addressed session this store
+        made or found before costs no lookup."""
+        if app_name is not None and user_id is not None:
+            key = self._keys.get((app_name, user_id, session_id))
+            if key is not None:
+                return key
+        return (await self._record(session_id, app_name=app_name, user_id=user_id)).session_id
 
     async def get_session(
         self,
@@ -397,43 +448,44 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         it); they may be combined. Given ``app_name``/``user_id`` must match, else
         SessionNotFoundError.
         """
-        check_str(app_name, "app_name", optional=True)
-        check_str(user_id, "user_id", optional=True)
         last = check_seq_bound(last, "last", minimum=0)
         after = check_seq_bound(after, "after")
         if since is not None:
             since = check_number(since, "since", positive=False)
         record = await self._record(session_id, app_name=app_name, user_id=user_id)
+        key = record.session_id
         if since is not None:
             rows = await self._backend.read_since(
-                session_id, timestamp=since, upto=record.version, newest=last
+                key, timestamp=since, upto=record.version, newest=last
             )
             if after is not None:
                 rows = [r for r in rows if r.seq > after]
         elif last is not None:
             rows = await self._backend.read(
-                session_id, after=after, upto=record.version, backwards=True, limit=last
+                key, after=after, upto=record.version, backwards=True, limit=last
             )
             rows.reverse()
         else:
             rows = await self._backend.read(
-                session_id, after=after, upto=record.version, backwards=False, limit=None
+                key, after=after, upto=record.version, backwards=False, limit=None
             )
         return Session(
-            id=record.session_id,
+            id=record.id,
             app_name=record.app_name,
             user_id=record.user_id,
             created_at=record.created_at,
             updated_at=record.updated_at,
             version=record.version,
             state=await self._folder.state(record, at=record.version),
-            events=decode_all(in_seq_order(session_id, rows, after=after,
+            events=decode_all(in_seq_order(key, rows, after=after,
                                            upto=record.version)),
         )
 
-    async def session_info(self, session_id: str) -> SessionInfo:
+    async def session_info(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> SessionInfo:
         """Return the session's identity and summary without reading events."""
-        return _info(await self._record(session_id))
+        return _info(await self._record(session_id, app_name=app_name, user_id=user_id))
 
     async def list_sessions(
         self,
@@ -455,7 +507,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         )
         more = len(records) > limit
         page = [_info(r) for r in records[:limit]]
-        return SessionPage(sessions=page, next_cursor=page[-1].id if more else None)
+        # The cursor is the last session's key: pages are in key order (the given id's, but
+        # for a session whose id another user held when it was made).
+        return SessionPage(sessions=page,
+                           next_cursor=records[limit - 1].session_id if more else None)
 
     async def list_sessions_newest(
         self,
@@ -521,7 +576,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         states = await self._folder.states_at_head(records)
         return [
             Session(
-                id=r.session_id,
+                id=r.id,
                 app_name=r.app_name,
                 user_id=r.user_id,
                 created_at=r.created_at,
@@ -548,18 +603,31 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             state.update(await self._folder.shared_state(app_name, user_id))
         return state
 
-    async def delete_session(self, session_id: str) -> None:
+    async def delete_session(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> None:
         """Delete the session with its events, snapshots and session-scoped artifacts.
 
-        The only delete the store does. Raises SessionNotFoundError when there is no such session.
+        The only delete the store does. Raises SessionNotFoundError when there is no such
+        session (of the app's user, when given), AmbiguousSessionError when the id is held by
+        several (app, user) and they were not given.
         """
-        if not await self._writable_backend().delete_session(check_lookup(session_id)):
+        backend = self._writable_backend()
+        key = await self._key(check_lookup(session_id), app_name, user_id)
+        self._forget(key)
+        if not await backend.delete_session(key):
             raise SessionNotFoundError(session_id)
 
     # -- the log -------------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, events: Event | Iterable[Event], *, expected_version: int | None
+        self,
+        session_id: str,
+        events: Event | Iterable[Event],
+        *,
+        expected_version: int | None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> list[Event]:
         """Append events atomically after ``expected_version`` and return them with ``seq`` set.
 
@@ -567,10 +635,11 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         session); ``None`` appends at head without a check. ``temp:`` state keys are dropped.
         Re-appending events that are all stored with identical payloads returns them and writes
         nothing. Raises ConcurrencyError, DuplicateEventError, InvalidEventError or
-        SessionNotFoundError; after any error nothing was written.
+        SessionNotFoundError (AmbiguousSessionError: see ``get_session``); after any error
+        nothing was written.
         """
         backend = self._writable_backend()
-        check_lookup(session_id)
+        key = await self._key(check_lookup(session_id), app_name, user_id)
         batch = _event_batch(events, "append")
         if expected_version is not None and (
             not isinstance(expected_version, int)
@@ -582,9 +651,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
                 f"None, not {shown(expected_version)}."
             )
         prepared = [self._prepare(e) for e in batch]
-        stored = await backend.append(
-            session_id, [new for _, new in prepared], expected_version=expected_version
-        )
+        try:
+            stored = await backend.append(
+                key, [new for _, new in prepared], expected_version=expected_version
+            )
+        except SessionNotFoundError:
+            self._forget(key)  # deleted meanwhile (by another process, perhaps)
+            raise
         return [
             with_seq(event, row.seq)
             for (event, _), row in zip(prepared, stored, strict=True)
@@ -598,17 +671,33 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         upto: int | None = None,
         backwards: bool = False,
         limit: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> list[Event]:
         """Return events with ``after < seq <= upto``, oldest first, or newest first when
         ``backwards`` — at most ``limit`` of them, read in one page."""
+        self._open_backend()
+        key = await self._key(check_lookup(session_id), app_name, user_id)
+        return await self._read_key(key, after=after, upto=upto, backwards=backwards,
+                                    limit=limit)
+
+    async def _read_key(
+        self,
+        key: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """``read`` of the session stored under ``key``."""
         backend = self._open_backend()
-        sid = check_lookup(session_id)
         after = check_seq_bound(after, "after")
         upto = check_seq_bound(upto, "upto")
         backwards = check_bool(backwards, "backwards")
-        rows = await backend.read(sid, after=after, upto=upto, backwards=backwards,
+        rows = await backend.read(key, after=after, upto=upto, backwards=backwards,
                                   limit=check_seq_bound(limit, "limit", minimum=0))
-        return decode_all(in_seq_order(sid, rows, after=after, upto=upto, backwards=backwards))
+        return decode_all(in_seq_order(key, rows, after=after, upto=upto, backwards=backwards))
 
     async def iter_backwards(
         self,
@@ -617,6 +706,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         upto: int | None = None,
         page_size: int = 8,
         max_page_size: int = 512,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> AsyncIterator[Event]:
         """Yield events newest first, reading pages lazily, so a scan can stop early.
 
@@ -628,7 +719,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         cursor = check_seq_bound(upto, "upto")
         size = page_size
         while True:
-            page = await self.read(session_id, upto=cursor, backwards=True, limit=size)
+            page = await self.read(session_id, upto=cursor, backwards=True, limit=size,
+                                   app_name=app_name, user_id=user_id)
             for event in page:
                 yield event
             if len(page) < size:
@@ -644,7 +736,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         return self._backend.signing_key is not None
 
     async def untrusted(
-        self, session_id: str, *, after: int | None = None, upto: int | None = None
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> dict[int, SignatureProblem]:
         """Return ``seq -> problem`` for the events with ``after < seq <= upto`` whose
         signature under the store's key is missing (``unsigned``) or wrong
@@ -655,18 +753,26 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         key = backend.signing_key
         if key is None:
             return {}
-        sid = check_lookup(session_id)
+        sid = await self._key(check_lookup(session_id), app_name, user_id)
         rows = await backend.read(sid, after=check_seq_bound(after, "after"),
                                   upto=check_seq_bound(upto, "upto"), backwards=False,
                                   limit=None)
         return signature_problems(sid, rows, key)
 
-    async def version(self, session_id: str) -> int:
+    async def version(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> int:
         """Return the session's version: the ``seq`` of its newest event (0 when empty)."""
-        return (await self._record(session_id)).version
+        return (await self._record(session_id, app_name=app_name, user_id=user_id)).version
 
     async def subscribe(
-        self, session_id: str, *, after: int = 0, poll_interval: float = 1.0
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        poll_interval: float = 1.0,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the session's events after ``after`` and then new ones as they are appended.
 
@@ -675,9 +781,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         """
         cursor = check_seq_bound(after, "after") or 0
         check_number(poll_interval, "poll_interval")
+        key = await self._key(check_lookup(session_id), app_name, user_id)
         while True:
             try:
-                page = await self.read(session_id, after=cursor, limit=500)
+                page = await self._read_key(key, after=cursor, limit=500)
             except SessionNotFoundError:
                 return
             for event in page:
@@ -686,21 +793,28 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             if len(page) < 500:
                 try:
                     await self._open_backend().wait_for_events(
-                        session_id, after=cursor, max_wait=poll_interval
+                        key, after=cursor, max_wait=poll_interval
                     )
                 except SessionNotFoundError:
                     return  # deleted between the read and the wait
 
     # -- state ---------------------------------------------------------------------------------
 
-    async def state(self, session_id: str, *, at: int | None = None) -> dict[str, Any]:
+    async def state(
+        self,
+        session_id: str,
+        *,
+        at: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[str, Any]:
         """Return the merged state (session, ``user:``, ``app:`` keys) at head or at ``seq=at``.
 
         ``user:``/``app:`` keys are folded from every session of the user/app up to the global
         position of the event at ``at``, so state at a seq is what the session saw then.
         """
         check_int(at, "at", optional=True, minimum=-(1 << 63), maximum=1 << 63)
-        record = await self._record(session_id)
+        record = await self._record(session_id, app_name=app_name, user_id=user_id)
         if at is None:
             at = record.version
         elif not 0 <= at <= record.version:
@@ -709,12 +823,20 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             )
         return await self._folder.state(record, at=at)
 
-    async def session_state_fold(self, session_id: str, *, at: int | None = None) -> dict[str, Any]:
+    async def session_state_fold(
+        self,
+        session_id: str,
+        *,
+        at: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[str, Any]:
         """Return the session-scoped state at ``at`` by a full replay, ignoring snapshots.
 
         The reference the snapshots are checked against (``evs verify`` and the tests).
         """
-        rows = await self.read(session_id, upto=check_seq_bound(at, "at", minimum=0))
+        rows = await self.read(session_id, upto=check_seq_bound(at, "at", minimum=0),
+                               app_name=app_name, user_id=user_id)
         state: dict[str, Any] = {}
         for event in rows:
             apply_actions(state, event.actions, scope="session")
@@ -726,16 +848,27 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         how many were dropped."""
         return await self._open_backend().drop_snapshots()
 
-    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+    async def load_cache(
+        self, session_id: str, name: str, *, app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> tuple[int, bytes] | None:
         """Return ``(seq, data)`` of the session's cache ``name`` (see ``save_cache``), or None
         when there is none (or no such session).
 
         A cache is never a source of truth: the caller must check it still describes the log
         (e.g. the id of the event at ``seq``) and ignore it otherwise."""
-        check_lookup(session_id)
-        return await self._open_backend().load_cache(session_id, _check_cache_name(name))
+        backend = self._open_backend()
+        name = _check_cache_name(name)
+        try:
+            key = await self._key(check_lookup(session_id), app_name, user_id)
+        except SessionNotFoundError:
+            return None
+        return await backend.load_cache(key, name)
 
-    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        app_name: str | None = None, user_id: str | None = None,
+    ) -> None:
         """Keep ``data``, state its caller derived from the session's events ``1..seq``, as the
         session's cache ``name`` (replacing the previous one), for ``load_cache``.
 
@@ -743,9 +876,14 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         ``rebuild_snapshots`` (``evs db rebuild-snapshots``), not copied by ``fork``, not kept
         by a read-only store or for a session that does not exist. The log stays the only
         source of truth: the reader checks the cache against it."""
+        backend = self._open_backend()
         check_lookup(session_id)
         name = _check_cache_name(name)
         seq = check_int(seq, "seq", minimum=0, maximum=(1 << 31) - 1)
         if not isinstance(data, bytes):
             raise StoreUsageError(f"data must be bytes, not {type(data).__name__}.")
-        await self._open_backend().save_cache(session_id, name, seq, data)
+        try:
+            key = await self._key(session_id, app_name, user_id)
+        except SessionNotFoundError:
+            return
+        await backend.save_cache(key, name, seq, data)

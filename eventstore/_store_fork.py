@@ -6,6 +6,7 @@ and on ``ForkMethods.fork``; the copy itself is one backend transaction. Knows n
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 
@@ -54,7 +55,13 @@ class ForkMethods:
         raise NotImplementedError
 
     async def fork(
-        self, session_id: str, *, at: int, new_session_id: str | None = None
+        self,
+        session_id: str,
+        *,
+        at: int,
+        new_session_id: str | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> Session:
         """Create a new session whose log is session ``session_id``'s events ``1..at`` and
         return it (its state at head, its events).
@@ -78,15 +85,18 @@ class ForkMethods:
         seqs before and after where it may start. Everything is written in one transaction:
         a fork killed half way leaves nothing. The origin is never changed.
 
-        Raises SessionNotFoundError (no such origin), ForkPointError (``at`` is not in
-        ``1..head`` or is inside a step), SessionExistsError (``new_session_id`` is taken),
-        StoreUsageError (bad arguments); nothing is written when anything is raised.
+        Raises SessionNotFoundError (no such origin), AmbiguousSessionError (the origin's id
+        is held by several (app, user) and ``app_name``/``user_id`` do not pick one),
+        ForkPointError (``at`` is not in ``1..head`` or is inside a step), SessionExistsError
+        (the origin's user has a session ``new_session_id``), StoreUsageError (bad
+        arguments); nothing is written when anything is raised.
         """
         backend = self._writable_backend()
         at = check_int(at, "at", minimum=-(1 << 63), maximum=1 << 63)
         if new_session_id is not None:
             check_str(new_session_id, "new_session_id")
-        origin = await self._record(session_id)
+        origin = await self._record(session_id, app_name=app_name, user_id=user_id)
+        app, user, origin_key = origin.app_name, origin.user_id, origin.session_id
         head = origin.version
         if not 1 <= at <= head:
             span = f"has events 1..{head}" if head else "has no events"
@@ -96,10 +106,10 @@ class ForkMethods:
                 session_id=session_id, seq=at, reason="out_of_range",
             )
         new_id = new_session_id if new_session_id is not None else uuid.uuid4().hex
-        if await backend.get_session(new_id) is not None:
+        if await backend.find_sessions(new_id, app_name=app, user_id=user):
             raise SessionExistsError(new_id)
-        rows = await backend.read(session_id, after=None, upto=at, backwards=False, limit=None)
-        events = decode_all(in_seq_order(session_id, rows, upto=at))
+        rows = await backend.read(origin_key, after=None, upto=at, backwards=False, limit=None)
+        events = decode_all(in_seq_order(origin_key, rows, upto=at))
         scan, before = StepScan(), None
         for event in events[:-1]:
             scan.feed(event)
@@ -108,7 +118,7 @@ class ForkMethods:
         scan.feed(events[-1])
         open_calls = scan.open_calls()
         if open_calls:
-            after = await self._next_rest(backend, session_id, scan, at)
+            after = await self._next_rest(backend, origin_key, scan, at)
             raise ForkPointError(
                 f"Session {session_id!r} cannot be forked at seq {at}: it is inside a step "
                 f"({_where(open_calls)}); {_nearest(before, after)}.",
@@ -116,12 +126,12 @@ class ForkMethods:
             )
         now = time.time()
         await backend.fork_session(
-            SessionRecord(session_id=new_id, app_name=origin.app_name, user_id=origin.user_id,
+            SessionRecord(session_id=new_id, given_id=new_id, app_name=app, user_id=user,
                           created_at=now),
-            ForkPlan(origin_session_id=session_id, seq=at, artifacts=artifact_versions(events),
+            ForkPlan(origin_session_id=origin_key, seq=at, artifacts=artifact_versions(events),
                      forked_at=now),
         )
-        record = await self._record(new_id)
+        record = await self._record(new_id, app_name=app, user_id=user)
         return Session(
             id=new_id,
             app_name=record.app_name,
@@ -134,14 +144,14 @@ class ForkMethods:
         )
 
     @staticmethod
-    async def _next_rest(backend: Backend, session_id: str, scan: StepScan,
+    async def _next_rest(backend: Backend, key: str, scan: StepScan,
                          at: int) -> int | None:
         """The first seq after ``at`` where the log is at rest (``scan`` has fed 1..at)."""
         cursor = at
         while True:
-            rows = await backend.read(session_id, after=cursor, upto=None, backwards=False,
+            rows = await backend.read(key, after=cursor, upto=None, backwards=False,
                                       limit=_PAGE)
-            for event in decode_all(in_seq_order(session_id, rows, after=cursor)):
+            for event in decode_all(in_seq_order(key, rows, after=cursor)):
                 scan.feed(event)
                 if scan.at_rest():
                     return event.seq
@@ -149,19 +159,41 @@ class ForkMethods:
                 return None
             cursor = rows[-1].seq
 
-    async def fork_links(self, session_id: str) -> SessionForks:
+    async def fork_links(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> SessionForks:
         """Return where the session was forked from (if it is a fork; ``origin_exists`` says
-        whether that session still exists) and the forks made of it, oldest first.
+        whether that session still exists) and the forks made of it, oldest first, each link
+        naming both sessions by the ids their app gave them, with their app and user.
 
-        Raises SessionNotFoundError when the session does not exist.
+        Raises SessionNotFoundError when the session does not exist, AmbiguousSessionError as
+        ``fork`` does.
         """
-        record = await self._record(session_id)
+        record = await self._record(session_id, app_name=app_name, user_id=user_id)
         backend = self._open_backend()
-        links: list[ForkLink] = await backend.fork_links(record.session_id)
-        origin = next((link for link in links if link.session_id == session_id), None)
+        key = record.session_id
+        links: list[ForkLink] = await backend.fork_links(key)
+        given: dict[str, str | None] = {key: record.id}
+
+        async def given_id(of: str) -> str | None:
+            if of not in given:
+                found = await backend.get_session(of)
+                given[of] = None if found is None else found.id
+            return given[of]
+
+        named = []
+        for link in links:
+            fork_id = await given_id(link.session_id)
+            origin_id = await given_id(link.origin_session_id)
+            named.append((link, dataclasses.replace(
+                link, session_id=fork_id or link.session_id,
+                origin_session_id=origin_id or link.origin_session_id,
+                app_name=record.app_name, user_id=record.user_id)))
+        origin = next((n for link, n in named if link.session_id == key), None)
         return SessionForks(
             origin=origin,
-            origin_exists=origin is not None
-            and await backend.get_session(origin.origin_session_id) is not None,
-            forks=[link for link in links if link.origin_session_id == session_id],
+            origin_exists=origin is not None and given[
+                next(link for link, _ in named if link.session_id == key).origin_session_id
+            ] is not None,
+            forks=[n for link, n in named if link.origin_session_id == key],
         )

@@ -27,6 +27,11 @@ class MappingReads:
     def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
         raise NotImplementedError
 
+    async def _key(  # pragma: no cover - EventStore defines it
+        self, session_id: str, app_name: str | None, user_id: str | None
+    ) -> str:
+        raise NotImplementedError
+
     async def read_mappings(
         self,
         session_id: str,
@@ -37,6 +42,8 @@ class MappingReads:
         limit: int | None = None,
         since: float | None = None,
         compact: bool = False,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """Like ``read``, but each event as the plain JSON mapping it is stored as (the fields
         of ``Event``, upcast to the current schema, ``seq`` set), without building Event
@@ -50,7 +57,7 @@ class MappingReads:
         object (``compact``: not a stored payload of schema version 2)."""
         return await self._mappings(session_id, None, after=after, upto=upto,
                                     backwards=backwards, limit=limit, since=since,
-                                    compact=compact)
+                                    compact=compact, app_name=app_name, user_id=user_id)
 
     async def read_converted(
         self,
@@ -63,6 +70,8 @@ class MappingReads:
         limit: int | None = None,
         since: float | None = None,
         compact: bool = False,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> list[T]:
         """``read_mappings`` with ``convert`` applied to each mapping as it is decoded: the
         list holds what ``convert`` returned, in the same order. For adapters that turn events
@@ -75,7 +84,7 @@ class MappingReads:
             raise StoreUsageError(f"convert must be callable, not {convert!r}.")
         return await self._mappings(session_id, convert, after=after, upto=upto,
                                     backwards=backwards, limit=limit, since=since,
-                                    compact=compact)
+                                    compact=compact, app_name=app_name, user_id=user_id)
 
     async def _mappings(
         self,
@@ -88,9 +97,11 @@ class MappingReads:
         limit: int | None,
         since: float | None,
         compact: bool,
+        app_name: str | None,
+        user_id: str | None,
     ) -> list[Any]:
         backend = self._open_backend()
-        check_lookup(session_id)
+        session_id = await self._key(check_lookup(session_id), app_name, user_id)
         after = check_seq_bound(after, "after")
         upto = check_seq_bound(upto, "upto")
         backwards = check_bool(backwards, "backwards")

@@ -201,15 +201,18 @@ class AgentTool:
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | None:
         """Run (or continue) the child; return its result, or ``None`` while it is paused."""
         request = self._request_text(args)
-        parent = await self.store.session_info(ctx.session_id)
+        parent = await self.store.session_info(ctx.session_id, app_name=ctx.app_name,
+                                               user_id=ctx.user_id)
+        # The child lives in the parent's app and user, and is always addressed by both.
+        app, user = parent.app_name, parent.user_id
         child = child_session_id(ctx.session_id, ctx.function_call_id)
-        started = await self._start(ctx, child, parent.app_name, parent.user_id, request)
+        started = await self._start(ctx, child, app, user, request)
         forward = self._forwarder(ctx, child)
         if forward is not None:
             for event in started:
                 if PARENT_LINK_KEY not in event.custom_metadata:
                     forward(event)  # the child's request: the first event of its run
-        events = await self.store.read(child)
+        events = await self.store.read(child, app_name=app, user_id=user)
         done = _finished(events, self.agent.name)
         if done is not None:
             return self._result(ctx, done)
@@ -220,7 +223,8 @@ class AgentTool:
             resume_planner=ReplayResumePlanner(),
         )
         await self._drive(runner, child, parent.user_id, ctx)
-        done = _finished(await self.store.read(child), self.agent.name)
+        done = _finished(await self.store.read(child, app_name=app, user_id=user),
+                         self.agent.name)
         # Any other ending (a confirmation, a long-running call, a call in doubt, the step
         # limit) is a pause of the child: the parent call stays open until it completes.
         return None if done is None else self._result(ctx, done)
@@ -238,8 +242,8 @@ class AgentTool:
                 state=_shared_state(ctx.state),
             )
         # The session may already hold its initial state event; the link goes right after it.
-        version = await self.store.version(child)
-        first = await self.store.read(child, limit=4)
+        version = await self.store.version(child, app_name=app_name, user_id=user_id)
+        first = await self.store.read(child, limit=4, app_name=app_name, user_id=user_id)
         if any(PARENT_LINK_KEY in e.custom_metadata for e in first):
             return []
         link = Event(
@@ -256,7 +260,8 @@ class AgentTool:
         message = Event(author="user", content=Content(role="user", parts=(Part(text=request),)))
         # ConcurrencyError: another run of this call started the child first; continue it.
         try:
-            return await self.store.append(child, [link, message], expected_version=version)
+            return await self.store.append(child, [link, message], expected_version=version,
+                                           app_name=app_name, user_id=user_id)
         except ConcurrencyError:
             return []
 

@@ -267,6 +267,8 @@ class ToolContext:
         tool_confirmation: ToolConfirmation | None = None,
         metadata: dict[str, Any] | None = None,
         event_sink: Callable[[Event], None] | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> None:
         self.function_call_id = function_call_id
         """Id of the call this context belongs to; ``""`` during preprocessing."""
@@ -276,6 +278,11 @@ class ToolContext:
         """Name of the agent running the tool."""
         self.session_id = session_id
         """Id of the session."""
+        self.app_name = app_name
+        """The session's app (with ``user_id`` it addresses the session: ids are unique per
+        app and user), or None when the context was made without one."""
+        self.user_id = user_id
+        """The session's user, or None (see ``app_name``)."""
         self.actions = actions if actions is not None else ToolActions()
         """The side effects of this call (mutable)."""
         self.state = StateView(state if state is not None else {}, self.actions)

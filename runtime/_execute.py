@@ -193,6 +193,8 @@ async def run_claimed(
             invocation_id=ctx.invocation_id,
             agent_name=ctx.agent.name,
             session_id=ctx.session_id,
+            app_name=ctx.app_name,
+            user_id=ctx.user_id,
             state=state,
             artifacts=ctx.artifacts,
             cancel_event=cancel_events[index],
@@ -360,7 +362,8 @@ async def _append_answers(
         except SessionConflictError:
             if attempt == _ANSWER_ATTEMPTS - 1:
                 raise
-            newer = await ctx.store.read(ctx.session_id, after=ctx.version)
+            newer = await ctx.store.read(ctx.session_id, after=ctx.version, app_name=ctx.app_name,
+                                         user_id=ctx.user_id)
             for event in newer:
                 answered.update(r.id for r in event.function_responses())
             # Move exactly to what was checked: an event newer than that conflicts again.

@@ -255,7 +255,8 @@ class InvocationContext:
         Raises ``SessionConflictError`` when the session is no longer at ``version``.
         """
         try:
-            stored = await self.store.append(self.session_id, events, expected_version=self.version)
+            stored = await self.store.append(self.session_id, events, expected_version=self.version,
+                                             app_name=self.app_name, user_id=self.user_id)
         except ConcurrencyError as exc:
             raise SessionConflictError(
                 session_id=self.session_id,
@@ -280,7 +281,8 @@ class InvocationContext:
     async def events(self) -> list[Event]:
         """Return the session's events up to ``version``, oldest first (read once, then cached)."""
         if self._cache is None:
-            self._cache = await self.store.read(self.session_id, upto=self.version)
+            self._cache = await self.store.read(self.session_id, upto=self.version,
+                                                app_name=self.app_name, user_id=self.user_id)
         return self._cache
 
     def events_newest_first(self) -> AsyncIterator[Event]:
@@ -291,7 +293,8 @@ class InvocationContext:
         """
         if self._cache is not None:
             return _newest_first(self._cache, len(self._cache))
-        return self.store.iter_backwards(self.session_id, upto=self.version)
+        return self.store.iter_backwards(self.session_id, upto=self.version,
+                                         app_name=self.app_name, user_id=self.user_id)
 
     async def refresh(self, *, upto: int | None = None) -> None:
         """Forget what was read and move ``version`` to ``upto`` (default: the session's head).
@@ -299,7 +302,8 @@ class InvocationContext:
         Used after a conflict; pass ``upto`` = the newest event the caller has checked so that a
         later append conflicts again if anything newer arrived meanwhile.
         """
-        self.version = upto if upto is not None else await self.store.version(self.session_id)
+        self.version = upto if upto is not None else await self.store.version(
+            self.session_id, app_name=self.app_name, user_id=self.user_id)
         self._cache = None
         self._readonly = None
         self._state = None
@@ -320,7 +324,8 @@ class InvocationContext:
         changed by *other* sessions during the invocation show up in the next invocation.
         """
         if self._state is None:
-            self._state = await self.store.state(self.session_id, at=self.version)
+            self._state = await self.store.state(self.session_id, at=self.version,
+                                                 app_name=self.app_name, user_id=self.user_id)
         return dict(self._state)
 
     async def readonly_context(self) -> ReadonlyContext:

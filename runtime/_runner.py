@@ -22,7 +22,6 @@ from eventstore import (
     EventStore,
     Part,
     Session,
-    SessionNotFoundError,
 )
 from runtime._agent import Agent
 from runtime._call_ids import PROVIDER_CALL_IDS_KEY, session_call_ids, unique_call_ids
@@ -191,11 +190,8 @@ class Runner:
         Raises ``SessionNotFoundError`` when the session does not exist or belongs to another app
         or user.
         """
-        info = await self.store.session_info(session_id)
-        if info.app_name != self.app_name or info.user_id != user_id:
-            raise SessionNotFoundError(
-                session_id, detail=f"for app {self.app_name!r} and user {user_id!r}."
-            )
+        info = await self.store.session_info(session_id, app_name=self.app_name,
+                                             user_id=user_id)
         return InvocationContext(
             store=self.store,
             session_id=session_id,

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.segment import Segment
 from typer.core import TyperCommand
 
-from .._exceptions import CorruptEventError, EventStoreError
+from .._exceptions import AmbiguousSessionError, CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
 from .._sqlcommon import sqlite_file
 from .._store import EventStore
@@ -36,11 +36,13 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
+    "AppOption",
     "CliError",
     "Command",
     "DbOption",
     "JsonOption",
     "Paged",
+    "UserOption",
     "console",
     "errors",
     "fail",
@@ -86,6 +88,12 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+AppOption = Annotated[str | None, typer.Option(
+    "--app", metavar="APP", help="The session's app (needed when several apps or users have a "
+    "session with this id).")]
+UserOption = Annotated[str | None, typer.Option(
+    "--user", metavar="USER", help="The session's user (needed when several apps or users "
+    "have a session with this id).")]
 
 T = TypeVar("T")
 
@@ -193,6 +201,12 @@ def errors() -> Iterator[None]:
         yield
     except CliError as exc:
         fail(str(exc), code=exc.code)
+    except AmbiguousSessionError as exc:
+        # A usage problem: the user names which one, as for a bad option (exit 2).
+        choices = "; ".join(f"--app {shlex.quote(app)} --user {shlex.quote(user)}"
+                            for app, user in exc.choices)
+        fail(f"Session id {exc.session_id!r} is held by {len(exc.choices)} sessions of "
+             f"different apps or users; pick one with: {choices}.", code=EXIT_USAGE)
     except CorruptEventError as exc:
         fail(f"{' '.join(str(exc).split())} The log is damaged: {prog()} verify "
              f"{shlex.quote(exc.session_id)} lists every problem.")

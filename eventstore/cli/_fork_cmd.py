@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from ._common import DEFAULT_DB, DbOption, JsonOption, open_existing, print_json, printable, run
+from ._common import (
+    DEFAULT_DB,
+    AppOption,
+    DbOption,
+    JsonOption,
+    UserOption,
+    open_existing,
+    print_json,
+    printable,
+    run,
+)
 
 __all__ = ["fork"]
 
@@ -20,6 +30,8 @@ def fork(
                                                help="The fork's id (generated when not "
                                                "given).")] = None,
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Fork a session at a seq: a new session (same app and user) whose log is the origin's
@@ -32,8 +44,10 @@ def fork(
 
     async def main() -> tuple[str, int, int]:
         async with await open_existing(db, read_only=False) as store:
-            made = await store.fork(session_id, at=at, new_session_id=new_id)
-            artifacts = sum(len(v) for v in (await store.list_artifacts(made.id)).values())
+            made = await store.fork(session_id, at=at, new_session_id=new_id, app_name=app,
+                                    user_id=user)
+            artifacts = sum(len(v) for v in (await store.list_artifacts(
+                made.id, app_name=made.app_name, user_id=made.user_id)).values())
             return made.id, made.version, artifacts
 
     fork_id, version, artifacts = run(main())

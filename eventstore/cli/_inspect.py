@@ -27,10 +27,12 @@ from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
     Paged,
+    UserOption,
     console,
     fail,
     open_existing,
@@ -186,6 +188,8 @@ def show(
                                              help="Only the newest N events.")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Print the stored JSON, one line per "
                                       "event.")] = False,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Show a session's history as a timeline: calls with their responses, confirmations,
@@ -197,10 +201,10 @@ def show(
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             if raw:
-                await store.session_info(session_id)
-                await _print_raw(store, session_id, since=since, last=last)
+                key = await store.session_key(session_id, app_name=app, user_id=user)
+                await _print_raw(store, key, since=since, last=last)
                 return
-            view = await load_show_view(store, session_id)
+            view = await load_show_view(store, session_id, app_name=app, user_id=user)
         if json:
             print_json(view.payload(since=since, last=last))
             return
@@ -337,18 +341,24 @@ class ShowView:
         }
 
 
-async def load_show_view(store: EventStore, session_id: str) -> ShowView:
-    """Read and check the whole log of ``session_id`` (pairing and checking need all of it,
-    even when only a window is shown). Raises SessionNotFoundError."""
-    info = await store.session_info(session_id)
-    rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
-                                    limit=None)
-    forks = await store.fork_links(session_id)
-    findings, events = check_log(session_id, rows, version=info.version, decode=store.decode,
-                                 head=await store.backend.get_session(session_id),
+async def load_show_view(
+    store: EventStore, session_id: str, *, app_name: str | None = None,
+    user_id: str | None = None,
+) -> ShowView:
+    """Read and check the whole log of ``session_id`` (of the app's user, when given: see
+    ``EventStore.get_session``; pairing and checking need all of it, even when only a window
+    is shown). Raises SessionNotFoundError, AmbiguousSessionError."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    app_name, user_id = info.app_name, info.user_id
+    key = await store.session_key(session_id, app_name=app_name, user_id=user_id)
+    rows = await store.backend.read(key, after=None, upto=None, backwards=False, limit=None)
+    forks = await store.fork_links(session_id, app_name=app_name, user_id=user_id)
+    findings, events = check_log(key, rows, version=info.version, decode=store.decode,
+                                 head=await store.backend.get_session(key),
                                  signing_key=store.backend.signing_key,
                                  copied_through=forks.origin.origin_seq if forks.origin else 0)
-    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
+    findings += check_artifacts(session_id, events, await store.list_artifacts(
+        session_id, app_name=app_name, user_id=user_id))
     return ShowView(
         info=info,
         rows=rows,
@@ -424,6 +434,8 @@ def state(
     db: DbOption = DEFAULT_DB,
     at: Annotated[int | None, typer.Option("--at", min=0, help="State after this seq "
                                            "(default: head).")] = None,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Show the session's state (session, user: and app: keys) with the seq that last set
@@ -431,9 +443,10 @@ def state(
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            values = await store.state(session_id, at=at)
-            info = await store.session_info(session_id)
-            origin = await _state_origins(store, session_id, at=at)
+            info = await store.session_info(session_id, app_name=app, user_id=user)
+            values = await store.state(session_id, at=at, app_name=info.app_name,
+                                       user_id=info.user_id)
+            origin = await _state_origins(store, info, at=at)
         upto = info.version if at is None else at
         rows = [
             {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
@@ -459,23 +472,26 @@ def state(
 
 
 async def _state_origins(
-    store: EventStore, session_id: str, *, at: int | None
+    store: EventStore, info: SessionInfo, *, at: int | None
 ) -> dict[str, dict[str, Any]]:
     """Return key -> {session_id, seq} of the event that last set each key (up to ``at``)."""
     origins: dict[str, dict[str, Any]] = {}
-    events = await store.read(session_id, upto=at)
+    session_id = info.id
+    stored_as = await store.session_key(session_id, app_name=info.app_name,
+                                        user_id=info.user_id)
+    events = await store.read(session_id, upto=at, app_name=info.app_name,
+                              user_id=info.user_id)
     for event in events:
         for key in session_part(event.actions.state_delta):
             origins[key] = {"session_id": session_id, "seq": event.seq}
         for key in session_part(dict.fromkeys(event.actions.state_deletions)):
             origins.pop(key, None)
-    info = await store.session_info(session_id)
     if at == 0 and info.version > 0:
         return origins
     backend = store.backend
     position = None
     if at is not None and at < info.version:
-        rows = await backend.read(session_id, after=None, upto=at, backwards=True, limit=1)
+        rows = await backend.read(stored_as, after=None, upto=at, backwards=True, limit=1)
         position = rows[0].position if rows else 0
     for user_id in (None, info.user_id):
         prefix = USER_PREFIX if user_id else APP_PREFIX
@@ -506,6 +522,8 @@ def tail(
                                                   help="Stop after this many seconds.")] = None,
     poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS",
                                         help="Seconds between polls.")] = 0.5,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Follow a session live, printing new events as they are appended.
@@ -514,11 +532,12 @@ def tail(
     if from_start and after is not None:
         fail("give --from-start or --after, not both.", code=2)
 
-    async def follow(store: EventStore, start: int, seen: list[Event]) -> int:
+    async def follow(store: EventStore, info: SessionInfo, start: int, seen: list[Event]) -> int:
         out = console()
         command = confirm_command(db, session_id)
         count = 0
-        async for event in store.subscribe(session_id, after=start, poll_interval=poll):
+        async for event in store.subscribe(session_id, after=start, poll_interval=poll,
+                                           app_name=info.app_name, user_id=info.user_id):
             seen.append(event)
             timeline = analyze(seen)
             if json:
@@ -532,7 +551,7 @@ def tail(
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            info = await store.session_info(session_id)
+            info = await store.session_info(session_id, app_name=app, user_id=user)
             start = 0 if from_start else info.version if after is None else after
             limits = []
             if max_events is not None:
@@ -543,10 +562,11 @@ def tail(
             typer.echo(printable(f"following {session_id} from seq {start + 1}; {ending}",
                                  newlines=False), err=True)
             # Earlier events are read for pairing calls with responses, not printed.
-            seen = await store.read(session_id, upto=start) if start else []
+            seen = await store.read(session_id, upto=start, app_name=info.app_name,
+                                    user_id=info.user_id) if start else []
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
-                    await follow(store, start, seen)
+                    await follow(store, info, start, seen)
 
     # Ctrl-C is not caught here: run_app turns it into "evs: interrupted." and status 130.
     run(main())

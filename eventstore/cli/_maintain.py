@@ -17,15 +17,17 @@ from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX
 from .._statefold import decode_all, in_seq_order, snapshot_state
-from .._store import EventStore
+from .._store import EventStore, SessionInfo
 from .._stored import STORED_SCHEMA_VERSION
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,
     EXIT_USAGE,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
     console,
     errors,
     fail,
@@ -86,25 +88,32 @@ async def _snapshots(
     return found, damaged
 
 
-async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
-    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+async def verify_session(
+    store: EventStore, session_id: str, *, app_name: str | None = None,
+    user_id: str | None = None,
+) -> list[Finding]:
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing);
+    ``app_name``/``user_id`` pick the session as ``EventStore.get_session`` does.
 
-    Raises SessionNotFoundError for an unknown session."""
-    version = await store.version(session_id)
-    rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
-                                    limit=None)
-    origin = (await store.fork_links(session_id)).origin
-    head = await store.backend.get_session(session_id)
-    findings, events = check_log(session_id, rows, version=version, decode=store.decode,
+    Raises SessionNotFoundError for an unknown session, AmbiguousSessionError."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    where = {"app_name": info.app_name, "user_id": info.user_id}
+    version = info.version
+    key = await store.session_key(session_id, **where)
+    rows = await store.backend.read(key, after=None, upto=None, backwards=False, limit=None)
+    origin = (await store.fork_links(session_id, **where)).origin
+    head = await store.backend.get_session(key)
+    findings, events = check_log(key, rows, version=version, decode=store.decode,
                                  head=head,
                                  signing_key=store.backend.signing_key,
                                  copied_through=origin.origin_seq if origin else 0)
     if head is not None:
-        findings += check_scope(session_id, head.app_name, head.user_id,
-                                await store.backend.scope_mismatches(session_id), rows)
-    snapshots, damaged = await _snapshots(store, session_id, version)
-    findings += damaged + check_snapshots(session_id, events, snapshots)
-    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
+        findings += check_scope(key, head.app_name, head.user_id,
+                                await store.backend.scope_mismatches(key), rows)
+    snapshots, damaged = await _snapshots(store, key, version)
+    findings += damaged + check_snapshots(key, events, snapshots)
+    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id,
+                                                                               **where))
     return findings
 
 
@@ -113,6 +122,8 @@ def verify(
                                                      "session).", show_default=False,
                                                      metavar="SESSION_ID")] = None,
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
@@ -124,9 +135,10 @@ def verify(
     async def main() -> tuple[int, list[Finding]]:
         async with await open_existing(db, read_only=True) as store:
             if session_id is not None:
-                size = await store.version(session_id)
+                size = await store.version(session_id, app_name=app, user_id=user)
                 with progress(f"Verifying {size} events", total=None, size=size):
-                    return 1, await verify_session(store, session_id)
+                    return 1, await verify_session(store, session_id, app_name=app,
+                                                   user_id=user)
             findings: list[Finding] = []
             checked = 0
             after: str | None = None
@@ -134,7 +146,9 @@ def verify(
                 while True:
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
-                        findings += await verify_session(store, info.id)
+                        findings += await verify_session(store, info.id,
+                                                         app_name=info.app_name,
+                                                         user_id=info.user_id)
                         checked += 1
                         tracker.advance()
                     if page.next_cursor is None:
@@ -165,11 +179,12 @@ length (only each event's chain hash and signature are kept, for the header)."""
 
 
 async def _export_artifacts(
-    store: EventStore, session_id: str, referenced: dict[str, int]
+    store: EventStore, info: SessionInfo, referenced: dict[str, int]
 ) -> list[ExportedArtifact]:
     """Every version of the session's own artifacts, and versions 0 up to the newest referred
     to (``referenced``: filename -> version) of the ``user:`` artifacts (see ``_exchange``)."""
-    stored = await store.list_artifacts(session_id)
+    session_id, where = info.id, {"app_name": info.app_name, "user_id": info.user_id}
+    stored = await store.list_artifacts(session_id, **where)
     wanted: dict[str, list[int]] = {}
     for filename, versions in stored.items():
         if not filename.startswith(USER_PREFIX):
@@ -180,19 +195,24 @@ async def _export_artifacts(
     found: list[ExportedArtifact] = []
     for filename, versions in sorted(wanted.items()):
         for version in versions:
-            artifact = await store.load_artifact(session_id, filename, version=version)
+            artifact = await store.load_artifact(session_id, filename, version=version,
+                                                 app_name=info.app_name, user_id=info.user_id)
             found.append(ExportedArtifact(filename=filename, version=artifact.version,
                                           mime_type=artifact.mime_type,
                                           created_at=artifact.created_at, data=artifact.data))
     return found
 
 
-async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> None:
-    """Write the export of ``session_id`` to ``sink``, reading the log a page at a time.
+async def _write_export(
+    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None
+) -> None:
+    """Write the export of ``session_id`` (of ``user_id`` when given) to ``sink``, reading the
+    log a page at a time. The header names the session's app, user and id.
 
     The header comes first but names every event's chain hash, so the event lines go to a
     temporary file while the log is read and follow the header once it is known."""
-    info = await store.session_info(session_id)
+    info = await store.session_info(session_id, user_id=user_id)
+    key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
     chain: list[tuple[bytes, bytes | None]] = []
     chained = True
     referenced: dict[str, int] = {}
@@ -202,11 +222,11 @@ async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> N
     ):
         after = 0
         while after < info.version:
-            rows = await store.backend.read(session_id, after=after, upto=info.version,
+            rows = await store.backend.read(key, after=after, upto=info.version,
                                             backwards=False, limit=EXPORT_PAGE)
             if not rows:
                 break
-            events = decode_all(in_seq_order(session_id, rows, after=after, upto=info.version))
+            events = decode_all(in_seq_order(key, rows, after=after, upto=info.version))
             for name, version in referenced_artifacts(events).items():
                 referenced[name] = max(version, referenced.get(name, version))
             # The chain is worth carrying only when an importer re-encoding the events gets
@@ -220,7 +240,7 @@ async def _write_export(store: EventStore, session_id: str, sink: BinaryIO) -> N
             await asyncio.to_thread(body.write, page)
             count += len(events)
             after = rows[-1].seq
-        artifacts = await _export_artifacts(store, session_id, referenced)
+        artifacts = await _export_artifacts(store, info, referenced)
         header = dump_header(app_name=info.app_name, user_id=info.user_id,
                              session_id=info.id, events=count, created_at=info.created_at,
                              artifacts=len(artifacts),
@@ -279,6 +299,9 @@ def export(
                                               help="otlp: only invocations active at or after "
                                               "this ISO date or date-time (UTC unless "
                                               "given).")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", metavar="USER", help="jsonl: the session's user (needed when several users "
+        "have a session with this id).")] = None,
 ) -> None:
     """Export a session as JSON Lines: a header line, one line per event, then one line per
     artifact version (bytes in base64) — lossless; evs import reads it back.
@@ -301,7 +324,7 @@ def export(
                                  since=cutoff)
             else:
                 assert session_id is not None
-                await _write_export(store, session_id, sink)
+                await _write_export(store, session_id, sink, user_id=user)
 
     if endpoint is not None:
 
@@ -349,6 +372,8 @@ def delete(
                                               metavar="SESSION_ID")],
     db: DbOption = DEFAULT_DB,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Delete a session: its events, snapshots and session artifacts (user: artifacts stay).
@@ -357,15 +382,16 @@ def delete(
 
     async def describe() -> str:
         async with await open_existing(db, read_only=True) as store:
-            info = await store.session_info(session_id)
-            artifacts = sum(len(v) for k, v in (await store.list_artifacts(session_id)).items()
+            info = await store.session_info(session_id, app_name=app, user_id=user)
+            artifacts = sum(len(v) for k, v in (await store.list_artifacts(
+                session_id, app_name=info.app_name, user_id=info.user_id)).items()
                             if not k.startswith(USER_PREFIX))
         return (f"session {info.id} (app {info.app_name}, user {info.user_id}, "
                 f"{info.version} events, {artifacts} artifact version(s))")
 
     async def main() -> None:
         async with await open_existing(db, read_only=False) as store:
-            await store.delete_session(session_id)
+            await store.delete_session(session_id, app_name=app, user_id=user)
 
     what = run(describe())
     if not yes:

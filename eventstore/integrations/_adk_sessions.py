@@ -2,9 +2,10 @@
 
 How ADK's promises map onto the store:
 
-- **Sessions** are store sessions with the same id, app and user (ids are unique in the whole
-  store, not per user). ``get_session`` returns None for a session of another app or user, as
-  for one that does not exist; ``delete_session`` of a missing session does nothing.
+- **Sessions** are store sessions with the same id, app and user, always addressed by all
+  three: ids are unique per app and user, as in ADK (two users may each have a ``default``).
+  ``get_session`` returns None for a session of another app or user, as for one that does not
+  exist; ``delete_session`` of a missing session does nothing.
 - **Staleness**: the session object remembers the store version it was read at (ADK's storage
   marker); ``append_event`` appends with ``expected_version`` = that version, so a stale object
   raises ADK's ``StaleSessionError`` (worded as ADK's database services word it) and nothing is
@@ -31,7 +32,6 @@ How ADK's promises map onto the store:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -55,6 +55,7 @@ from eventstore import (
     DuplicateEventError,
     Event,
     EventStore,
+    Session,
     SessionExistsError,
     SessionNotFoundError,
     StoreUsageError,
@@ -192,7 +193,7 @@ class EventStoreSessionService(BaseSessionService):
         version, updated = created.version, created.updated_at
         session = AdkSession(
             id=sid, app_name=app_name, user_id=user_id,
-            state=await store.state(sid), events=[], last_update_time=updated,
+            state=created.state, events=[], last_update_time=updated,
         )
         _set_marker(session, version)
         return session
@@ -218,7 +219,8 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            events = await self._events(store, sid, upto=found.version, since=since, last=last)
+            events = await self._events(store, found, upto=found.version, since=since,
+                                        last=last)
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
                 state=found.state, events=events, last_update_time=found.updated_at,
@@ -229,17 +231,20 @@ class EventStoreSessionService(BaseSessionService):
 
     @staticmethod
     async def _events(
-        store: EventStore, sid: str, *, upto: int, since: float | None, last: int | None
+        store: EventStore, session: AdkSession | Session, *, upto: int, since: float | None,
+        last: int | None,
     ) -> list[AdkEvent]:
         """The session's ADK events up to ``upto``: those at or after ``since``, the newest
         ``last`` of them, in ``order_ties`` order."""
         if last == 0:
             return []
+        sid, app, user = session.id, session.app_name, session.user_id
         # Built as they are decoded: one pass, no mapping of the whole log kept alive. For the
         # newest N one more is read: when it ties with the Nth, the tie run is read whole.
         built = [e for e in await store.read_converted(
             sid, adk_event_or_none, upto=upto, since=since, backwards=last is not None,
             limit=None if last is None else last + 1, compact=True,
+            app_name=app, user_id=user,
         ) if e is not None]
         if last is None:
             return order_ties(built)
@@ -247,7 +252,7 @@ class EventStoreSessionService(BaseSessionService):
             bound = built[last - 1].timestamp
             run = [e for e in await store.read_converted(
                 sid, adk_event_or_none, upto=upto, since=bound if since is None
-                else max(bound, since), compact=True,
+                else max(bound, since), compact=True, app_name=app, user_id=user,
             ) if e is not None]
             return order_ties(run)[-last:]
         built = built[:last]
@@ -257,7 +262,7 @@ class EventStoreSessionService(BaseSessionService):
     async def _is_current(self, store: EventStore, session: AdkSession, version: int) -> bool:
         """ADK's rule for a session object without a marker: it is current when its newest
         event is the store's newest (or both have none)."""
-        newest = await self._events(store, session.id, upto=version, since=None, last=1)
+        newest = await self._events(store, session, upto=version, since=None, last=1)
         if not session.events:
             return not newest
         return bool(newest) and newest[-1].id == session.events[-1].id
@@ -282,13 +287,10 @@ class EventStoreSessionService(BaseSessionService):
         store = await self._handle.get()
         for sid in dict.fromkeys((session_id, session_id.strip())):
             try:
-                info = await store.session_info(sid)
+                await store.delete_session(sid, app_name=app_name, user_id=user_id)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            if (info.app_name, info.user_id) == (app_name, user_id):
-                with contextlib.suppress(SessionNotFoundError):  # deleted meanwhile: done
-                    await store.delete_session(sid)
-                return
+            return
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -307,17 +309,21 @@ class EventStoreSessionService(BaseSessionService):
         try:
             if expected is None:
                 # A session object this service did not produce: ADK's rule for one.
-                info = await store.session_info(session.id)
+                info = await store.session_info(session.id, app_name=session.app_name,
+                                                user_id=session.user_id)
                 if info.updated_at > session.last_update_time and not await self._is_current(
                         store, session, info.version):
                     raise StaleSessionError(_stale(session.id, "a newer update"))
                 expected = info.version
+            app, user = session.app_name, session.user_id
             try:
                 [stored] = await store.append(session.id, from_adk_event(event),
-                                              expected_version=expected)
+                                              expected_version=expected, app_name=app,
+                                              user_id=user)
             except DuplicateEventError:
                 [stored] = await store.append(session.id, _under_own_id(event),
-                                              expected_version=expected)
+                                              expected_version=expected, app_name=app,
+                                              user_id=user)
         except ConcurrencyError as exc:
             raise StaleSessionError(_stale(session.id, f"version {exc.actual_version}")) \
                 from exc

@@ -344,7 +344,8 @@ class EventStoreSession:
         while True:
             try:
                 page = await store.read_mappings(self.session_id, upto=cursor, backwards=True,
-                                                 limit=size, compact=True)
+                                                 limit=size, compact=True,
+                                                 app_name=self._app_name, user_id=self._user_id)
             except SessionNotFoundError:
                 return []
             for event in page:
@@ -393,7 +394,8 @@ class EventStoreSession:
             return None
         try:
             newer = await store.read_mappings(self.session_id, after=cache.version - 1,
-                                              compact=True)
+                                              compact=True, app_name=self._app_name,
+                                              user_id=self._user_id)
         except SessionNotFoundError:
             newer = []
         if not newer or newer[0]["seq"] != cache.version or newer[0]["id"] != cache.event_id:
@@ -409,7 +411,8 @@ class EventStoreSession:
         the log. A read that folded many events saves the store's cache for the next one."""
         try:
             head = await store.read_mappings(self.session_id, backwards=True, limit=1,
-                                             compact=True)
+                                             compact=True, app_name=self._app_name,
+                                             user_id=self._user_id)
         except SessionNotFoundError:
             head = []
         if not head:
@@ -423,14 +426,16 @@ class EventStoreSession:
         if newest["seq"] - base >= _SAVE_AFTER:
             with contextlib.suppress(SessionNotFoundError):
                 await store.save_cache(self.session_id, CACHE_NAME, cache.version,
-                                       cache.to_bytes())
+                                       cache.to_bytes(), app_name=self._app_name,
+                                       user_id=self._user_id)
         self._cache = cache
         return cache
 
     async def _load_saved(self, store: EventStore, upto: int) -> _HeadCache | None:
         """The store's cache of the items, brought up to ``upto``, or None when there is none
         or it does not describe this log (its event is not the log's event at its seq)."""
-        saved = await store.load_cache(self.session_id, CACHE_NAME)
+        saved = await store.load_cache(self.session_id, CACHE_NAME, app_name=self._app_name,
+                                       user_id=self._user_id)
         if saved is None or not 0 < saved[0] <= upto:
             return None
         cache = _HeadCache.from_bytes(*saved)
@@ -438,7 +443,8 @@ class EventStoreSession:
             return None
         try:
             newer = await store.read_mappings(self.session_id, after=cache.version - 1,
-                                              upto=upto, compact=True)
+                                              upto=upto, compact=True,
+                                              app_name=self._app_name, user_id=self._user_id)
         except SessionNotFoundError:
             return None
         if not newer or newer[0]["seq"] != cache.version or newer[0]["id"] != cache.event_id:
@@ -457,7 +463,8 @@ class EventStoreSession:
         popped: set[Any] = set()
         missing = sum(wanted.values())
         try:
-            async for event in store.iter_backwards(self.session_id):
+            async for event in store.iter_backwards(self.session_id, app_name=self._app_name,
+                                                    user_id=self._user_id):
                 meaning = event.custom_metadata.get(METADATA_KEY)
                 if not isinstance(meaning, dict) or meaning.get("clear") is True:
                     if isinstance(meaning, dict):
@@ -534,13 +541,15 @@ class EventStoreSession:
 
     async def _append(self, store: EventStore, events: list[Event]) -> None:
         try:
-            await store.append(self.session_id, events, expected_version=None)
+            await store.append(self.session_id, events, expected_version=None,
+                               app_name=self._app_name, user_id=self._user_id)
         except SessionNotFoundError:
             # The first items (or the session was deleted): create it, then append.
             with contextlib.suppress(SessionExistsError):
                 await store.create_session(app_name=self._app_name, user_id=self._user_id,
                                            session_id=self.session_id)
-            await store.append(self.session_id, events, expected_version=None)
+            await store.append(self.session_id, events, expected_version=None,
+                               app_name=self._app_name, user_id=self._user_id)
 
     async def pop_item(self) -> Any | None:
         """Remove the newest item and return it (None when there is none): appends a pop event
@@ -551,7 +560,8 @@ class EventStoreSession:
     async def _pop_item(self, store: EventStore) -> Any | None:
         while True:
             try:
-                version = await store.version(self.session_id)
+                version = await store.version(self.session_id, app_name=self._app_name,
+                                              user_id=self._user_id)
             except SessionNotFoundError:
                 return None
             found = await self._scan(store, limit=1, upto=version)
@@ -562,7 +572,7 @@ class EventStoreSession:
                 await store.append(
                     self.session_id,
                     Event(author="user", custom_metadata={METADATA_KEY: {"pop": seq}}),
-                    expected_version=version,
+                    expected_version=version, app_name=self._app_name, user_id=self._user_id,
                 )
             except ConcurrencyError:
                 continue
@@ -577,7 +587,7 @@ class EventStoreSession:
             await store.append(
                 self.session_id,
                 Event(author="user", custom_metadata={METADATA_KEY: {"clear": True}}),
-                expected_version=None,
+                expected_version=None, app_name=self._app_name, user_id=self._user_id,
             )
         except SessionNotFoundError:
             return

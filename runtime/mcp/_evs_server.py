@@ -115,9 +115,9 @@ async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
     from eventstore.cli._inspect import _state_origins
 
     session_id, at = str(args["session_id"]), args.get("at")
-    values = await store.state(session_id, at=at)
     info = await store.session_info(session_id)
-    origin = await _state_origins(store, session_id, at=at)
+    values = await store.state(session_id, at=at, app_name=info.app_name, user_id=info.user_id)
+    origin = await _state_origins(store, info, at=at)
     rows = [
         {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
         for key, value in sorted(values.items())
@@ -150,7 +150,8 @@ async def _verify(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
         while True:
             page = await store.list_sessions(after=after, limit=500)
             for info in page.sessions:
-                findings += await verify_session(store, info.id)
+                findings += await verify_session(store, info.id, app_name=info.app_name,
+                                                 user_id=info.user_id)
                 checked += 1
             if page.next_cursor is None:
                 break

@@ -39,7 +39,8 @@ async def decide(
         return scan.result()
     # A keyed store names the events it cannot vouch for (an unkeyed one answers {} without
     # I/O); the scan is pure, so it is simply run again over the same events knowing them.
-    untrusted = await ctx.store.untrusted(ctx.session_id, after=min(seqs) - 1, upto=max(seqs))
+    untrusted = await ctx.store.untrusted(ctx.session_id, after=min(seqs) - 1, upto=max(seqs),
+                                          app_name=ctx.app_name, user_id=ctx.user_id)
     if not untrusted:
         return scan.result()
     return plan_resume(read, agent_name=ctx.agent.name, idempotent_tools=idempotent,

@@ -65,7 +65,7 @@ async def test_create_session_generates_distinct_ids(store: EventStore) -> None:
 async def test_create_session_duplicate_id_raises_and_keeps_original(store: EventStore) -> None:
     await store.create_session(app_name=APP, user_id=USER, session_id="dup", state={"k": 1})
     with pytest.raises(SessionExistsError) as info:
-        await store.create_session(app_name="other", user_id="bob", session_id="dup")
+        await store.create_session(app_name=APP, user_id=USER, session_id="dup", state={"k": 2})
     assert info.value.session_id == "dup"
     assert "dup" in str(info.value)
     session = await store.get_session("dup")

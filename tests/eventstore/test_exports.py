@@ -12,6 +12,7 @@ PUBLIC = {
     "MAX_JSON_DEPTH",
     "PARENT_LINK_KEY",
     "SCHEMA_VERSION",
+    "AmbiguousSessionError",
     "Artifact",
     "ArtifactConflictError",
     "ArtifactNotFoundError",
