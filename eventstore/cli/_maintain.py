@@ -15,6 +15,7 @@ import typer
 
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
+from .._scopes import APP_SCOPE
 from .._state import USER_PREFIX
 from .._statefold import decode_all, in_seq_order, snapshot_state
 from .._store import EventStore
@@ -48,6 +49,7 @@ from ._exchange import (
 from ._progress import LARGE, progress
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
 from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
+from ._verify_streams import StreamCheck
 
 __all__ = [
     "db_current",
@@ -86,8 +88,12 @@ async def _snapshots(
     return found, damaged
 
 
-async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
-    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+async def verify_session(store: EventStore, session_id: str,
+                         streams: StreamCheck | None = None) -> list[Finding]:
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing),
+    its events checked against the ``user:``/``app:`` stream entries of ``streams`` (read by
+    the caller, who checks the streams themselves once all sessions are done). Without
+    ``streams``, the session's own two streams are read and checked too.
 
     Raises SessionNotFoundError for an unknown session."""
     version = await store.version(session_id)
@@ -102,6 +108,15 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
     if head is not None:
         findings += check_scope(session_id, head.app_name, head.user_id,
                                 await store.backend.scope_mismatches(session_id), rows)
+        alone = streams is None
+        if streams is None:
+            streams = await StreamCheck.read(
+                store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
+        findings += streams.session(session_id, head.app_name, head.user_id, rows, events,
+                                    copied_through=origin.origin_seq if origin else 0)
+        if alone:
+            findings += streams.streams(signing_key=store.backend.signing_key,
+                                        checked_sessions={session_id})
     snapshots, damaged = await _snapshots(store, session_id, version)
     findings += damaged + check_snapshots(session_id, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
@@ -128,17 +143,20 @@ def verify(
                 with progress(f"Verifying {size} events", total=None, size=size):
                     return 1, await verify_session(store, session_id)
             findings: list[Finding] = []
-            checked = 0
+            checked: set[str] = set()
             after: str | None = None
+            streams = await StreamCheck.read(store.backend, None)
             with progress("Verifying sessions", total=None, size=LARGE) as tracker:
                 while True:
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
-                        findings += await verify_session(store, info.id)
-                        checked += 1
+                        findings += await verify_session(store, info.id, streams)
+                        checked.add(info.id)
                         tracker.advance()
                     if page.next_cursor is None:
-                        return checked, findings
+                        findings += streams.streams(signing_key=store.backend.signing_key,
+                                                    checked_sessions=checked)
+                        return len(checked), findings
                     after = page.next_cursor
 
     checked, findings = run(main())
