@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .._backend import StoredEvent
@@ -94,6 +95,14 @@ def check_stream(
         findings.append(Finding(session_id=at.session_id if at else label,
                                 seq=at.seq if at else None,
                                 code=_KINDS.get(broken.code, "stream_broken"), message=message))
+    ordered = sorted(entries, key=lambda e: e.stream_seq)
+    for before, after in pairwise(ordered):
+        if after.position <= before.position:
+            findings.append(_entry_finding(after, "stream_reordered", (
+                f"{where}, entry {after.stream_seq}: its event's position {after.position} is "
+                f"not after entry {before.stream_seq}'s ({before.position}): the stream "
+                "applies them out of the order they were made.")))
+            break
     if signing_key is None:
         return findings
     for e in entries:

@@ -21,8 +21,10 @@ event still exists, is signed, and holds the same delta for the same scope (else
 whose chain hash covers everything before it.
 
 ``evs_shared_snapshots`` is emptied both ways: its ``event_count`` now counts stream entries.
-The downgrade drops the two tables (the events still hold every delta, and revision 0013's
-fold of the existing sessions' events takes over again).
+Sessions deleted before this revision took their deltas with them (their events are gone):
+no stream can hold those. The downgrade drops the two tables; revision 0013's fold of the
+existing sessions' events takes over again, so the deltas of a session deleted since the
+upgrade leave the fold then.
 """
 
 from __future__ import annotations
