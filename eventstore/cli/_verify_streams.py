@@ -80,8 +80,9 @@ def check_stream(
     breaks, with its kind (``stream_edited``, ``stream_inserted``, ``stream_deleted``,
     ``stream_reordered``, ``stream_head_mismatch``, ``stream_broken``), and with
     ``signing_key`` each entry's signature (``stream_bad_signature``; ``stream_unsigned`` for
-    an entry without one unless ``vouched`` holds its ``(app, user, stream seq)``: an entry
-    migrated from before the streams whose signed origin event says the same) and the head's."""
+    an entry without one, unless a validly signed entry after it seals it or ``vouched`` holds
+    its ``(app, user, stream seq)``: an entry migrated from before the streams whose signed
+    origin event says the same) and the head's."""
     label = stream_label(app_name, user_id)
     where = _scope_words(app_name, user_id)
     findings: list[Finding] = []
@@ -105,22 +106,33 @@ def check_stream(
             break
     if signing_key is None:
         return findings
+    signed_ok = {e.stream_seq for e in entries if e.chain_hash is not None
+                 and e.signature is not None
+                 and sign_scope_entry(signing_key, app_name, user_id, e.chain_hash)
+                 == e.signature}
+    # A signed entry whose chain checks out up to it vouches for every entry before it: its
+    # signature covers its chain hash, which covers theirs (how migrated entries get sealed).
+    sealed = max((n for n in signed_ok if broken is None or n < broken.seq), default=0)
     for e in entries:
         if e.signature is None:
-            if (e.app_name, e.user_id, e.stream_seq) not in vouched:
+            if e.stream_seq > sealed and (e.app_name, e.user_id, e.stream_seq) not in vouched:
                 findings.append(_entry_finding(
                     e, "stream_unsigned", f"{where}, entry {e.stream_seq}, carries no signature "
                     "by this key and no signed event vouches for it: written behind the "
                     "store's back, or migrated from before the streams from a session that is "
                     "gone."))
-        elif e.chain_hash is None or sign_scope_entry(
-                signing_key, app_name, user_id, e.chain_hash) != e.signature:
+        elif e.stream_seq not in signed_ok:
             findings.append(_entry_finding(
                 e, "stream_bad_signature", f"{where}, entry {e.stream_seq}: its signature does "
                 "not match under this key: it was forged or changed."))
-    if head is not None and head.head_hash is not None and head.head_signature is not None \
-            and sign_scope_head(signing_key, app_name, user_id, head.head_seq,
-                                head.head_hash) != head.head_signature:
+    newest = ordered[-1] if ordered else None
+    if head is not None and head.head_hash is not None and (
+            (head.head_signature is not None and sign_scope_head(
+                signing_key, app_name, user_id, head.head_seq, head.head_hash)
+            != head.head_signature)
+            # Unsigned heads are migrated ones; a keyed append signs both head and entry.
+            or (head.head_signature is None and newest is not None
+            and newest.signature is not None)):
         findings.append(Finding(session_id=label, seq=None, code="stream_head_mismatch",
                                 message=f"{where}: its head record's signature does not match "
                                 "under this key: it was moved behind the store's back."))
