@@ -132,7 +132,8 @@ def verify(
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
     responses, confirmations that do not match their call, undecodable rows, stale snapshots,
-    artifact versions the log refers to that are not stored.
+    artifact versions the log refers to that are not stored, and the user:/app: state streams
+    (every stream with all sessions; the session's app and user streams with one).
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
