@@ -97,9 +97,10 @@ class StoredEvent:
     events of one app get distinct, increasing positions in commit order, never handed out
     twice; any event's position is at least that of every shared-state event of its app that
     committed before its append began, and below that of every one whose append began after it
-    committed. So the fold of the shared-state events up to an event's position never changes
-    (but by a deletion). The SQL backends number each app's shared-state events and give other
-    events the current number; the memory backend uses one counter for every event."""
+    committed. So the fold of the scopes' stream entries (which carry their event's position)
+    up to an event's position never changes. The SQL backends number each app's shared-state
+    events and give other events the current number; the memory backend uses one counter for
+    every event."""
     event_id: str
     """Event id, unique within the session."""
     kind: str
@@ -212,7 +213,8 @@ class Backend(Protocol):
     All methods are coroutines; none blocks the event loop. Errors are the store's own
     (``eventstore._exceptions``); a driver exception never escapes. The shared-state events of
     one app become visible in ``position`` order (no reader ever sees position ``p + 1`` before
-    ``p``), so a fold of them up to a position never changes later but by a deletion.
+    ``p``), each with its ``user:``/``app:`` stream entries in the same transaction
+    (``eventstore._scopes``), so a fold of a stream up to a position never changes later.
     """
 
     url: str

@@ -261,13 +261,13 @@ class StateFolder:
         snapshot = await backend.load_shared_snapshot(
             app_name=app_name, user_id=user_id, upto_position=upto
         )
-        base_position, base_count, state = (
-            (0, 0, {}) if snapshot is None
-            else (snapshot.position, snapshot.count,
+        # Keyed by its stream seq (``count``); found by the position of its newest entry.
+        base_count, state = (
+            (0, {}) if snapshot is None
+            else (snapshot.count,
                   snapshot_state(snapshot.state, session_id=session_id, seq=None,
                                  scope=f"user {user_id!r}" if user_id else f"app {app_name!r}"))
         )
-        del base_position  # the snapshot is keyed by its stream seq; the position found it
         entries = await backend.read_scope(
             app_name=app_name, user_id=user_id, after=base_count, upto_position=upto
         )

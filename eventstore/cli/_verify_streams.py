@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from .._backend import StoredEvent
+from .._backend import Backend, StoredEvent
 from .._chain import scope_digest, sign_scope_entry, sign_scope_head
 from .._chain_check import check_chain
 from .._events import Event
@@ -228,7 +228,8 @@ class StreamCheck:
         self.vouched: set[tuple[str, str, int]] = set()
 
     @classmethod
-    async def read(cls, backend: Any, scopes: Sequence[tuple[str, str]] | None) -> StreamCheck:
+    async def read(cls, backend: Backend,
+                   scopes: Sequence[tuple[str, str]] | None) -> StreamCheck:
         """Read the streams of ``scopes`` ``(app, user or APP_SCOPE)``, or every stream."""
         heads: list[ScopeHead] = await backend.scope_heads()
         wanted = ([(h.app_name, h.user_id) for h in heads] if scopes is None
