@@ -15,6 +15,7 @@ from uuid import uuid4
 
 from ._exceptions import ArtifactConflictError, DuplicateEventError
 from ._fork import ForkLink, ForkPlan
+from ._scopes import ScopeEntry, ScopeHead
 
 __all__ = [
     "ArtifactRecord",
@@ -23,6 +24,8 @@ __all__ = [
     "MemoryRow",
     "NewArtifact",
     "NewEvent",
+    "ScopeEntry",
+    "ScopeHead",
     "SessionRecord",
     "SharedSnapshot",
     "StoredEvent",
@@ -56,6 +59,11 @@ class NewEvent:
     """Payload schema version."""
     payload: bytes
     """The encoded event."""
+    app_delta: bytes | None = None
+    """The entry for the app's ``app:`` stream (``eventstore._scopes.scope_deltas``), or None
+    when the event touches no ``app:`` key."""
+    user_delta: bytes | None = None
+    """The entry for the user's ``user:`` stream, or None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,9 +99,10 @@ class StoredEvent:
     events of one app get distinct, increasing positions in commit order, never handed out
     twice; any event's position is at least that of every shared-state event of its app that
     committed before its append began, and below that of every one whose append began after it
-    committed. So the fold of the shared-state events up to an event's position never changes
-    (but by a deletion). The SQL backends number each app's shared-state events and give other
-    events the current number; the memory backend uses one counter for every event."""
+    committed. So the fold of the scopes' stream entries (which carry their event's position)
+    up to an event's position never changes. The SQL backends number each app's shared-state
+    events and give other events the current number; the memory backend uses one counter for
+    every event."""
     event_id: str
     """Event id, unique within the session."""
     kind: str
@@ -183,12 +192,13 @@ class ArtifactRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SharedSnapshot:
-    """A cache of the folded ``user:`` (or ``app:``) state of one scope at a global position."""
+    """A cache of the folded ``user:`` (or ``app:``) state of one scope: the fold of its
+    stream's entries ``1..count`` (``eventstore._scopes``)."""
 
     position: int
-    """The state is the fold of the scope's shared events with ``position <=`` this."""
+    """The app position of entry ``count`` (found by ``upto_position`` lookups)."""
     count: int
-    """How many shared events of the scope that fold covers (a deletion changes it)."""
+    """The stream seq of the newest entry the fold covers (entries never go away)."""
     state: bytes
     """The encoded state (orjson)."""
 
@@ -215,7 +225,8 @@ class Backend(Protocol):
     All methods are coroutines; none blocks the event loop. Errors are the store's own
     (``eventstore._exceptions``); a driver exception never escapes. The shared-state events of
     one app become visible in ``position`` order (no reader ever sees position ``p + 1`` before
-    ``p``), so a fold of them up to a position never changes later but by a deletion.
+    ``p``), each with its ``user:``/``app:`` stream entries in the same transaction
+    (``eventstore._scopes``), so a fold of a stream up to a position never changes later.
     """
 
     url: str
@@ -294,8 +305,8 @@ class Backend(Protocol):
         ...
 
     async def delete_session(self, session_id: str) -> bool:
-        """Delete the session, its events, snapshots and session-scoped artifacts, and the
-        shared-state snapshots of its app (its ``user:``/``app:`` deltas leave the fold).
+        """Delete the session, its events, snapshots and session-scoped artifacts. The
+        ``user:``/``app:`` stream entries its events made stay (they belong to their scope).
 
         Returns False when there was no such session.
         """
@@ -340,17 +351,16 @@ class Backend(Protocol):
         CorruptEventError for a row whose payload is not stored as bytes."""
         ...
 
-    async def read_shared(
-        self,
-        *,
-        app_name: str,
-        user_id: str | None,
-        upto_position: int | None,
-        after_position: int | None = None,
-    ) -> list[StoredEvent]:
-        """Return the events touching ``user:``/``app:`` state of the app's sessions (only the
-        given user's when ``user_id`` is set), with ``after_position < position <=
-        upto_position``, in position order."""
+    async def read_scope(
+        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
+    ) -> list[ScopeEntry]:
+        """Return the entries of a shared-state stream (the app's ``app:`` stream when
+        ``user_id`` is None, else the user's ``user:`` stream) with stream seq above ``after``
+        and ``position <= upto_position`` (None: every one), in stream order as stored."""
+        ...
+
+    async def scope_heads(self) -> list[ScopeHead]:
+        """Return the head record of every shared-state stream, ordered by app and user."""
         ...
 
     async def load_shared_snapshot(
@@ -363,12 +373,8 @@ class Backend(Protocol):
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
-        """Store a snapshot of the scope's shared state (a cache: may be dropped).
-
-        Saves nothing unless the scope still has exactly ``snapshot.count`` shared events with
-        ``position <= snapshot.position``: a session deleted since the fold was read would
-        otherwise leave its values in the cache.
-        """
+        """Store a snapshot of the scope's shared state (a cache: may be dropped). Stream
+        entries are never removed, so a snapshot stays right once saved."""
         ...
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
@@ -589,7 +595,8 @@ def check_batch_ids(session_id: str, events: Sequence[NewEvent]) -> None:
 
 
 def new_event(event_id: str, kind: str, invocation_id: str, author: str, timestamp: float,
-              shared_state: bool, schema_version: int, payload: bytes) -> NewEvent:
+              shared_state: bool, schema_version: int, payload: bytes,
+              app_delta: bytes | None = None, user_delta: bytes | None = None) -> NewEvent:
     """A ``NewEvent`` with these fields, filled in directly like ``written`` (every append
     builds one per event on the event loop's thread)."""
     new = _new_object(NewEvent)
@@ -601,6 +608,8 @@ def new_event(event_id: str, kind: str, invocation_id: str, author: str, timesta
     _put(new, "shared_state", shared_state)
     _put(new, "schema_version", schema_version)
     _put(new, "payload", payload)
+    _put(new, "app_delta", app_delta)
+    _put(new, "user_delta", user_delta)
     return new
 
 

@@ -24,6 +24,18 @@ this module computes.
 Keyed mode adds ``signature = HMAC-SHA256(key, frame(session_id) ‖ chain_hash)``: it binds the
 event to its session and its place in the chain, so someone without the key cannot write an
 event that checks out. A store re-signing a copy under a new session id uses ``sign_event``.
+
+Shared state (``user:`` keys of an app and user, ``app:`` keys of an app) is a stream of its own
+per scope (``ScopeEntry``), chained the same way with a digest that binds the scope::
+
+    digest     = sha256(SCOPE_TAG ‖ frame(app_name) ‖ frame(user_id, '' for app:)
+                        ‖ frame(session_id) ‖ frame(event_id) ‖ origin seq as 8 bytes
+                        ‖ position as 8 bytes ‖ frame(delta))
+    chain_hash = sha256(prev_chain_hash ‖ stream_seq as 8 bytes ‖ digest)
+
+so an entry moved to another scope, renumbered, or pointed at another origin event no longer
+links. Keyed mode signs each entry (``sign_scope_entry``) and the stream's head record
+(``sign_scope_head``), whose message frames the scope too.
 """
 
 from __future__ import annotations
@@ -38,14 +50,18 @@ from typing import Final, Protocol
 __all__ = [
     "FRAME_TAG",
     "GENESIS",
+    "SCOPE_TAG",
     "SIGNING_KEY_ENV",
     "Chained",
     "chain_hashes",
     "content_digest",
     "link",
     "resolve_signing_key",
+    "scope_digest",
     "sign_event",
     "sign_head",
+    "sign_scope_entry",
+    "sign_scope_head",
     "signature_ok",
 ]
 
@@ -54,6 +70,9 @@ GENESIS: Final = bytes(32)
 
 FRAME_TAG: Final = b"evs-chain-1\0"
 """Prefix of every content digest (names the framing, so a future one cannot collide)."""
+
+SCOPE_TAG: Final = b"evs-scope-1\0"
+"""Prefix of every shared-state stream entry's digest (apart from an event's ``FRAME_TAG``)."""
 
 SIGNING_KEY_ENV: Final = "EVS_SIGNING_KEY"
 """Environment variable holding the signing key when ``open_store`` is given none."""
@@ -107,6 +126,39 @@ def content_digest(event: Chained) -> bytes:
         _LENGTH.pack(len(payload)), payload,
     )))
     return digest.digest()
+
+
+def _text(value: str) -> bytes:
+    data = value.encode("utf-8", "surrogatepass")
+    return _LENGTH.pack(len(data)) + data
+
+
+def scope_digest(app_name: str, user_id: str, *, session_id: str, event_id: str, seq: int,
+                 position: int, delta: bytes) -> bytes:
+    """Return the sha256 digest of one shared-state stream entry (see the module docstring):
+    the scope ``(app_name, user_id)`` (``user_id`` ``''`` for ``app:`` keys), the event it came
+    from and the delta it carries. Raises ValueError for a string that is not valid text."""
+    return hashlib.sha256(b"".join((
+        SCOPE_TAG, _text(app_name), _text(user_id), _text(session_id), _text(event_id),
+        seq.to_bytes(8, "big", signed=True), position.to_bytes(8, "big", signed=True),
+        _LENGTH.pack(len(delta)), bytes(delta),
+    ))).digest()
+
+
+def sign_scope_entry(key: bytes, app_name: str, user_id: str, chain_hash: bytes) -> bytes:
+    """Return the signature of the stream entry with ``chain_hash`` in scope ``(app_name,
+    user_id)`` (HMAC-SHA256 under ``key``)."""
+    message = b"evs-scope-entry-1\0" + _text(app_name) + _text(user_id) + chain_hash
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def sign_scope_head(key: bytes, app_name: str, user_id: str, head_seq: int,
+                    head_hash: bytes) -> bytes:
+    """Return the signature of a stream's head record (its scope, ``head_seq``,
+    ``head_hash``)."""
+    message = (b"evs-scope-head-1\0" + _text(app_name) + _text(user_id)
+               + head_seq.to_bytes(8, "big") + head_hash)
+    return hmac.new(key, message, hashlib.sha256).digest()
 
 
 def link(prev: bytes, seq: int, digest: bytes) -> bytes:

@@ -25,15 +25,15 @@ rewritten, so it stays ``unsigned`` (README, "Tamper evidence").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from ._backend import SessionRecord, StoredEvent
 from ._chain import GENESIS, content_digest, link, sign_head, signature_ok
 
-__all__ = ["CHAIN_CODES", "ChainProblem", "SignatureProblem", "check_chain",
-           "signature_problems"]
+__all__ = ["CHAIN_CODES", "ChainProblem", "HeadRecord", "Linked", "SignatureProblem",
+           "check_chain", "signature_problems"]
 
 CHAIN_CODES: Final = (
     "chain_edited", "chain_inserted", "chain_deleted", "chain_reordered", "tail_removed",
@@ -57,24 +57,50 @@ class ChainProblem:
     """What is wrong, in one sentence."""
 
 
-def _seq(row: StoredEvent) -> int:
+def _seq(row: Linked) -> int:
     return row.seq
 
 
-def _digest(row: StoredEvent) -> bytes | None:
+def _digest(row: Any) -> bytes | None:
     try:
         return content_digest(row)
     except (ValueError, TypeError, AttributeError):
         return None  # a column a hand edit filled with something else
 
 
-def _links(prev: bytes, seq: int, row: StoredEvent, want: bytes | None) -> bool:
-    digest = _digest(row)
-    return want is not None and digest is not None and link(prev, seq, digest) == want
+Links = Callable[[bytes, int, Any, "bytes | None"], bool]
+"""``links(prev, seq, row, want)``: whether ``row`` placed at ``seq`` after ``prev`` hashes to
+``want``."""
 
 
-def _classify(rows: Sequence[StoredEvent], i: int, prev: bytes, before: bytes | None,
-              head: SessionRecord | None) -> ChainProblem:
+def _linker(digest: Callable[[Any], bytes | None]) -> Links:
+    def links(prev: bytes, seq: int, row: Any, want: bytes | None) -> bool:
+        found = digest(row)
+        return want is not None and found is not None and link(prev, seq, found) == want
+
+    return links
+
+
+class Linked(Protocol):
+    """What the chain check reads of a row: its place and its stored hash."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def chain_hash(self) -> bytes | None: ...
+
+
+class HeadRecord(Protocol):
+    """What the chain check reads of a head record (a session's, or a stream's)."""
+
+    @property
+    def head_seq(self) -> int | None: ...
+    @property
+    def head_hash(self) -> bytes | None: ...
+
+
+def _classify(rows: Sequence[Any], i: int, prev: bytes, before: bytes | None,
+              head: HeadRecord | None, _links: Links) -> ChainProblem:
     """Say how the chain breaks at ``rows[i]`` (``prev``: the hash it should follow;
     ``before``: the hash ``prev``'s row followed, None at the first row)."""
     row = rows[i]
@@ -132,14 +158,18 @@ def _classify(rows: Sequence[StoredEvent], i: int, prev: bytes, before: bytes | 
 
 
 def check_chain(
-    rows: Sequence[StoredEvent], *, head: SessionRecord | None = None,
+    rows: Sequence[Linked], *, head: HeadRecord | None = None,
     signing_key: bytes | None = None,
+    digest: Callable[[Any], bytes | None] = _digest,
 ) -> ChainProblem | None:
     """Return where the chain of one session's ``rows`` (as stored, in any order: they are
     checked in ``seq`` order) first breaks, or None when it checks out. ``head`` (the
     session's record with its head fields) also catches a removed or replaced tail; with
-    ``signing_key`` the head record's signature must check out too (a head moved back by
-    someone without the key)."""
+    ``signing_key`` (and a SessionRecord ``head``) the head record's signature must check out
+    too (a head moved back by someone without the key). ``digest`` gives a row's content
+    digest (None for a row it cannot read): another chain of the same shape (a shared-state
+    stream, ``eventstore._scopes``) is checked with its own."""
+    _links = _linker(digest)
     rows = sorted(rows, key=_seq)
     prev, before, expected = GENESIS, None, 1
     for i, row in enumerate(rows):
@@ -157,7 +187,7 @@ def check_chain(
                                 message=f"seq {row.seq} is stored twice: a row was inserted "
                                 "behind the store's back.")
         if not _links(prev, row.seq, row, row.chain_hash):
-            return _classify(rows, i, prev, before, head)
+            return _classify(rows, i, prev, before, head, _links)
         assert row.chain_hash is not None
         before, prev, expected = prev, row.chain_hash, expected + 1
     last = expected - 1
@@ -176,9 +206,9 @@ def check_chain(
         return ChainProblem(seq=last, code="head_mismatch",
                             message=f"the session's head record does not hold the hash of seq "
                             f"{last}.")
-    if signing_key is not None and last and (head.head_signature is None or head.head_signature
-                                             != sign_head(signing_key, head.session_id, last,
-                                                          prev)):
+    if signing_key is not None and last and isinstance(head, SessionRecord) and (
+            head.head_signature is None
+            or head.head_signature != sign_head(signing_key, head.session_id, last, prev)):
         return ChainProblem(seq=last, code="head_mismatch",
                             message="the session's head record is not signed by this key: it "
                             "was written behind the store's back, or before the store was "

@@ -18,6 +18,8 @@ from ._backend import (
     MemoryRow,
     NewArtifact,
     NewEvent,
+    ScopeEntry,
+    ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -37,6 +39,7 @@ from ._exceptions import (
 )
 from ._fork import ForkLink, ForkPlan
 from ._memorytext import words
+from ._scopes import APP_SCOPE, ScopeWriter
 
 __all__ = ["MemoryBackend"]
 
@@ -68,6 +71,8 @@ class MemoryBackend:
         self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
         self._positions = itertools.count(1)
         self._shared_snapshots: dict[tuple[str, str | None], dict[int, SharedSnapshot]] = {}
+        self._streams: dict[tuple[str, str], list[ScopeEntry]] = {}
+        self._stream_heads: dict[tuple[str, str], ScopeHead] = {}
         self._forks: dict[str, ForkLink] = {}
         """Fork session id -> its link (goes with the fork; outlives the origin)."""
         self._given: dict[str, dict[tuple[str, str], str]] = {}
@@ -249,8 +254,6 @@ class MemoryBackend:
         del owners[(record.app_name, record.user_id)]
         if not owners:
             del self._given[record.given_id]
-        for scope in [k for k in self._shared_snapshots if k[0] == record.app_name]:
-            del self._shared_snapshots[scope]
         for key in [k for k in self._artifacts if k[:3] == (record.app_name, record.user_id,
                                                              record.given_id)]:
             del self._artifacts[key]
@@ -261,8 +264,10 @@ class MemoryBackend:
         StoredEvent
     ]:
         stored_batch = []
-        sid = session.record.session_id
+        record = session.record
+        sid = record.session_id
         chain = session.events[-1].chain_hash if session.events else None
+        scopes = ScopeWriter(self._stream_head, self.signing_key)
         for offset, event in enumerate(events):
             seq = start + offset
             chain = link(chain or GENESIS, seq, content_digest(event))
@@ -271,13 +276,25 @@ class MemoryBackend:
                 signature=None if self.signing_key is None else sign_event(
                     self.signing_key, sid, chain),
             )
+            if event.shared_state:
+                scopes.add(record.app_name, record.user_id, session_id=sid, seq=seq,
+                           event_id=event.event_id, position=stored.position,
+                           app_delta=event.app_delta, user_delta=event.user_delta)
             session.events.append(stored)
             session.by_id[stored.event_id] = stored
             stored_batch.append(stored)
+        for entry in scopes.entries:
+            self._streams.setdefault((entry.app_name, entry.user_id), []).append(entry)
+        for head in scopes.heads():
+            self._stream_heads[(head.app_name, head.user_id)] = head
         if stored_batch:
             session.changed.set()
             session.changed = asyncio.Event()
         return stored_batch
+
+    def _stream_head(self, app_name: str, user_id: str) -> tuple[int, bytes | None]:
+        head = self._stream_heads.get((app_name, user_id))
+        return (0, None) if head is None else (head.head_seq, head.head_hash)
 
     async def append(
         self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
@@ -333,26 +350,19 @@ class MemoryBackend:
                         e.schema_version, e.payload))
         return out
 
-    async def read_shared(
-        self,
-        *,
-        app_name: str,
-        user_id: str | None,
-        upto_position: int | None,
-        after_position: int | None = None,
-    ) -> list[StoredEvent]:
-        """See ``Backend.read_shared``."""
+    async def read_scope(
+        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
+    ) -> list[ScopeEntry]:
+        """See ``Backend.read_scope``."""
         self._check_open()
-        low = after_position or 0
-        found = [
-            e
-            for s in self._sessions.values()
-            if s.record.app_name == app_name and (user_id is None or s.record.user_id == user_id)
-            for e in s.events
-            if e.shared_state and e.position > low
-            and (upto_position is None or e.position <= upto_position)
-        ]
-        return sorted(found, key=lambda e: e.position)
+        stream = self._streams.get((app_name, APP_SCOPE if user_id is None else user_id), [])
+        return [e for e in stream[max(after, 0):]
+                if upto_position is None or e.position <= upto_position]
+
+    async def scope_heads(self) -> list[ScopeHead]:
+        """See ``Backend.scope_heads``."""
+        self._check_open()
+        return [self._stream_heads[k] for k in sorted(self._stream_heads)]
 
     async def load_shared_snapshot(
         self, *, app_name: str, user_id: str | None, upto_position: int | None
@@ -368,13 +378,7 @@ class MemoryBackend:
     ) -> None:
         """See ``Backend.save_shared_snapshot``."""
         self._check_open()
-        covered = await self.read_shared(
-            app_name=app_name, user_id=user_id, upto_position=snapshot.position
-        )
-        if len(covered) == snapshot.count:
-            self._shared_snapshots.setdefault((app_name, user_id), {})[snapshot.position] = (
-                snapshot
-            )
+        self._shared_snapshots.setdefault((app_name, user_id), {})[snapshot.position] = snapshot
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
         """See ``Backend.load_snapshot``."""

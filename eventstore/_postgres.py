@@ -16,8 +16,9 @@
   by the app, numbers its shared-state events after the app's counter (``evs_app_positions``)
   and holds the lock until commit, so the app's shared-state events commit in position order and
   a snapshot of their fold at a position stays right. Other appends take the counter's committed
-  value without the lock. Deleting a session and saving a shared snapshot take the same lock
-  (see ``save_shared_snapshot``).
+  value without the lock. Under the same lock the append adds the events' ``app:``/``user:``
+  stream entries and moves the streams' heads (``eventstore._scopes``), so a stream's entries
+  are numbered and committed in order; deleting a session leaves them.
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
   wake-up, sent after the append committed (see ``_postgres_notify``: a notifying transaction would
   serialize every append's commit), coalesced under load; callers always re-read from their
@@ -46,6 +47,8 @@ from ._backend import (
     MemoryRow,
     NewArtifact,
     NewEvent,
+    ScopeEntry,
+    ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -70,7 +73,6 @@ from ._postgres_append import (
     fast_result,
     insert,
     lock_key,
-    lock_shared,
 )
 from ._postgres_group import AppendGroups
 from ._postgres_notify import CHANNEL, Notices
@@ -79,14 +81,19 @@ from ._sqlcommon import (
     MAX_POSITION,
     NEWEST_ROW_KEY,
     ROW_COLUMNS,
+    SCOPE_COLUMNS,
+    SCOPE_HEAD_COLUMNS,
     SESSION_COLUMNS,
     Wakeups,
     event_rows,
     row_key,
     scope,
+    scope_entries,
+    scope_heads,
     seq_bound,
     seq_of_row_key,
     session_record,
+    shared_scope,
     stored_events,
 )
 
@@ -111,6 +118,13 @@ _SCOPE_SQL = (
     "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
     "ON s.session_id = e.session_id WHERE e.session_id = $1 "
     "AND (e.app_name <> s.app_name OR e.user_id <> s.user_id) ORDER BY e.seq"
+)
+_STREAM_SQL = (
+    f"SELECT {SCOPE_COLUMNS} FROM evs_scope_entries WHERE app_name = $1 AND user_id = $2 "
+    "AND stream_seq > $3 AND position <= $4 ORDER BY stream_seq"
+)
+_STREAM_HEADS_SQL = (
+    f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
 )
 _SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
@@ -404,9 +418,7 @@ class PostgresBackend:
             )
             if app_name is None:
                 return False
-            # Its shared-state deltas leave the app's fold: drop the app's shared snapshots,
-            # under the lock that orders this against a snapshot being saved.
-            await lock_shared(conn, app_name)
+            # Its user:/app: stream entries stay: they belong to their scope.
             row = await conn.fetchrow(
                 "DELETE FROM evs_sessions WHERE session_id = $1 "
                 "RETURNING app_name, user_id, given_id",
@@ -414,7 +426,6 @@ class PostgresBackend:
             )
             if row is None:
                 return False
-            await conn.execute("DELETE FROM evs_shared_snapshots WHERE app_name = $1", app_name)
             await conn.execute(
                 "DELETE FROM evs_artifacts WHERE app_name = $1 AND user_id = $2 "
                 "AND session_scope = $3",
@@ -517,30 +528,22 @@ class PostgresBackend:
 
         return await self._run(job, what=f"read session {session_id!r}")
 
-    async def read_shared(
-        self,
-        *,
-        app_name: str,
-        user_id: str | None,
-        upto_position: int | None,
-        after_position: int | None = None,
-    ) -> list[StoredEvent]:
-        sql = (
-            f"SELECT session_id, {EVENT_COLUMNS} FROM evs_events WHERE app_name = $1 "
-            "AND shared_state AND position > $2 AND position <= $3"
-            + ("" if user_id is None else " AND user_id = $4")
-            + " ORDER BY position"
-        )
-        params: list[Any] = [app_name, after_position or 0,
-                             MAX_POSITION if upto_position is None else upto_position]
-        if user_id is not None:
-            params.append(user_id)
+    async def read_scope(
+        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
+    ) -> list[ScopeEntry]:
+        params = (app_name, shared_scope(user_id), after,
+                  MAX_POSITION if upto_position is None else upto_position)
 
-        async def job(conn: Any) -> list[StoredEvent]:
-            return [stored_events(row[0], [tuple(row)[1:]])[0]
-                    for row in await conn.fetch(sql, *params)]
+        async def job(conn: Any) -> list[ScopeEntry]:
+            return scope_entries(await conn.fetch(_STREAM_SQL, *params))
 
         return await self._run(job, what=f"read shared state of app {app_name!r}")
+
+    async def scope_heads(self) -> list[ScopeHead]:
+        async def job(conn: Any) -> list[ScopeHead]:
+            return scope_heads(await conn.fetch(_STREAM_HEADS_SQL))
+
+        return await self._run(job, what="read the shared-state streams' heads")
 
     # -- snapshots -----------------------------------------------------------------------------
 
@@ -576,14 +579,8 @@ class PostgresBackend:
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
-        async def job(conn: Any) -> None:
-            # Under the lock delete_session takes, and counted in a statement that starts after
-            # it: a session deleted since the fold was read changes the count.
-            await lock_shared(conn, app_name)
-            await snapshots.save_shared(conn, app_name, user_id, snapshot)
-
-        await self._run(job, what=f"save a shared-state snapshot of app {app_name!r}",
-                        write=True)
+        await self._run(lambda conn: snapshots.save_shared(conn, app_name, user_id, snapshot),
+                        what=f"save a shared-state snapshot of app {app_name!r}", write=True)
 
     # -- artifacts -----------------------------------------------------------------------------
 

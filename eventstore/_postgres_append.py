@@ -18,6 +18,7 @@ from typing import Any, Final
 from ._backend import NewEvent, StoredEvent, check_retry, written
 from ._chain import GENESIS, content_digest, link, sign_event, sign_head
 from ._exceptions import ConcurrencyError, SessionNotFoundError, TamperedLogError
+from ._scopes import APP_SCOPE, ScopeWriter
 from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, seq_of_row_key, stored_events
 
 __all__ = [
@@ -72,6 +73,24 @@ _SET_APP_POSITION_SQL = (
     "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"
 )
 
+_SCOPE_HEADS_SQL = (
+    "SELECT user_id, head_seq, head_hash FROM evs_scope_heads "
+    "WHERE app_name = $1 AND user_id = ANY($2::varchar[])"
+)
+_INSERT_ENTRIES_SQL = """
+INSERT INTO evs_scope_entries (app_name, user_id, stream_seq, position, session_id, seq,
+  event_id, delta, chain_hash, signature)
+SELECT * FROM unnest($1::varchar[], $2::varchar[], $3::bigint[], $4::bigint[], $5::varchar[],
+                     $6::int[], $7::varchar[], $8::bytea[], $9::bytea[], $10::bytea[])
+"""
+_SET_SCOPE_HEAD_SQL = (
+    "INSERT INTO evs_scope_heads (app_name, user_id, head_seq, head_hash, head_signature) "
+    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id) DO UPDATE SET "
+    "head_seq = excluded.head_seq, head_hash = excluded.head_hash, "
+    "head_signature = excluded.head_signature"
+)
+
+
 def lock_key(text: str) -> int:
     """The second key of an advisory lock on ``text`` (a session id, an app, artifact names)."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big",
@@ -100,9 +119,17 @@ async def insert(
     positions = []
     hashes: list[bytes] = []
     chain = GENESIS if prev is None else prev
+    scopes: ScopeWriter | None = None
+    if shared:  # under the app's lock: the streams' heads as committed
+        found = {row[0]: (int(row[1]), row[2]) for row in await conn.fetch(
+            _SCOPE_HEADS_SQL, app_name, [APP_SCOPE, user_id])}
+        scopes = ScopeWriter(lambda _app, user: found.get(user, (0, None)), signing_key)
     for seq, e in enumerate(events, start):
         if e.shared_state:
             clock += 1
+            assert scopes is not None
+            scopes.add(app_name, user_id, session_id=session_id, seq=seq, event_id=e.event_id,
+                       position=clock, app_delta=e.app_delta, user_delta=e.user_delta)
         positions.append(clock)
         chain = link(chain, seq, content_digest(e))
         hashes.append(chain)
@@ -122,6 +149,17 @@ async def insert(
                        else sign_head(signing_key, session_id, head_seq, chain))
     if shared:
         await conn.execute(_SET_APP_POSITION_SQL, app_name, clock)
+    if scopes is not None and scopes.entries:
+        entries = scopes.entries
+        await conn.execute(
+            _INSERT_ENTRIES_SQL, [e.app_name for e in entries], [e.user_id for e in entries],
+            [e.stream_seq for e in entries], [e.position for e in entries],
+            [e.session_id for e in entries], [e.seq for e in entries],
+            [e.event_id for e in entries], [e.delta for e in entries],
+            [e.chain_hash for e in entries], [e.signature for e in entries])
+        await conn.executemany(_SET_SCOPE_HEAD_SQL, [
+            (h.app_name, h.user_id, h.head_seq, h.head_hash, h.head_signature)
+            for h in scopes.heads()])
     return [
         written(session_id, e, seq=start + i, position=positions[i], chain_hash=hashes[i],
                 signature=signatures[i])

@@ -87,16 +87,8 @@ async def load_shared(
 async def save_shared(
     conn: Any, app_name: str, user_id: str | None, snapshot: SharedSnapshot
 ) -> None:
-    """Store the shared snapshot unless the scope's count of shared events up to its position
-    changed since the fold was read (a deleted session): then the fold is stale. The caller
-    holds the app's shared-state lock, which ``delete_session`` takes too."""
-    count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = $1 AND shared_state "
-                 "AND position <= $2" + ("" if user_id is None else " AND user_id = $3"))
-    count_params: list[Any] = [app_name, snapshot.position]
-    if user_id is not None:
-        count_params.append(user_id)
-    if await conn.fetchval(count_sql, *count_params) != snapshot.count:
-        return
+    """Store (or replace) the shared snapshot: the fold of its stream's entries
+    ``1..snapshot.count``, which are never removed."""
     await conn.execute(
         "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id, position) "

@@ -22,6 +22,8 @@ __all__ = [
     "AppPosition",
     "Artifact",
     "Event",
+    "ScopeEntry",
+    "ScopeHead",
     "Session",
     "SessionFork",
     "SharedSnapshot",
@@ -216,9 +218,60 @@ class Snapshot(SQLModel, table=True):
     """The encoded state (orjson)."""
 
 
+class ScopeEntry(SQLModel, table=True):
+    """One entry of a shared-state stream (revision 0015, ``eventstore._scopes``): the
+    ``app:`` stream of an app (``user_id`` ``''``) or the ``user:`` stream of one of its users.
+    Rows are never updated nor deleted; no foreign key names the origin session, whose
+    deletion leaves them."""
+
+    __tablename__ = "evs_scope_entries"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The scope's app."""
+    user_id: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The scope's user, or ``''`` for the app's ``app:`` stream."""
+    stream_seq: int = Field(
+        sa_column=sa.Column("stream_seq", sa.BigInteger(), primary_key=True, autoincrement=False)
+    )
+    """Place in the stream: 1, 2, 3 … with no gap."""
+    position: int = Field(sa_type=sa.BigInteger(), nullable=False)
+    """The origin event's app position (``evs_events.position``)."""
+    session_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The origin event's session (``evs_sessions.session_id``, which may be gone)."""
+    seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """The origin event's seq."""
+    event_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The origin event's id."""
+    delta: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The scope's part of the event's state changes (encoded JSON)."""
+    chain_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """sha256 chaining the entry to the stream's previous one (``eventstore._chain``)."""
+    signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of scope and ``chain_hash`` when a keyed store wrote it, else NULL."""
+
+
+class ScopeHead(SQLModel, table=True):
+    """The head record of a shared-state stream (revision 0015): its newest entry, so a
+    removed tail shows; a stream's appends take their stream seqs from it."""
+
+    __tablename__ = "evs_scope_heads"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The scope's app."""
+    user_id: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The scope's user, or ``''``."""
+    head_seq: int = Field(sa_type=sa.BigInteger(), nullable=False)
+    """The newest entry's stream seq."""
+    head_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The newest entry's chain hash."""
+    head_signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of scope, ``head_seq`` and ``head_hash`` when a keyed store wrote it."""
+
+
 class SharedSnapshot(SQLModel, table=True):
     """A cache of the ``app:`` state of an app (``user_id`` ``''``) or the ``user:`` state of
-    one of its users at a global ``position``; droppable and rebuilt from the log."""
+    one of its users: the fold of its stream's entries ``1..event_count`` (revision 0015);
+    droppable and rebuilt from the stream."""
 
     __tablename__ = "evs_shared_snapshots"
 
@@ -227,9 +280,9 @@ class SharedSnapshot(SQLModel, table=True):
     user_id: str = Field(sa_type=sa.String(255), primary_key=True)
     """The user whose ``user:`` state this is, or ``''`` for the app's ``app:`` state."""
     position: int = Field(sa_type=sa.BigInteger(), primary_key=True)
-    """The state is the fold of the scope's shared-state events with ``position <=`` this."""
+    """The app position of the newest entry the fold covers (found by position)."""
     event_count: int = Field(sa_type=sa.Integer(), nullable=False)
-    """How many shared-state events the fold covers (checked before saving, see the backends)."""
+    """How many entries of the stream the fold covers: the stream seq of the newest."""
     state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded state (orjson)."""
 

@@ -15,10 +15,13 @@ from typing import Any
 
 from ._backend import EventRow, SessionRecord, StoredEvent
 from ._exceptions import CorruptEventError, SessionNotFoundError
+from ._scopes import ScopeEntry, ScopeHead
 
 __all__ = [
     "EVENT_COLUMNS",
     "MAX_POSITION",
+    "SCOPE_COLUMNS",
+    "SCOPE_HEAD_COLUMNS",
     "MAX_SEQ",
     "NEWEST_ROW_KEY",
     "SEQ_BITS",
@@ -32,6 +35,8 @@ __all__ = [
     "seq_bound",
     "session_record",
     "row_key",
+    "scope_entries",
+    "scope_heads",
     "seq_of_row_key",
     "shared_scope",
     "sqlite_file",
@@ -159,6 +164,39 @@ def stored_event(session_id: str, row: Sequence[Any]) -> StoredEvent:
             f"its payload is stored as {stored_type(payload)}, not as bytes"
         ),
     )
+
+
+SCOPE_COLUMNS = (
+    "app_name, user_id, stream_seq, position, session_id, seq, event_id, delta, chain_hash, "
+    "signature"
+)
+"""The columns of ``evs_scope_entries`` both backends select, in ``scope_entries``' order."""
+
+SCOPE_HEAD_COLUMNS = "app_name, user_id, head_seq, head_hash, head_signature"
+"""The columns of ``evs_scope_heads`` both backends select, in ``scope_heads``' order."""
+
+
+def scope_entries(rows: Iterable[Sequence[Any]]) -> list[ScopeEntry]:
+    """Build ScopeEntries from ``SCOPE_COLUMNS`` rows (bytes columns a hand edit filled with
+    something else come back as ``payload_bytes`` makes them: the chain then names the row)."""
+    return [
+        ScopeEntry(app_name=app, user_id=user, stream_seq=int(stream_seq),
+                   position=int(position), session_id=sid, seq=int(seq), event_id=event_id,
+                   delta=payload_bytes(delta), chain_hash=_optional_bytes(chain_hash),
+                   signature=_optional_bytes(signature))
+        for (app, user, stream_seq, position, sid, seq, event_id, delta, chain_hash,
+             signature) in rows
+    ]
+
+
+def scope_heads(rows: Iterable[Sequence[Any]]) -> list[ScopeHead]:
+    """Build ScopeHeads from ``SCOPE_HEAD_COLUMNS`` rows."""
+    return [
+        ScopeHead(app_name=app, user_id=user, head_seq=int(head_seq),
+                  head_hash=_optional_bytes(head_hash),
+                  head_signature=_optional_bytes(head_signature))
+        for app, user, head_seq, head_hash, head_signature in rows
+    ]
 
 
 def stored_type(value: object) -> str:

@@ -50,8 +50,9 @@ Design (measured, see ``scripts/bench_store.py``):
   in ``evs_app_positions``, read and advanced inside the write transaction (every write holds
   the file's lock, so positions are handed out and committed in order); every other event takes
   the counter's current value. Deleting sessions never lowers the counter, so no position is
-  handed out twice. Deleting a session drops its app's shared snapshots in the same
-  transaction; a snapshot is saved only if the count of shared events it covers is unchanged.
+  handed out twice. Each shared-state event also appends its ``app:``/``user:`` stream entries
+  (``evs_scope_entries``, ``evs_scope_heads``: ``eventstore._scopes``) in the same
+  transaction; deleting a session leaves them, and the shared snapshots they fold into.
 - **Live tails.** ``wait_for_events`` wakes at once on this process's appends and polls the
   session's version so that appends by other processes are seen within ``POLL_INTERVAL``.
 """
@@ -76,6 +77,8 @@ from ._backend import (
     MemoryRow,
     NewArtifact,
     NewEvent,
+    ScopeEntry,
+    ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -94,12 +97,17 @@ from ._sqlcommon import (
     MAX_POSITION,
     NEWEST_ROW_KEY,
     ROW_COLUMNS,
+    SCOPE_COLUMNS,
+    SCOPE_HEAD_COLUMNS,
     SESSION_COLUMNS,
     Wakeups,
     event_rows,
     scope,
+    scope_entries,
+    scope_heads,
     seq_bound,
     session_record,
+    shared_scope,
     stored_events,
 )
 from ._sqlite_append import (
@@ -141,6 +149,13 @@ _READ_SQL = (
 )
 _READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
 _READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
+_STREAM_SQL: Final = (
+    f"SELECT {SCOPE_COLUMNS} FROM evs_scope_entries WHERE app_name = ? AND user_id = ? "
+    "AND stream_seq > ? AND position <= ? ORDER BY stream_seq"
+)
+_STREAM_HEADS_SQL: Final = (
+    f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
+)
 _ROWS_FORWARD_SQL = _READ_FORWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _ROWS_BACKWARD_SQL = _READ_BACKWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
@@ -428,10 +443,9 @@ class SQLiteBackend:
                 "AND session_scope = ?",
                 (row[0], row[1], row[2]),
             )
-            # Events and snapshots go with the session (ON DELETE CASCADE); its shared-state
-            # deltas leave the app's fold, so the app's shared snapshots go too.
+            # Events and snapshots go with the session (ON DELETE CASCADE); its user:/app:
+            # stream entries stay (they belong to their scope).
             conn.execute("DELETE FROM evs_sessions WHERE session_id = ?", (session_id,))
-            conn.execute("DELETE FROM evs_shared_snapshots WHERE app_name = ?", (row[0],))
             return True
 
         deleted = await self._write(job, what=f"delete session {session_id!r}")
@@ -506,29 +520,17 @@ class SQLiteBackend:
 
         return await self._read(job, what=f"read session {session_id!r}")
 
-    async def read_shared(
-        self,
-        *,
-        app_name: str,
-        user_id: str | None,
-        upto_position: int | None,
-        after_position: int | None = None,
-    ) -> list[StoredEvent]:
-        sql = (
-            "SELECT session_id, " + EVENT_COLUMNS + " FROM evs_events WHERE app_name = ? "
-            "AND shared_state AND position > ? AND position <= ?"
-            + ("" if user_id is None else " AND user_id = ?")
-            + " ORDER BY position"
-        )
-        upto = MAX_POSITION if upto_position is None else upto_position
-        params: tuple[Any, ...] = (app_name, after_position or 0, upto)
-        if user_id is not None:
-            params += (user_id,)
+    async def read_scope(
+        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
+    ) -> list[ScopeEntry]:
+        params = (app_name, shared_scope(user_id), after,
+                  MAX_POSITION if upto_position is None else upto_position)
+        return await self._read(lambda conn: scope_entries(conn.execute(_STREAM_SQL, params)),
+                                what=f"read shared state of app {app_name!r}")
 
-        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
-            return [stored_events(row[0], [row[1:]])[0] for row in conn.execute(sql, params)]
-
-        return await self._read(job, what=f"read shared state of app {app_name!r}")
+    async def scope_heads(self) -> list[ScopeHead]:
+        return await self._read(lambda conn: scope_heads(conn.execute(_STREAM_HEADS_SQL)),
+                                what="read the shared-state streams' heads")
 
     # -- snapshots -----------------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ from typing import Any, Final
 
 from ._backend import NewEvent, StoredEvent, check_retry, written
 from ._chain import GENESIS, content_digest, link, sign_event, sign_head
-from ._exceptions import ConcurrencyError, SessionNotFoundError, TamperedLogError
+from ._exceptions import ConcurrencyError, SessionNotFoundError, StorageError, TamperedLogError
+from ._scopes import ScopeWriter
 from ._sqlcommon import EVENT_COLUMNS, NEWEST_ROW_KEY, row_key, seq_of_row_key, stored_events
 from ._sqlite_group import Outcome, savepoint
 
@@ -68,6 +69,19 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 _WIDTH: Final = 16
 _ROWS_PER_INSERT: Final = 1_000
 """Rows per INSERT statement (16 parameters each, well under SQLite's 32,766)."""
+_SCOPE_HEAD_SQL = (
+    "SELECT head_seq, head_hash FROM evs_scope_heads WHERE app_name = ? AND user_id = ?"
+)
+_INSERT_ENTRY_SQL = (
+    "INSERT INTO evs_scope_entries (app_name, user_id, stream_seq, position, session_id, seq, "
+    "event_id, delta, chain_hash, signature) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SET_SCOPE_HEAD_SQL = (
+    "INSERT INTO evs_scope_heads (app_name, user_id, head_seq, head_hash, head_signature) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id) DO UPDATE SET "
+    "head_seq = excluded.head_seq, head_hash = excluded.head_hash, "
+    "head_signature = excluded.head_signature"
+)
 _BY_IDS_SQL = f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE session_id = ? AND event_id IN "
 
 
@@ -214,16 +228,48 @@ def _insert_rows(conn: sqlite3.Connection, params: list[Any]) -> None:
             conn.execute(_insert_sql(len(chunk) // _WIDTH), chunk)
 
 
+def scope_writer(conn: sqlite3.Connection, key: bytes | None) -> ScopeWriter:
+    """A ``ScopeWriter`` reading stream heads inside the caller's write transaction."""
+
+    def read_head(app_name: str, user_id: str) -> tuple[int, bytes | None]:
+        row = conn.execute(_SCOPE_HEAD_SQL, (app_name, user_id)).fetchone()
+        return (0, None) if row is None else (int(row[0]), row[1])
+
+    return ScopeWriter(read_head, key)
+
+
+def write_scopes(conn: sqlite3.Connection, scopes: ScopeWriter) -> None:
+    """Store the streams' new entries and heads (after the events that made them, in the same
+    transaction). Raises StorageError when a stream holds an entry beyond its head record (one
+    written behind the store's back): the caller's savepoint then takes back the events."""
+    try:
+        conn.executemany(_INSERT_ENTRY_SQL, [
+            (e.app_name, e.user_id, e.stream_seq, e.position, e.session_id, e.seq, e.event_id,
+             e.delta, e.chain_hash, e.signature) for e in scopes.entries])
+    except sqlite3.IntegrityError as exc:
+        raise StorageError(
+            "A user:/app: state stream holds an entry beyond its head record (written behind "
+            "the store's back); nothing was appended. `evs verify` names it.") from exc
+    conn.executemany(_SET_SCOPE_HEAD_SQL, [
+        (h.app_name, h.user_id, h.head_seq, h.head_hash, h.head_signature)
+        for h in scopes.heads()])
+
+
 def _rows(session_id: str, head: Head, events: Sequence[NewEvent], clock: int,
-          params: list[Any], key: bytes | None) -> tuple[list[StoredEvent], int]:
+          params: list[Any], key: bytes | None,
+          scopes: ScopeWriter) -> tuple[list[StoredEvent], int]:
     """Add the batch's rows at the head to ``params``, chained (and signed with ``key``) after
-    it, and move the head past them; return the envelopes and the app's position after it."""
+    it, and move the head past them; add the shared-state stream entries to ``scopes``; return
+    the envelopes and the app's position after it."""
     out = []
     chain = head.hash
     for offset, e in enumerate(events, 1):
         seq = head.version + offset
         if e.shared_state:
             clock += 1
+            scopes.add(head.app_name, head.user_id, session_id=session_id, seq=seq,
+                       event_id=e.event_id, position=clock, app_delta=e.app_delta,
+                       user_delta=e.user_delta)
         chain = link(chain, seq, content_digest(e))
         signature = None if key is None else sign_event(key, session_id, chain)
         params += (row_key(head.key, seq), clock, session_id, seq, e.event_id, e.kind,
@@ -258,8 +304,14 @@ def _insert(
 ) -> tuple[list[StoredEvent], int]:
     params: list[Any] = []
     clock = head.clock
-    out, clock = _rows(session_id, head, events, clock, params, key)
-    _insert_rows(conn, params)
+    scopes = scope_writer(conn, key)
+    out, clock = _rows(session_id, head, events, clock, params, key, scopes)
+    if scopes.entries:
+        with savepoint(conn):
+            _insert_rows(conn, params)
+            write_scopes(conn, scopes)
+    else:
+        _insert_rows(conn, params)
     conn.execute(_SET_HEAD_SQL, _head_params(session_id, head, key))
     if clock != head.clock:
         conn.execute(_SET_APP_POSITION_SQL, (head.app_name, clock))
@@ -350,6 +402,7 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest],
         moved: dict[str, tuple[Head, AppendRequest]] = {}
         params: list[Any] = []
         results: list[list[StoredEvent]] = []
+        scopes: ScopeWriter | None = None
         first = i
         while i < n:
             request = requests[i]
@@ -357,20 +410,29 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest],
             if current is None or request.expected_version not in (None, current.version) \
                     or not current.consistent:
                 break
+            if scopes is None:
+                scopes = scope_writer(conn, request.key)
+            elif scopes.key != request.key:
+                break  # a run's stream entries are signed with one key
             ids = taken.setdefault(request.session_id, set())
             if any(e.event_id in ids for e in request.events):
                 break
             ids.update(e.event_id for e in request.events)
             out, clocks[current.app_name] = _rows(
                 request.session_id, current, request.events, clocks[current.app_name], params,
-                request.key)
+                request.key, scopes)
             moved[request.session_id] = (current, request)
             results.append(out)
             i += 1
         if results:
             try:
-                _insert_rows(conn, params)
-            except sqlite3.IntegrityError:  # a stored id: nothing written; judge one by one
+                if scopes is not None and scopes.entries:
+                    with savepoint(conn):
+                        _insert_rows(conn, params)
+                        write_scopes(conn, scopes)
+                else:
+                    _insert_rows(conn, params)
+            except (sqlite3.IntegrityError, StorageError):  # nothing written: one by one
                 cache.clear()  # its heads were moved past rows that are not there
                 outcomes.extend(_alone(conn, r, cache) for r in requests[first:i])
             else:

@@ -8,7 +8,6 @@ state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''`
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from ._backend import SharedSnapshot
 from ._exceptions import CorruptSnapshotError, SessionNotFoundError
@@ -95,15 +94,8 @@ def load_shared(
 def save_shared(
     conn: sqlite3.Connection, app_name: str, user_id: str | None, snapshot: SharedSnapshot
 ) -> None:
-    """Store the shared snapshot unless the scope's count of shared events up to its position
-    changed since the fold was read (a deleted session): then the fold is stale."""
-    count_sql = ("SELECT count(*) FROM evs_events WHERE app_name = ? AND shared_state "
-                 "AND position <= ?" + ("" if user_id is None else " AND user_id = ?"))
-    count_params: tuple[Any, ...] = (app_name, snapshot.position)
-    if user_id is not None:
-        count_params += (user_id,)
-    if conn.execute(count_sql, count_params).fetchone()[0] != snapshot.count:
-        return
+    """Store (or replace) the shared snapshot: the fold of its stream's entries
+    ``1..snapshot.count``, which are never removed."""
     conn.execute(
         "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "

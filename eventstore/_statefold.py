@@ -3,8 +3,10 @@
 State is the fold of the stored state deltas (the rule is in ``eventstore._state``). Reading it
 from scratch replays the whole log, so the folder keeps snapshots — a cache the backend may drop —
 of each session's own state every ``snapshot_interval`` events, and of each ``user:``/``app:``
-scope every ``snapshot_interval`` shared-state events. A fold through snapshots always equals a
-full replay (``session_state_fold`` is the reference). Knows no SQL: it uses the Backend protocol.
+scope every ``snapshot_interval`` entries of its stream (``eventstore._scopes``: shared
+state is folded from the streams only, never from sessions' events). A fold through snapshots
+always equals a full replay (``session_state_fold`` is the reference). Knows no SQL: it uses
+the Backend protocol.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._gcpause import pause as pause_collector
 from ._gcpause import resume as resume_collector
-from ._state import Scope, apply_actions
+from ._scopes import apply_scope_delta
+from ._state import apply_actions
 from ._stored import (
     STORED_SCHEMA_VERSION,
     compact_fields,
@@ -206,6 +209,10 @@ def decode_mappings(
     return out
 
 
+def _scope_name(app_name: str, user_id: str | None) -> str:
+    return f"user:{user_id!r}" if user_id is not None else f"app:{app_name!r}"
+
+
 class StateFolder:
     """Folds a session's merged state (session, ``user:`` and ``app:`` keys) at a seq, reading
     and saving snapshots through ``backend``."""
@@ -249,30 +256,42 @@ class StateFolder:
     ) -> dict[str, Any]:
         """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
         folded up to global position ``upto``: the newest snapshot at or below it plus the
-        shared events after the snapshot."""
+        scope's stream entries after the snapshot."""
         backend = self._backend
         snapshot = await backend.load_shared_snapshot(
             app_name=app_name, user_id=user_id, upto_position=upto
         )
-        base_position, base_count, state = (
-            (0, 0, {}) if snapshot is None
-            else (snapshot.position, snapshot.count,
+        # Keyed by its stream seq (``count``); found by the position of its newest entry.
+        base_count, state = (
+            (0, {}) if snapshot is None
+            else (snapshot.count,
                   snapshot_state(snapshot.state, session_id=session_id, seq=None,
                                  scope=f"user {user_id!r}" if user_id else f"app {app_name!r}"))
         )
-        rows = await backend.read_shared(
-            app_name=app_name, user_id=user_id, after_position=base_position, upto_position=upto
+        entries = await backend.read_scope(
+            app_name=app_name, user_id=user_id, after=base_count, upto_position=upto
         )
-        scope: Scope = "user" if user_id is not None else "app"
-        for event in decode_all(rows):
-            apply_actions(state, event.actions, scope=scope)
-        if len(rows) >= self._snapshot_interval:
+        expected = base_count
+        for entry in entries:
+            expected += 1
+            if entry.stream_seq != expected:
+                raise CorruptEventError(entry.session_id, entry.seq, (
+                    f"the {_scope_name(app_name, user_id)} stream holds entry "
+                    f"{entry.stream_seq} where entry {expected} belongs: it was changed "
+                    "behind the store's back. `evs verify` names the damage."))
+            try:
+                apply_scope_delta(state, entry.delta)
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                raise CorruptEventError(entry.session_id, entry.seq, (
+                    f"its entry {entry.stream_seq} in the {_scope_name(app_name, user_id)} "
+                    f"stream cannot be decoded ({exc!r}).")) from exc
+        if len(entries) >= self._snapshot_interval:
             await backend.save_shared_snapshot(
                 app_name=app_name,
                 user_id=user_id,
                 snapshot=SharedSnapshot(
-                    position=rows[-1].position,
-                    count=base_count + len(rows),
+                    position=entries[-1].position,
+                    count=entries[-1].stream_seq,
                     state=orjson.dumps(state),
                 ),
             )

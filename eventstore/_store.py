@@ -39,6 +39,7 @@ from ._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from ._scopes import scope_deltas
 from ._session import Session, SessionInfo, SessionPage
 from ._state import TEMP_PREFIX, USER_PREFIX, apply_actions, touches_shared_keys
 from ._statefold import (
@@ -296,9 +297,11 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
                 raise InvalidEventError(
                     f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
                 ) from exc
+        shared = touches_shared_keys(event.actions)
+        app_delta, user_delta = scope_deltas(event.actions) if shared else (None, None)
         return event, new_event(event.id, event_kind(event), event.invocation_id, event.author,
-                                event.timestamp, touches_shared_keys(event.actions),
-                                STORED_SCHEMA_VERSION, payload)
+                                event.timestamp, shared, STORED_SCHEMA_VERSION, payload,
+                                app_delta, user_delta)
 
     @staticmethod
     def decode(stored: StoredEvent) -> Event:
@@ -592,8 +595,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
         """Return the app's ``app:`` state at head, plus the user's ``user:`` state when
         ``user_id`` is given (keys keep their prefixes), without naming a session.
 
-        The fold of the ``user:``/``app:`` deltas of the app's (user's) existing sessions; a
-        deleted session's deltas are no longer part of it.
+        The fold of the app's ``app:`` stream (and the user's ``user:`` stream): every delta
+        appended to the scope, whether or not the session that made it still exists.
         """
         check_str(app_name, "app_name")
         check_str(user_id, "user_id", optional=True)

@@ -23,7 +23,7 @@ from .._events import Event
 from .._exceptions import CorruptEventError, SessionNotFoundError
 from .._fork import SessionForks
 from .._links import child_session_id, parent_link
-from .._state import APP_PREFIX, USER_PREFIX, session_part
+from .._state import session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
@@ -494,17 +494,15 @@ async def _state_origins(
         rows = await backend.read(stored_as, after=None, upto=at, backwards=True, limit=1)
         position = rows[0].position if rows else 0
     for user_id in (None, info.user_id):
-        prefix = USER_PREFIX if user_id else APP_PREFIX
-        shared = await backend.read_shared(app_name=info.app_name, user_id=user_id,
+        entries = await backend.read_scope(app_name=info.app_name, user_id=user_id, after=0,
                                            upto_position=position)
-        for row in shared:
-            actions = store.decode(row).actions
-            for key in actions.state_delta:
-                if key.startswith(prefix):
-                    origins[key] = {"session_id": row.session_id, "seq": row.seq}
-            for key in actions.state_deletions:
-                if key.startswith(prefix):
-                    origins.pop(key, None)
+        for entry in entries:
+            # The state read before this decoded every entry (or failed naming the damage).
+            touched = orjson.loads(entry.delta)
+            for key in touched.get("sd", {}):
+                origins[key] = {"session_id": entry.session_id, "seq": entry.seq}
+            for key in touched.get("sx", ()):
+                origins.pop(key, None)
     return origins
 
 

@@ -15,6 +15,7 @@ import typer
 
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
+from .._scopes import APP_SCOPE
 from .._state import USER_PREFIX
 from .._statefold import decode_all, in_seq_order, snapshot_state
 from .._store import EventStore, SessionInfo
@@ -50,6 +51,7 @@ from ._exchange import (
 from ._progress import LARGE, progress
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
 from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
+from ._verify_streams import StreamCheck
 
 __all__ = [
     "db_current",
@@ -89,11 +91,14 @@ async def _snapshots(
 
 
 async def verify_session(
-    store: EventStore, session_id: str, *, app_name: str | None = None,
-    user_id: str | None = None,
+    store: EventStore, session_id: str, streams: StreamCheck | None = None, *,
+    app_name: str | None = None, user_id: str | None = None,
 ) -> list[Finding]:
-    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing);
-    ``app_name``/``user_id`` pick the session as ``EventStore.get_session`` does.
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing),
+    its events checked against the ``user:``/``app:`` stream entries of ``streams`` (read by
+    the caller, who checks the streams themselves once all sessions are done). Without
+    ``streams``, the session's own two streams are read and checked too. ``app_name``/
+    ``user_id`` pick the session as ``EventStore.get_session`` does.
 
     Raises SessionNotFoundError for an unknown session, AmbiguousSessionError."""
     info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
@@ -110,6 +115,15 @@ async def verify_session(
     if head is not None:
         findings += check_scope(key, head.app_name, head.user_id,
                                 await store.backend.scope_mismatches(key), rows)
+        alone = streams is None
+        if streams is None:
+            streams = await StreamCheck.read(
+                store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
+        findings += streams.session(key, head.app_name, head.user_id, rows, events,
+                                    copied_through=origin.origin_seq if origin else 0)
+        if alone:
+            findings += streams.streams(signing_key=store.backend.signing_key,
+                                        checked_sessions={key})
     snapshots, damaged = await _snapshots(store, key, version)
     findings += damaged + check_snapshots(key, events, snapshots)
     findings += check_artifacts(session_id, events, await store.list_artifacts(session_id,
@@ -128,7 +142,8 @@ def verify(
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
     responses, confirmations that do not match their call, undecodable rows, stale snapshots,
-    artifact versions the log refers to that are not stored.
+    artifact versions the log refers to that are not stored, and the user:/app: state streams
+    (every stream with all sessions; the session's app and user streams with one).
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
@@ -140,19 +155,21 @@ def verify(
                     return 1, await verify_session(store, session_id, app_name=app,
                                                    user_id=user)
             findings: list[Finding] = []
-            checked = 0
+            checked: set[str] = set()
             after: str | None = None
+            streams = await StreamCheck.read(store.backend, None)
             with progress("Verifying sessions", total=None, size=LARGE) as tracker:
                 while True:
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
-                        findings += await verify_session(store, info.id,
-                                                         app_name=info.app_name,
-                                                         user_id=info.user_id)
-                        checked += 1
+                        where = {"app_name": info.app_name, "user_id": info.user_id}
+                        findings += await verify_session(store, info.id, streams, **where)
+                        checked.add(await store.session_key(info.id, **where))
                         tracker.advance()
                     if page.next_cursor is None:
-                        return checked, findings
+                        findings += streams.streams(signing_key=store.backend.signing_key,
+                                                    checked_sessions=checked)
+                        return len(checked), findings
                     after = page.next_cursor
 
     checked, findings = run(main())

@@ -253,9 +253,11 @@ async def test_fork_survives_deleting_its_origin(store: EventStore) -> None:
     assert links.origin is not None
     assert links.origin.origin_session_id == "o"
     assert not links.origin_exists
-    # The origin's user:/app: deltas left the fold with it, as for any deleted session; the
-    # fork's copies never were part of it.
-    assert await store.shared_state(app_name=APP, user_id=USER) == {}
+    # The origin's user:/app: deltas stay in their scopes' streams, as for any deleted session,
+    # counted once: the fork's copies never were part of them.
+    shared = await store.shared_state(app_name=APP, user_id=USER)
+    assert shared == {"app:x": 1, "user:u": 2}
+    assert await store.state("f") == {**session_part(await store.state("f")), **shared}
     assert session_part(await store.state("f")) == {"a": 2}
 
 

@@ -1,4 +1,5 @@
-"""``user:``/``app:`` state through its snapshots: the cached answer is always the full fold."""
+"""``user:``/``app:`` state through its snapshots: the cached answer is always the full fold of
+the scope's stream, which deleting a session leaves as it was."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ async def _check_run(store: EventStore, steps: list[tuple[str, int, dict[str, An
     ids = {name: f"{name}-{run}" for name, _ in SESSIONS}
     for name, user in SESSIONS:
         await store.create_session(app_name=app, user_id=user, session_id=ids[name])
-    log: list[tuple[str, dict[str, Any]]] = []  # (session, delta) of every live event, in order
+    # (session, delta) of every event appended, in order: a deleted session's shared deltas stay
+    log: list[tuple[str, dict[str, Any]]] = []
     where: dict[tuple[str, int], int] = {}  # (session, seq) -> index in the global log
     deleted: set[str] = set()
     for op, index, delta in steps:
@@ -75,12 +77,6 @@ async def _check_run(store: EventStore, steps: list[tuple[str, int, dict[str, An
         else:
             await store.delete_session(ids[name])
             deleted.add(name)
-            log = [(s, d) for s, d in log if s != name]
-            # The global indexes of the remaining events shift down.
-            where, seqs = {}, dict.fromkeys(ids, 0)
-            for position, (s, _) in enumerate(log):
-                seqs[s] += 1
-                where[(s, seqs[s])] = position
     for name, user in SESSIONS:
         if name in deleted:
             continue
@@ -144,26 +140,37 @@ async def test_shared_state_1000_events_same_with_and_without_snapshots(
         assert await uncached.state(sid, at=60) == past[sid]
 
 
-async def test_shared_state_deleting_a_session_drops_its_deltas_from_the_cache(
+async def test_shared_state_outlives_the_session_that_wrote_it(
     store_factory: StoreFactory,
 ) -> None:
+    """A user's preferences and the app's settings belong to their scope: deleting the chat
+    that set them leaves them, through snapshots and without, and for a new session too."""
     store = await store_factory(snapshot_interval=2)
     for sid in ("keep", "gone"):
         await store.create_session(app_name="app", user_id="u", session_id=sid)
     await store.append("keep", delta_event({"app:x": 1, "user:y": 1}), expected_version=0)
     for i in range(5):
-        await store.append("gone", delta_event({"app:x": 10 + i, "user:z": i}),
+        await store.append("gone", delta_event({"app:x": 10 + i, "user:z": i, "own": i}),
                            expected_version=None)
     assert await store.state("keep") == {"app:x": 14, "user:y": 1, "user:z": 4}
     await store.delete_session("gone")
-    assert await store.state("keep") == {"app:x": 1, "user:y": 1}
+    assert await store.state("keep") == {"app:x": 14, "user:y": 1, "user:z": 4}
+    assert await store.shared_state(app_name="app", user_id="u") == {
+        "app:x": 14, "user:y": 1, "user:z": 4}
+    await store.rebuild_snapshots()
+    assert await store.state("keep") == {"app:x": 14, "user:y": 1, "user:z": 4}
+    await store.create_session(app_name="app", user_id="u", session_id="new")
+    assert await store.state("new") == {"app:x": 14, "user:y": 1, "user:z": 4}
+    await store.create_session(app_name="app", user_id="other", session_id="theirs")
+    assert await store.state("theirs") == {"app:x": 14}
 
 
 async def test_shared_state_past_folds_stay_put_after_deleting_the_newest_changes(
     store_factory: StoreFactory,
 ) -> None:
-    """Deleting the session that made an app's newest shared-state change frees no position:
-    a change made afterwards never shows up in the state of an event written before it."""
+    """Deleting the session that made an app's newest shared-state change changes no fold:
+    the state at an old seq still holds it, and a change made afterwards never shows up in
+    the state of an event written before it."""
     store = await store_factory()
     for sid in ("s1", "s2", "s3"):
         await store.create_session(app_name="app", user_id="u", session_id=sid)
@@ -172,17 +179,18 @@ async def test_shared_state_past_folds_stay_put_after_deleting_the_newest_change
     await store.append("s2", delta_event({"k": 2}), expected_version=1)
     assert await store.state("s2", at=1) == {"k": 1, "app:x": "old"}
     await store.delete_session("s1")
-    assert await store.state("s2", at=1) == {"k": 1}
+    assert await store.state("s2", at=1) == {"k": 1, "app:x": "old"}
     await store.append("s3", delta_event({"app:x": "later"}), expected_version=0)
-    assert await store.state("s2", at=1) == {"k": 1}
+    assert await store.state("s2", at=1) == {"k": 1, "app:x": "old"}
     assert await store.state("s2") == {"k": 2, "app:x": "later"}
 
 
-async def test_shared_state_snapshot_racing_a_delete_and_new_changes_is_not_kept(
+async def test_shared_state_snapshot_racing_a_delete_and_new_changes_stays_right(
     store_factory: StoreFactory,
 ) -> None:
     """Between a fold's read and its snapshot save, the session holding the newest change is
-    deleted and as many new changes are made: the stale fold must not be saved."""
+    deleted and a new change is made: the saved fold is still right (entries are never
+    removed), and the next read folds the new change on top of it."""
     store = await store_factory(snapshot_interval=2)
     for sid in ("s1", "s2", "s3"):
         await store.create_session(app_name="app", user_id="u", session_id=sid)
@@ -208,4 +216,6 @@ async def test_shared_state_snapshot_racing_a_delete_and_new_changes_is_not_kept
         backend.save_shared_snapshot = save  # type: ignore[method-assign]
     assert raced
     assert await store.state("s3") == {"app:x": 3}
+    assert await store.state("s1") == {"k": 1, "app:x": 3}
+    await store.rebuild_snapshots()
     assert await store.state("s1") == {"k": 1, "app:x": 3}

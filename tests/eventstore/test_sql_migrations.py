@@ -104,7 +104,10 @@ async def _model(history: list[tuple[str, Event]]) -> EventStore:
     for sid, app, user in SESSIONS:
         await model.create_session(app_name=app, user_id=user, session_id=sid, created_at=1.0)
     for sid, event in history:
-        await model.append(sid, event, expected_version=None)
+        # Deleted before revision 0015 gave shared state its own streams: its deltas went with
+        # it, and no migration can bring them back (after 0015 a deletion leaves them).
+        if sid != "gone":
+            await model.append(sid, event, expected_version=None)
     await model.delete_session("gone")
     return model
 

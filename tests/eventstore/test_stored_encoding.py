@@ -149,7 +149,8 @@ def test_new_event_fills_in_what_the_keyword_construction_does() -> None:
     """``new_event`` fills the fields in without the dataclass ``__init__``: every field must be
     set as the keyword construction sets it (a field added later and left out fails here)."""
     values = {"event_id": "e1", "kind": "message", "invocation_id": "inv", "author": "agent",
-              "timestamp": 12.5, "shared_state": True, "schema_version": 2, "payload": b"{}"}
+              "timestamp": 12.5, "shared_state": True, "schema_version": 2, "payload": b"{}",
+              "app_delta": b'{"sd":{"app:a":1}}', "user_delta": None}
     got = new_event(*values.values())
     expected = NewEvent(**values)  # type: ignore[arg-type]
     assert got == expected

@@ -4,6 +4,8 @@ An event row's ``app_name``/``user_id`` decide whose shared state its delta chan
 ``position`` the order of the fold; the hash chain covers neither. Before, editing them with
 raw SQL moved a user's preference to another user (or reordered two of its changes) and verify
 said nothing, keyed or not. Now it names the seq: ``scope_edited``, ``shared_order_edited``.
+Since revision 0015 the fold reads the scopes' own streams, so these edits no longer change
+the state read back; verify still names them (and the stream's entry that disagrees).
 """
 
 from __future__ import annotations
@@ -50,9 +52,9 @@ async def test_a_row_moved_to_another_scope_is_named(
     await raw(sql_target, f"UPDATE evs_events SET {column} = ? WHERE session_id = ? AND seq = ?",
               "mallory", "s", 3)
     async with await open_store(sql_target.url, signing_key=key) as store:
-        # What the edit does: ada's newest preference now counts for another scope.
+        # The fold reads ada's stream, which the edit did not touch.
         state = await store.shared_state(app_name="app", user_id="ada")
-        assert state.get("user:theme") == "dark"
+        assert state.get("user:theme") == "light"
     assert (3, "scope_edited") in await _findings(sql_target, key)
 
 
@@ -70,5 +72,7 @@ async def test_swapped_shared_positions_are_named(sql_target: BackendTarget,
     async with await open_store(sql_target.url, signing_key=key) as store:
         await store.rebuild_snapshots()
         state = await store.shared_state(app_name="app", user_id="ada")
-        assert state.get("user:theme") == "dark"  # the older change now wins
-    assert (3, "shared_order_edited") in await _findings(sql_target, key)
+        assert state.get("user:theme") == "light"  # the stream's order decides, not positions
+    findings = await _findings(sql_target, key)
+    assert (3, "shared_order_edited") in findings
+    assert (1, "stream_origin_mismatch") in findings  # the entry keeps the position it had
