@@ -14,13 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eventstore import Compaction, Content, Event, EventActions, EventStore, Part
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Compaction,
+    Content,
+    Event,
+    EventActions,
+    EventStore,
+    Part,
+)
 from runtime._compaction_config import CompactionConfig, Summarizer, SummaryRequest
 from runtime._contents import build_contents
 from runtime._exceptions import CompactionRefusedError, RuntimeUsageError, SessionConflictError
 from runtime._invocation import InvocationContext
 from runtime._model import Model
 from runtime.replay._compacted import decision_log
+from runtime.replay._log import settled_response_ids
 from runtime.replay._pending import pending
 from runtime.tools import ModelRequest
 
@@ -73,14 +82,28 @@ class ModelSummarizer:
 
 
 def open_item_seq(events: Sequence[Event], *, agent_name: str | None = None) -> tuple[int, str]:
-    """``(seq, call id)`` of the oldest open item ``pending(events)`` reports, or
-    ``(0, "")`` when nothing is open. ``events`` is a decision log (``decision_log``)."""
+    """``(seq, call id)`` of the oldest open item in oldest-first ``events`` (a decision log:
+    ``decision_log``), or ``(0, "")`` when nothing is open.
+
+    Open: anything ``pending(events)`` reports, a call without a settling response (its
+    ``confirmation_required`` placeholder does not settle it) and a confirmation request
+    without an answer.
+    """
     report = pending(events, agent_name=agent_name)
-    items = [(item.seq, item.call.id) for item in report if item.session_id is None
-             and item.seq is not None]
-    if not items:
-        return 0, ""
-    return min(items)
+    items = [(item.seq, item.call.id) for item in report
+             if item.session_id is None and item.seq is not None]
+    settled: set[str] = set()
+    answered: set[str] = set()
+    for event in reversed(events):
+        seq = event.seq or 0
+        for call in event.function_calls():
+            done = answered if call.name == REQUEST_CONFIRMATION_FUNCTION else settled
+            if call.id not in done:
+                items.append((seq, call.id))
+        settled.update(settled_response_ids(event))
+        answered.update(r.id for r in event.function_responses()
+                        if r.name == REQUEST_CONFIRMATION_FUNCTION)
+    return min(items) if items else (0, "")
 
 
 async def compact(
