@@ -86,6 +86,7 @@ async def read_compacted(
     check_lookup(session_id)
     upto = check_seq_bound(upto, "upto")
     newer: list[Event] = []  # newest first
+    older: list[Event] = []  # newest first: the rest of the page the compaction was found in
     found: Event | None = None
     cursor, size, rows = upto, _FIRST_PAGE, 0
     version: int | None = upto
@@ -94,9 +95,9 @@ async def read_compacted(
         rows += len(page)
         if version is None:
             version = page[0].seq if page else 0
-        for event in page:
+        for index, event in enumerate(page):
             if event.actions.compaction is not None:
-                found = event
+                found, older = event, page[index + 1:]
                 break
             newer.append(event)
         if found is not None or len(page) < size:
@@ -112,9 +113,14 @@ async def read_compacted(
     record = found.actions.compaction
     assert record is not None
     assert found.seq is not None
-    between = (await store.read(session_id, after=record.end_seq, upto=found.seq - 1)
-               if record.end_seq < found.seq - 1 else [])
-    rows += len(between)
+    # The events between the range's end and the compaction: those the page held already,
+    # then the rest (a compaction is usually made at head, so there is no rest).
+    between = [e for e in reversed(older) if (e.seq or 0) > record.end_seq]
+    missing_upto = (between[0].seq or 0) - 1 if between else found.seq - 1
+    if record.end_seq < missing_upto:
+        rest = await store.read(session_id, after=record.end_seq, upto=missing_upto)
+        rows += len(rest)
+        between = [*rest, *between]
     return CompactedHistory(compaction=found, events=(*between, *newer),
                             version=version or found.seq, rows_read=rows)
 
