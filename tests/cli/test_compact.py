@@ -1,4 +1,4 @@
-"""``evs compact``: a compaction through ``runtime.compact``, marked by ``evs show`` and ``state``."""
+"""``evs compact``: a compaction through ``runtime.compact``, marked by show and state."""
 
 from __future__ import annotations
 
