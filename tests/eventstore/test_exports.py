@@ -19,6 +19,8 @@ PUBLIC = {
     "ArtifactRef",
     "ArtifactVersion",
     "Backend",
+    "CompactedHistory",
+    "Compaction",
     "ConcurrencyError",
     "Content",
     "CorruptEventError",
