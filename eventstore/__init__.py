@@ -14,9 +14,11 @@ from ._codec import (
     event_kind,
     register_upcaster,
 )
+from ._compacted import CompactedHistory
 from ._events import (
     REQUEST_CONFIRMATION_FUNCTION,
     ArtifactRef,
+    Compaction,
     Content,
     Event,
     EventActions,
@@ -68,6 +70,8 @@ __all__ = [
     "ArtifactRef",
     "ArtifactVersion",
     "Backend",
+    "CompactedHistory",
+    "Compaction",
     "ConcurrencyError",
     "Content",
     "CorruptEventError",

@@ -24,6 +24,7 @@ from ._args import shown
 from ._events import (
     REQUEST_CONFIRMATION_FUNCTION,
     ArtifactRef,
+    Compaction,
     Content,
     Event,
     EventActions,
@@ -71,9 +72,11 @@ class EventKind:
     CONFIRMATION_ANSWER = "confirmation_answer"
     STATE_DELTA = "state_delta"
     EXECUTION_STARTED = "execution_started"
+    COMPACTION = "compaction"
 
     ALL = frozenset(
         {
+            COMPACTION,
             MESSAGE,
             FUNCTION_CALL,
             FUNCTION_RESPONSE,
@@ -89,6 +92,8 @@ def event_kind(event: Event) -> str:
     """Return the stored kind of ``event``: a pure function of the event, used as a scan hint."""
     if event.started_call_ids:
         return EventKind.EXECUTION_STARTED
+    if event.actions.compaction is not None:
+        return EventKind.COMPACTION
     content = event.content
     if content is None:
         actions = event.actions
@@ -269,6 +274,17 @@ def _check_part(event_id: str, path: str, part: object) -> None:
             raise _refuse(event_id, f"{path}.artifact.version", "an int", ref.version)
 
 
+def _check_content(event_id: str, path: str, content: object) -> None:
+    if not isinstance(content, Content):
+        raise _refuse(event_id, path, "a Content", content)
+    if content.role not in ("user", "model"):
+        raise _refuse(event_id, f"{path}.role", "'user' or 'model'", content.role)
+    if not isinstance(content.parts, tuple):
+        raise _refuse(event_id, f"{path}.parts", "a tuple of Parts", content.parts)
+    for index, part in enumerate(content.parts):
+        _check_part(event_id, f"{path}.parts[{index}]", part)
+
+
 def _check_actions(event_id: str, actions: object) -> None:
     if not isinstance(actions, EventActions):
         raise _refuse(event_id, "actions", "an EventActions", actions)
@@ -296,6 +312,22 @@ def _check_actions(event_id: str, actions: object) -> None:
     _check_bool(event_id, "actions.skip_summarization", actions.skip_summarization)
     _check_bool(event_id, "actions.escalate", actions.escalate)
     _check_str(event_id, "actions.transfer_to_agent", actions.transfer_to_agent, optional=True)
+    if actions.compaction is not None:
+        _check_compaction(event_id, actions.compaction)
+
+
+def _check_compaction(event_id: str, compaction: object) -> None:
+    if not isinstance(compaction, Compaction):
+        raise _refuse(event_id, "actions.compaction", "a Compaction or None", compaction)
+    for name in ("start_seq", "end_seq"):
+        value = getattr(compaction, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT64_MAX:
+            raise _refuse(event_id, f"actions.compaction.{name}", "a positive int", value)
+    if compaction.start_seq > compaction.end_seq:
+        raise InvalidEventError(
+            f"Event {event_id!r}: actions.compaction covers seq {compaction.start_seq} to "
+            f"{compaction.end_seq}; start_seq must not be after end_seq.", event_id=event_id)
+    _check_content(event_id, "actions.compaction.summary", compaction.summary)
 
 
 def _check_deletions(event_id: str, deletions: object, delta: Mapping[str, Any]) -> None:
@@ -333,16 +365,8 @@ def _check_shape(event: Event) -> None:
         not math.isfinite(event.timestamp)
     ):
         raise _refuse(eid, "timestamp", "a finite number", event.timestamp)
-    content = event.content
-    if content is not None:
-        if not isinstance(content, Content):
-            raise _refuse(eid, "content", "a Content or None", content)
-        if content.role not in ("user", "model"):
-            raise _refuse(eid, "content.role", "'user' or 'model'", content.role)
-        if not isinstance(content.parts, tuple):
-            raise _refuse(eid, "content.parts", "a tuple of Parts", content.parts)
-        for index, part in enumerate(content.parts):
-            _check_part(eid, f"content.parts[{index}]", part)
+    if event.content is not None:
+        _check_content(eid, "content", event.content)
     _check_actions(eid, event.actions)
     for name in ("long_running_tool_ids", "started_call_ids"):
         ids = getattr(event, name)
@@ -506,6 +530,10 @@ def _part(raw: dict[str, Any]) -> Part:
     )
 
 
+def _content(raw: dict[str, Any]) -> Content:
+    return Content(role=raw["role"], parts=tuple(_part(p) for p in raw["parts"]))
+
+
 def decode_trusted(payload: bytes, *, seq: int) -> Event:
     """Rebuild an event the store itself encoded at the current schema version.
 
@@ -516,15 +544,14 @@ def decode_trusted(payload: bytes, *, seq: int) -> Event:
     content = raw["content"]
     actions = raw["actions"]
     confirmations = actions["requested_tool_confirmations"]
+    compaction = actions.get("compaction")
     return Event(
         author=raw["author"],
         id=raw["id"],
         invocation_id=raw["invocation_id"],
         branch=raw["branch"],
         timestamp=raw["timestamp"],
-        content=None
-        if content is None
-        else Content(role=content["role"], parts=tuple(_part(p) for p in content["parts"])),
+        content=None if content is None else _content(content),
         actions=EventActions(
             state_delta=actions["state_delta"],
             state_deletions=tuple(actions.get("state_deletions", ())),
@@ -537,6 +564,9 @@ def decode_trusted(payload: bytes, *, seq: int) -> Event:
             skip_summarization=actions["skip_summarization"],
             escalate=actions["escalate"],
             transfer_to_agent=actions["transfer_to_agent"],
+            compaction=None if compaction is None else Compaction(
+                start_seq=compaction["start_seq"], end_seq=compaction["end_seq"],
+                summary=_content(compaction["summary"])),
         ),
         long_running_tool_ids=tuple(raw["long_running_tool_ids"]),
         started_call_ids=tuple(raw["started_call_ids"]),

@@ -81,8 +81,9 @@ def _plain_actions(actions: EventActions) -> bool:
     delta, artifacts = actions.state_delta, actions.artifact_delta
     confirmations = actions.requested_tool_confirmations
     if type(delta) is not dict or "" in delta or type(artifacts) is not dict \
-            or type(confirmations) is not dict or actions.state_deletions != ():
-        return False  # deletions are rare: check_event's walk checks them
+            or type(confirmations) is not dict or actions.state_deletions != () \
+            or actions.compaction is not None:
+        return False  # deletions and compactions are rare: check_event's walk checks them
     if artifacts and not all(type(v) is int for v in artifacts.values()):
         return False
     if confirmations and not all(

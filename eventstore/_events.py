@@ -16,6 +16,7 @@ from typing import Any, Literal
 __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
     "ArtifactRef",
+    "Compaction",
     "Content",
     "Event",
     "EventActions",
@@ -125,6 +126,25 @@ class ToolConfirmation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Compaction:
+    """A summary that stands for the session's events up to ``end_seq`` (docs/compaction.md).
+
+    Recorded by a compaction event (an event with no content whose ``actions.compaction`` is
+    set); nothing is deleted. The model's request is built from the newest compaction's
+    ``summary`` plus the events after ``end_seq``. The covered range holds no open item (an
+    unanswered call, confirmation or long-running call): the runtime refuses such a compaction.
+    """
+
+    start_seq: int
+    """First seq of the events the summary was made from (an earlier compaction's summary,
+    which the summarizer was given, stands for the events before it)."""
+    end_seq: int
+    """Last seq the summary covers (inclusive); the request goes on with the events after it."""
+    summary: Content
+    """What the model sees instead of the events up to ``end_seq``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EventActions:
     """Side effects an event carries besides its content."""
 
@@ -144,6 +164,8 @@ class EventActions:
     """The agent hands control up to its parent."""
     transfer_to_agent: str | None = None
     """Name of the agent control is transferred to."""
+    compaction: Compaction | None = None
+    """Set on a compaction event: the summary and the seq range it stands for."""
 
     def is_empty(self) -> bool:
         """Return True when the actions carry nothing."""
@@ -155,6 +177,7 @@ class EventActions:
             or self.skip_summarization
             or self.escalate
             or self.transfer_to_agent
+            or self.compaction
         )
 
 

@@ -30,8 +30,9 @@ from ._args import (
 from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent, new_event
 from ._chain_check import SignatureProblem, signature_problems
 from ._codec import check_event, event_kind, with_seq
+from ._compacted import CompactedHistory, compact_session, read_compacted
 from ._encode_fast import encode_plain
-from ._events import Event, EventActions
+from ._events import Content, Event, EventActions
 from ._exceptions import (
     AmbiguousSessionError,
     InvalidEventError,
@@ -732,6 +733,40 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads):
             if cursor <= 0:
                 return
             size = min(size * 2, max_page_size)
+
+    async def read_compacted(
+        self, session_id: str, *, upto: int | None = None, app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> CompactedHistory:
+        """Return the newest compaction at or below ``upto`` and the events after its range
+        (docs/compaction.md), reading backwards no further than that compaction: what a run
+        loads to build the model's request. Without a compaction, the whole log up to
+        ``upto``. ``app_name``/``user_id`` pick the session as ``get_session`` does. Raises
+        SessionNotFoundError."""
+        return await read_compacted(self, session_id, upto=upto, app_name=app_name,
+                                    user_id=user_id)
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        upto: int,
+        summary: str | Content,
+        author: str = "user",
+        invocation_id: str = "",
+        expected_version: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> Event:
+        """Append a compaction event: ``summary`` stands for the events up to ``upto`` in the
+        model's requests from now on. Nothing is deleted. This is the log-level primitive; it
+        does not look for open calls in the range — ``runtime.compact`` does, and refuses to
+        cover one (docs/compaction.md). Raises StoreUsageError (``upto`` not in ``1..version``
+        or not past the previous compaction) or ConcurrencyError; nothing is written then."""
+        return await compact_session(self, session_id, upto=upto, summary=summary,
+                                     author=author, invocation_id=invocation_id,
+                                     expected_version=expected_version,
+                                     app_name=app_name, user_id=user_id)
 
     @property
     def keyed(self) -> bool:

@@ -15,19 +15,25 @@ event's compact JSON. The payload a backend stores is smaller:
 - keys are sorted (orjson ``OPT_SORT_KEYS``), so the same event always gives the same bytes.
 
 The key table below is part of the stored format: never change a key; add a new schema
-version instead. Rows of schema version 1 (the full event JSON) keep loading: ``decode_stored``
-in ``_statefold`` picks the decoder by the row's version. Decoding is trusted construction (no
+version instead. Keys were added without a new version only where a row without them means
+what it meant before: ``actions.cp`` (a compaction: ``[start_seq, end_seq, summary content]``)
+is absent from every event that is not a compaction event, so older rows decode unchanged, and
+code older than the key reads a compaction event as an empty bookkeeping event (its requests
+then hold the whole history, as they did before compaction existed). Rows of schema
+version 1 (the full event JSON) keep loading: ``decode_stored`` in ``_statefold`` picks the
+decoder by the row's version. Decoding is trusted construction (no
 validation): only rows this store wrote are decoded here; imports go through ``decode_event``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import orjson
 
 from ._events import (
     ArtifactRef,
+    Compaction,
     Content,
     Event,
     EventActions,
@@ -98,6 +104,11 @@ def _actions(actions: EventActions) -> dict[str, Any]:
         out["e"] = True
     if actions.transfer_to_agent is not None:
         out["tr"] = actions.transfer_to_agent
+    compaction = actions.compaction
+    if compaction is not None:
+        summary = compaction.summary
+        out["cp"] = [compaction.start_seq, compaction.end_seq,
+                     {"r": _ROLES[summary.role], "p": [_part(p) for p in summary.parts]}]
     return out
 
 
@@ -179,8 +190,16 @@ def _decode_part(raw: dict[str, Any]) -> Part:
     return part
 
 
+def _decode_compaction(raw: list[Any]) -> Compaction:
+    summary = raw[2]
+    role: Literal["user", "model"] = "model" if summary["r"] == "m" else "user"
+    return Compaction(start_seq=raw[0], end_seq=raw[1], summary=Content(
+        role=role, parts=tuple([_decode_part(p) for p in summary["p"]])))
+
+
 def _decode_actions(raw: dict[str, Any]) -> EventActions:
     confirmations = raw.get("rc")
+    compaction = raw.get("cp")
     return EventActions(
         state_delta=raw.get("sd", {}),
         state_deletions=tuple(raw.get("sx", ())),
@@ -193,6 +212,7 @@ def _decode_actions(raw: dict[str, Any]) -> EventActions:
         skip_summarization=raw.get("ss", False),
         escalate=raw.get("e", False),
         transfer_to_agent=raw.get("tr"),
+        compaction=None if compaction is None else _decode_compaction(compaction),
     )
 
 
@@ -276,6 +296,7 @@ def _part_mapping(raw: dict[str, Any]) -> dict[str, Any]:
 
 def _actions_mapping(raw: dict[str, Any]) -> dict[str, Any]:
     confirmations = raw.get("rc") or {}
+    compaction = raw.get("cp")
     return {
         "state_delta": raw.get("sd", {}),
         "state_deletions": raw.get("sx", []),
@@ -287,6 +308,10 @@ def _actions_mapping(raw: dict[str, Any]) -> dict[str, Any]:
         "skip_summarization": raw.get("ss", False),
         "escalate": raw.get("e", False),
         "transfer_to_agent": raw.get("tr"),
+        "compaction": None if compaction is None else {
+            "start_seq": compaction[0], "end_seq": compaction[1], "summary": {
+                "role": _ROLE_NAMES[compaction[2]["r"]],
+                "parts": [_part_mapping(p) for p in compaction[2]["p"]]}},
     }
 
 

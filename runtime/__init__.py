@@ -8,6 +8,8 @@ from runtime._agent import Agent, InstructionProvider
 from runtime._agent_tool import FORWARDED_FROM_KEY, INTERNAL_STATE_PREFIXES, AgentTool
 from runtime._call_ids import PROVIDER_CALL_IDS_KEY
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
+from runtime._compaction import DEFAULT_SUMMARY_INSTRUCTION, ModelSummarizer, compact
+from runtime._compaction_config import CompactionConfig, Summarizer, SummaryRequest
 from runtime._contents import build_contents
 from runtime._context import (
     ArtifactService,
@@ -23,6 +25,7 @@ from runtime._exceptions import (
     CallAlreadyAnsweredError,
     CallNotInDoubtError,
     ClaimTooRecentError,
+    CompactionRefusedError,
     ConfirmationRequired,
     ConfirmationSupersededError,
     InvalidToolArgumentsError,
@@ -134,9 +137,12 @@ __all__ = [
     "CallOutcome",
     "ClaimTooRecentError",
     "ClaimedCalls",
+    "CompactionConfig",
+    "CompactionRefusedError",
     "ConfirmationRequired",
     "ConfirmationSupersededError",
     "ContentsProcessor",
+    "DEFAULT_SUMMARY_INSTRUCTION",
     "Example",
     "ExampleCall",
     "ExampleTool",
@@ -164,6 +170,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelResponse",
+    "ModelSummarizer",
     "NoResumePlanner",
     "PARENT_LINK_KEY",
     "PROVIDER_CALL_IDS_KEY",
@@ -197,6 +204,8 @@ __all__ = [
     "StreamEndReason",
     "StreamingFunctionTool",
     "StreamingModel",
+    "Summarizer",
+    "SummaryRequest",
     "TerminationTool",
     "Tool",
     "ToolActions",
@@ -221,6 +230,7 @@ __all__ = [
     "build_tool_request",
     "child_session_id",
     "claim_calls",
+    "compact",
     "deep_merge",
     "default_request_processors",
     "execute_calls",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from runtime._callbacks import AgentCallbacks
+from runtime._compaction_config import CompactionConfig
 from runtime._context import ReadonlyContext
 from runtime._exceptions import RuntimeUsageError
 from runtime._model import Model
@@ -48,6 +49,9 @@ class Agent:
     """Run the calls of one model turn concurrently (``False``: one after the other)."""
     max_steps: int = 25
     """Most model calls per invocation; then the run stops with status ``step_limit``."""
+    compaction: CompactionConfig | None = None
+    """When the runner compacts the session by itself after a final answer (``None``: never;
+    docs/compaction.md)."""
     registry: ToolRegistry = field(init=False, repr=False, compare=False)
     """The explicit ``tools`` as a registry (lookup by name and type); built at construction."""
 

@@ -49,12 +49,14 @@ def session_call_ids(events: Iterable[Event]) -> set[str]:
 
 
 def unique_call_ids(
-    response: ModelResponse, used: AbstractSet[str]
+    response: ModelResponse, used: AbstractSet[str], *, fresh_ids: bool = False
 ) -> tuple[ModelResponse, dict[str, str]]:
     """Return ``response`` with call ids unique in the session, and what was replaced.
 
     ``used`` is the session's call ids (``session_call_ids``). A call whose id is in ``used``
-    or repeats an earlier call of the response gets a fresh id; the mapping returned is
+    or repeats an earlier call of the response gets a fresh id — every call does with
+    ``fresh_ids`` (a compacted session, where ``used`` holds only the ids after the compaction);
+    the mapping returned is
     ``{fresh id: the model's id}`` (empty, and ``response`` itself returned, when no id was
     replaced). Text and metadata are kept.
     """
@@ -62,7 +64,7 @@ def unique_call_ids(
     replaced: dict[str, str] = {}
     calls: list[FunctionCall] = []
     for call in response.function_calls:
-        if call.id in used or call.id in seen:
+        if fresh_ids or call.id in used or call.id in seen:
             fresh = new_call_id()
             replaced[fresh] = call.id
             call = FunctionCall(id=fresh, name=call.name, args=call.args)

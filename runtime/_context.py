@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from eventstore import Event, EventActions, ToolConfirmation
+from eventstore import Compaction, Event, EventActions, ToolConfirmation
 from runtime._exceptions import ToolContextError
 
 __all__ = [
@@ -119,6 +119,9 @@ class ToolActions:
     """The agent hands control to its parent."""
     transfer_to_agent: str | None = None
     """Name of the agent to transfer control to."""
+    compaction: Compaction | None = None
+    """Mirrors ``EventActions.compaction``; a tool's value is not kept (responses are merged
+    without it): sessions are compacted by ``runtime.compact`` and ``Agent(compaction=...)``."""
 
     def to_event_actions(self) -> EventActions:
         """Return an immutable ``EventActions`` snapshot (dicts are copied)."""

@@ -17,7 +17,8 @@ The tree::
     │   ├── CallNotInDoubtError          a re-run was decided for a call that is not in doubt
     │   │   └── ResultNotAwaitedError    a result was submitted for a call that awaits none
     │   ├── ConfirmationSupersededError  a newer user message superseded the confirmation
-    │   └── ClaimTooRecentError          a re-run was decided while the claimant may still run
+    │   ├── ClaimTooRecentError          a re-run was decided while the claimant may still run
+    │   └── CompactionRefusedError       a compaction would cover a call that is still open
     ├── ModelError (runtime.models)      a model call failed (auth, rate limit, overload, bad
     │                                    request, context length, connection); tree drawn in
     │                                    runtime/models/_errors.py
@@ -46,6 +47,7 @@ __all__ = [
     "CallAlreadyAnsweredError",
     "CallNotInDoubtError",
     "ClaimTooRecentError",
+    "CompactionRefusedError",
     "ConfirmationRequired",
     "ConfirmationSupersededError",
     "InvalidToolArgumentsError",
@@ -318,3 +320,19 @@ class ClaimTooRecentError(ReplayError):
     def __init__(self, message: str, *, session_id: str, function_call_id: str, age: float) -> None:
         super().__init__(message, session_id=session_id, function_call_id=function_call_id)
         self.age = age
+
+
+class CompactionRefusedError(ReplayError):
+    """A compaction would cover an open item (docs/compaction.md): a call or confirmation that
+    still waits, is in doubt, or would be run or reported by the next run. Nothing was appended.
+
+    ``function_call_id`` is the oldest open call, ``seq`` the event that holds it, and
+    ``max_upto`` the largest ``upto`` a compaction may cover now (0: none).
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str, function_call_id: str, seq: int, max_upto: int
+    ) -> None:
+        super().__init__(message, session_id=session_id, function_call_id=function_call_id)
+        self.seq = seq
+        self.max_upto = max_upto

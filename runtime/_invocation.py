@@ -224,6 +224,7 @@ class InvocationContext:
         """Where tools' ``emit_event`` sends events for the caller's stream (set by the runner;
         those events are never appended)."""
         self._cache: list[Event] | None = None
+        self._compacted: tuple[Event | None, list[Event]] | None = None
         self._readonly: tuple[int, ReadonlyContext] | None = None
         self._state: dict[str, Any] | None = None
         self._tools: dict[str, Tool] | None = None
@@ -270,6 +271,11 @@ class InvocationContext:
         self.appended.extend(stored)
         if self._cache is not None:
             self._cache.extend(stored)
+        if self._compacted is not None:
+            if any(e.actions.compaction is not None for e in stored):
+                self._compacted = None  # read again from the new compaction
+            else:
+                self._compacted[1].extend(stored)
         if self._state is not None:
             for event in stored:
                 apply_delta(self._state, event.actions.state_delta,
@@ -284,6 +290,20 @@ class InvocationContext:
             self._cache = await self.store.read(self.session_id, upto=self.version,
                                                 app_name=self.app_name, user_id=self.user_id)
         return self._cache
+
+    async def request_events(self) -> tuple[Event | None, list[Event]]:
+        """Return the newest compaction event up to ``version`` (``None`` without one) and the
+        events after its range, oldest first: what the model's request is built from. Read
+        once (backwards, no further than the compaction: ``EventStore.read_compacted``), then
+        kept up to date by ``append``."""
+        if self._compacted is None:
+            if self._cache is not None and not any(
+                    e.actions.compaction is not None for e in self._cache):
+                self._compacted = (None, list(self._cache))
+            else:
+                history = await self.store.read_compacted(self.session_id, upto=self.version)
+                self._compacted = (history.compaction, list(history.events))
+        return self._compacted
 
     def events_newest_first(self) -> AsyncIterator[Event]:
         """Yield the session's events up to ``version``, newest first.
@@ -305,6 +325,7 @@ class InvocationContext:
         self.version = upto if upto is not None else await self.store.version(
             self.session_id, app_name=self.app_name, user_id=self.user_id)
         self._cache = None
+        self._compacted = None
         self._readonly = None
         self._state = None
 

@@ -29,11 +29,16 @@ class InstructionsProcessor:
 
 
 class ContentsProcessor:
-    """Sets ``request.contents`` from the session's log (see ``build_contents``)."""
+    """Sets ``request.contents`` from the session's log (see ``build_contents``): the newest
+    compaction's summary, then the events after its range (docs/compaction.md); the whole log
+    when the session has no compaction."""
 
     async def process(self, ctx: InvocationContext, request: ModelRequest) -> None:
-        """Replace the contents with the ones rebuilt from ``ctx.events()``."""
-        request.contents = build_contents(await ctx.events(), branch=ctx.branch)
+        """Replace the contents with the ones rebuilt from ``ctx.request_events()``."""
+        compaction, events = await ctx.request_events()
+        contents = build_contents(events, branch=ctx.branch)
+        record = compaction.actions.compaction if compaction is not None else None
+        request.contents = [record.summary, *contents] if record is not None else contents
 
 
 class ToolsProcessor:

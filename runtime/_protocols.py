@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from eventstore import Event
+from runtime._compaction_config import CompactionConfig
 from runtime._context import ReadonlyContext, ToolContext
 from runtime._model import Model
 from runtime.tools import Tool, ToolCallbacks, ToolCallObserver, ToolRegistry, Toolset
@@ -101,6 +102,11 @@ class InvocationAgent(Protocol):
     @property
     def plugins(self) -> Sequence[ToolPlugin]:
         """The plugins, in order; their tool hooks run before the agent's."""
+        ...
+
+    @property
+    def compaction(self) -> CompactionConfig | None:
+        """When the runner compacts the session by itself (``None``: never)."""
         ...
 
     @property

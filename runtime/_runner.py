@@ -26,6 +26,7 @@ from eventstore import (
 from runtime._agent import Agent
 from runtime._call_ids import PROVIDER_CALL_IDS_KEY, session_call_ids, unique_call_ids
 from runtime._callbacks import run_model_callbacks
+from runtime._compaction import compact_if_due
 from runtime._escalate import escalation_reason
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
 from runtime._execute import StepExecution, claim_calls, run_claimed
@@ -409,7 +410,11 @@ class Runner:
             response = await run_model_callbacks(after, ctx, response) or response
             ctx.step += 1
             # Models may reuse ids (``call_0`` every turn); the log keys on them (_call_ids).
-            response, replaced = unique_call_ids(response, session_call_ids(await ctx.events()))
+            compaction, recent = await ctx.request_events()
+            # After a compaction the ids used before it are not read: every call gets a fresh
+            # id then (the model still sees its own), so ids stay unique in the whole log.
+            response, replaced = unique_call_ids(response, session_call_ids(recent),
+                                                 fresh_ids=compaction is not None)
             metadata = dict(response.custom_metadata)
             if replaced:
                 # A replayed turn (RecordedModel) brings the entries its recording made.
@@ -435,6 +440,9 @@ class Runner:
                 yield event
             if not response.function_calls:
                 ending.final_text = response.text
+                if await compact_if_due(ctx):
+                    for event in ctx.take_unreported():
+                        yield event
                 return
 
             claimed = await claim_calls(ctx, response.function_calls)

@@ -42,7 +42,7 @@ from ._common import (
     run,
     stdout_closed,
 )
-from ._render import event_entry, print_event, print_events, short_json
+from ._render import compaction_text, event_entry, print_event, print_events, short_json
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
@@ -447,16 +447,26 @@ def state(
             values = await store.state(session_id, at=at, app_name=info.app_name,
                                        user_id=info.user_id)
             origin = await _state_origins(store, info, at=at)
+            compacted = (await store.read_compacted(
+                session_id, upto=at, app_name=info.app_name, user_id=info.user_id)).compaction
         upto = info.version if at is None else at
         rows = [
             {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
             for key, value in sorted(values.items())
         ]
+        record = compacted.actions.compaction if compacted is not None else None
         if json:
-            print_json({"session_id": session_id, "at": upto, "state": values, "keys": rows})
+            print_json({"session_id": session_id, "at": upto, "state": values, "keys": rows,
+                        "compaction": None if record is None else {
+                            "seq": compacted.seq if compacted else None,
+                            "start_seq": record.start_seq, "end_seq": record.end_seq}})
             return
         out = console()
         out.print(f"State of {session_id} at seq {upto}", style="bold")
+        if record is not None and compacted is not None:
+            # State is the fold of every event; a compaction only shortens the model's requests.
+            out.print(printable(f"#{compacted.seq} {compaction_text(record)}; the state folds "
+                                "every event"), style="dim")
         if not rows:
             out.print("(empty)")
             return

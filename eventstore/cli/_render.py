@@ -15,13 +15,14 @@ from rich.console import Console
 from rich.text import Text
 
 from .._codec import event_kind
-from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
+from .._events import REQUEST_CONFIRMATION_FUNCTION, Compaction, Event
 from .._links import parent_link
 from ._common import printable
 from ._timeline import Timeline, is_error_response
 
 __all__ = [
     "PROVIDER_CALL_IDS_KEY",
+    "compaction_text",
     "event_entry",
     "print_event",
     "print_events",
@@ -142,7 +143,16 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         },
         "error_code": event.error_code,
         "error_message": event.error_message,
+        "compaction": None if actions.compaction is None else {
+            "start_seq": actions.compaction.start_seq, "end_seq": actions.compaction.end_seq,
+            "summary": "".join(p.text or "" for p in actions.compaction.summary.parts)},
     }
+
+
+def compaction_text(compaction: Compaction) -> str:
+    """One line saying what a compaction covers (``evs show``, ``evs state``)."""
+    return (f"compaction: the summary stands for #{compaction.start_seq}..#"
+            f"{compaction.end_seq} in the model's requests (those events are kept)")
 
 
 def _line(console: Console, *pieces: tuple[str, str], copy: bool = False) -> None:
@@ -185,6 +195,12 @@ def print_event(
               (f"  [{call_id}]", "dim"))
     if event.text():
         _line(console, ("“" + event.text() + "”", ""))
+    compaction = event.actions.compaction
+    if compaction is not None:
+        _line(console, ("▤ ", "bold"), (compaction_text(compaction), "bold"))
+        summary = "".join(p.text or "" for p in compaction.summary.parts)
+        if summary:
+            _line(console, ("  summary: ", "dim"), ("“" + summary + "”", ""))
     for call in event.function_calls():
         if call.name == REQUEST_CONFIRMATION_FUNCTION:
             _print_confirmation(console, call.id, timeline, confirm_command, live=live)

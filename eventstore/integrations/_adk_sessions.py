@@ -62,6 +62,7 @@ from eventstore import (
 )
 
 from ._adk_build import build_adk_event_compact, build_adk_events
+from ._adk_compaction import compacted_adk_events, with_native_compaction
 from ._adk_events import EXTENSION_KEY, event_from_adk_json
 from ._handle import StoreHandle
 
@@ -219,8 +220,12 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            events = await self._events(store, found, upto=found.version, since=since,
-                                        last=last)
+            compacted = (await compacted_adk_events(store, found, upto=found.version,
+                                                    convert=adk_event_or_none)
+                         if config is None else None)
+            events = (order_ties(compacted) if compacted is not None else
+                      await self._events(store, found, upto=found.version, since=since,
+                                         last=last))
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
                 state=found.state, events=events, last_update_time=found.updated_at,
@@ -316,8 +321,13 @@ class EventStoreSessionService(BaseSessionService):
                     raise StaleSessionError(_stale(session.id, "a newer update"))
                 expected = info.version
             app, user = session.app_name, session.user_id
+            native = from_adk_event(event)
+            if event.actions.compaction is not None:
+                native = await with_native_compaction(
+                    store, session, native, orjson.loads(event.model_dump_json(
+                        exclude_none=True)))
             try:
-                [stored] = await store.append(session.id, from_adk_event(event),
+                [stored] = await store.append(session.id, native,
                                               expected_version=expected, app_name=app,
                                               user_id=user)
             except DuplicateEventError:

@@ -13,6 +13,7 @@ from eventstore.cli._app import TopJsonOption, VersionOption, top_options
 from eventstore.cli._common import Command
 
 from ._answer import confirm, rerun, respond
+from ._compact import compact
 from ._demo import demo
 from ._mcp_server import mcp_server
 from ._pending import pending
@@ -41,6 +42,8 @@ app.command("respond", short_help="Submit the result of a long-running or in-dou
             cls=Command)(respond)
 app.command("rerun", short_help="Allow a call in doubt to run once more.",
             cls=Command)(rerun)
+app.command("compact", short_help="Record a summary that stands for older events.",
+            cls=Command)(compact)
 app.command("mcp-server", short_help="Serve the database read-only to MCP clients.",
             cls=Command)(mcp_server)
 app.command("web", short_help="Browse the database in a web browser.", cls=Command)(web)

@@ -28,6 +28,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from eventstore import Event, EventStore, SessionNotFoundError
 
+from ._compacted import decision_log
 from ._log import PARENT_LINK_KEY, child_session_id, settled_response_ids
 from ._pending import NextRun, PendingCall, PendingReport, pending
 
@@ -103,13 +104,17 @@ async def _session_pending(
     *,
     depth: int,
 ) -> PendingReport:
-    events = await store.read(session_id)
+    # A compacted session is read from its newest compaction on (runtime.replay._compacted):
+    # nothing at or below the compaction's range is open, so the report is the same.
+    events, _ = await decision_log(store, session_id, agent_name=agent_name)
     children = (await open_children(store, session_id, events=events)
                 if depth < MAX_CHILD_DEPTH else [])
     # A call with a linked child is an AgentTool call, and an AgentTool is idempotent.
     open_calls = {call_id for call_id, _ in children}
     agent_tools = sorted({c.name for e in events for c in e.function_calls() if c.id in open_calls})
-    untrusted = await store.untrusted(session_id) if depth == 0 else None
+    first = events[0].seq if events and events[0].seq is not None else 1
+    untrusted = (await store.untrusted(session_id, after=first - 1 if first > 1 else None)
+                 if depth == 0 else None)
     report = pending(events, idempotent_tools=idempotent_tools, agent_name=agent_name,
                      untrusted=untrusted, also_idempotent=agent_tools)
     if not children:

@@ -334,6 +334,8 @@ class HeadScan:
         """Take the next older event; return True while more are needed."""
         if self._status is not None:
             return False
+        if event.actions.compaction is not None:
+            return True  # a compaction: a summary of older events, nothing new for the model
         if event.content is None and event.started_call_ids and event.author == self._agent:
             return True
         if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:

@@ -20,6 +20,8 @@ PUBLIC = {
     "ArtifactRef",
     "ArtifactVersion",
     "Backend",
+    "CompactedHistory",
+    "Compaction",
     "ConcurrencyError",
     "Content",
     "CorruptEventError",

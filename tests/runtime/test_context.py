@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventstore import EventActions, ToolConfirmation, apply_delta
+from eventstore import Compaction, Content, EventActions, Part, ToolConfirmation, apply_delta
 from runtime import (
     ArtifactService,
     InMemoryArtifactService,
@@ -173,6 +173,8 @@ def test_tool_actions_mirror_event_actions_field_for_field() -> None:
         skip_summarization=True,
         escalate=True,
         transfer_to_agent="other",
+        compaction=Compaction(start_seq=1, end_seq=2, summary=Content(
+            role="user", parts=(Part(text="so far"),))),
     )
     assert all(getattr(full, f.name) for f in dataclasses.fields(EventActions))  # none default
     copied = ToolActions.from_event_actions(full)
