@@ -27,6 +27,7 @@ from ._events import (
     new_event_id,
 )
 from ._exceptions import (
+    ArchiveError,
     ArtifactConflictError,
     ArtifactNotFoundError,
     ConcurrencyError,
@@ -50,6 +51,7 @@ from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
+from ._retention import PrunedSession, PruneReport, RetentionPolicy
 from ._state import apply_delta, fold_state
 from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
@@ -59,6 +61,7 @@ __all__ = [
     "PARENT_LINK_KEY",
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
+    "ArchiveError",
     "Artifact",
     "ArtifactConflictError",
     "ArtifactNotFoundError",
@@ -88,6 +91,9 @@ __all__ = [
     "MemoryService",
     "NewEvent",
     "Part",
+    "PruneReport",
+    "PrunedSession",
+    "RetentionPolicy",
     "SchemaError",
     "SchemaOutdatedError",
     "Session",
