@@ -22,9 +22,8 @@ from pathlib import Path
 from ._backend import Backend, SessionRecord
 from ._codec import with_seq
 from ._exceptions import ArchiveError
-from ._exchange import ExportFormatError, parse_export, referenced_artifacts
-from ._export import EXPORT_PAGE, export_artifacts, write_export
-from ._statefold import decode_all, in_seq_order
+from ._exchange import ExportFormatError, parse_export
+from ._export import ExportedLog, write_export
 
 __all__ = ["archive_name", "verify_archive", "write_archive"]
 
@@ -61,12 +60,13 @@ async def write_archive(backend: Backend, record: SessionRecord, directory: Path
         await asyncio.to_thread(_make_dirs, folder)
         sink = await asyncio.to_thread(partial.open, "wb")
         try:
-            await write_export(backend, record, sink)
+            seen = ExportedLog()
+            await write_export(backend, record, sink, seen=seen)
             await asyncio.to_thread(os.fsync, sink.fileno())
         finally:
             await asyncio.to_thread(sink.close)
         data = await asyncio.to_thread(partial.read_bytes)
-        await verify_archive(backend, record, data, path=partial)
+        await asyncio.to_thread(verify_archive, record, seen, data, path=partial)
         return await asyncio.to_thread(_place, partial, folder, stem, data), len(data)
     except OSError as exc:
         raise ArchiveError(
@@ -77,11 +77,11 @@ async def write_archive(backend: Backend, record: SessionRecord, directory: Path
         await asyncio.to_thread(_remove, partial)
 
 
-async def verify_archive(backend: Backend, record: SessionRecord, data: bytes, *,
-                         path: Path) -> None:
+def verify_archive(record: SessionRecord, seen: ExportedLog, data: bytes, *,
+                   path: Path) -> None:
     """Raise ArchiveError unless ``data`` parses as an export of ``record``'s session whose
-    header, events (read again from the log, a page at a time), chain hashes and artifact
-    versions equal the stored ones at ``record.version``."""
+    header, events, chain hashes and artifact versions equal what the export read from the
+    store (``seen``: the log at ``record.version``, whose rows never change)."""
     sid = record.session_id
 
     def refuse(why: str) -> ArchiveError:
@@ -96,28 +96,14 @@ async def verify_archive(backend: Backend, record: SessionRecord, data: bytes, *
     if (parsed.app_name, parsed.user_id, parsed.session_id, parsed.created_at) != (
             record.app_name, record.user_id, sid, record.created_at):
         raise refuse("its header names another session")
-    if len(parsed.events) != record.version:
+    if len(parsed.events) != record.version or len(seen.events) != record.version:
         raise refuse(f"it holds {len(parsed.events)} events, not {record.version}")
-    hashes: list[bytes | None] = []
-    referenced: dict[str, int] = {}
-    after = 0
-    while after < record.version:
-        rows = await backend.read(sid, after=after, upto=record.version, backwards=False,
-                                  limit=EXPORT_PAGE)
-        if not rows:
-            raise refuse(f"the log ends at seq {after}")
-        events = decode_all(in_seq_order(sid, rows, after=after, upto=record.version))
-        for event in events:
-            assert event.seq is not None
-            if with_seq(parsed.events[event.seq - 1], event.seq) != event:
-                raise refuse(f"its event at seq {event.seq} differs from the stored one")
-        for name, number in referenced_artifacts(events).items():
-            referenced[name] = max(number, referenced.get(name, number))
-        hashes += [row.chain_hash for row in rows]
-        after = rows[-1].seq
-    if parsed.chain_hashes is not None and parsed.chain_hashes != hashes:
+    for event, stored in zip(parsed.events, seen.events, strict=True):
+        if with_seq(event, stored.seq) != stored:
+            raise refuse(f"its event at seq {stored.seq} differs from the stored one")
+    if parsed.chain_hashes is not None and parsed.chain_hashes != seen.chain_hashes:
         raise refuse("its chain hashes differ from the stored ones")
-    if parsed.artifacts != await export_artifacts(backend, record, referenced):
+    if parsed.artifacts != seen.artifacts:
         raise refuse("its artifact versions differ from the stored ones")
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ._backend import Backend, SessionRecord
+from ._events import Event
 from ._exceptions import ArtifactNotFoundError
 from ._exchange import (
     ExportedArtifact,
@@ -26,10 +28,23 @@ from ._state import USER_PREFIX
 from ._statefold import decode_all, in_seq_order
 from ._stored import STORED_SCHEMA_VERSION
 
-__all__ = ["EXPORT_PAGE", "export_artifacts", "write_export"]
+__all__ = ["EXPORT_PAGE", "ExportedLog", "export_artifacts", "write_export"]
 
 EXPORT_PAGE = 1000
 """Events read, decoded and written per step."""
+
+
+@dataclass(slots=True)
+class ExportedLog:
+    """What an export read from the store (for a caller that checks the written file against
+    it: ``eventstore._archive``)."""
+
+    events: list[Event] = field(default_factory=list)
+    """The events as decoded from the log, ``seq`` set, oldest first."""
+    chain_hashes: list[bytes | None] = field(default_factory=list)
+    """Each event row's chain hash as stored."""
+    artifacts: list[ExportedArtifact] = field(default_factory=list)
+    """The artifact versions the export holds."""
 
 
 async def export_artifacts(
@@ -61,9 +76,11 @@ async def export_artifacts(
     return found
 
 
-async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO) -> int:
+async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO, *,
+                       seen: ExportedLog | None = None) -> int:
     """Write the export of ``record``'s session at ``record.version`` to ``sink`` (flushed,
-    not closed) and return how many events it holds.
+    not closed) and return how many events it holds; ``seen``, when given, receives what was
+    read (memory then grows with the log).
 
     The header comes first but names every event's chain hash, so the event lines go to a
     temporary file while the log is read and follow the header once it is known. Raises
@@ -90,11 +107,16 @@ async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO) 
                     chained = False
                 elif chained:
                     chain.append((row.chain_hash, row.signature))
+            if seen is not None:
+                seen.events += events
+                seen.chain_hashes += [row.chain_hash for row in rows]
             page = b"".join(dump_event(e) + b"\n" for e in events)
             await asyncio.to_thread(body.write, page)
             count += len(events)
             after = rows[-1].seq
         artifacts = await export_artifacts(backend, record, referenced)
+        if seen is not None:
+            seen.artifacts = artifacts
         header = dump_header(app_name=record.app_name, user_id=record.user_id,
                              session_id=sid, events=count, created_at=record.created_at,
                              artifacts=len(artifacts),

@@ -11,6 +11,7 @@ archive on disk, and a session appended to while it was being archived is kept.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from datetime import timedelta
@@ -26,6 +27,10 @@ __all__ = ["RetentionMethods"]
 
 _PAGE = 500
 """Sessions selected per read."""
+
+_CONCURRENT = 8
+"""Sessions archived and deleted at once: their fsyncs and reads overlap (each session is
+still all or nothing on its own)."""
 
 
 def _seconds(value: object, name: str) -> float:
@@ -73,9 +78,11 @@ class RetentionMethods:
         was archived (else it is kept: ``kept_changed``). ``dry_run`` lists what would go and
         writes nothing. Returns a report of every selected session and what became of it.
 
-        Raises ArchiveError (naming the session; it and every later one are kept) when an
-        archive cannot be written or does not read back equal to the log, StoreUsageError for
-        bad arguments or a read-only store.
+        Sessions are handled a few at a time (``_CONCURRENT``), so their fsyncs overlap. Raises
+        ArchiveError (naming the session) when an archive cannot be written or does not read
+        back equal to the log: that session and every later one are kept (those being pruned
+        alongside it may have been deleted, each with its archive); StoreUsageError for bad
+        arguments or a read-only store.
         """
         seconds = _seconds(older_than, "older_than")
         directory = _directory(archive)
@@ -88,8 +95,15 @@ class RetentionMethods:
         while True:
             page = await backend.sessions_updated_before(
                 before=clock - seconds, app_name=app_name, after=after, limit=_PAGE)
-            for record in page:
-                done.append(await _prune_one(backend, record, directory, dry_run=dry_run))
+            for start in range(0, len(page), _CONCURRENT):
+                try:
+                    async with asyncio.TaskGroup() as group:  # an error cancels the others
+                        tasks = [group.create_task(_prune_one(backend, r, directory,
+                                                              dry_run=dry_run))
+                                 for r in page[start:start + _CONCURRENT]]
+                except BaseExceptionGroup as failed:
+                    raise failed.exceptions[0] from None  # the error itself, not a group
+                done += [task.result() for task in tasks]
             if len(page) < _PAGE:
                 return PruneReport(dry_run=dry_run, sessions=tuple(done))
             after = (page[-1].updated_at, page[-1].session_id)
