@@ -159,7 +159,7 @@ async def _sqlite(args: argparse.Namespace, work: Path) -> None:
         conn.execute("VACUUM")
     vacuum = time.perf_counter() - start
     print(f"  file size: {before / 1e6:.1f} MB before the prune, {after / 1e6:.1f} MB after "
-          f"(freed pages stay in the file), {_sqlite_size(path) / 1e6:.2f} MB after VACUUM "
+          f"(freed pages stay in the file), {_checkpoint_and_size(path) / 1e6:.2f} MB after VACUUM "
           f"({vacuum:.2f} s)")
 
 
