@@ -30,6 +30,7 @@ from ._events import (
 )
 from ._exceptions import (
     AmbiguousSessionError,
+    ArchiveError,
     ArtifactConflictError,
     ArtifactNotFoundError,
     ConcurrencyError,
@@ -53,6 +54,7 @@ from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._memory import MemoryBackend
 from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
+from ._retention import PrunedSession, PruneReport, RetentionPolicy
 from ._state import apply_delta, fold_state
 from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
@@ -63,6 +65,7 @@ __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
     "SCHEMA_VERSION",
     "AmbiguousSessionError",
+    "ArchiveError",
     "Artifact",
     "ArtifactConflictError",
     "ArtifactNotFoundError",
@@ -94,6 +97,9 @@ __all__ = [
     "MemoryService",
     "NewEvent",
     "Part",
+    "PruneReport",
+    "PrunedSession",
+    "RetentionPolicy",
     "SchemaError",
     "SchemaOutdatedError",
     "Session",

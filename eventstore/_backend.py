@@ -15,6 +15,7 @@ from uuid import uuid4
 
 from ._exceptions import ArtifactConflictError, DuplicateEventError
 from ._fork import ForkLink, ForkPlan
+from ._retention import RetentionPolicy
 from ._scopes import ScopeEntry, ScopeHead
 
 __all__ = [
@@ -304,12 +305,38 @@ class Backend(Protocol):
         """Return up to ``limit`` sessions ordered by id, with ids greater than ``after``."""
         ...
 
-    async def delete_session(self, session_id: str) -> bool:
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None
+                             ) -> bool:
         """Delete the session, its events, snapshots and session-scoped artifacts. The
         ``user:``/``app:`` stream entries its events made stay (they belong to their scope).
 
-        Returns False when there was no such session.
+        With ``expected_version``, only when the session is still at that version, judged in
+        the delete's own transaction (no append can commit between the check and the delete):
+        otherwise raises ConcurrencyError and deletes nothing. Returns False when there was
+        no such session.
         """
+        ...
+
+    async def sessions_updated_before(
+        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
+        limit: int,
+    ) -> list[SessionRecord]:
+        """Return up to ``limit`` sessions (of the app, when given) whose ``updated_at`` is
+        below ``before``, ordered by ``updated_at`` then session id, after the key ``after``
+        (``(updated_at, session_id)`` of the previous page's last one)."""
+        ...
+
+    async def retention_policies(self) -> list[RetentionPolicy]:
+        """Return the stored retention policies, by app name."""
+        ...
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
+        """Store the app's retention policy, replacing the one it had."""
+        ...
+
+    async def clear_retention_policy(self, app_name: str | None) -> int:
+        """Delete the app's retention policy (every policy when ``app_name`` is None); return
+        how many were deleted."""
         ...
 
     async def append(

@@ -11,7 +11,8 @@ The tree::
     ├── SessionNotFoundError             no such session (or it belongs to another app/user)
     ├── SessionExistsError               create_session (or fork) with an id that is taken
     ├── ForkPointError                   fork at a seq outside the log or inside a step
-    ├── ConcurrencyError                 append with a stale ``expected_version``
+    ├── ConcurrencyError                 append (or conditional delete) with a stale
+    │                                    ``expected_version``
     ├── DuplicateEventError              an event id is stored with another payload, or a retry
     │                                    overlaps stored events only partly
     ├── ArtifactNotFoundError            no such artifact or artifact version
@@ -19,6 +20,8 @@ The tree::
     │                                    differently than given (nothing written)
     ├── CorruptEventError                a stored event row cannot be decoded
     ├── CorruptSnapshotError             a stored state snapshot (a cache) cannot be decoded
+    ├── ArchiveError                     a prune's archive of a session could not be written or
+    │                                    does not match the log (the session is kept)
     ├── TamperedLogError                 a session's log disagrees with its head record; no
     │                                    append is stacked on it
     ├── SchemaError                      the database schema is not the one this code needs
@@ -35,6 +38,7 @@ import shlex
 
 __all__ = [
     "AmbiguousSessionError",
+    "ArchiveError",
     "ArtifactConflictError",
     "ArtifactNotFoundError",
     "ConcurrencyError",
@@ -143,10 +147,11 @@ class ConcurrencyError(EventStoreError):
     ``expected_version=actual_version``.
     """
 
-    def __init__(self, session_id: str, *, expected_version: int, actual_version: int):
+    def __init__(self, session_id: str, *, expected_version: int, actual_version: int,
+                 refused: str = "nothing was appended"):
         super().__init__(
             f"Session {session_id!r} is at version {actual_version}, not at the expected "
-            f"version {expected_version}; nothing was appended."
+            f"version {expected_version}; {refused}."
         )
         self.session_id = session_id
         self.expected_version = expected_version
@@ -202,6 +207,16 @@ class CorruptEventError(EventStoreError):
         self.session_id = session_id
         self.seq = seq
         self.reason = reason
+
+
+class ArchiveError(EventStoreError):
+    """A prune could not write a session's archive, or it does not read back equal to the log;
+    the session was not deleted. ``session_id`` and ``path`` say which."""
+
+    def __init__(self, message: str, *, session_id: str, path: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.path = path
 
 
 class CorruptSnapshotError(EventStoreError):

@@ -39,6 +39,7 @@ from ._exceptions import (
 )
 from ._fork import ForkLink, ForkPlan
 from ._memorytext import words
+from ._retention import RetentionPolicy
 from ._scopes import APP_SCOPE, ScopeWriter
 
 __all__ = ["MemoryBackend"]
@@ -77,6 +78,8 @@ class MemoryBackend:
         """Fork session id -> its link (goes with the fork; outlives the origin)."""
         self._given: dict[str, dict[tuple[str, str], str]] = {}
         """Given id -> (app, user) -> the key of that session (``find_sessions``)."""
+        self._retention: dict[str, RetentionPolicy] = {}
+        """App name -> its retention policy."""
         self._closed = False
 
     def _check_open(self) -> None:
@@ -242,12 +245,18 @@ class MemoryBackend:
         )
         return [self._summary(self._sessions[sid]) for sid in ids[:limit]]
 
-    async def delete_session(self, session_id: str) -> bool:
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None
+                             ) -> bool:
         """See ``Backend.delete_session``."""
         self._check_open()
-        session = self._sessions.pop(session_id, None)
+        session = self._sessions.get(session_id)
         if session is None:
             return False
+        version = self._summary(session).version
+        if expected_version is not None and version != expected_version:
+            raise ConcurrencyError(session_id, expected_version=expected_version,
+                                   actual_version=version, refused="nothing was deleted")
+        del self._sessions[session_id]
         self._forks.pop(session_id, None)
         record = session.record
         owners = self._given[record.given_id]
@@ -584,6 +593,40 @@ class MemoryBackend:
                 continue
             found.append(summary)
         return sorted(found, key=lambda r: (r.updated_at, r.session_id), reverse=True)[:limit]
+
+    async def sessions_updated_before(
+        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
+        limit: int,
+    ) -> list[SessionRecord]:
+        """See ``Backend.sessions_updated_before``."""
+        self._check_open()
+        found = [
+            record for record in map(self._summary, self._sessions.values())
+            if record.updated_at < before
+            and (app_name is None or record.app_name == app_name)
+            and (after is None or (record.updated_at, record.session_id) > after)
+        ]
+        found.sort(key=lambda r: (r.updated_at, r.session_id))
+        return found[:limit]
+
+    async def retention_policies(self) -> list[RetentionPolicy]:
+        """See ``Backend.retention_policies``."""
+        self._check_open()
+        return [self._retention[name] for name in sorted(self._retention)]
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
+        """See ``Backend.set_retention_policy``."""
+        self._check_open()
+        self._retention[policy.app_name] = policy
+
+    async def clear_retention_policy(self, app_name: str | None) -> int:
+        """See ``Backend.clear_retention_policy``."""
+        self._check_open()
+        if app_name is None:
+            count = len(self._retention)
+            self._retention.clear()
+            return count
+        return 0 if self._retention.pop(app_name, None) is None else 1
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """See ``Backend.load_snapshots``."""

@@ -40,6 +40,7 @@ from . import _postgres_artifacts as artifacts_sql
 from . import _postgres_fork as forks
 from . import _postgres_memory as memory
 from . import _postgres_queries as queries
+from . import _postgres_retention as retention
 from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -56,6 +57,7 @@ from ._backend import (
     check_batch_ids,
 )
 from ._exceptions import (
+    ConcurrencyError,
     SchemaError,
     SessionExistsError,
     SessionNotFoundError,
@@ -73,9 +75,11 @@ from ._postgres_append import (
     fast_result,
     insert,
     lock_key,
+    lock_shared,
 )
 from ._postgres_group import AppendGroups
 from ._postgres_notify import CHANNEL, Notices
+from ._retention import RetentionPolicy
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -411,7 +415,8 @@ class PostgresBackend:
 
         return await self._run(job, what="list sessions")
 
-    async def delete_session(self, session_id: str) -> bool:
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None
+                             ) -> bool:
         async def job(conn: Any) -> bool:
             app_name = await conn.fetchval(
                 "SELECT app_name FROM evs_sessions WHERE session_id = $1", session_id
@@ -419,6 +424,15 @@ class PostgresBackend:
             if app_name is None:
                 return False
             # Its user:/app: stream entries stay: they belong to their scope.
+            if expected_version is not None:
+                # The append lock after the shared one, in the order appends take them.
+                await lock_shared(conn, app_name)
+                actual = await retention.locked_version(conn, session_id)
+                if actual is None:
+                    return False
+                if actual != expected_version:
+                    raise ConcurrencyError(session_id, expected_version=expected_version,
+                                           actual_version=actual, refused="nothing was deleted")
             row = await conn.fetchrow(
                 "DELETE FROM evs_sessions WHERE session_id = $1 "
                 "RETURNING app_name, user_id, given_id",
@@ -701,6 +715,24 @@ class PostgresBackend:
                 conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
                 updated_since=updated_since, before=before, limit=limit),
             what="list sessions")
+    async def sessions_updated_before(
+        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
+        limit: int,
+    ) -> list[SessionRecord]:
+        return await self._run(
+            lambda conn: retention.updated_before(conn, before, app_name, after, limit),
+            what="list sessions by last update")
+
+    async def retention_policies(self) -> list[RetentionPolicy]:
+        return await self._run(retention.policies, what="read the retention policies")
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
+        await self._run(lambda conn: retention.set_policy(conn, policy),
+                        what=f"set the retention policy of app {policy.app_name!r}", write=True)
+
+    async def clear_retention_policy(self, app_name: str | None) -> int:
+        return await self._run(lambda conn: retention.clear_policy(conn, app_name),
+                               what="clear retention policies", write=True)
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         return await self._run(lambda conn: queries.load_snapshots(conn, session_ids),

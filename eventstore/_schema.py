@@ -22,6 +22,7 @@ __all__ = [
     "AppPosition",
     "Artifact",
     "Event",
+    "Retention",
     "ScopeEntry",
     "ScopeHead",
     "Session",
@@ -365,3 +366,19 @@ class SessionFork(SQLModel, table=True):
     """The fork's events are the origin's 1..origin_seq."""
     forked_at: float = Field(sa_type=sa.Float(), nullable=False)
     """When the fork was made (seconds since the epoch)."""
+
+
+class Retention(SQLModel, table=True):
+    """An app's retention policy (``EventStore.set_retention``): configuration, not derived
+    from the log; ``EventStore.prune`` by policy reads it."""
+
+    __tablename__ = "evs_retention_policies"
+
+    app_name: str = Field(sa_type=sa.String(255), primary_key=True)
+    """The app."""
+    older_than: float = Field(sa_type=sa.Float(), nullable=False)
+    """Seconds: its sessions last updated longer ago are pruned."""
+    archive: str | None = Field(default=None, sa_type=sa.Text(), nullable=True)
+    """The archive directory, or NULL (the prune names one or keeps none, explicitly)."""
+    set_at: float = Field(sa_type=sa.Float(), nullable=False)
+    """When the policy was set (seconds since the epoch)."""

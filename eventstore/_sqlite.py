@@ -70,6 +70,7 @@ from . import _sqlite_artifacts as artifacts_sql
 from . import _sqlite_fork as forks
 from . import _sqlite_memory as memory
 from . import _sqlite_queries as queries
+from . import _sqlite_retention as retention
 from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
@@ -86,12 +87,14 @@ from ._backend import (
     check_batch_ids,
 )
 from ._exceptions import (
+    ConcurrencyError,
     SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
 from ._fork import ForkLink, ForkPlan
+from ._retention import RetentionPolicy
 from ._sqlcommon import (
     EVENT_COLUMNS,
     MAX_POSITION,
@@ -430,7 +433,8 @@ class SQLiteBackend:
 
         return await self._read(job, what="list sessions")
 
-    async def delete_session(self, session_id: str) -> bool:
+    async def delete_session(self, session_id: str, *, expected_version: int | None = None
+                             ) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
                 "SELECT app_name, user_id, given_id FROM evs_sessions WHERE session_id = ?",
@@ -438,6 +442,12 @@ class SQLiteBackend:
             ).fetchone()
             if row is None:
                 return False
+            if expected_version is not None:  # in the write transaction: no append between
+                actual = retention.version(conn, session_id)
+                if actual != expected_version:
+                    raise ConcurrencyError(session_id, expected_version=expected_version,
+                                           actual_version=actual or 0,
+                                           refused="nothing was deleted")
             conn.execute(
                 "DELETE FROM evs_artifacts WHERE app_name = ? AND user_id = ? "
                 "AND session_scope = ?",
@@ -687,6 +697,25 @@ class SQLiteBackend:
                 conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
                 updated_since=updated_since, before=before, limit=limit),
             what="list sessions")
+    async def sessions_updated_before(
+        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
+        limit: int,
+    ) -> list[SessionRecord]:
+        return await self._read(
+            lambda conn: retention.updated_before(conn, before, app_name, after, limit),
+            what="list sessions by last update")
+
+    async def retention_policies(self) -> list[RetentionPolicy]:
+        return await self._read(retention.policies, what="read the retention policies")
+
+    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
+        await self._write(lambda conn: retention.set_policy(conn, policy),
+                          what=f"set the retention policy of app {policy.app_name!r}",
+                          keeps_heads=True)
+
+    async def clear_retention_policy(self, app_name: str | None) -> int:
+        return await self._write(lambda conn: retention.clear_policy(conn, app_name),
+                                 what="clear retention policies", keeps_heads=True)
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),

@@ -25,11 +25,12 @@ from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._gcpause import pause as pause_collector
 from ._gcpause import resume as resume_collector
 from ._scopes import apply_scope_delta
-from ._state import apply_actions
+from ._state import APP_PREFIX, USER_PREFIX, apply_actions, apply_delta, session_part
 from ._stored import (
     STORED_SCHEMA_VERSION,
     compact_fields,
     compact_mapping,
+    compact_state_change,
     decode_compact,
     encode_compact,
 )
@@ -211,6 +212,24 @@ def decode_mappings(
 
 def _scope_name(app_name: str, user_id: str | None) -> str:
     return f"user:{user_id!r}" if user_id is not None else f"app:{app_name!r}"
+def _fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
+    """Apply the session-scoped state changes of ``rows`` (in seq order) to ``state``: for
+    rows in the stored encoding only their actions are read (``compact_state_change``, many
+    times cheaper than decoding each event), others are decoded. Raises CorruptEventError as
+    decoding would."""
+    for row in rows:
+        if row.damage is not None or row.schema_version != STORED_SCHEMA_VERSION:
+            apply_actions(state, decode_stored(row).actions, scope="session")
+            continue
+        try:
+            change = compact_state_change(row.payload)
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            raise CorruptEventError(row.session_id, row.seq, repr(exc)) from exc
+        if change is not None:
+            delta, deletions = change
+            apply_delta(state, session_part(delta),
+                        deleted=[k for k in deletions
+                                 if not k.startswith((USER_PREFIX, APP_PREFIX))])
 
 
 class StateFolder:
@@ -320,8 +339,7 @@ class StateFolder:
             )
             # Only what the record counted: an event appended since the listing is not folded.
             tail = in_seq_order(sid, tails[sid], after=base[0] if base else None)
-            for event in decode_all([r for r in tail if r.seq <= record.version]):
-                apply_actions(state, event.actions, scope="session")
+            _fold_session_rows(state, [r for r in tail if r.seq <= record.version])
             for user_id in (None, record.user_id):
                 if user_id not in shared:
                     shared[user_id] = await self._shared_state(

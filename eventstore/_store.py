@@ -53,6 +53,7 @@ from ._statefold import (
 from ._store_artifacts import Artifact, ArtifactMethods, ArtifactVersion
 from ._store_fork import ForkMethods
 from ._store_reads import MappingReads
+from ._store_retention import RetentionMethods
 from ._stored import STORED_SCHEMA_VERSION, encode_compact
 
 __all__ = [
@@ -168,7 +169,7 @@ def _check_cache_name(name: object) -> str:
     return name
 
 
-class EventStore(ArtifactMethods, ForkMethods, MappingReads):
+class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
     """An append-only, per-session event log with derived state and versioned artifacts.
 
     Guarantees, on every backend: appends are atomic and checked against ``expected_version``;

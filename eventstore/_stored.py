@@ -44,8 +44,8 @@ from ._events import (
 )
 
 __all__ = [
-    "STORED_SCHEMA_VERSION", "compact_fields", "compact_mapping", "compact_tree",
-    "decode_compact", "encode_compact",
+    "STORED_SCHEMA_VERSION", "compact_fields", "compact_mapping", "compact_state_change",
+    "compact_tree", "decode_compact", "encode_compact",
 ]
 
 STORED_SCHEMA_VERSION: Final = 2
@@ -257,6 +257,22 @@ def decode_compact(
     _set(event, "custom_metadata", get("m", {}))
     _set(event, "seq", seq)
     return event
+
+
+def compact_state_change(payload: bytes) -> tuple[dict[str, Any], list[str]] | None:
+    """The ``(state_delta, state_deletions)`` of a stored payload (schema version 2), or None
+    when it changes no state, without building the event (what a fold of state needs). Raises
+    like ``decode_compact`` on bytes it did not write."""
+    raw = orjson.loads(payload)
+    if type(raw) is not dict or not raw.keys() <= _EVENT_KEYS:
+        raise ValueError(f"not a stored event payload of schema version 2: {payload[:80]!r}")
+    actions = raw.get("a")
+    if actions is None:
+        return None
+    delta, deletions = actions.get("sd"), actions.get("sx")
+    if delta is None and deletions is None:
+        return None
+    return delta or {}, deletions or []
 
 
 def compact_fields(

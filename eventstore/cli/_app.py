@@ -17,6 +17,7 @@ from ._import import import_
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
 from ._memory_cmds import memory_rebuild, memory_search
+from ._retention_cmds import prune, retention_clear, retention_set, retention_show
 
 __all__ = [
     "SHORT_HELP",
@@ -59,13 +60,15 @@ SHORT_HELP = {
     "import": "Import an exported session, all or nothing.",
     "delete": "Delete a session.",
     "fork": "Fork a session at a seq into a new session.",
+    "prune": "Delete old sessions, each archived and verified first.",
 }
 """One whole short sentence per command for the command list (click would cut the docstring's
 first sentence mid-word)."""
 
 for _name, _command in (("sessions", sessions), ("show", show), ("state", state),
                         ("tail", tail), ("verify", verify), ("export", export),
-                        ("import", import_), ("delete", delete), ("fork", fork)):
+                        ("import", import_), ("delete", delete), ("fork", fork),
+                        ("prune", prune)):
     app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
 app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
 
@@ -80,6 +83,21 @@ memory_app.command("search", short_help="Search a user's remembered sessions.",
                    cls=Command)(memory_search)
 app.add_typer(memory_app, name="memory",
               short_help="Memory over past sessions (full-text index).")
+
+retention_app = typer.Typer(
+    help="Retention policies per app: how long sessions are kept before evs prune archives "
+    "and deletes them.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+retention_app.command("set", short_help="Store an app's retention policy.",
+                      cls=Command)(retention_set)
+retention_app.command("show", short_help="Show the stored retention policies.",
+                      cls=Command)(retention_show)
+retention_app.command("clear", short_help="Delete an app's retention policy (or all).",
+                      cls=Command)(retention_clear)
+app.add_typer(retention_app, name="retention",
+              short_help="Retention policies per app (for evs prune).")
 
 
 def version_callback(value: bool) -> None:

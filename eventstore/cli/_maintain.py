@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from .._exceptions import CorruptSnapshotError
+from .._exceptions import CorruptSnapshotError, SessionNotFoundError
+from .._export import write_export
 from .._open import resolve_url
 from .._scopes import APP_SCOPE
 from .._state import USER_PREFIX
-from .._statefold import decode_all, in_seq_order, snapshot_state
-from .._store import EventStore, SessionInfo
-from .._stored import STORED_SCHEMA_VERSION
+from .._statefold import snapshot_state
+from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,
@@ -40,13 +37,6 @@ from ._common import (
     require_file,
     run,
     sqlite_path,
-)
-from ._exchange import (
-    ExportedArtifact,
-    dump_artifact,
-    dump_event,
-    dump_header,
-    referenced_artifacts,
 )
 from ._progress import LARGE, progress
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
@@ -190,89 +180,18 @@ def verify(
         raise typer.Exit(EXIT_FINDINGS)
 
 
-EXPORT_PAGE = 1000
-"""Events read, decoded and written per step of ``evs export``: memory stays flat in the log's
-length (only each event's chain hash and signature are kept, for the header)."""
-
-
-async def _export_artifacts(
-    store: EventStore, info: SessionInfo, referenced: dict[str, int]
-) -> list[ExportedArtifact]:
-    """Every version of the session's own artifacts, and versions 0 up to the newest referred
-    to (``referenced``: filename -> version) of the ``user:`` artifacts (see ``_exchange``)."""
-    session_id, where = info.id, {"app_name": info.app_name, "user_id": info.user_id}
-    stored = await store.list_artifacts(session_id, **where)
-    wanted: dict[str, list[int]] = {}
-    for filename, versions in stored.items():
-        if not filename.startswith(USER_PREFIX):
-            wanted[filename] = versions
-    for filename, newest in referenced.items():
-        if filename.startswith(USER_PREFIX):
-            wanted[filename] = [v for v in stored.get(filename, []) if v <= newest]
-    found: list[ExportedArtifact] = []
-    for filename, versions in sorted(wanted.items()):
-        for version in versions:
-            artifact = await store.load_artifact(session_id, filename, version=version,
-                                                 app_name=info.app_name, user_id=info.user_id)
-            found.append(ExportedArtifact(filename=filename, version=artifact.version,
-                                          mime_type=artifact.mime_type,
-                                          created_at=artifact.created_at, data=artifact.data))
-    return found
-
-
 async def _write_export(
     store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None
 ) -> None:
-    """Write the export of ``session_id`` (of ``user_id`` when given) to ``sink``, reading the
-    log a page at a time. The header names the session's app, user and id.
-
-    The header comes first but names every event's chain hash, so the event lines go to a
-    temporary file while the log is read and follow the header once it is known."""
+    """Write the export of ``session_id`` (of ``user_id`` when given) at its current version
+    to ``sink`` (``eventstore._export``), with progress on a terminal."""
     info = await store.session_info(session_id, user_id=user_id)
     key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
-    chain: list[tuple[bytes, bytes | None]] = []
-    chained = True
-    referenced: dict[str, int] = {}
-    count = 0
-    with tempfile.TemporaryFile() as body, progress(
-        f"Exporting {info.version} events", total=None, size=info.version
-    ):
-        after = 0
-        while after < info.version:
-            rows = await store.backend.read(key, after=after, upto=info.version,
-                                            backwards=False, limit=EXPORT_PAGE)
-            if not rows:
-                break
-            events = decode_all(in_seq_order(key, rows, after=after, upto=info.version))
-            for name, version in referenced_artifacts(events).items():
-                referenced[name] = max(version, referenced.get(name, version))
-            # The chain is worth carrying only when an importer re-encoding the events gets
-            # the stored bytes back: every row in the current encoding, every row hashed.
-            for row in rows:
-                if row.chain_hash is None or row.schema_version != STORED_SCHEMA_VERSION:
-                    chained = False
-                elif chained:
-                    chain.append((row.chain_hash, row.signature))
-            page = b"".join(dump_event(e) + b"\n" for e in events)
-            await asyncio.to_thread(body.write, page)
-            count += len(events)
-            after = rows[-1].seq
-        artifacts = await _export_artifacts(store, info, referenced)
-        header = dump_header(app_name=info.app_name, user_id=info.user_id,
-                             session_id=info.id, events=count, created_at=info.created_at,
-                             artifacts=len(artifacts),
-                             chain=chain if chained and len(chain) == count else None)
-        await asyncio.to_thread(_assemble, sink, header, body, artifacts)
-
-
-def _assemble(sink: BinaryIO, header: bytes, body: BinaryIO,
-              artifacts: list[ExportedArtifact]) -> None:
-    sink.write(header + b"\n")
-    body.seek(0)
-    shutil.copyfileobj(body, sink, 1 << 20)
-    for artifact in artifacts:
-        sink.write(dump_artifact(artifact) + b"\n")
-    sink.flush()
+    record = await store.backend.get_session(key)
+    if record is None:
+        raise SessionNotFoundError(session_id)
+    with progress(f"Exporting {record.version} events", total=None, size=record.version):
+        await write_export(store.backend, record, sink)
 
 
 def _export_target(output: Path) -> Path:

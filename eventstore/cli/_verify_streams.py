@@ -196,9 +196,17 @@ def check_origins(
                         "removed (or the session's scope was changed) behind the store's "
                         "back."))
                 continue
-            entry = mine[0]
+            exact = [e for e in mine if e.delta == delta and e.event_id == row.event_id
+                     and e.position == row.position]
+            entry = exact[-1] if exact else mine[0]
             if claimed is not None:
                 claimed.add((entry.app_name, entry.user_id, entry.stream_seq))
+                # A session deleted and made again under its key (pruned, then its archive
+                # imported) wrote the same change once per life: the older entries, same event
+                # and delta earlier in the stream (which is chained), are its earlier life's.
+                claimed.update((e.app_name, e.user_id, e.stream_seq) for e in mine
+                               if exact and e.stream_seq < entry.stream_seq
+                               and e.event_id == row.event_id and e.delta == delta)
             if entry.delta != delta or entry.event_id != row.event_id \
                     or entry.position != row.position:
                 what = ("delta" if entry.delta != delta else

@@ -21,7 +21,8 @@ from eventstore import EventStore
 pytestmark = pytest.mark.slow
 
 RUNTIME_COMMANDS = ("demo", "pending", "confirm", "respond", "rerun", "web")
-STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "import", "db")
+STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "import", "db",
+                  "prune", "retention")
 
 
 def test_cli_exported_members() -> None:

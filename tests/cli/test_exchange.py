@@ -186,21 +186,21 @@ def test_verify_flags_artifact_delta_without_the_version(db: Path, version: int)
 def test_export_reads_the_log_in_pages_and_round_trips(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eventstore.cli import _maintain
+    from eventstore import _export
 
     source = tmp_path / "source.db"
     sid = _demo_session(source)
     whole = invoke("export", sid, "--db", str(source))
     assert whole.exit_code == 0, whole.stderr
     pages: list[int] = []
-    monkeypatch.setattr(_maintain, "EXPORT_PAGE", 3)
-    original = _maintain.decode_all
+    monkeypatch.setattr(_export, "EXPORT_PAGE", 3)
+    original = _export.decode_all
 
     def counting(rows: Any) -> Any:
         pages.append(len(rows))
         return original(rows)
 
-    monkeypatch.setattr(_maintain, "decode_all", counting)
+    monkeypatch.setattr(_export, "decode_all", counting)
     dump = tmp_path / "paged.jsonl"
     paged = invoke("export", sid, "--db", str(source), "-o", str(dump))
     assert paged.exit_code == 0, paged.stderr

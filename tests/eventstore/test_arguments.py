@@ -139,6 +139,11 @@ def _method_calls() -> dict[str, Call]:
         "fork_links": lambda s: s.fork_links("s"),
         "load_cache": lambda s: s.load_cache("s", "items"),
         "save_cache": lambda s: s.save_cache("s", "items", 1, b"[]"),
+        "prune": lambda s: s.prune(older_than=1, archive=None),
+        "prune_by_policy": lambda s: s.prune_by_policy(archive=None),
+        "set_retention": lambda s: s.set_retention(app_name="app", older_than=1),
+        "retention_policies": lambda s: s.retention_policies(),
+        "clear_retention": lambda s: s.clear_retention(),
         # Reads only on a keyed store (an unkeyed one has nothing to check): opened keyed below.
         "untrusted": lambda s: s.untrusted("s"),
     }
@@ -155,7 +160,7 @@ def test_arguments_dropped_table_calls_cover_every_method() -> None:
 
 
 _TABLES = ["evs_session_caches", "evs_shared_snapshots", "evs_snapshots", "evs_artifacts",
-           "evs_events", "evs_sessions"]
+           "evs_events", "evs_sessions", "evs_retention_policies"]
 
 
 async def _rename_tables(factory: StoreFactory, *, away: bool) -> type[BaseException]:

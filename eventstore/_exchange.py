@@ -1,0 +1,326 @@
+"""The session export format (JSON Lines) and its validation: pure, no I/O.
+
+Line 1 is a header naming the format, its version, the session's app, user, id and creation
+time, and how many events and artifact versions follow. Then one line per event, as the codec
+encodes it (``encode_event``: the exact stored JSON, without ``seq``, which is the line's
+position), oldest first. Then one line per artifact version, ``{"artifact": {"filename",
+"version", "mime_type", "created_at", "data"}}`` with the bytes in base64, by filename and
+version.
+
+Which artifact versions an export holds (format version 2):
+
+- every version of every session-scoped artifact: they belong to the session alone;
+- for each ``user:`` artifact the session's events refer to (``artifact_delta`` or an artifact
+  part), versions 0 up to the newest version referred to — the earlier ones are needed for the
+  version numbers to come out the same on import. ``user:`` artifacts are shared by all the
+  user's sessions, so import never changes a version the target already holds (see
+  ``evs import``).
+
+The header may carry the exporting store's hash chain (``"chain": {"hashes": [hex …],
+"signatures": [hex or null …]}``, one per event; ``eventstore._chain``) when every row was
+stored in the current encoding (so an importer re-encoding the events gets the same bytes):
+``evs import`` checks the events against it and refuses a broken chain. Signatures bind the
+exporting session id; an importing keyed store signs the events again.
+
+Each artifact's versions must be exactly 0..n: an export lacking a version in the middle is
+refused, because the importing store numbers versions itself and every later one would shift.
+Import validates every line before anything is written. Version 1 exports (no artifacts) are
+still read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ._codec import SCHEMA_VERSION, decode_event, encode_event
+from ._events import Event
+from ._exceptions import EventStoreError
+from ._state import USER_PREFIX
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "Export",
+    "ExportFormatError",
+    "ExportedArtifact",
+    "dump_artifact",
+    "dump_event",
+    "dump_header",
+    "parse_export",
+    "referenced_artifacts",
+]
+
+EXPORT_FORMAT = "agent-eventstore/session"
+"""The ``format`` value of an export's header line."""
+
+EXPORT_VERSION = 2
+"""Version of the export format this code writes (it reads 1 and 2)."""
+
+_READABLE_VERSIONS = (1, 2)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportedArtifact:
+    """One artifact version of an export."""
+
+    filename: str
+    """Artifact filename; a ``user:`` prefix means user-scoped."""
+    version: int
+    """Version number in the exporting store (0, 1, 2 …); import reproduces it."""
+    mime_type: str
+    """MIME type it was saved with."""
+    created_at: float
+    """Save time in the exporting store (seconds since the epoch)."""
+    data: bytes
+    """The bytes."""
+
+    @property
+    def user_scoped(self) -> bool:
+        """Whether the artifact is shared by the user's sessions (``user:`` prefix)."""
+        return self.filename.startswith(USER_PREFIX)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Export:
+    """A parsed, fully validated export."""
+
+    app_name: str
+    """App of the exported session."""
+    user_id: str
+    """User of the exported session."""
+    session_id: str
+    """Id of the exported session."""
+    created_at: float | None
+    """Creation time of the exported session (None in exports that lack it)."""
+    events: list[Event]
+    """The events, oldest first (``seq`` unset)."""
+    artifacts: list[ExportedArtifact]
+    """The artifact versions, by filename and then version 0, 1, 2 … without gaps."""
+    chain_hashes: list[bytes] | None = None
+    """The exporting store's chain hash of each event, when the export carries them."""
+
+
+class ExportFormatError(EventStoreError):
+    """An export file is not valid; ``line`` is the 1-based line number."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+def dump_header(*, app_name: str, user_id: str, session_id: str, events: int,
+                created_at: float, artifacts: int = 0,
+                chain: Sequence[tuple[bytes, bytes | None]] | None = None) -> bytes:
+    """Return the header line (without newline); ``chain`` holds each event's chain hash and
+    signature (see the module docstring)."""
+    extra: dict[str, Any] = {}
+    if chain is not None:
+        extra["chain"] = {"hashes": [h.hex() for h, _ in chain],
+                          "signatures": [None if s is None else s.hex() for _, s in chain]}
+    return orjson.dumps({
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "app_name": app_name,
+        "user_id": user_id,
+        "session_id": session_id,
+        "created_at": created_at,
+        "events": events,
+        "artifacts": artifacts,
+        **extra,
+    })
+
+
+def dump_event(event: Event) -> bytes:
+    """Return one event line (without newline): the codec's JSON."""
+    return encode_event(event)
+
+
+def dump_artifact(artifact: ExportedArtifact) -> bytes:
+    """Return one artifact line (without newline), the bytes in base64."""
+    return orjson.dumps({"artifact": {
+        "filename": artifact.filename,
+        "version": artifact.version,
+        "mime_type": artifact.mime_type,
+        "created_at": artifact.created_at,
+        "data": base64.b64encode(artifact.data).decode("ascii"),
+    }})
+
+
+def referenced_artifacts(events: Iterable[Event]) -> dict[str, int]:
+    """Return filename -> the newest version the events refer to, through ``artifact_delta``
+    or artifact parts."""
+    newest: dict[str, int] = {}
+
+    def refer(filename: str, version: int) -> None:
+        newest[filename] = max(version, newest.get(filename, version))
+
+    for event in events:
+        for filename, version in event.actions.artifact_delta.items():
+            refer(filename, version)
+        if event.content is not None:
+            for part in event.content.parts:
+                if part.artifact is not None:
+                    refer(part.artifact.filename, part.artifact.version)
+    return newest
+
+
+def _string(header: dict[str, Any], key: str) -> str:
+    value = header.get(key)
+    if not isinstance(value, str) or not value:
+        raise ExportFormatError(1, f"the header needs a non-empty string {key!r}.")
+    return value
+
+
+def _artifact(number: int, raw: Any) -> ExportedArtifact:
+    if not isinstance(raw, dict):
+        raise ExportFormatError(number, "an artifact line needs an object under 'artifact'.")
+    filename = raw.get("filename")
+    version = raw.get("version")
+    mime_type = raw.get("mime_type")
+    created_at = raw.get("created_at")
+    data = raw.get("data")
+    if not isinstance(filename, str) or not filename:
+        raise ExportFormatError(number, "the artifact needs a non-empty string 'filename'.")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ExportFormatError(number, f"artifact {filename!r} needs an integer 'version' "
+                                ">= 0.")
+    if not isinstance(mime_type, str):
+        raise ExportFormatError(number, f"artifact {filename!r} version {version} needs a "
+                                "string 'mime_type'.")
+    if (isinstance(created_at, bool) or not isinstance(created_at, (int, float))
+            or not math.isfinite(created_at)):
+        raise ExportFormatError(number, f"artifact {filename!r} version {version} needs a "
+                                "number 'created_at'.")
+    if not isinstance(data, str):
+        raise ExportFormatError(number, f"artifact {filename!r} version {version} needs its "
+                                "bytes as a base64 string 'data'.")
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ExportFormatError(number, f"artifact {filename!r} version {version}: 'data' is "
+                                f"not valid base64 ({exc}).") from exc
+    return ExportedArtifact(filename=filename, version=version, mime_type=mime_type,
+                            created_at=float(created_at), data=decoded)
+
+
+def _check_versions(artifacts: dict[tuple[str, int], tuple[int, ExportedArtifact]]) -> None:
+    """Refuse an artifact whose versions are not exactly 0..n."""
+    by_name: dict[str, dict[int, int]] = {}
+    for (filename, version), (number, _) in artifacts.items():
+        by_name.setdefault(filename, {})[version] = number
+    for filename, versions in by_name.items():
+        missing = sorted(set(range(max(versions) + 1)) - set(versions))
+        if missing:
+            after = min(v for v in versions if v > missing[0])
+            listed = ", ".join(map(str, missing))
+            raise ExportFormatError(
+                versions[after],
+                f"artifact {filename!r} has version {after} but lacks version(s) {listed}; "
+                "versions must be 0..n without gaps, or the imported numbers would differ.",
+            )
+
+
+def parse_export(lines: Iterable[bytes]) -> Export:
+    """Parse and validate a whole export; raise ExportFormatError naming the first bad line."""
+    numbered: Sequence[tuple[int, bytes]] = [
+        (n, line) for n, line in enumerate(lines, start=1) if line.strip()
+    ]
+    if not numbered:
+        raise ExportFormatError(1, "the file is empty; expected a header line.")
+    first, raw_header = numbered[0]
+    try:
+        header = orjson.loads(raw_header)
+    except orjson.JSONDecodeError as exc:
+        raise ExportFormatError(first, f"the header is not valid JSON ({exc}).") from exc
+    if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
+        raise ExportFormatError(first, f"not an export: the header's format must be "
+                                f"{EXPORT_FORMAT!r}.")
+    format_version = header.get("version")
+    if format_version not in _READABLE_VERSIONS:
+        readable = " and ".join(map(str, _READABLE_VERSIONS))
+        raise ExportFormatError(first, f"export format version {format_version!r} is "
+                                f"not supported (this code reads {readable}).")
+    schema_version = header.get("schema_version")
+    if not isinstance(schema_version, int) or schema_version < 1:
+        raise ExportFormatError(first, "the header needs an integer 'schema_version'.")
+    app_name = _string(header, "app_name")
+    user_id = _string(header, "user_id")
+    session_id = _string(header, "session_id")
+    created_at = header.get("created_at")
+    if created_at is not None and (isinstance(created_at, bool)
+                                   or not isinstance(created_at, (int, float))):
+        raise ExportFormatError(first, "the header's 'created_at' must be a number.")
+    events: list[Event] = []
+    seen: dict[str, int] = {}
+    artifacts: dict[tuple[str, int], tuple[int, ExportedArtifact]] = {}
+    for number, line in numbered[1:]:
+        if format_version >= 2:
+            try:
+                raw = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raw = None  # reported below, as for any line that is not an event
+            if isinstance(raw, dict) and list(raw) == ["artifact"]:
+                artifact = _artifact(number, raw["artifact"])
+                key = (artifact.filename, artifact.version)
+                if key in artifacts:
+                    raise ExportFormatError(number, f"artifact {key[0]!r} version {key[1]} "
+                                            f"already appears on line {artifacts[key][0]}.")
+                artifacts[key] = (number, artifact)
+                continue
+        try:
+            event = decode_event(line, schema_version=schema_version)
+            encode_event(event)
+        except (ValueError, EventStoreError) as exc:
+            reason = " ".join(str(exc).split())
+            raise ExportFormatError(number, f"not a valid event: {reason}") from exc
+        if event.id in seen:
+            raise ExportFormatError(number, f"event id {event.id!r} already appears on line "
+                                    f"{seen[event.id]}.")
+        seen[event.id] = number
+        events.append(event)
+    declared = header.get("events")
+    if isinstance(declared, int) and declared != len(events):
+        raise ExportFormatError(numbered[-1][0], f"the header announces {declared} events but "
+                                f"the file has {len(events)} (truncated?).")
+    declared = header.get("artifacts")
+    if isinstance(declared, int) and declared != len(artifacts):
+        raise ExportFormatError(numbered[-1][0], f"the header announces {declared} artifact "
+                                f"versions but the file has {len(artifacts)} (truncated?).")
+    _check_versions(artifacts)
+    chain = _chain(first, header.get("chain"), len(events))
+    return Export(
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        created_at=float(created_at) if created_at is not None else None,
+        events=events,
+        artifacts=[artifacts[key][1] for key in sorted(artifacts)],
+        chain_hashes=chain,
+    )
+
+
+def _chain(line: int, raw: Any, count: int) -> list[bytes] | None:
+    if raw is None:
+        return None
+    hashes = raw.get("hashes") if isinstance(raw, dict) else None
+    if not isinstance(hashes, list) or len(hashes) != count:
+        raise ExportFormatError(line, f"the header's 'chain' must hold {count} 'hashes'.")
+    out = []
+    for value in hashes:
+        try:
+            digest = bytes.fromhex(value) if isinstance(value, str) else b""
+        except ValueError:
+            digest = b""
+        if len(digest) != 32:
+            raise ExportFormatError(line, f"the header's chain hash {value!r} is not 64 hex "
+                                    "digits.")
+        out.append(digest)
+    return out
