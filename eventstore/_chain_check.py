@@ -133,15 +133,22 @@ def _classify(rows: Sequence[StoredEvent], i: int, prev: bytes, before: bytes | 
 
 def check_chain(
     rows: Sequence[StoredEvent], *, head: SessionRecord | None = None,
-    signing_key: bytes | None = None,
+    signing_key: bytes | None = None, first_seq: int = 1, prev: bytes = GENESIS,
 ) -> ChainProblem | None:
     """Return where the chain of one session's ``rows`` (as stored, in any order: they are
     checked in ``seq`` order) first breaks, or None when it checks out. ``head`` (the
     session's record with its head fields) also catches a removed or replaced tail; with
     ``signing_key`` the head record's signature must check out too (a head moved back by
-    someone without the key)."""
+    someone without the key).
+
+    A part of the log is checked with ``first_seq`` (the seq it starts at) and ``prev`` (the
+    stored chain hash of the row before it, taken on trust): then only its rows' links to
+    that hash and to each other are checked, and the head record only when given (pass it
+    when the rows end at the log's end; else pass the row after the part among ``rows``, so
+    the last row is vouched for by its successor's link)."""
     rows = sorted(rows, key=_seq)
-    prev, before, expected = GENESIS, None, 1
+    before: bytes | None = None
+    expected = first_seq
     for i, row in enumerate(rows):
         if row.seq < expected:  # only a seq below 1 sorts before the place it should hold
             return ChainProblem(seq=row.seq, code="chain_inserted",

@@ -13,9 +13,12 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
+from .._backend import StoredEvent
+from .._chain import GENESIS
+from .._chain_check import CHAIN_CODES
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
-from .._state import USER_PREFIX
+from .._state import USER_PREFIX, apply_actions
 from .._statefold import decode_all, in_seq_order, snapshot_state
 from .._store import EventStore
 from .._stored import STORED_SCHEMA_VERSION
@@ -46,8 +49,16 @@ from ._exchange import (
     referenced_artifacts,
 )
 from ._progress import LARGE, progress
+from ._timeline import Timeline, analyze
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
-from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
+from ._verify import (
+    Finding,
+    check_artifacts,
+    check_events,
+    check_rows,
+    check_scope,
+    snapshot_finding,
+)
 
 __all__ = [
     "db_current",
@@ -86,26 +97,73 @@ async def _snapshots(
     return found, damaged
 
 
+VERIFY_PAGE = 1000
+"""Rows read and checked per step of ``evs verify``: the chain is checked page by page (each
+page linked to the stored hash of the row before it and to the row after it), and what is
+kept across pages is small per event (its id; each call's record for the pairing; the running
+fold for the snapshots), never the events."""
+
+
 async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
-    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing).
+    """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing),
+    reading it a page at a time (``VERIFY_PAGE``).
 
     Raises SessionNotFoundError for an unknown session."""
     version = await store.version(session_id)
-    rows = await store.backend.read(session_id, after=None, upto=None, backwards=False,
-                                    limit=None)
     origin = (await store.fork_links(session_id)).origin
     head = await store.backend.get_session(session_id)
-    findings, events = check_log(session_id, rows, version=version, decode=store.decode,
-                                 head=head,
-                                 signing_key=store.backend.signing_key,
-                                 copied_through=origin.origin_seq if origin else 0)
-    if head is not None:
-        findings += check_scope(session_id, head.app_name, head.user_id,
-                                await store.backend.scope_mismatches(session_id), rows)
     snapshots, damaged = await _snapshots(store, session_id, version)
-    findings += damaged + check_snapshots(session_id, events, snapshots)
-    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id))
-    return findings
+    pending = sorted(snapshots, key=lambda s: s[0])
+    stored_artifacts = await store.list_artifacts(session_id)
+    findings: list[Finding] = []
+    timeline = Timeline()
+    seen_ids: dict[str, int] = {}
+    folded: dict[str, Any] = {}
+    shared_before: list[StoredEvent] = []
+    mismatches = await store.backend.scope_mismatches(session_id) if head is not None else []
+    prev, first, broken, newest = GENESIS, 1, False, 0
+
+    async def page_after(after: int) -> list[StoredEvent]:
+        return await store.backend.read(session_id, after=after, upto=None, backwards=False,
+                                        limit=VERIFY_PAGE)
+
+    rows = await page_after(0)
+    while rows:
+        following = await page_after(rows[-1].seq) if len(rows) == VERIFY_PAGE \
+            else []
+        last = not following
+        found, events = check_rows(
+            session_id, rows, version=version if last else None, decode=store.decode,
+            head=head if last else None, signing_key=store.backend.signing_key,
+            copied_through=origin.origin_seq if origin else 0, first_seq=first, prev=prev,
+            following=min(following, key=lambda r: r.seq) if following else None,
+            chain=not broken, seen_ids=seen_ids)
+        broken = broken or any(f.code in CHAIN_CODES for f in found)
+        findings += found
+        analyze(events, into=timeline)
+        for event in events:
+            while pending and event.seq is not None and pending[0][0] < event.seq:
+                seq, snapshot = pending.pop(0)
+                findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
+            apply_actions(folded, event.actions, scope="session")
+        findings += check_artifacts(session_id, events, stored_artifacts)
+        if head is not None:
+            findings += check_scope(session_id, head.app_name, head.user_id,
+                                    mismatches, shared_before + list(rows))
+            mismatches = []  # reported with the first page
+            shared = [r for r in sorted(rows, key=lambda r: r.seq) if r.shared_state]
+            shared_before = shared[-1:] or shared_before
+        ordered = sorted(rows, key=lambda r: r.seq)
+        prev, newest = ordered[-1].chain_hash or b"", ordered[-1].seq
+        first = newest + 1
+        rows = following
+    if newest == 0:
+        findings += check_rows(session_id, [], version=version, decode=store.decode, head=head,
+                               signing_key=store.backend.signing_key)[0]
+    for seq, snapshot in pending:
+        findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
+    findings += check_events(session_id, [], timeline)
+    return findings + damaged
 
 
 def verify(
