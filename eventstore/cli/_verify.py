@@ -85,9 +85,10 @@ def check_rows(
 ) -> tuple[list[Finding], list[Event]]:
     """``check_log`` without what the decoded events say of each other (``check_events``),
     for a part of the log as well as all of it: the rows from ``first_seq`` on, chained to
-    ``prev`` (the stored hash of the row before them, taken on trust; ``check_chain``), and
-    ``following`` (the row after them, when they do not end the log) linking to the last of
-    them. ``version`` None skips comparing the session's version with the newest row;
+    ``prev`` (the stored hash of the row before them, taken on trust; ``check_chain``);
+    ``following`` (the row after them, when they do not end the log) lets a break at their
+    last row be classified as in the whole log (a break at ``following`` itself is left to
+    the part it starts). ``version`` None skips comparing the session's version with the newest row;
     ``chain=False`` skips the chain (a page after the one where it broke); ``seen_ids`` (event
     id -> seq, updated) carries the ids of the pages before, for ``duplicate_event_id``."""
     findings: list[Finding] = []
@@ -144,6 +145,8 @@ def check_rows(
     chained = [*rows, following] if following is not None else rows
     broken = check_chain(chained, head=head, signing_key=signing_key, first_seq=first_seq,
                          prev=prev) if chain else None
+    if broken is not None and following is not None and broken.seq == following.seq:
+        broken = None  # the next part's to report, with the rows around it to classify it
     if broken is not None:
         found(broken.seq, broken.code, broken.message)
     if signing_key is not None:
