@@ -8,6 +8,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -15,7 +16,7 @@ import typer
 
 from .._backend import StoredEvent
 from .._chain import GENESIS
-from .._chain_check import CHAIN_CODES
+from .._chain_check import CHAIN_CODES, check_chain
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX, apply_actions
@@ -122,6 +123,7 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
     shared_before: list[StoredEvent] = []
     mismatches = await store.backend.scope_mismatches(session_id) if head is not None else []
     prev, first, broken, newest = GENESIS, 1, False, 0
+    imported_prev: bytes | None = GENESIS  # None once the imported chain broke, or ended
 
     async def page_after(after: int) -> list[StoredEvent]:
         return await store.backend.read(session_id, after=after, upto=None, backwards=False,
@@ -140,6 +142,10 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
             chain=not broken, seen_ids=seen_ids)
         broken = broken or any(f.code in CHAIN_CODES for f in found)
         findings += found
+        if imported_prev is not None:
+            imported_prev, problem = await _imported_chain(store, session_id, rows,
+                                                           first_seq=first, prev=imported_prev)
+            findings += problem
         analyze(events, into=timeline)
         for event in events:
             while pending and event.seq is not None and pending[0][0] < event.seq:
@@ -164,6 +170,32 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
         findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
     findings += check_events(session_id, [], timeline)
     return findings + damaged
+
+
+async def _imported_chain(
+    store: EventStore, session_id: str, rows: list[StoredEvent], *, first_seq: int, prev: bytes
+) -> tuple[bytes | None, list[Finding]]:
+    """Check one page of an imported session against the chain its export carried (kept by
+    ``evs import --force``): the rows as stored now, with the exported hashes. Return the hash
+    the next page follows (None when the evidence ended or broke here) and the break, named
+    ``imported_`` + its ``check_chain`` code."""
+    links = await store.backend.read_imported(session_id, after=first_seq - 1,
+                                              limit=len(rows))
+    by_seq = {link.seq: link for link in links}
+    exported = [replace(r, chain_hash=by_seq[r.seq].chain_hash) for r in rows
+                if r.seq in by_seq]
+    if not exported:
+        return None, []
+    problem = check_chain(exported, first_seq=first_seq, prev=prev)
+    if problem is None:
+        ends = len(exported) < len(rows)
+        return None if ends else max(exported, key=lambda r: r.seq).chain_hash, []
+    origin = by_seq[min(by_seq)].origin_session_id
+    return None, [Finding(
+        session_id=session_id, seq=problem.seq, code=f"imported_{problem.code}",
+        message=f"{problem.message} (in the chain the export of session {origin!r} carried, "
+        "kept by evs import --force as evidence; this store's own chain of the imported "
+        "events is its own)")]
 
 
 def verify(
