@@ -207,7 +207,9 @@ def verify(
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
     responses, confirmations that do not match their call, undecodable rows, stale snapshots,
-    artifact versions the log refers to that are not stored.
+    artifact versions the log refers to that are not stored, and for a session imported with
+    --force where the chain its export carried breaks (imported_…). The log is read a page at
+    a time.
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
