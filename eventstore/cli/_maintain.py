@@ -17,6 +17,7 @@ import typer
 from .._backend import StoredEvent
 from .._chain import GENESIS
 from .._chain_check import CHAIN_CODES, check_chain
+from .._events import Event, FunctionResponse
 from .._exceptions import CorruptSnapshotError
 from .._open import resolve_url
 from .._state import USER_PREFIX, apply_actions
@@ -147,6 +148,7 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
                                                            first_seq=first, prev=imported_prev)
             findings += problem
         analyze(events, into=timeline)
+        _forget_bodies(timeline, events)
         for event in events:
             while pending and event.seq is not None and pending[0][0] < event.seq:
                 seq, snapshot = pending.pop(0)
@@ -170,6 +172,20 @@ async def verify_session(store: EventStore, session_id: str) -> list[Finding]:
         findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
     findings += check_events(session_id, [], timeline)
     return findings + damaged
+
+
+def _forget_bodies(timeline: Timeline, events: list[Event]) -> None:
+    """Drop the bodies of the answers ``events`` added to ``timeline``: the checks across the
+    log need each answer's place and kind only, so memory does not grow with tool results."""
+    for event in events:
+        for response in event.function_responses():
+            record = timeline.calls.get(response.id)
+            if record is not None:
+                record.answers = [
+                    a if not a.response.response else replace(
+                        a, response=FunctionResponse(id=a.response.id, name=a.response.name,
+                                                     response={}))
+                    for a in record.answers]
 
 
 async def _imported_chain(
