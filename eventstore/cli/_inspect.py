@@ -20,9 +20,8 @@ from rich.table import Table
 
 from .._backend import StoredEvent
 from .._events import Event
-from .._exceptions import CorruptEventError, SessionNotFoundError
 from .._fork import SessionForks
-from .._links import child_session_id, parent_link
+from .._links import parent_link
 from .._state import APP_PREFIX, USER_PREFIX, session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
@@ -41,7 +40,14 @@ from ._common import (
     stdout_closed,
 )
 from ._render import event_entry, print_event, print_events, short_json
-from ._show_pages import SHOW_PAGE, ShownPage, ShowReading, open_show
+from ._show_pages import (
+    SHOW_PAGE,
+    ShownPage,
+    ShowReading,
+    decode_rows,
+    linked_children,
+    open_show,
+)
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
@@ -377,41 +383,12 @@ async def load_show_view(store: EventStore, session_id: str) -> ShowView:
         info=info,
         rows=rows,
         findings=findings,
-        decoded={id(row): event for row, event in _decoded(rows, store)},
+        decoded={id(row): event for row, event in decode_rows(store, rows)},
         timeline=analyze(events),
         parent=next((link for e in events[:4] if (link := parent_link(e)) is not None), None),
-        children=await _children(store, session_id, events),
+        children=await linked_children(store, session_id, events),
         forks=forks,
     )
-
-
-async def _children(store: EventStore, session_id: str, events: list[Event]) -> dict[str, str]:
-    """Call id -> the child session linked to that call (an agent run as a tool).
-
-    The runtime names a child by ``child_session_id``; a candidate counts only when its own
-    first events link back to this session and call.
-    """
-    found: dict[str, str] = {}
-    for event in events:
-        for call in event.function_calls():
-            candidate = child_session_id(session_id, call.id)
-            try:
-                first = await store.read(candidate, limit=4)
-            except SessionNotFoundError:
-                continue
-            if any(parent_link(e) == (session_id, call.id) for e in first):
-                found[call.id] = candidate
-    return found
-
-
-def _decoded(rows: list[StoredEvent], store: EventStore) -> list[tuple[StoredEvent, Event]]:
-    found: list[tuple[StoredEvent, Event]] = []
-    for row in rows:
-        try:
-            found.append((row, store.decode(row)))
-        except CorruptEventError:
-            continue
-    return found
 
 
 def _print_problems(out: Console, findings: list[Finding]) -> None:

@@ -38,7 +38,8 @@ from ._render import rerun_decisions
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_events, check_rows
 
-__all__ = ["LOOK_AROUND", "SHOW_PAGE", "ShowReading", "ShownPage", "open_show"]
+__all__ = ["LOOK_AROUND", "SHOW_PAGE", "ShowReading", "ShownPage", "decode_rows",
+           "linked_children", "open_show"]
 
 SHOW_PAGE: Final = 200
 """Rows read and printed per step."""
@@ -68,7 +69,27 @@ class ShownPage:
     """Call id -> the child session linked to that call, for the page's calls."""
 
 
-def _decode(store: EventStore, rows: Sequence[StoredEvent]) -> list[tuple[StoredEvent, Event]]:
+async def linked_children(store: EventStore, session_id: str,
+                          events: Sequence[Event]) -> dict[str, str]:
+    """Call id -> the child session linked to it (an agent run as a tool), for the calls of
+    ``events``: the runtime names a child by ``child_session_id``, and a candidate counts only
+    when its first events link back to this session and call."""
+    found: dict[str, str] = {}
+    for event in events:
+        for call in event.function_calls():
+            candidate = child_session_id(session_id, call.id)
+            try:
+                first = await store.read(candidate, limit=4)
+            except SessionNotFoundError:
+                continue
+            if any(parent_link(e) == (session_id, call.id) for e in first):
+                found[call.id] = candidate
+    return found
+
+
+def decode_rows(store: EventStore,
+                rows: Sequence[StoredEvent]) -> list[tuple[StoredEvent, Event]]:
+    """Each row that decodes with its event (the others are findings of their own)."""
     found: list[tuple[StoredEvent, Event]] = []
     for row in rows:
         try:
@@ -187,7 +208,7 @@ class ShowReading:
             if not rows:
                 break
             found += rows
-            wanted -= _made_calls([e for _, e in _decode(self._store, rows)])
+            wanted -= _made_calls([e for _, e in decode_rows(self._store, rows)])
             upto = rows[-1].seq - 1
         found.reverse()
         return found
@@ -204,24 +225,8 @@ class ShowReading:
             if not rows:
                 break
             found += rows
-            events += [e for _, e in _decode(self._store, rows)]
+            events += [e for _, e in decode_rows(self._store, rows)]
             after = rows[-1].seq  # read order: the hidden key, which edits of seq leave
-        return found
-
-    async def _children(self, events: Sequence[Event]) -> dict[str, str]:
-        """Call id -> the child session linked to it, for the calls of ``events``: the runtime
-        names a child by ``child_session_id``, and a candidate counts only when its first
-        events link back to this session and call."""
-        found: dict[str, str] = {}
-        for event in events:
-            for call in event.function_calls():
-                candidate = child_session_id(self.info.id, call.id)
-                try:
-                    first = await self._store.read(candidate, limit=4)
-                except SessionNotFoundError:
-                    continue
-                if any(parent_link(e) == (self.info.id, call.id) for e in first):
-                    found[call.id] = candidate
         return found
 
     async def _predecessor(self, seq: int) -> bytes:
@@ -256,17 +261,17 @@ class ShowReading:
                 copied_through=copied, first_seq=first, prev=prev,
                 head=self._head if following is None else None,
                 following=min(following, key=lambda r: r.seq) if following else None)
-            decoded = _decode(store, current)
+            decoded = decode_rows(store, current)
             events = [e for _, e in decoded]
-            after_events = [e for _, e in _decode(store, following or [])]
+            after_events = [e for _, e in decode_rows(store, following or [])]
             wanted = _wanted_calls(events) - _made_calls(previous_events + events)
             context_start = min([e.seq or first for e in previous_events] + [first])
             back = await self._look_back(context_start, wanted)
-            back_events = [e for _, e in _decode(store, back)]
+            back_events = [e for _, e in decode_rows(store, back)]
             end = max(r.seq for r in (following or current))
             ahead = await self._look_ahead(end, previous_events + events + after_events,
                                            events)
-            ahead_events = [e for _, e in _decode(store, ahead)]
+            ahead_events = [e for _, e in decode_rows(store, ahead)]
             context = back_events + previous_events + events + after_events + ahead_events
             timeline = analyze(context)
             timeline.read_from = min([r.seq for r in back] + [context_start])
@@ -292,7 +297,7 @@ class ShowReading:
                     fresh.append(finding)
             yield ShownPage(rows=current, decoded={id(r): e for r, e in decoded},
                             timeline=timeline, findings=fresh,
-                            children=await self._children(events))
+                            children=await linked_children(store, sid, events))
             prev = last_row.chain_hash or b""
             previous_events = events
             current = following
@@ -310,7 +315,7 @@ async def open_show(store: EventStore, session_id: str, *, since: int | None,
                                       limit=1)
     first_events = await store.backend.read(session_id, after=None, upto=None,
                                             backwards=False, limit=4)
-    parent = next((link for _, e in _decode(store, first_events)
+    parent = next((link for _, e in decode_rows(store, first_events)
                    if (link := parent_link(e)) is not None), None)
     return ShowReading(
         store, info, head=await store.backend.get_session(session_id),
