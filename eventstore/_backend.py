@@ -22,6 +22,7 @@ __all__ = [
     "ArtifactRecord",
     "Backend",
     "EventRow",
+    "ImportedLink",
     "MemoryRow",
     "NewArtifact",
     "NewEvent",
@@ -139,6 +140,21 @@ timestamp, schema_version, payload)``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ImportedLink:
+    """What an export said of one event it carried: the exporting store's chain hash and
+    signature, kept by ``evs import --force`` as evidence beside the importing store's own."""
+
+    seq: int
+    """The event's seq (the same in the export and in the importing session)."""
+    chain_hash: bytes
+    """The exporting store's chain hash of the event."""
+    signature: bytes | None
+    """The exporting store's signature of it, when that store was keyed."""
+    origin_session_id: str
+    """The session the event was exported from (its signature binds that id)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
     """A session's identity and summary (all of it derived from the log but the identity)."""
 
@@ -241,10 +257,12 @@ class Backend(Protocol):
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
+        imported: Sequence[ImportedLink] = (),
     ) -> str:
         """Create the session, append ``initial`` as its first events and store ``artifacts``
-        (in order, each as its file's next version), all in one transaction: all of it or
-        nothing is written, whatever kills the process. Returns the session's key:
+        (in order, each as its file's next version) and ``imported`` (the chain an imported
+        log carried, ``read_imported``), all in one transaction: all of it or nothing is
+        written, whatever kills the process. Returns the session's key:
         ``record.session_id`` unless another session holds that key, else a ``fresh_key()``
         (the events, artifacts and signatures are written under the key returned).
 
@@ -362,6 +380,14 @@ class Backend(Protocol):
     ) -> list[StoredEvent]:
         """Return events with ``after < seq <= upto``, oldest first (newest first when
         ``backwards``), at most ``limit`` of them. Raises SessionNotFoundError."""
+        ...
+
+    async def read_imported(
+        self, session_id: str, *, after: int, limit: int
+    ) -> list[ImportedLink]:
+        """Return the imported chain links (``create_session``'s ``imported``) of the session
+        with ``seq > after``, in seq order, at most ``limit`` (none for a session that has
+        none, or does not exist)."""
         ...
 
     async def read_rows(

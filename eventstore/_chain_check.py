@@ -160,7 +160,7 @@ def _classify(rows: Sequence[Any], i: int, prev: bytes, before: bytes | None,
 def check_chain(
     rows: Sequence[Linked], *, head: HeadRecord | None = None,
     signing_key: bytes | None = None,
-    digest: Callable[[Any], bytes | None] = _digest,
+    digest: Callable[[Any], bytes | None] = _digest, first_seq: int = 1, prev: bytes = GENESIS,
 ) -> ChainProblem | None:
     """Return where the chain of one session's ``rows`` (as stored, in any order: they are
     checked in ``seq`` order) first breaks, or None when it checks out. ``head`` (the
@@ -168,10 +168,17 @@ def check_chain(
     ``signing_key`` (and a SessionRecord ``head``) the head record's signature must check out
     too (a head moved back by someone without the key). ``digest`` gives a row's content
     digest (None for a row it cannot read): another chain of the same shape (a shared-state
-    stream, ``eventstore._scopes``) is checked with its own."""
+    stream, ``eventstore._scopes``) is checked with its own.
+
+    A part of the log is checked with ``first_seq`` (the seq it starts at) and ``prev`` (the
+    stored chain hash of the row before it, taken on trust): then only its rows' links to
+    that hash and to each other are checked, and the head record only when given (pass it
+    when the rows end at the log's end; else pass the row after the part among ``rows``, so
+    the last row is vouched for by its successor's link)."""
     _links = _linker(digest)
     rows = sorted(rows, key=_seq)
-    prev, before, expected = GENESIS, None, 1
+    before: bytes | None = None
+    expected = first_seq
     for i, row in enumerate(rows):
         if row.seq < expected:  # only a seq below 1 sorts before the place it should hold
             return ChainProblem(seq=row.seq, code="chain_inserted",

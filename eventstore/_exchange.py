@@ -105,6 +105,9 @@ class Export:
     """The artifact versions, by filename and then version 0, 1, 2 … without gaps."""
     chain_hashes: list[bytes] | None = None
     """The exporting store's chain hash of each event, when the export carries them."""
+    chain_signatures: list[bytes | None] | None = None
+    """The exporting store's signature of each event (None: unsigned), when the export carries
+    its chain."""
 
 
 class ExportFormatError(EventStoreError):
@@ -296,6 +299,7 @@ def parse_export(lines: Iterable[bytes]) -> Export:
                                 f"versions but the file has {len(artifacts)} (truncated?).")
     _check_versions(artifacts)
     chain = _chain(first, header.get("chain"), len(events))
+    signatures = None if chain is None else _signatures(first, header["chain"], len(events))
     return Export(
         app_name=app_name,
         user_id=user_id,
@@ -304,6 +308,7 @@ def parse_export(lines: Iterable[bytes]) -> Export:
         events=events,
         artifacts=[artifacts[key][1] for key in sorted(artifacts)],
         chain_hashes=chain,
+        chain_signatures=signatures,
     )
 
 
@@ -323,4 +328,21 @@ def _chain(line: int, raw: Any, count: int) -> list[bytes] | None:
             raise ExportFormatError(line, f"the header's chain hash {value!r} is not 64 hex "
                                     "digits.")
         out.append(digest)
+    return out
+
+
+def _signatures(line: int, raw: dict[str, Any], count: int) -> list[bytes | None]:
+    values = raw.get("signatures")
+    if values is None:
+        return [None] * count
+    if not isinstance(values, list) or len(values) != count:
+        raise ExportFormatError(line, f"the header's chain 'signatures' must hold {count} "
+                                "values (hex or null).")
+    out: list[bytes | None] = []
+    for value in values:
+        try:
+            out.append(None if value is None else bytes.fromhex(value))
+        except (TypeError, ValueError) as exc:
+            raise ExportFormatError(line, f"the header's chain signature {value!r} is not "
+                                    "hex.") from exc
     return out

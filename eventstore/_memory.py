@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ._backend import (
     ArtifactRecord,
     EventRow,
+    ImportedLink,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -52,6 +53,7 @@ class _Session:
     by_id: dict[str, StoredEvent] = field(default_factory=dict)
     snapshots: dict[int, bytes] = field(default_factory=dict)
     caches: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    imported: list[ImportedLink] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     memory: tuple[int, list[MemoryRow]] | None = None
     """``(upto_seq, rows)`` once the session was added to memory; goes with the session."""
@@ -126,6 +128,7 @@ class MemoryBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
+        imported: Sequence[ImportedLink] = (),
     ) -> str:
         """See ``Backend.create_session``."""
         self._check_open()
@@ -139,7 +142,7 @@ class MemoryBackend:
             version = planned.get(key, len(self._artifacts.get(key, ())))
             check_artifact_version(sid, artifact, version)
             planned[key] = version + 1
-        session = _Session(record=record)
+        session = _Session(record=record, imported=sorted(imported, key=lambda i: i.seq))
         self._add(session)
         self._write(session, initial, start=1)
         for artifact in artifacts:
@@ -412,6 +415,16 @@ class MemoryBackend:
             session.snapshots.clear()
             session.caches.clear()
         return dropped
+
+    async def read_imported(
+        self, session_id: str, *, after: int, limit: int
+    ) -> list[ImportedLink]:
+        """See ``Backend.read_imported``."""
+        self._check_open()
+        session = self._sessions.get(session_id)
+        if session is None:
+            return []
+        return [link for link in session.imported if link.seq > after][:limit]
 
     async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
         """See ``Backend.load_cache``."""

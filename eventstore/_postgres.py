@@ -45,6 +45,7 @@ from . import _postgres_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     EventRow,
+    ImportedLink,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -334,6 +335,7 @@ class PostgresBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
+        imported: Sequence[ImportedLink] = (),
     ) -> str:
         given = record.id
         check_batch_ids(given, initial)
@@ -348,6 +350,12 @@ class PostgresBackend:
             if initial:
                 await insert(conn, sid, record.app_name, record.user_id, key, initial, 1,
                               signing_key=self.signing_key)
+            if imported:
+                await conn.executemany(
+                    "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, signature, "
+                    "origin_session_id) VALUES ($1, $2, $3, $4, $5)",
+                    [(sid, link.seq, link.chain_hash, link.signature, link.origin_session_id)
+                     for link in imported])
             for artifact in artifacts:
                 names = (record.app_name, record.user_id,
                          scope(given if artifact.session_scoped else None), artifact.filename)
@@ -572,6 +580,20 @@ class PostgresBackend:
 
     async def drop_snapshots(self) -> int:
         return await self._run(snapshots.drop_all, what="drop snapshots", write=True)
+
+    async def read_imported(
+        self, session_id: str, *, after: int, limit: int
+    ) -> list[ImportedLink]:
+        async def job(conn: Any) -> list[ImportedLink]:
+            rows = await conn.fetch(
+                "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
+                "WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                session_id, after, limit)
+            return [ImportedLink(seq=r[0], chain_hash=bytes(r[1]),
+                                 signature=None if r[2] is None else bytes(r[2]),
+                                 origin_session_id=r[3]) for r in rows]
+
+        return await self._run(job, what=f"read the imported chain of session {session_id!r}")
 
     async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
         return await self._run(lambda conn: snapshots.load_cache(conn, session_id, name),

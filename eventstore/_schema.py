@@ -339,6 +339,35 @@ class SessionCache(SQLModel, table=True):
     """The cache, in its reader's encoding."""
 
 
+class ImportedChainLink(SQLModel, table=True):
+    """The exporting store's chain hash and signature of one event ``evs import --force``
+    imported: evidence of what the export said, kept beside the importing store's own chain
+    (revision 0017). Written with the session, goes with it (ON DELETE CASCADE), never
+    changed."""
+
+    __tablename__ = "evs_imported_chain"
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_imported_chain_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """The importing session."""
+    seq: int = Field(sa_type=sa.Integer(), primary_key=True)
+    """The event's seq (the same in the export and the session)."""
+    chain_hash: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The exporting store's chain hash of the event."""
+    signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The exporting store's signature of the event, if it was keyed."""
+    origin_session_id: str = Field(sa_type=sa.String(255), nullable=False)
+    """The session id the event was exported from (the signatures bind it)."""
+
+
 class SessionFork(SQLModel, table=True):
     """The link of a fork to its origin (``EventStore.fork``). It goes with the fork (ON DELETE
     CASCADE) and outlives the origin: no foreign key names the origin, whose events the fork

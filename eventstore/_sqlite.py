@@ -75,6 +75,7 @@ from . import _sqlite_snapshots as snapshots
 from ._backend import (
     ArtifactRecord,
     EventRow,
+    ImportedLink,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -349,13 +350,14 @@ class SQLiteBackend:
         record: SessionRecord,
         initial: Sequence[NewEvent],
         artifacts: Sequence[NewArtifact] = (),
+        imported: Sequence[ImportedLink] = (),
     ) -> str:
         given = record.id
         check_batch_ids(given, initial)
 
         def job(conn: sqlite3.Connection) -> str:
-            if not initial and not artifacts:
-                return create(conn)  # one write: nothing to undo if it fails
+            if not initial and not artifacts and not imported:
+                return create(conn)  # one statement: nothing to undo if it fails
             with savepoint(conn):
                 return create(conn)
 
@@ -370,6 +372,11 @@ class SQLiteBackend:
             if initial:
                 self._heads.clear()  # the events may move the app's position
                 insert(conn, sid, head(conn, sid), initial, self.signing_key)
+            conn.executemany(
+                "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, signature, "
+                "origin_session_id) VALUES (?, ?, ?, ?, ?)",
+                [(sid, link.seq, link.chain_hash, link.signature, link.origin_session_id)
+                 for link in imported])
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
                        scope(given if artifact.session_scoped else None), artifact.filename)
@@ -557,6 +564,20 @@ class SQLiteBackend:
 
     async def drop_snapshots(self) -> int:
         return await self._write(snapshots.drop_all, what="drop snapshots")
+
+    async def read_imported(
+        self, session_id: str, *, after: int, limit: int
+    ) -> list[ImportedLink]:
+        def job(conn: sqlite3.Connection) -> list[ImportedLink]:
+            rows = conn.execute(
+                "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, after, limit)).fetchall()
+            return [ImportedLink(seq=r[0], chain_hash=bytes(r[1]),
+                                 signature=None if r[2] is None else bytes(r[2]),
+                                 origin_session_id=r[3]) for r in rows]
+
+        return await self._read(job, what=f"read the imported chain of session {session_id!r}")
 
     async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
         return await self._read(lambda conn: snapshots.load_cache(conn, session_id, name),

@@ -37,6 +37,7 @@ from ._stored import (
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
+    "FOLD_PAGE",
     "StateFolder",
     "decode_all",
     "decode_mappings",
@@ -212,6 +213,8 @@ def decode_mappings(
 
 def _scope_name(app_name: str, user_id: str | None) -> str:
     return f"user:{user_id!r}" if user_id is not None else f"app:{app_name!r}"
+
+
 def _fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
     """Apply the session-scoped state changes of ``rows`` (in seq order) to ``state``: for
     rows in the stored encoding only their actions are read (``compact_state_change``, many
@@ -230,6 +233,10 @@ def _fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> No
             apply_delta(state, session_part(delta),
                         deleted=[k for k in deletions
                                  if not k.startswith((USER_PREFIX, APP_PREFIX))])
+
+
+FOLD_PAGE = 1000
+"""Events read per step when the session state is folded from a snapshot (or seq 0) on."""
 
 
 class StateFolder:
@@ -253,16 +260,23 @@ class StateFolder:
         base_seq, state = (0, {}) if snapshot is None else (
             snapshot[0], snapshot_state(snapshot[1], session_id=sid, seq=snapshot[0])
         )
-        tail = in_seq_order(sid, await backend.read(sid, after=base_seq, upto=at,
-                                                     backwards=False, limit=None),
-                            after=base_seq, upto=at)
-        for event in decode_all(tail):
-            apply_actions(state, event.actions, scope="session")
+        newest: StoredEvent | None = None
+        after = base_seq
+        while after < at:  # a page at a time: a long tail is never held whole
+            page = in_seq_order(sid, await backend.read(sid, after=after, upto=at,
+                                                         backwards=False, limit=FOLD_PAGE),
+                                after=after, upto=at)
+            for event in decode_all(page):
+                apply_actions(state, event.actions, scope="session")
+            if len(page) < FOLD_PAGE:
+                newest = page[-1] if page else newest
+                break
+            newest, after = page[-1], page[-1].seq
         if at == record.version and at - base_seq >= self._snapshot_interval:
             await backend.save_snapshot(sid, at, orjson.dumps(state))
         position: int | None = None
         if at < record.version:
-            position = tail[-1].position if tail else await self._position_of(sid, at)
+            position = newest.position if newest else await self._position_of(sid, at)
         if at == 0 and record.version > 0:
             return state
         for user_id in (None, record.user_id):

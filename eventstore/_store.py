@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -27,7 +27,15 @@ from ._args import (
     is_utf8,
     shown,
 )
-from ._backend import Backend, NewArtifact, NewEvent, SessionRecord, StoredEvent, new_event
+from ._backend import (
+    Backend,
+    ImportedLink,
+    NewArtifact,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+    new_event,
+)
 from ._chain_check import SignatureProblem, signature_problems
 from ._codec import check_event, event_kind, with_seq
 from ._compacted import CompactedHistory, compact_session, read_compacted
@@ -322,6 +330,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         created_at: float | None = None,
         events: Event | Iterable[Event] = (),
         artifacts: Iterable[Artifact] = (),
+        imported_chain: Sequence[ImportedLink] = (),
     ) -> Session:
         """Create a session (with a generated id unless given) and return it.
 
@@ -339,8 +348,14 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         id is taken, InvalidEventError when the state or an event cannot be stored,
         DuplicateEventError when ``events`` repeat an id, StoreUsageError for a negative or
         non-finite ``created_at`` or a bad artifact. Nothing is written when anything is raised.
+
+        ``imported_chain`` (``evs import --force``): what the exporting store's chain said of
+        ``events`` (one link per event, seq 1, 2, …), kept with them in the same transaction
+        as evidence beside this store's own chain (``Backend.read_imported``); StoreUsageError
+        when it does not name each event's seq once.
         """
         backend = self._writable_backend()
+        links = list(imported_chain)
         _check_id(app_name, "app_name")
         _check_id(user_id, "user_id")
         sid = _check_id(session_id, "session_id") if session_id is not None else uuid.uuid4().hex
@@ -365,11 +380,16 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             initial.append(new)
             stored.append(with_seq(event, len(stored) + 1))
         new_artifacts = [_new_artifact(a) for a in _artifact_batch(artifacts)]
+        if links and (state or sorted(link.seq for link in links)
+                      != list(range(1, len(initial) + 1))):
+            raise StoreUsageError("imported_chain must hold one link per event, seq 1.."
+                                  f"{len(initial)}, and no initial state.")
         key = await backend.create_session(
             SessionRecord(session_id=sid, given_id=sid, app_name=app_name, user_id=user_id,
                           created_at=now),
             initial,
             new_artifacts,
+            links,
         )
         self._remember(app_name, user_id, sid, key)
         return Session(

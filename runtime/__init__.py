@@ -4,6 +4,16 @@ Subpackages: ``runtime.tools`` (tool protocols, function tools, toolsets, the ex
 and ``runtime.declarations`` (the provider-neutral declaration IR and its translators).
 """
 
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:  # ``python -m runtime.cli`` importing: Ctrl-C is one line (see there)
+    try:
+        from _evs_launcher import guard_startup as _guard_startup
+    except ImportError:  # pragma: no cover - the launcher ships with the package
+        pass
+    else:
+        _guard_startup("runtime.cli")
+
 from runtime._agent import Agent, InstructionProvider
 from runtime._agent_tool import FORWARDED_FROM_KEY, INTERNAL_STATE_PREFIXES, AgentTool
 from runtime._call_ids import PROVIDER_CALL_IDS_KEY

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Coroutine, Iterable, Iterator
@@ -429,6 +430,14 @@ def _internal_error(exc: Exception) -> NoReturn:
     raise SystemExit(EXIT_ERROR) from None
 
 
+def _take_back_interrupts() -> None:
+    """Ctrl-C becomes Python's ``KeyboardInterrupt`` again (which ``run_app`` reports) when
+    ``python -m runtime.cli`` guarded its imports (``_evs_launcher.guard_startup``)."""
+    launcher = sys.modules.get("_evs_launcher")
+    if launcher is not None and launcher.startup_guarded():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_app(app: typer.Typer) -> None:
     """Run a typer app as the ``evs`` console script: usage errors become one line on stderr
     (``evs: error: …``) and exit status 2, like every other error of the CLI.
@@ -442,6 +451,7 @@ def run_app(app: typer.Typer) -> None:
     if not isinstance(sys.stdout, _PipeSafeStdout):
         sys.stdout = _PipeSafeStdout(sys.stdout)
     try:
+        _take_back_interrupts()
         # errors(): a command may refuse before its coroutine runs (a missing extra, bad input).
         with errors():
             status = app(standalone_mode=False)

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .._backend import SessionRecord, StoredEvent
+from .._backend import ImportedLink, SessionRecord, StoredEvent
 from .._chain_check import check_chain
 from .._codec import with_seq
 from .._exceptions import ArtifactConflictError, SessionExistsError
@@ -92,6 +92,18 @@ def _chain_findings(parsed: Export, session_id: str) -> list[Finding]:
                     message=f"{broken.message} (against the chain the export carries)")]
 
 
+def _evidence(parsed: Export) -> list[ImportedLink]:
+    """The chain the export carries, as ``--force`` keeps it beside the importing store's
+    own (empty when the export carries none)."""
+    if parsed.chain_hashes is None:
+        return []
+    signatures = parsed.chain_signatures or [None] * len(parsed.chain_hashes)
+    return [ImportedLink(seq=seq, chain_hash=chain_hash, signature=signature,
+                         origin_session_id=parsed.session_id)
+            for seq, (chain_hash, signature) in enumerate(
+                zip(parsed.chain_hashes, signatures, strict=True), start=1)]
+
+
 def _findings(parsed: Export, session_id: str, held: dict[str, list[int]]) -> list[Finding]:
     """What ``evs verify`` would flag in the imported session (its chain included)."""
     events = [with_seq(e, n) for n, e in enumerate(parsed.events, start=1)]
@@ -122,8 +134,10 @@ def import_(
     versions the database already holds must be identical (they are kept), missing ones are
     added. A log that evs verify would flag — an event that no longer matches the hash chain
     the export carries included — is refused unless --force is given. The importing store
-    chains (and, keyed, signs) the events itself, under the new session id. A missing
-    SQLite file is created."""
+    chains (and, keyed, signs) the events itself, under the new session id; with --force the
+    chain the export carries is kept beside it as evidence, and evs verify names where that
+    chain breaks. Values are never changed: an event that would not come back as exported is
+    refused, --force or not. A missing SQLite file is created."""
     if session_id is not None and not session_id.strip():
         fail("--session-id must not be empty (leave it out to keep the exported id).",
              code=2)
@@ -168,7 +182,8 @@ def import_(
                     session = await store.create_session(
                         app_name=parsed.app_name, user_id=parsed.user_id, session_id=target,
                         created_at=parsed.created_at, events=parsed.events,
-                        artifacts=artifacts)
+                        artifacts=artifacts,
+                        imported_chain=_evidence(parsed) if force else ())
             except SessionExistsError as exc:
                 raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
                                "imported (choose another id with --session-id).") from exc

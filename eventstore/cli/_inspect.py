@@ -20,9 +20,8 @@ from rich.table import Table
 
 from .._backend import StoredEvent
 from .._events import Event
-from .._exceptions import CorruptEventError, SessionNotFoundError
 from .._fork import SessionForks
-from .._links import child_session_id, parent_link
+from .._links import parent_link
 from .._state import session_part
 from .._store import EventStore, SessionInfo
 from ._common import (
@@ -43,6 +42,14 @@ from ._common import (
     stdout_closed,
 )
 from ._render import compaction_text, event_entry, print_event, print_events, short_json
+from ._show_pages import (
+    SHOW_PAGE,
+    ShownPage,
+    ShowReading,
+    decode_rows,
+    linked_children,
+    open_show,
+)
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_log
 
@@ -196,7 +203,9 @@ def show(
     state changes, artifacts and errors.
 
     Damage is marked where it is, in the words evs verify uses (a gap, a repeated seq, a second
-    answer, a row that cannot be decoded, a missing artifact version)."""
+    answer, a row that cannot be decoded, a missing artifact version). Only the rows shown are
+    read and checked, a page at a time (a line under the header says what was checked; evs
+    verify checks the whole log); --json reads the whole log."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
@@ -204,61 +213,92 @@ def show(
                 key = await store.session_key(session_id, app_name=app, user_id=user)
                 await _print_raw(store, key, since=since, last=last)
                 return
-            view = await load_show_view(store, session_id, app_name=app, user_id=user)
-        if json:
-            print_json(view.payload(since=since, last=last))
-            return
-        pager = Paged()
-        try:
-            _print_show(pager, view, since=since, last=last,
-                        command=confirm_command(db, session_id))
-        finally:
-            pager.close()
+            if json:
+                view = await load_show_view(store, session_id, app_name=app, user_id=user)
+                print_json(view.payload(since=since, last=last))
+                return
+            # Read, checked and printed a page at a time: the cost is what is printed.
+            reading = await open_show(store, session_id, since=since, last=last,
+                                      app_name=app, user_id=user)
+            pager = Paged()
+            try:
+                await _print_show(pager, reading, command=confirm_command(db, session_id))
+            finally:
+                await asyncio.to_thread(pager.close)
 
     run(main())
 
 
-def _print_show(pager: Paged, view: ShowView, *, since: int | None, last: int | None,
-                command: str) -> None:
-    """Print the timeline of ``view`` to ``pager``, stopping when its reader wants no more."""
+async def _print_show(pager: Paged, reading: ShowReading, *, command: str) -> None:
+    """Print the timeline of ``reading`` to ``pager`` page by page as it is read, stopping
+    when its reader wants no more (writing runs in a thread: a pager may keep it waiting)."""
     out = pager.console
-    info, parent, findings = view.info, view.parent, view.findings
-    shown = view.window(since=since, last=last)
-    out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
-              f"{info.version} events", style="bold", soft_wrap=True)  # ids stay copyable
-    if parent is not None:
-        out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
-                  style="cyan")
-    for line in view.fork_lines():
-        out.print(line, style="cyan")
-    by_seq: dict[int | None, list[Finding]] = {}
-    for finding in findings:
-        by_seq.setdefault(finding.seq, []).append(finding)
-    _print_problems(out, by_seq.pop(None, []))
-    last_index = {r.seq: n for n, r in enumerate(shown)}
-    first_index = {r.seq: n for n, r in reversed(list(enumerate(shown)))}
-    # Findings about a seq no row holds (a deleted event, a removed tail) are printed
-    # where that seq would stand: before the first row after it, or after the last row.
-    missing = [s for s in view.rowless_seqs(shown) if s in by_seq]
-    for n, row in enumerate(shown):
+    info, parent = reading.info, reading.parent
+
+    def header() -> None:
+        out.print(f"Session {info.id}  app {info.app_name}  user {info.user_id}  "
+                  f"{info.version} events", style="bold", soft_wrap=True)  # ids stay copyable
+        if parent is not None:
+            out.print(f"Child of session {printable(parent[0])} (call {printable(parent[1])})",
+                      style="cyan")
+        for line in fork_lines(reading.forks):
+            out.print(line, style="cyan")
+        out.print(reading.scope(), style="dim")
+        _print_problems(out, reading.findings)
+
+    await asyncio.to_thread(header)
+    async for page in reading.pages():
         if pager.done:
             return  # the reader has what it wanted (``| head``, ``q`` in the pager)
+        await asyncio.to_thread(_print_page, pager, page, command)
+
+
+def _print_page(pager: Paged, page: ShownPage, command: str) -> None:
+    """Print one page's rows, each finding where it is (see ``ShownPage.findings``)."""
+    out = pager.console
+    by_seq: dict[int | None, list[Finding]] = {}
+    for finding in page.findings:
+        by_seq.setdefault(finding.seq, []).append(finding)
+    _print_problems(out, by_seq.pop(None, []))
+    rows = page.rows
+    last_index = {r.seq: n for n, r in enumerate(rows)}
+    first_index = {r.seq: n for n, r in reversed(list(enumerate(rows)))}
+    # Findings about a seq no row holds (a deleted event, a removed tail) are printed
+    # where that seq would stand: before the first row after it, or after the last row.
+    missing = sorted(s for s in by_seq if s is not None and s not in last_index)
+    for n, row in enumerate(rows):
+        if pager.done:
+            return
         here = by_seq.get(row.seq, [])
         while missing and missing[0] < row.seq:
             _print_problems(out, by_seq[missing.pop(0)])
         if first_index[row.seq] == n:  # a gap is marked where it is: before the row
             _print_problems(out, [f for f in here if f.code == "seq_gap"])
-        event = view.decoded.get(id(row))
+        event = page.decoded.get(id(row))
         if event is None:
             out.print(f"#{row.seq:<4} (stored row {row.event_id}, kind {row.kind}: "
                       "cannot be decoded)", style="bold red")
         else:
-            print_events(out, [event], view.timeline, confirm_command=command,
-                         children=view.children)
+            print_events(out, [event], page.timeline, confirm_command=command,
+                         children=page.children)
         if last_index[row.seq] == n:
             _print_problems(out, [f for f in here if f.code != "seq_gap"])
     for seq in missing:
         _print_problems(out, by_seq[seq])
+
+
+def fork_lines(forks: SessionForks) -> list[str]:
+    """The fork links of a session as ``evs show`` prints them (both sides)."""
+    lines = []
+    origin = forks.origin
+    if origin is not None:
+        gone = "" if forks.origin_exists else " (that session was deleted since)"
+        lines.append(f"Forked from session {printable(origin.origin_session_id)} at seq "
+                     f"{origin.origin_seq}{gone}")
+    for link in forks.forks:
+        lines.append(f"Forked at seq {link.origin_seq} into session "
+                     f"{printable(link.session_id)}")
+    return lines
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,16 +325,7 @@ class ShowView:
 
     def fork_lines(self) -> list[str]:
         """The fork links as ``evs show`` prints them (both sides)."""
-        lines = []
-        origin = self.forks.origin
-        if origin is not None:
-            gone = "" if self.forks.origin_exists else " (that session was deleted since)"
-            lines.append(f"Forked from session {printable(origin.origin_session_id)} at seq "
-                         f"{origin.origin_seq}{gone}")
-        for link in self.forks.forks:
-            lines.append(f"Forked at seq {link.origin_seq} into session "
-                         f"{printable(link.session_id)}")
-        return lines
+        return fork_lines(self.forks)
 
     def window(self, *, since: int | None, last: int | None) -> list[StoredEvent]:
         """The rows from seq ``since`` on, then only the newest ``last`` of them."""
@@ -363,41 +394,12 @@ async def load_show_view(
         info=info,
         rows=rows,
         findings=findings,
-        decoded={id(row): event for row, event in _decoded(rows, store)},
+        decoded={id(row): event for row, event in decode_rows(store, rows)},
         timeline=analyze(events),
         parent=next((link for e in events[:4] if (link := parent_link(e)) is not None), None),
-        children=await _children(store, session_id, events),
+        children=await linked_children(store, session_id, events),
         forks=forks,
     )
-
-
-async def _children(store: EventStore, session_id: str, events: list[Event]) -> dict[str, str]:
-    """Call id -> the child session linked to that call (an agent run as a tool).
-
-    The runtime names a child by ``child_session_id``; a candidate counts only when its own
-    first events link back to this session and call.
-    """
-    found: dict[str, str] = {}
-    for event in events:
-        for call in event.function_calls():
-            candidate = child_session_id(session_id, call.id)
-            try:
-                first = await store.read(candidate, limit=4)
-            except SessionNotFoundError:
-                continue
-            if any(parent_link(e) == (session_id, call.id) for e in first):
-                found[call.id] = candidate
-    return found
-
-
-def _decoded(rows: list[StoredEvent], store: EventStore) -> list[tuple[StoredEvent, Event]]:
-    found: list[tuple[StoredEvent, Event]] = []
-    for row in rows:
-        try:
-            found.append((row, store.decode(row)))
-        except CorruptEventError:
-            continue
-    return found
 
 
 def _print_problems(out: Console, findings: list[Finding]) -> None:
@@ -413,9 +415,18 @@ async def _print_raw(
         rows = await store.backend.read(session_id, after=after, upto=None, backwards=True,
                                         limit=last)
         rows.reverse()
-    else:
+        _print_raw_rows(rows)
+        return
+    while not stdout_closed():
         rows = await store.backend.read(session_id, after=after, upto=None, backwards=False,
-                                        limit=None)
+                                        limit=SHOW_PAGE)
+        _print_raw_rows(rows)
+        if len(rows) < SHOW_PAGE:
+            return
+        after = rows[-1].seq  # read order: the hidden key, which edits of seq leave
+
+
+def _print_raw_rows(rows: list[StoredEvent]) -> None:
     for row in rows:
         try:
             payload: Any = orjson.loads(row.payload)
@@ -447,8 +458,7 @@ def state(
             values = await store.state(session_id, at=at, app_name=info.app_name,
                                        user_id=info.user_id)
             origin = await _state_origins(store, info, at=at)
-            compacted = (await store.read_compacted(
-                session_id, upto=at, app_name=info.app_name, user_id=info.user_id)).compaction
+            compacted = await _newest_compaction(store, info, at=at)
         upto = info.version if at is None else at
         rows = [
             {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
@@ -481,21 +491,41 @@ def state(
     run(main())
 
 
+STATE_PAGE = 1000
+"""Events read per step when ``evs state`` looks for the seq that set each key."""
+
+
+async def _newest_compaction(store: EventStore, info: SessionInfo, *,
+                             at: int | None) -> Event | None:
+    """The newest compaction event at or below ``at``, read backwards a page at a time and
+    kept alone (memory stays flat when the session has none)."""
+    async for event in store.iter_backwards(info.id, upto=at, max_page_size=STATE_PAGE,
+                                            app_name=info.app_name, user_id=info.user_id):
+        if event.actions.compaction is not None:
+            return event
+    return None
+
+
 async def _state_origins(
     store: EventStore, info: SessionInfo, *, at: int | None
 ) -> dict[str, dict[str, Any]]:
     """Return key -> {session_id, seq} of the event that last set each key (up to ``at``)."""
     origins: dict[str, dict[str, Any]] = {}
     session_id = info.id
-    stored_as = await store.session_key(session_id, app_name=info.app_name,
-                                        user_id=info.user_id)
-    events = await store.read(session_id, upto=at, app_name=info.app_name,
-                              user_id=info.user_id)
-    for event in events:
-        for key in session_part(event.actions.state_delta):
-            origins[key] = {"session_id": session_id, "seq": event.seq}
-        for key in session_part(dict.fromkeys(event.actions.state_deletions)):
-            origins.pop(key, None)
+    where = {"app_name": info.app_name, "user_id": info.user_id}
+    stored_as = await store.session_key(session_id, **where)
+    after = 0
+    while True:  # a page at a time: only the keys' origins are kept
+        events = await store.read(session_id, after=after, upto=at, limit=STATE_PAGE,
+                                  app_name=info.app_name, user_id=info.user_id)
+        for event in events:
+            for key in session_part(event.actions.state_delta):
+                origins[key] = {"session_id": session_id, "seq": event.seq}
+            for key in session_part(dict.fromkeys(event.actions.state_deletions)):
+                origins.pop(key, None)
+        if len(events) < STATE_PAGE:
+            break
+        after = events[-1].seq or after + len(events)
     if at == 0 and info.version > 0:
         return origins
     backend = store.backend

@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
 import typer
 
+from .._backend import StoredEvent
+from .._chain import GENESIS
+from .._chain_check import CHAIN_CODES, check_chain
+from .._events import Event, FunctionResponse
 from .._exceptions import CorruptSnapshotError, SessionNotFoundError
 from .._export import write_export
 from .._open import resolve_url
 from .._scopes import APP_SCOPE
-from .._state import USER_PREFIX
+from .._state import USER_PREFIX, apply_actions
 from .._statefold import snapshot_state
 from .._store import EventStore
 from ._common import (
@@ -39,8 +44,16 @@ from ._common import (
     sqlite_path,
 )
 from ._progress import LARGE, progress
+from ._timeline import Timeline, analyze
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
-from ._verify import Finding, check_artifacts, check_log, check_scope, check_snapshots
+from ._verify import (
+    Finding,
+    check_artifacts,
+    check_events,
+    check_rows,
+    check_scope,
+    snapshot_finding,
+)
 from ._verify_streams import StreamCheck
 
 __all__ = [
@@ -80,45 +93,138 @@ async def _snapshots(
     return found, damaged
 
 
+VERIFY_PAGE = 1000
+"""Rows read and checked per step of ``evs verify``: the chain is checked page by page (each
+page linked to the stored hash of the row before it and to the row after it), and what is
+kept across pages is small per event (its id; each call's record for the pairing; the running
+fold for the snapshots), never the events."""
+
+
 async def verify_session(
     store: EventStore, session_id: str, streams: StreamCheck | None = None, *,
     app_name: str | None = None, user_id: str | None = None,
 ) -> list[Finding]:
     """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing),
-    its events checked against the ``user:``/``app:`` stream entries of ``streams`` (read by
-    the caller, who checks the streams themselves once all sessions are done). Without
-    ``streams``, the session's own two streams are read and checked too. ``app_name``/
-    ``user_id`` pick the session as ``EventStore.get_session`` does.
+    reading it a page at a time (``VERIFY_PAGE``), its events checked against the
+    ``user:``/``app:`` stream entries of ``streams`` (read by the caller, who checks the
+    streams themselves once all sessions are done). Without ``streams``, the session's own two
+    streams are read and checked too. ``app_name``/``user_id`` pick the session as
+    ``EventStore.get_session`` does.
 
     Raises SessionNotFoundError for an unknown session, AmbiguousSessionError."""
     info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     where = {"app_name": info.app_name, "user_id": info.user_id}
     version = info.version
-    key = await store.session_key(session_id, **where)
-    rows = await store.backend.read(key, after=None, upto=None, backwards=False, limit=None)
-    origin = (await store.fork_links(session_id, **where)).origin
-    head = await store.backend.get_session(key)
-    findings, events = check_log(key, rows, version=version, decode=store.decode,
-                                 head=head,
-                                 signing_key=store.backend.signing_key,
-                                 copied_through=origin.origin_seq if origin else 0)
-    if head is not None:
-        findings += check_scope(key, head.app_name, head.user_id,
-                                await store.backend.scope_mismatches(key), rows)
-        alone = streams is None
-        if streams is None:
-            streams = await StreamCheck.read(
-                store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
-        findings += streams.session(key, head.app_name, head.user_id, rows, events,
-                                    copied_through=origin.origin_seq if origin else 0)
-        if alone:
-            findings += streams.streams(signing_key=store.backend.signing_key,
-                                        checked_sessions={key})
-    snapshots, damaged = await _snapshots(store, key, version)
-    findings += damaged + check_snapshots(key, events, snapshots)
-    findings += check_artifacts(session_id, events, await store.list_artifacts(session_id,
-                                                                               **where))
-    return findings
+    given, session_id = session_id, await store.session_key(session_id, **where)
+    origin = (await store.fork_links(given, **where)).origin
+    head = await store.backend.get_session(session_id)
+    snapshots, damaged = await _snapshots(store, session_id, version)
+    pending = sorted(snapshots, key=lambda s: s[0])
+    stored_artifacts = await store.list_artifacts(given, **where)
+    alone = streams is None
+    if head is not None and streams is None:
+        streams = await StreamCheck.read(
+            store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
+    findings: list[Finding] = []
+    timeline = Timeline()
+    seen_ids: dict[str, int] = {}
+    folded: dict[str, Any] = {}
+    shared_before: list[StoredEvent] = []
+    mismatches = await store.backend.scope_mismatches(session_id) if head is not None else []
+    prev, first, broken, newest = GENESIS, 1, False, 0
+    imported_prev: bytes | None = GENESIS  # None once the imported chain broke, or ended
+
+    async def page_after(after: int) -> list[StoredEvent]:
+        return await store.backend.read(session_id, after=after, upto=None, backwards=False,
+                                        limit=VERIFY_PAGE)
+
+    rows = await page_after(0)
+    while rows:
+        following = await page_after(rows[-1].seq) if len(rows) == VERIFY_PAGE \
+            else []
+        last = not following
+        found, events = check_rows(
+            session_id, rows, version=version if last else None, decode=store.decode,
+            head=head if last else None, signing_key=store.backend.signing_key,
+            copied_through=origin.origin_seq if origin else 0, first_seq=first, prev=prev,
+            following=min(following, key=lambda r: r.seq) if following else None,
+            chain=not broken, seen_ids=seen_ids)
+        broken = broken or any(f.code in CHAIN_CODES for f in found)
+        findings += found
+        if imported_prev is not None:
+            imported_prev, problem = await _imported_chain(store, session_id, rows,
+                                                           first_seq=first, prev=imported_prev)
+            findings += problem
+        analyze(events, into=timeline)
+        _forget_bodies(timeline, events)
+        for event in events:
+            while pending and event.seq is not None and pending[0][0] < event.seq:
+                seq, snapshot = pending.pop(0)
+                findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
+            apply_actions(folded, event.actions, scope="session")
+        findings += check_artifacts(given, events, stored_artifacts)
+        if head is not None and streams is not None:
+            findings += streams.session(session_id, head.app_name, head.user_id, rows, events,
+                                        copied_through=origin.origin_seq if origin else 0)
+            findings += check_scope(session_id, head.app_name, head.user_id,
+                                    mismatches, shared_before + list(rows))
+            mismatches = []  # reported with the first page
+            shared = [r for r in sorted(rows, key=lambda r: r.seq) if r.shared_state]
+            shared_before = shared[-1:] or shared_before
+        ordered = sorted(rows, key=lambda r: r.seq)
+        prev, newest = ordered[-1].chain_hash or b"", ordered[-1].seq
+        first = newest + 1
+        rows = following
+    if newest == 0:
+        findings += check_rows(session_id, [], version=version, decode=store.decode, head=head,
+                               signing_key=store.backend.signing_key)[0]
+    for seq, snapshot in pending:
+        findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
+    findings += check_events(session_id, [], timeline)
+    if alone and streams is not None:
+        findings += streams.streams(signing_key=store.backend.signing_key,
+                                    checked_sessions={session_id})
+    return findings + damaged
+
+
+def _forget_bodies(timeline: Timeline, events: list[Event]) -> None:
+    """Drop the bodies of the answers ``events`` added to ``timeline``: the checks across the
+    log need each answer's place and kind only, so memory does not grow with tool results."""
+    for event in events:
+        for response in event.function_responses():
+            record = timeline.calls.get(response.id)
+            if record is not None:
+                record.answers = [
+                    a if not a.response.response else replace(
+                        a, response=FunctionResponse(id=a.response.id, name=a.response.name,
+                                                     response={}))
+                    for a in record.answers]
+
+
+async def _imported_chain(
+    store: EventStore, session_id: str, rows: list[StoredEvent], *, first_seq: int, prev: bytes
+) -> tuple[bytes | None, list[Finding]]:
+    """Check one page of an imported session against the chain its export carried (kept by
+    ``evs import --force``): the rows as stored now, with the exported hashes. Return the hash
+    the next page follows (None when the evidence ended or broke here) and the break, named
+    ``imported_`` + its ``check_chain`` code."""
+    links = await store.backend.read_imported(session_id, after=first_seq - 1,
+                                              limit=len(rows))
+    by_seq = {link.seq: link for link in links}
+    exported = [replace(r, chain_hash=by_seq[r.seq].chain_hash) for r in rows
+                if r.seq in by_seq]
+    if not exported:
+        return None, []
+    problem = check_chain(exported, first_seq=first_seq, prev=prev)
+    if problem is None:
+        ends = len(exported) < len(rows)
+        return None if ends else max(exported, key=lambda r: r.seq).chain_hash, []
+    origin = by_seq[min(by_seq)].origin_session_id
+    return None, [Finding(
+        session_id=session_id, seq=problem.seq, code=f"imported_{problem.code}",
+        message=f"{problem.message} (in the chain the export of session {origin!r} carried, "
+        "kept by evs import --force as evidence; this store's own chain of the imported "
+        "events is its own)")]
 
 
 def verify(
@@ -132,8 +238,10 @@ def verify(
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
     responses, confirmations that do not match their call, undecodable rows, stale snapshots,
-    artifact versions the log refers to that are not stored, and the user:/app: state streams
-    (every stream with all sessions; the session's app and user streams with one).
+    artifact versions the log refers to that are not stored, the user:/app: state streams
+    (every stream with all sessions; the session's app and user streams with one), and for a
+    session imported with --force where the chain its export carried breaks (imported_…). The
+    log is read a page at a time.
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 

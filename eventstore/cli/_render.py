@@ -190,7 +190,8 @@ def print_event(
     for call_id in reruns:
         record = timeline.calls.get(call_id)
         what = (f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
-                if record else "a call not in the log!")
+                if record else "a call not in the log!" if timeline.read_from <= 1
+                else timeline.unread_call())
         _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"), (what, "bold"),
               (f"  [{call_id}]", "dim"))
     if event.text():
@@ -214,7 +215,9 @@ def print_event(
             outcome = "error" if is_error_response(final.response.response) else "answered"
             tail = (f"  {outcome} at #{final.seq}", "red" if outcome == "error" else "green")
         elif status is not None:
-            tail = (f"  {_STATUS_TEXT[status]}", "yellow")
+            unread = ("" if timeline.read_to is None
+                      else f" (no answer up to #{timeline.read_to}; not read further)")
+            tail = (f"  {_STATUS_TEXT[status]}{unread}", "yellow")
         else:
             tail = ("  (call id used before)", "red")
         given = provider_call_id(event, call.id)
@@ -229,7 +232,7 @@ def print_event(
     asked = event.actions.requested_tool_confirmations
     for response in event.function_responses():
         record = timeline.calls.get(response.id)
-        where = f"call #{record.seq}" if record else "no such call!"
+        where = f"call #{record.seq}" if record else timeline.unread_call()
         if response.name == REQUEST_CONFIRMATION_FUNCTION:
             confirmation = timeline.confirmations.get(response.id)
             verdict = {True: "approved", False: "rejected", None: "answered"}[
@@ -284,7 +287,8 @@ def _print_confirmation(
     confirmation = timeline.confirmations[confirmation_id]
     original = confirmation.original
     target = timeline.calls.get(str(original.get("id")))
-    where = f"call #{target.seq}" if target else "call not in the log!"
+    where = (f"call #{target.seq}" if target else "call not in the log!"
+             if timeline.read_from <= 1 else timeline.unread_call())
     _line(console, ("? ", "yellow bold"), ("confirm ", "yellow bold"),
           (_call_text(str(original.get("name")), original.get("args")), "bold"),
           (f"  [{original.get('id')}, {where}]", "dim"))

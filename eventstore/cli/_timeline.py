@@ -112,6 +112,20 @@ class Timeline:
     """Responses whose call id appears in no earlier call: (seq, response)."""
     duplicate_calls: list[tuple[int, FunctionCall]] = field(default_factory=list)
     """Calls whose id was already used by an earlier call: (seq, call)."""
+    read_from: int = 1
+    """The lowest seq the analysed events cover: 1 for a reading from the log's start; above
+    1 when only a part was read (``evs show`` of a window), so a call made before it is not
+    known here, which is not the same as not in the log."""
+    read_to: int | None = None
+    """The highest seq the analysed events cover when the reading stopped before the log's
+    end (an answer after it is not known here), else None."""
+
+    def unread_call(self) -> str:
+        """How a missing call is named: ``no such call!`` when the reading began at seq 1,
+        else that it lies before the part read."""
+        if self.read_from <= 1:
+            return "no such call!"
+        return f"call before #{self.read_from}, not read"
 
     def status(self, call_id: str) -> CallStatus:
         """Return where the call stands (see CallStatus)."""
@@ -155,9 +169,10 @@ def _confirmed(response: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def analyze(events: Iterable[Event]) -> Timeline:
-    """Pair every call with its answers and every confirmation with its original call."""
-    timeline = Timeline()
+def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timeline:
+    """Pair every call with its answers and every confirmation with its original call
+    (``into``: go on with that timeline, fed the events before these, and return it)."""
+    timeline = Timeline() if into is None else into
     for event in events:
         seq = event.seq or 0
         for call in event.function_calls():

@@ -11,15 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._backend import SessionRecord, StoredEvent
+from .._chain import GENESIS
 from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
 from .._events import Event
 from .._exceptions import CorruptEventError
 from .._state import apply_actions, touches_shared_keys
-from ._timeline import analyze
+from ._timeline import Timeline, analyze
 
 __all__ = [
-    "Finding", "check_artifacts", "check_events", "check_log", "check_scope", "check_snapshots",
+    "Finding", "check_artifacts", "check_events", "check_log", "check_rows", "check_scope",
+    "check_snapshots", "snapshot_finding",
 ]
 
 
@@ -61,34 +63,61 @@ def check_log(
     (does the state delta hold ``user:``/``app:`` keys?), except that the first
     ``copied_through`` rows of a fork are copies whose shared deltas count in the origin only
     (flag false)."""
+    findings, events = check_rows(session_id, rows, version=version, decode=decode, head=head,
+                                  signing_key=signing_key, copied_through=copied_through)
+    return findings + check_events(session_id, events), events
+
+
+def check_rows(
+    session_id: str,
+    rows: Sequence[StoredEvent],
+    *,
+    version: int | None,
+    decode: Callable[[StoredEvent], Event],
+    head: SessionRecord | None = None,
+    signing_key: bytes | None = None,
+    copied_through: int = 0,
+    first_seq: int = 1,
+    prev: bytes = GENESIS,
+    following: StoredEvent | None = None,
+    chain: bool = True,
+    seen_ids: dict[str, int] | None = None,
+) -> tuple[list[Finding], list[Event]]:
+    """``check_log`` without what the decoded events say of each other (``check_events``),
+    for a part of the log as well as all of it: the rows from ``first_seq`` on, chained to
+    ``prev`` (the stored hash of the row before them, taken on trust; ``check_chain``);
+    ``following`` (the row after them, when they do not end the log) lets a break at their
+    last row be classified as in the whole log (a break at ``following`` itself is left to
+    the part it starts). ``version`` None skips comparing the session's version with the newest row;
+    ``chain=False`` skips the chain (a page after the one where it broke); ``seen_ids`` (event
+    id -> seq, updated) carries the ids of the pages before, for ``duplicate_event_id``."""
     findings: list[Finding] = []
 
     def found(seq: int | None, code: str, message: str) -> None:
         findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
 
-
     # A gap is a seq no row holds: a row stored elsewhere (its seq column edited, the hidden
     # row_key left) is out of order, not missing.
-    expected = 1
+    expected = first_seq
     for seq in sorted({row.seq for row in rows}):
         if seq > expected:
             missing = f"{expected}" if seq == expected + 1 else f"{expected}..{seq - 1}"
             found(seq, "seq_gap", f"seq {missing} is missing before seq {seq}.")
         expected = seq + 1
-    highest = 0
+    highest = first_seq - 1
     for row in rows:
         if row.seq <= highest:
             found(row.seq, "seq_order", f"seq {row.seq} appears again or out of order.")
         highest = max(highest, row.seq)
-    newest = max((row.seq for row in rows), default=0)
-    if newest != version:
+    newest = max((row.seq for row in rows), default=first_seq - 1)
+    if version is not None and newest != version:
         found(None, "version_mismatch",
               f"the session's version is {version} but its newest event has seq {newest}.")
 
-    first_seq: dict[str, int] = {}
+    stored_at: dict[str, int] = {} if seen_ids is None else seen_ids
     events: list[Event] = []
     for row in rows:
-        prior = first_seq.setdefault(row.event_id, row.seq)
+        prior = stored_at.setdefault(row.event_id, row.seq)
         if prior != row.seq:
             found(row.seq, "duplicate_event_id",
                   f"event id {row.event_id!r} is stored at seq {prior} and again at seq {row.seq}.")
@@ -113,12 +142,16 @@ def check_log(
                      f"{'changes' if shared else 'changes no'} user:/app: state."))
 
     # After the structural findings: they name the plainer cause first (e.g. ``seq_gap``).
-    broken = check_chain(rows, head=head, signing_key=signing_key)
+    chained = [*rows, following] if following is not None else rows
+    broken = check_chain(chained, head=head, signing_key=signing_key, first_seq=first_seq,
+                         prev=prev) if chain else None
+    if broken is not None and following is not None and broken.seq == following.seq:
+        broken = None  # the next part's to report, with the rows around it to classify it
     if broken is not None:
         found(broken.seq, broken.code, broken.message)
     if signing_key is not None:
         _signature_findings(rows, signature_problems(session_id, rows, signing_key), found)
-    return findings + check_events(session_id, events), events
+    return findings, events
 
 
 def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str],
@@ -147,15 +180,17 @@ def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str]
     flush()
 
 
-def check_events(session_id: str, events: Sequence[Event]) -> list[Finding]:
+def check_events(session_id: str, events: Sequence[Event],
+                 timeline: Timeline | None = None) -> list[Finding]:
     """Check what the decoded events say (oldest first, ``seq`` set): responses without a
-    call, reused call ids, calls answered twice, confirmations that do not match their call."""
+    call, reused call ids, calls answered twice, confirmations that do not match their call.
+    ``timeline``: the analysis of the events already made (``events`` is then not read)."""
     findings: list[Finding] = []
 
     def found(seq: int | None, code: str, message: str) -> None:
         findings.append(Finding(session_id=session_id, seq=seq, code=code, message=message))
 
-    timeline = analyze(events)
+    timeline = analyze(events) if timeline is None else timeline
     for seq, response in timeline.orphan_responses:
         found(seq, "response_without_call",
               f"response {response.id!r} ({response.name}) answers no earlier call.")
@@ -195,20 +230,30 @@ def check_snapshots(
         for e in events:
             if e.seq is not None and e.seq <= snapshot_seq:
                 apply_actions(folded, e.actions, scope="session")
-        if folded != dict(snapshot):
-            missing = object()  # a key set to None differs from a key not set
-            keys = sorted(
-                k for k in set(folded) | set(snapshot)
-                if folded.get(k, missing) != snapshot.get(k, missing)
-            )
-            findings.append(Finding(
-                session_id=session_id,
-                seq=snapshot_seq,
-                code="snapshot_mismatch",
-                message=f"the state snapshot at seq {snapshot_seq} differs from the fold of the "
-                f"log in keys {', '.join(map(repr, keys))}.",
-            ))
+        finding = snapshot_finding(session_id, snapshot_seq, folded, snapshot)
+        if finding is not None:
+            findings.append(finding)
     return findings
+
+
+def snapshot_finding(session_id: str, seq: int, folded: Mapping[str, Any],
+                     snapshot: Mapping[str, Any]) -> Finding | None:
+    """The ``snapshot_mismatch`` finding when the snapshot at ``seq`` is not ``folded`` (the
+    session state folded from the log up to ``seq``), else None."""
+    if dict(folded) == dict(snapshot):
+        return None
+    missing = object()  # a key set to None differs from a key not set
+    keys = sorted(
+        k for k in set(folded) | set(snapshot)
+        if folded.get(k, missing) != snapshot.get(k, missing)
+    )
+    return Finding(
+        session_id=session_id,
+        seq=seq,
+        code="snapshot_mismatch",
+        message=f"the state snapshot at seq {seq} differs from the fold of the "
+        f"log in keys {', '.join(map(repr, keys))}.",
+    )
 
 
 def check_artifacts(

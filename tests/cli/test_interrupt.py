@@ -62,3 +62,36 @@ def test_tail_interrupted_while_following_exits_130(db: Path) -> None:
     code, err = _interrupt(process)
     assert code == 130, (code, err)
     assert err == "evs: interrupted.\n", err
+
+
+def _bare_start() -> float:
+    """Seconds this interpreter takes to start and exit doing nothing: Python's own start-up
+    (site packages, ``.pth`` files), which runs before any code of the project can."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param([sys.executable, "-m", "runtime.cli"], id="python-m-runtime.cli"),
+    pytest.param([str(EVS)], id="evs-launcher"),
+])
+@pytest.mark.parametrize("delay", [0.05, 0.2, 0.5, 1.0])
+def test_interrupted_while_importing_exits_130_without_traceback(
+    paused_db: Path, command: list[str], delay: float
+) -> None:
+    """SIGINT ``delay`` seconds after Python's own start-up, i.e. while the command line's
+    packages are being imported (seconds on a busy machine)."""
+    env = {k: v for k, v in os.environ.items() if k != "EVS_DATABASE_URL"}
+    wait = _bare_start() + delay
+    process = subprocess.Popen([*command, "sessions", "--db", str(paused_db)], cwd=REPO,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    time.sleep(wait)
+    if process.poll() is not None:
+        pytest.skip(f"evs finished within {wait:.2f} s, before the interrupt")
+    code, err = _interrupt(process)
+    assert "Traceback" not in err, err
+    assert "KeyboardInterrupt" not in err, err
+    assert code == 130, (code, err)
+    assert err.endswith("evs: interrupted.\n"), err
