@@ -37,8 +37,15 @@ SLOW_MODULES = frozenset({
     "cli/test_maintain.py",
     "cli/test_postgres.py",
     "cli/test_show_pager.py",
-    # Hypothesis with hundreds of examples of large ADK events.
+    # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
     "eventstore/test_adk_events.py",
+    "eventstore/test_contract_langgraph.py",
+    # A subprocess per example or per test (the docs' code blocks, the OTLP export), a web
+    # server per test and a real browser: 6 to 85 s of CPU each.
+    "otel/test_export.py",
+    "test_readme.py",
+    "web/test_browser.py",
+    "web/test_http.py",
 })
 """Modules (relative to ``tests/``) that ``pytest_collection_modifyitems`` marks ``slow``."""
 
