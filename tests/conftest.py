@@ -51,7 +51,7 @@ SLOW_MODULES = frozenset({
 
 SUITE_DURATIONS = (
     "the whole suite takes about 10 minutes on two cores (longer on a loaded machine); "
-    'pytest -m "not slow" is the quick subset (two to three minutes): see docs/testing.md'
+    'pytest -m "not slow" is the quick subset (about three minutes): see docs/testing.md'
 )
 """What the run's header tells a user (docs/testing.md has the measurements)."""
 
