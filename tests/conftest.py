@@ -3,6 +3,10 @@
 PostgreSQL: ``EVS_TEST_POSTGRES_URL`` (default ``postgresql+asyncpg://postgres@127.0.0.1:5432/test``)
 names the server. When it is unreachable the tests that need it skip, saying how to enable them —
 except when ``CI`` is set, where they fail: CI must not go green without PostgreSQL.
+
+``SLOW_MODULES`` marks whole modules ``slow`` in one place (besides the modules that mark
+themselves), so that ``pytest -m "not slow"`` stays a quick subset; the run's header says how
+long each takes.
 """
 
 from __future__ import annotations
@@ -12,8 +16,63 @@ import concurrent.futures
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+SLOW_MODULES = frozenset({
+    # Each runs `evs` in subprocesses or drives the in-process CLI on a real database per test:
+    # together more than a minute of CPU.
+    "cli/test_adk_runner.py",
+    "cli/test_answer.py",
+    "cli/test_closed_stdout.py",
+    "cli/test_db_messages.py",
+    "cli/test_errors.py",
+    "cli/test_exchange.py",
+    "cli/test_import_atomic.py",
+    "cli/test_inspect.py",
+    "cli/test_interrupt.py",
+    "cli/test_maintain.py",
+    "cli/test_postgres.py",
+    "cli/test_show_pager.py",
+    # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
+    "eventstore/test_adk_events.py",
+    "eventstore/test_contract_langgraph.py",
+    # A subprocess per example or per test (the docs' code blocks, the OTLP export), a web
+    # server per test and a real browser: 6 to 85 s of CPU each.
+    "otel/test_export.py",
+    "test_readme.py",
+    "web/test_browser.py",
+    "web/test_http.py",
+})
+"""Modules (relative to ``tests/``) that ``pytest_collection_modifyitems`` marks ``slow``."""
+
+SUITE_DURATIONS = (
+    "the whole suite takes about 10 minutes on two cores (longer on a loaded machine); "
+    'pytest -m "not slow" is the quick subset (about three minutes): see docs/testing.md'
+)
+"""What the run's header tells a user (docs/testing.md has the measurements)."""
+
+
+def pytest_report_header() -> str:
+    """Say how long the suite takes and how to run the quick subset."""
+    return SUITE_DURATIONS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a module in ``SLOW_MODULES`` ``slow``; a listed module that does not
+    exist (renamed, moved) is an error, so the quick subset cannot grow back silently."""
+    missing = sorted(name for name in SLOW_MODULES if not (TESTS / name).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_MODULES names missing files: {missing}")
+    slow = pytest.mark.slow
+    for item in items:
+        if item.path.is_relative_to(TESTS) and (
+            item.path.relative_to(TESTS).as_posix() in SLOW_MODULES
+        ):
+            item.add_marker(slow)
 
 POSTGRES_URL_ENV = "EVS_TEST_POSTGRES_URL"
 DEFAULT_TEST_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
