@@ -4,7 +4,6 @@ Open a store with ``open_store(url)``; append events with ``expected_version``; 
 backward and live; state is the fold of the log; artifacts are versioned.
 """
 
-from ._backend import ArtifactRecord, Backend, MemoryRow, NewEvent, SessionRecord, StoredEvent
 from ._chain import sign_event
 from ._codec import (
     MAX_JSON_DEPTH,
@@ -51,12 +50,20 @@ from ._exceptions import (
 )
 from ._fork import ForkLink, SessionForks
 from ._links import PARENT_LINK_KEY, child_session_id, parent_link
-from ._memory import MemoryBackend
-from ._memory_service import MemoryEntry, MemoryRebuild, MemoryService
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._retention import PrunedSession, PruneReport, RetentionPolicy
 from ._state import apply_delta, fold_state
-from ._store import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
+from .backends.memory import MemoryBackend
+from .backends.protocol import (
+    ArtifactRecord,
+    Backend,
+    MemoryRow,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+)
+from .recall.service import MemoryEntry, MemoryRebuild, MemoryService
+from .store.facade import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
 __all__ = [
     "DEFAULT_URL",

@@ -19,11 +19,11 @@ import os
 import urllib.parse
 from pathlib import Path
 
-from ._backend import Backend, SessionRecord
 from ._codec import with_seq
 from ._exceptions import ArchiveError
 from ._exchange import ExportFormatError, parse_export
 from ._export import ExportedLog, write_export
+from .backends.protocol import Backend, SessionRecord
 
 __all__ = ["archive_name", "verify_archive", "write_archive"]
 

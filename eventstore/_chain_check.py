@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
-from ._backend import SessionRecord, StoredEvent
 from ._chain import GENESIS, content_digest, link, sign_head, signature_ok
+from .backends.protocol import SessionRecord, StoredEvent
 
 __all__ = ["CHAIN_CODES", "ChainProblem", "HeadRecord", "Linked", "SignatureProblem",
            "check_chain", "signature_problems"]

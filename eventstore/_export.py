@@ -14,7 +14,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ._backend import Backend, SessionRecord
 from ._events import Event
 from ._exceptions import ArtifactNotFoundError
 from ._exchange import (
@@ -27,6 +26,7 @@ from ._exchange import (
 from ._state import USER_PREFIX
 from ._statefold import decode_all, in_seq_order
 from ._stored import STORED_SCHEMA_VERSION
+from .backends.protocol import Backend, SessionRecord
 
 __all__ = ["EXPORT_PAGE", "ExportedLog", "export_artifacts", "write_export"]
 

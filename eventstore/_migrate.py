@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
-from ._sqlcommon import sqlite_file
-from ._sqlite_driver import connect_read_only, directory_problem
+from .backends.sql import sqlite_file
+from .backends.sqlite.driver import connect_read_only, directory_problem
 
 __all__ = [
     "MIGRATIONS_DIR",

@@ -6,12 +6,12 @@ import os
 import urllib.parse
 from pathlib import Path
 
-from ._backend import Backend
 from ._chain import SIGNING_KEY_ENV, resolve_signing_key
 from ._exceptions import StoreUsageError
-from ._memory import MemoryBackend
 from ._statefold import DEFAULT_SNAPSHOT_INTERVAL
-from ._store import EventStore
+from .backends.memory import MemoryBackend
+from .backends.protocol import Backend
+from .store.facade import EventStore
 
 __all__ = ["DEFAULT_URL", "KEYED_WITHOUT_KEY", "open_store", "resolve_url"]
 
@@ -85,14 +85,14 @@ async def open_store(
     if resolved == "memory://":
         return EventStore(MemoryBackend(signing_key=key), snapshot_interval=snapshot_interval)
     if resolved.startswith("sqlite+aiosqlite://"):
-        from ._sqlite import SQLiteBackend
+        from .backends.sqlite.base import SQLiteBackend
 
         backend = await SQLiteBackend.open(
             resolved, auto_upgrade=auto_upgrade, read_only=read_only, synchronous=synchronous,
             signing_key=key,
         )
     elif resolved.startswith("postgresql+asyncpg://"):
-        from ._postgres import PostgresBackend
+        from .backends.postgres.base import PostgresBackend
 
         backend = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade,
                                              signing_key=key)

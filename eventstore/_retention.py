@@ -1,6 +1,6 @@
 """Retention: what a prune deletes, what it reports, and the per-app policy the store keeps.
 
-Records only (no I/O): ``EventStore.prune`` (``_store_retention``) does the work, the backends
+Records only (no I/O): ``EventStore.prune`` (``store.retention``) does the work, the backends
 keep the policies. A prune never deletes a session before its archive — the lossless export
 format of ``evs export`` (``eventstore._exchange``) — is written, synced to disk and checked
 against the log; see ``EventStore.prune`` for the whole guarantee.

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import orjson
 
-from ._backend import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEvent
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
@@ -34,6 +33,7 @@ from ._stored import (
     decode_compact,
     encode_compact,
 )
+from .backends.protocol import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEvent
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",

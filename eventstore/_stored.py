@@ -6,7 +6,7 @@ event's compact JSON. The payload a backend stores is smaller:
 
 - the envelope's fields live in the row's columns only (``NewEvent``/``StoredEvent``), so the
   payload never repeats them — an idempotent retry compares them as well as the payload
-  (``_backend.check_retry``);
+  (``backends.protocol.check_retry``);
 - fields at their default value are omitted (the decoder restores them), ``partial`` is never
   stored (partial events are refused);
 - structural keys are short and function calls/responses and artifact references are arrays

@@ -20,7 +20,7 @@ from pathlib import Path
 from _bench_events import realistic_event
 
 from eventstore import Event, EventStore, open_store
-from eventstore._sqlite import SQLiteBackend
+from eventstore.backends.sqlite.base import SQLiteBackend
 
 __all__ = ["Run", "concurrent_appends", "two_processes", "writer_process"]
 

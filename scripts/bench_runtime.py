@@ -99,7 +99,7 @@ async def loop_per_call(store: EventStore, tool: str, sessions: int, steps: int)
 
 async def main(quick: bool, memory: bool) -> int:
     appends, sessions, reps = (300, 10, 2) if quick else (2_000, 40, 4)
-    has_sqlite = importlib.util.find_spec("eventstore._sqlite") is not None
+    has_sqlite = importlib.util.find_spec("eventstore.backends.sqlite.base") is not None
     with tempfile.TemporaryDirectory() as tmp:
         if memory or not has_sqlite:
             note = "" if memory else " (SQLite backend not available yet: numbers are memory's)"

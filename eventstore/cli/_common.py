@@ -25,10 +25,11 @@ from rich.console import Console
 from rich.segment import Segment
 from typer.core import TyperCommand
 
+from eventstore.backends.sql import sqlite_file
+from eventstore.store.facade import EventStore
+
 from .._exceptions import AmbiguousSessionError, CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
-from .._sqlcommon import sqlite_file
-from .._store import EventStore
 
 __all__ = [
     "DEFAULT_DB",

@@ -14,12 +14,13 @@ from typing import Annotated
 
 import typer
 
-from .._backend import ImportedLink, SessionRecord, StoredEvent
+from eventstore.backends.protocol import ImportedLink, SessionRecord, StoredEvent
+from eventstore.store.facade import Artifact, EventStore
+
 from .._chain_check import check_chain
 from .._codec import with_seq
 from .._exceptions import ArtifactConflictError, SessionExistsError
 from .._open import open_store
-from .._store import Artifact, EventStore
 from ._common import (
     DEFAULT_DB,
     CliError,

@@ -18,12 +18,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .._backend import StoredEvent
+from eventstore.backends.protocol import StoredEvent
+from eventstore.store.facade import EventStore, SessionInfo
+
 from .._events import Event
 from .._fork import SessionForks
 from .._links import parent_link
 from .._state import session_part
-from .._store import EventStore, SessionInfo
 from ._common import (
     DEFAULT_DB,
     AppOption,

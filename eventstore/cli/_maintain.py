@@ -11,7 +11,9 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from .._backend import StoredEvent
+from eventstore.backends.protocol import StoredEvent
+from eventstore.store.facade import EventStore
+
 from .._chain import GENESIS
 from .._chain_check import CHAIN_CODES, check_chain
 from .._events import Event, FunctionResponse
@@ -21,7 +23,6 @@ from .._open import resolve_url
 from .._scopes import APP_SCOPE
 from .._state import USER_PREFIX, apply_actions
 from .._statefold import snapshot_state
-from .._store import EventStore
 from ._common import (
     DEFAULT_DB,
     EXIT_FINDINGS,

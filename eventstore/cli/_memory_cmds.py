@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from .._memory_service import MemoryService
+from eventstore.recall.service import MemoryService
+
 from ._common import DEFAULT_DB, DbOption, JsonOption, console, open_existing, print_json, run
 
 __all__ = ["memory_rebuild", "memory_search"]

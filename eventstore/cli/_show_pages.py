@@ -26,14 +26,15 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from .._backend import SessionRecord, StoredEvent
+from eventstore.backends.protocol import SessionRecord, StoredEvent
+from eventstore.store.facade import EventStore, SessionInfo
+
 from .._chain import GENESIS
 from .._chain_check import CHAIN_CODES
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from .._exceptions import CorruptEventError, SessionNotFoundError
 from .._fork import SessionForks
 from .._links import child_session_id, parent_link
-from .._store import EventStore, SessionInfo
 from ._render import rerun_decisions
 from ._timeline import Timeline, analyze
 from ._verify import Finding, check_artifacts, check_events, check_rows

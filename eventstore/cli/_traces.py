@@ -7,7 +7,8 @@ import datetime as dt
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, BinaryIO
 
-from .._store import EventStore
+from eventstore.store.facade import EventStore
+
 from ._common import EXIT_USAGE, CliError, printable
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._backend import SessionRecord, StoredEvent
+from eventstore.backends.protocol import SessionRecord, StoredEvent
+
 from .._chain import GENESIS
 from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind

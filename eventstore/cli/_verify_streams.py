@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from .._backend import Backend, StoredEvent
+from eventstore.backends.protocol import Backend, StoredEvent
+
 from .._chain import scope_digest, sign_scope_entry, sign_scope_head
 from .._chain_check import check_chain
 from .._events import Event

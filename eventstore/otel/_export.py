@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from .._store import EventStore
+from eventstore.store.facade import EventStore
+
 from ._sdk import otlp_json_line, sdk_spans, send_spans
 from ._translate import SpanRecord, session_spans
 

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from eventstore import CorruptEventError, Event
-from eventstore._backend import StoredEvent
+from eventstore.backends.protocol import StoredEvent
 from eventstore.cli import analyze, event_entry
 from eventstore.cli._timeline import Timeline, is_error_response
 

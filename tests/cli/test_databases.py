@@ -17,7 +17,7 @@ from _cli_support import invoke, make_session, paused_weather_log
 
 from eventstore._migrate import head_revision
 from eventstore._open import resolve_url
-from eventstore._sqlcommon import sqlite_file
+from eventstore.backends.sql import sqlite_file
 
 # Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
 pytestmark = pytest.mark.slow
@@ -203,7 +203,7 @@ def test_an_unwritable_directory_is_named(tmp_path: Path,
             return False
         return real_access(path, mode)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("eventstore._sqlite_driver.os.access", access)
+    monkeypatch.setattr("eventstore.backends.sqlite.driver.os.access", access)
     result = invoke("demo", "--db", str(locked / "evs.db"))
     assert result.exit_code == 1
     assert f"the directory {locked} is not writable (SQLite creates the database there)" in (

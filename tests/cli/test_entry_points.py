@@ -72,7 +72,7 @@ for info in pkgutil.walk_packages(eventstore.__path__, "eventstore."):
 for name in names:
     importlib.import_module(name)
 assert "eventstore.cli._app" in sys.modules, names
-assert "eventstore._sqlite" in sys.modules, names
+assert "eventstore.backends.sqlite.base" in sys.modules, names
 leaked = sorted(m for m in sys.modules if m == "runtime" or m.startswith("runtime."))
 assert not leaked, leaked
 print(len(names))

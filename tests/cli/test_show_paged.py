@@ -11,7 +11,7 @@ import pytest
 from _cli_support import AGENT, build, call, invoke, response
 
 from eventstore import Content, Event, EventActions, EventStore
-from eventstore._sqlite import SQLiteBackend
+from eventstore.backends.sqlite.base import SQLiteBackend
 from eventstore.cli._show_pages import SHOW_PAGE
 
 SIZE = 3_000

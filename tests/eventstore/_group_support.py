@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eventstore import Event, EventStore
-from eventstore._sqlite import SQLiteBackend
+from eventstore.backends.sqlite.base import SQLiteBackend
 
 __all__ = [
     "backend_of",

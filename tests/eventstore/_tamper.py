@@ -11,7 +11,7 @@ from _evs_support import BackendTarget
 
 from eventstore import Content, Event, Part, open_store
 from eventstore._chain import chain_hashes
-from eventstore._sqlcommon import sqlite_file
+from eventstore.backends.sql import sqlite_file
 
 __all__ = ["SESSION", "make_log", "raw", "shift", "tamper"]
 

@@ -32,11 +32,11 @@ from _evs_support import (
 from eventstore import EventStore, open_store
 
 _SQLITE_MISSING = pytest.mark.skipif(
-    not backend_module_exists("eventstore._sqlite"),
+    not backend_module_exists("eventstore.backends.sqlite.base"),
     reason="the SQLite backend is not written yet",
 )
 _POSTGRES_MISSING = pytest.mark.skipif(
-    not backend_module_exists("eventstore._postgres"),
+    not backend_module_exists("eventstore.backends.postgres.base"),
     reason="the PostgreSQL backend is not written yet",
 )
 

@@ -12,9 +12,9 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventstore._backend import StoredEvent
 from eventstore._chain import GENESIS, chain_hashes
 from eventstore._chain_check import check_chain
+from eventstore.backends.protocol import StoredEvent
 
 
 def _log(count: int) -> list[StoredEvent]:

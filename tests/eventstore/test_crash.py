@@ -18,7 +18,7 @@ from _evs_support import StoreFactory, backend_module_exists, kill_after_ready
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not backend_module_exists("eventstore._sqlite"), reason="no SQLite backend yet"
+        not backend_module_exists("eventstore.backends.sqlite.base"), reason="no SQLite backend yet"
     ),
 ]
 

@@ -14,8 +14,8 @@ from alembic import command
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import open_store
-from eventstore._backend import ImportedLink
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
+from eventstore.backends.protocol import ImportedLink
 
 _BEFORE = "0016"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _evs_support import call_event, delta_event, response_event, text_event
 
-import eventstore._store_retention as store_retention
+import eventstore.store.retention as store_retention
 from eventstore import (
     ArchiveError,
     ConcurrencyError,

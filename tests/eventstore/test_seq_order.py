@@ -11,8 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from eventstore import CorruptEventError
-from eventstore._backend import EventRow
 from eventstore._statefold import in_seq_order
+from eventstore.backends.protocol import EventRow
 
 
 def _rows(seqs: list[int]) -> list[EventRow]:

@@ -19,7 +19,7 @@ from eventstore import (
     StorageError,
     open_store,
 )
-from eventstore._postgres import POLL_INTERVAL
+from eventstore.backends.postgres.base import POLL_INTERVAL
 
 # slow: among the slowest modules of the suite (`pytest -m "not slow"` leaves it out).
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -179,7 +179,7 @@ async def test_sql_postgres_tail_survives_its_listen_connection_being_killed(
 async def test_sql_postgres_lists_a_page_of_100k_sessions_by_index(
     empty_postgres_url: str, store: EventStore
 ) -> None:
-    from eventstore._postgres import _SESSION_SQL
+    from eventstore.backends.postgres.base import _SESSION_SQL
 
     await _sql(
         empty_postgres_url,
@@ -219,7 +219,8 @@ async def test_sql_postgres_an_event_never_sees_a_change_committed_after_it(
 ) -> None:
     """A shared-state change whose commit is held back while another session appends: the
     other session's state at that event is the same before and after the change commits."""
-    from eventstore import EventActions, _postgres_append
+    from eventstore import EventActions
+    from eventstore.backends.postgres import append as _postgres_append
 
     for sid in ("a", "b"):
         await store.create_session(app_name="app", user_id="u", session_id=sid)

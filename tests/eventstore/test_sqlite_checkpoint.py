@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from eventstore import Event, open_store
-from eventstore._sqlite import SQLiteBackend
-from eventstore._sqlite_checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
+from eventstore.backends.sqlite.base import SQLiteBackend
+from eventstore.backends.sqlite.checkpoint import WRITER_AUTOCHECKPOINT, Checkpointer
 
 
 def _events_in_main_file(db: Path, scratch: Path) -> int:

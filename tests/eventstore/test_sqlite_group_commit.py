@@ -242,7 +242,7 @@ class _Row:
 
 
 async def test_group_held_answers_go_out_before_waiting_for_another_connections_lock() -> None:
-    from eventstore._sqlite_group import GroupCommit
+    from eventstore.backends.sqlite.group import GroupCommit
 
     posted: list[Callable[[Any], None]] = []
     group = GroupCommit(posted.append)
@@ -261,7 +261,7 @@ async def test_group_held_answers_go_out_before_waiting_for_another_connections_
 
 
 def test_begin_now_does_not_wait_for_another_connections_lock(tmp_path: Path) -> None:
-    from eventstore._sqlite_group import _begin_now
+    from eventstore.backends.sqlite.group import _begin_now
 
     path = tmp_path / "lock.db"
     conn = sqlite3.connect(path, isolation_level=None)

@@ -20,7 +20,6 @@ from eventstore import (
     StoredEvent,
     open_store,
 )
-from eventstore._backend import NewEvent, new_event, written
 from eventstore._codec import encode_event
 from eventstore._stored import (
     STORED_SCHEMA_VERSION,
@@ -28,6 +27,7 @@ from eventstore._stored import (
     decode_compact,
     encode_compact,
 )
+from eventstore.backends.protocol import NewEvent, new_event, written
 
 
 def _decoded(event: Event, payload: bytes, seq: int = 3) -> Event:

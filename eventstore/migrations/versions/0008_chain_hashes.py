@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from eventstore._chain import GENESIS, chain_hashes
-from eventstore._sqlcommon import payload_bytes
+from eventstore.backends.sql import payload_bytes
 
 revision: str = "0008"
 down_revision: str | None = "0007"

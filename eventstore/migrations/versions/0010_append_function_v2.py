@@ -29,7 +29,7 @@ down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The first lock key is _LOCK_SESSION in eventstore/_postgres.py ("evs1");
+# The first lock key is _LOCK_SESSION in eventstore/backends/postgres/base.py ("evs1");
 # the second key is computed by the caller.
 _CREATE = r"""
 CREATE OR REPLACE FUNCTION evs_append(

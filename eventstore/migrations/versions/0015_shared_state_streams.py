@@ -36,8 +36,8 @@ from alembic import op
 
 from eventstore._exceptions import CorruptEventError
 from eventstore._scopes import ScopeWriter, scope_deltas
-from eventstore._sqlcommon import EVENT_COLUMNS, stored_events
 from eventstore._statefold import decode_stored
+from eventstore.backends.sql import EVENT_COLUMNS, stored_events
 
 revision: str = "0015"
 down_revision: str | None = "0014"

@@ -9,7 +9,7 @@ import pytest
 
 from eventstore import EventStore, open_store
 
-HAS_SQLITE = importlib.util.find_spec("eventstore._sqlite") is not None
+HAS_SQLITE = importlib.util.find_spec("eventstore.backends.sqlite.base") is not None
 
 BACKENDS = [
     pytest.param("memory", id="memory"),

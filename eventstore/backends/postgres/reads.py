@@ -1,0 +1,166 @@
+"""The PostgreSQL backend's cold-path reads: coroutines of an asyncpg connection.
+
+What framework adapters need besides the hot paths: events bounded by timestamp, sessions
+ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
+many sessions in one query each (so that listing sessions with their state costs a fixed number
+of queries, not one per session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eventstore._exceptions import SessionNotFoundError
+from eventstore.backends.protocol import SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.sql import (
+    EVENT_COLUMNS,
+    NEWEST_ROW_KEY,
+    SEQ_BITS,
+    SESSION_COLUMNS,
+    seq_bound,
+    session_record,
+    stored_event,
+    stored_events,
+)
+
+from .append import LOCK_KEY, lock_key
+
+__all__ = [
+    "find",
+    "free_key",
+    "list_by_update",
+    "list_newest",
+    "load_snapshots",
+    "read_many",
+    "read_since",
+]
+
+_E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
+
+
+async def read_since(
+    conn: Any, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+) -> list[StoredEvent]:
+    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N)."""
+    key = await conn.fetchval(
+        "SELECT session_key FROM evs_sessions WHERE session_id = $1", session_id
+    )
+    if key is None:
+        raise SessionNotFoundError(session_id)
+    base = int(key) << SEQ_BITS
+    rows = await conn.fetch(
+        f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
+        "AND timestamp >= $3 ORDER BY row_key DESC LIMIT $4",
+        base, base + seq_bound(upto), timestamp, newest,
+    )
+    rows.reverse()
+    return stored_events(session_id, rows)
+
+
+async def list_by_update(conn: Any, app_name: str, user_id: str | None) -> list[SessionRecord]:
+    """The app's (or the user's) sessions ordered by last update, user id, session id."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.app_name = $1"
+    )
+    params: list[Any] = [app_name]
+    if user_id is not None:
+        sql += " AND s.user_id = $2"
+        params.append(user_id)
+    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
+    return [session_record(row) for row in await conn.fetch(sql, *params)]
+
+
+async def list_newest(
+    conn: Any, *, app_name: str | None, user_id: str | None, id_contains: str | None,
+    updated_since: float | None, before: tuple[float, str] | None, limit: int,
+) -> list[SessionRecord]:
+    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
+    updated = "coalesce(e.timestamp, s.created_at)"
+    where = ["TRUE"]
+    params: list[Any] = []
+
+    def bind(value: Any) -> str:
+        params.append(value)
+        return f"${len(params)}"
+
+    if app_name is not None:
+        where.append(f"s.app_name = {bind(app_name)}")
+    if user_id is not None:
+        where.append(f"s.user_id = {bind(user_id)}")
+    if id_contains:
+        # ASCII letters only, as SQLite's lower(): the rule every backend follows.
+        where.append(f"strpos(translate(s.given_id, {bind(_UPPER)}, {bind(_LOWER)}), "
+                     f"translate({bind(id_contains)}, {bind(_UPPER)}, {bind(_LOWER)})) > 0")
+    if updated_since is not None:
+        where.append(f"{updated} >= {bind(updated_since)}")
+    if before is not None:
+        stamp = bind(before[0])
+        where.append(f"({updated} < {stamp} OR ({updated} = {stamp} "
+                     f"AND s.session_id < {bind(before[1])}))")
+    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
+           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC "
+           f"LIMIT {bind(limit)}")
+    return [session_record(row) for row in await conn.fetch(sql, *params)]
+
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = _UPPER.lower()
+
+
+async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+    """The newest snapshot of each session that has one."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT ON (session_id) session_id, seq, state FROM evs_snapshots "
+        "WHERE session_id = ANY($1::varchar[]) ORDER BY session_id, seq DESC",
+        list(session_ids),
+    )
+    return {row[0]: (int(row[1]), bytes(row[2])) for row in rows}
+
+
+async def read_many(conn: Any, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
+    """Each session's events after its given seq, oldest first, in one query."""
+    found: dict[str, list[StoredEvent]] = {sid: [] for sid in after}
+    if not after:
+        return found
+    rows = await conn.fetch(
+        f"SELECT w.sid, {_E_COLUMNS} FROM unnest($1::varchar[], $2::bigint[]) AS w(sid, low) "
+        "JOIN evs_sessions s ON s.session_id = w.sid "
+        f"JOIN evs_events e ON e.row_key > (s.session_key << {SEQ_BITS}) + w.low "
+        f"AND e.row_key < (s.session_key + 1) << {SEQ_BITS} ORDER BY e.row_key",
+        list(after), [seq_bound(v) for v in after.values()],
+    )
+    for row in rows:
+        found[row[0]].append(stored_event(row[0], tuple(row)[1:]))
+    return found
+
+
+async def free_key(conn: Any, wanted: str) -> str:
+    """The key a new session gets: ``wanted`` (the id its app gave) unless a session holds it,
+    else a fresh one (``Backend.create_session``). The transaction-scoped lock on ``wanted``
+    makes a concurrent creation of another session with that key wait for this transaction,
+    then see its row: two sessions never both pick ``wanted``."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_KEY, lock_key(wanted))
+    taken = await conn.fetchval("SELECT 1 FROM evs_sessions WHERE session_id = $1", wanted)
+    return wanted if taken is None else fresh_key()
+
+
+async def find(conn: Any, given_id: str, app_name: str | None,
+               user_id: str | None) -> list[SessionRecord]:
+    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
+    given), ordered by app and user."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = $1"
+    )
+    params: list[Any] = [given_id]
+    if app_name is not None:
+        params.append(app_name)
+        sql += f" AND s.app_name = ${len(params)}"
+    if user_id is not None:
+        params.append(user_id)
+        sql += f" AND s.user_id = ${len(params)}"
+    sql += " ORDER BY s.app_name, s.user_id"
+    return [session_record(row) for row in await conn.fetch(sql, *params)]

@@ -1,0 +1,97 @@
+"""The PostgreSQL backend's snapshot queries: coroutines of an asyncpg connection.
+
+Snapshots are caches (droppable, rebuilt from the log): ``evs_snapshots`` holds a session's own
+state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''``) or one user's
+``user:`` state at a ``position``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventstore._exceptions import SessionNotFoundError
+from eventstore.backends.protocol import SharedSnapshot
+from eventstore.backends.sql import MAX_POSITION, seq_bound, shared_scope
+
+__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
+
+
+async def load(conn: Any, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
+    """Return ``(seq, state)`` of the session's newest snapshot at or below ``upto``, or None;
+    raises SessionNotFoundError when the session does not exist."""
+    row = await conn.fetchrow(
+        "SELECT seq, state FROM evs_snapshots WHERE session_id = $1 AND seq <= $2 "
+        "ORDER BY seq DESC LIMIT 1",
+        session_id, seq_bound(upto),
+    )
+    if row is not None:
+        return int(row[0]), bytes(row[1])
+    if await conn.fetchval("SELECT 1 FROM evs_sessions WHERE session_id = $1", session_id):
+        return None
+    raise SessionNotFoundError(session_id)
+
+
+async def save(conn: Any, session_id: str, seq: int, state: bytes) -> None:
+    """Store (or replace) the session's snapshot at ``seq``."""
+    await conn.execute(
+        "INSERT INTO evs_snapshots (session_id, seq, state) VALUES ($1, $2, $3) "
+        "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
+        session_id, seq, state,
+    )
+
+
+async def drop_all(conn: Any) -> int:
+    """Delete every snapshot of both kinds; return how many there were."""
+    dropped = 0
+    for table in ("evs_snapshots", "evs_shared_snapshots", "evs_session_caches"):
+        status = await conn.execute(f"DELETE FROM {table}")
+        dropped += int(status.rsplit(" ", 1)[-1])
+    return dropped
+
+
+async def load_cache(conn: Any, session_id: str, name: str) -> tuple[int, bytes] | None:
+    """Return ``(seq, data)`` of the session's cache ``name``, or None."""
+    row = await conn.fetchrow(
+        "SELECT seq, data FROM evs_session_caches WHERE session_id = $1 AND name = $2",
+        session_id, name,
+    )
+    return None if row is None else (int(row[0]), bytes(row[1]))
+
+
+async def save_cache(conn: Any, session_id: str, name: str, seq: int, data: bytes) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
+    await conn.execute(
+        "INSERT INTO evs_session_caches (session_id, name, seq, data) "
+        "SELECT $1::varchar, $2::varchar, $3::integer, $4::bytea "
+        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1) "
+        "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        session_id, name, seq, data,
+    )
+
+
+async def load_shared(
+    conn: Any, app_name: str, user_id: str | None, upto_position: int | None
+) -> SharedSnapshot | None:
+    """Return the scope's newest shared snapshot at or below ``upto_position``, or None."""
+    row = await conn.fetchrow(
+        "SELECT position, event_count, state FROM evs_shared_snapshots "
+        "WHERE app_name = $1 AND user_id = $2 AND position <= $3 ORDER BY position DESC LIMIT 1",
+        app_name, shared_scope(user_id),
+        MAX_POSITION if upto_position is None else upto_position,
+    )
+    return None if row is None else SharedSnapshot(
+        position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+    )
+
+
+async def save_shared(
+    conn: Any, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+) -> None:
+    """Store (or replace) the shared snapshot: the fold of its stream's entries
+    ``1..snapshot.count``, which are never removed."""
+    await conn.execute(
+        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
+        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id, position) "
+        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+        app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state,
+    )

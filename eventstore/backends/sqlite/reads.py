@@ -1,0 +1,179 @@
+"""The SQLite backend's cold-path reads: plain functions of a connection, run on a driver thread.
+
+What framework adapters need besides the hot paths: events bounded by timestamp, sessions
+ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
+many sessions in one read each (so that listing sessions with their state costs a fixed number
+of queries, not one per session).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eventstore._exceptions import SessionNotFoundError
+from eventstore.backends.protocol import SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.sql import (
+    EVENT_COLUMNS,
+    NEWEST_ROW_KEY,
+    SEQ_BITS,
+    SESSION_COLUMNS,
+    seq_bound,
+    session_record,
+    stored_event,
+    stored_events,
+)
+
+__all__ = [
+    "find",
+    "free_key",
+    "list_by_update",
+    "list_newest",
+    "load_snapshots",
+    "read_many",
+    "read_since",
+]
+
+_CHUNK = 500
+"""Ids per statement (well below SQLite's limit on bound parameters)."""
+
+
+def read_since(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    timestamp: float,
+    upto: int | None,
+    newest: int | None,
+) -> list[StoredEvent]:
+    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N)."""
+    row = conn.execute(
+        "SELECT session_key FROM evs_sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    base = int(row[0]) << SEQ_BITS
+    rows = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > ? AND row_key <= ? "
+        "AND timestamp >= ? ORDER BY row_key DESC LIMIT ?",
+        (base, base + seq_bound(upto), timestamp, -1 if newest is None else newest),
+    ).fetchall()
+    rows.reverse()
+    return stored_events(session_id, rows)
+
+
+def list_by_update(
+    conn: sqlite3.Connection, app_name: str, user_id: str | None
+) -> list[SessionRecord]:
+    """The app's (or the user's) sessions ordered by last update, user id, session id."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.app_name = ?"
+    )
+    params: tuple[Any, ...] = (app_name,)
+    if user_id is not None:
+        sql += " AND s.user_id = ?"
+        params += (user_id,)
+    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
+    return [session_record(row) for row in conn.execute(sql, params)]
+
+
+def list_newest(
+    conn: sqlite3.Connection, *, app_name: str | None, user_id: str | None,
+    id_contains: str | None, updated_since: float | None, before: tuple[float, str] | None,
+    limit: int,
+) -> list[SessionRecord]:
+    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
+    updated = "coalesce(e.timestamp, s.created_at)"
+    where = ["1"]
+    params: list[Any] = []
+    if app_name is not None:
+        where.append("s.app_name = ?")
+        params.append(app_name)
+    if user_id is not None:
+        where.append("s.user_id = ?")
+        params.append(user_id)
+    if id_contains:
+        # SQLite's lower() folds ASCII letters only: the rule every backend follows.
+        where.append("instr(lower(s.given_id), lower(?)) > 0")
+        params.append(id_contains)
+    if updated_since is not None:
+        where.append(f"{updated} >= ?")
+        params.append(updated_since)
+    if before is not None:
+        where.append(f"({updated} < ? OR ({updated} = ? AND s.session_id < ?))")
+        params += [before[0], before[0], before[1]]
+    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
+           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC LIMIT ?")
+    return [session_record(row) for row in conn.execute(sql, [*params, limit])]
+
+
+def load_snapshots(
+    conn: sqlite3.Connection, session_ids: Sequence[str]
+) -> dict[str, tuple[int, bytes]]:
+    """The newest snapshot of each session that has one."""
+    found: dict[str, tuple[int, bytes]] = {}
+    for start in range(0, len(session_ids), _CHUNK):
+        chunk = session_ids[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for sid, seq, state in conn.execute(
+            f"SELECT session_id, seq, state FROM evs_snapshots WHERE session_id IN ({marks}) "
+            "ORDER BY session_id, seq",
+            tuple(chunk),
+        ):
+            found[sid] = (int(seq), bytes(state))
+    return found
+
+
+def read_many(
+    conn: sqlite3.Connection, after: Mapping[str, int]
+) -> dict[str, list[StoredEvent]]:
+    """Each session's events after its given seq, oldest first (one statement per chunk)."""
+    found: dict[str, list[StoredEvent]] = {sid: [] for sid in after}
+    items = list(after.items())
+    for start in range(0, len(items), _CHUNK):
+        chunk = items[start:start + _CHUNK]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        params = tuple(v for sid, low in chunk for v in (sid, seq_bound(low)))
+        rows = conn.execute(
+            f"WITH wanted(sid, low) AS (VALUES {values}) "
+            f"SELECT wanted.sid, {', '.join('e.' + c.strip() for c in EVENT_COLUMNS.split(','))} "
+            "FROM wanted JOIN evs_sessions s ON s.session_id = wanted.sid "
+            "JOIN evs_events e ON e.row_key > (s.session_key << 32) + wanted.low "
+            "AND e.row_key < (s.session_key + 1) << 32 ORDER BY e.row_key",
+            params,
+        )
+        for row in rows:
+            found[row[0]].append(stored_event(row[0], row[1:]))
+    return found
+
+
+def free_key(conn: sqlite3.Connection, wanted: str) -> str:
+    """The key a new session gets: ``wanted`` (the id its app gave) unless a session holds it,
+    else a fresh one (``Backend.create_session``). Called inside the writing transaction, which
+    SQLite runs one at a time: no other writer takes the key in between."""
+    taken = conn.execute(
+        "SELECT 1 FROM evs_sessions WHERE session_id = ?", (wanted,)
+    ).fetchone()
+    return wanted if taken is None else fresh_key()
+
+
+def find(conn: sqlite3.Connection, given_id: str, app_name: str | None,
+         user_id: str | None) -> list[SessionRecord]:
+    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
+    given), ordered by app and user."""
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
+        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = ?"
+    )
+    params: tuple[Any, ...] = (given_id,)
+    if app_name is not None:
+        sql += " AND s.app_name = ?"
+        params += (app_name,)
+    if user_id is not None:
+        sql += " AND s.user_id = ?"
+        params += (user_id,)
+    sql += " ORDER BY s.app_name, s.user_id"
+    return [session_record(row) for row in conn.execute(sql, params)]

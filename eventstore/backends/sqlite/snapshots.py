@@ -1,0 +1,110 @@
+"""The SQLite backend's snapshot jobs: plain functions of a connection, run on a driver thread.
+
+Snapshots are caches (droppable, rebuilt from the log): ``evs_snapshots`` holds a session's own
+state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''``) or one user's
+``user:`` state at a ``position``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from eventstore._exceptions import CorruptSnapshotError, SessionNotFoundError
+from eventstore.backends.protocol import SharedSnapshot
+from eventstore.backends.sql import (
+    MAX_POSITION,
+    payload_bytes,
+    seq_bound,
+    shared_scope,
+    stored_type,
+)
+
+__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
+
+
+def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
+    """Return ``(seq, state)`` of the session's newest snapshot at or below ``upto``, or None;
+    raises SessionNotFoundError when the session does not exist."""
+    row = conn.execute(
+        "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
+        "ORDER BY seq DESC LIMIT 1",
+        (session_id, seq_bound(upto)),
+    ).fetchone()
+    if row is not None:
+        if not isinstance(row[1], bytes):
+            raise CorruptSnapshotError(session_id, int(row[0]), f"it is stored as "
+                                       f"{stored_type(row[1])}, not as bytes.")
+        return int(row[0]), row[1]
+    if conn.execute("SELECT 1 FROM evs_sessions WHERE session_id = ?", (session_id,)).fetchone():
+        return None
+    raise SessionNotFoundError(session_id)
+
+
+def save(conn: sqlite3.Connection, session_id: str, seq: int, state: bytes) -> None:
+    """Store (or replace) the session's snapshot at ``seq``."""
+    conn.execute(
+        "INSERT INTO evs_snapshots (session_id, seq, state) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
+        (session_id, seq, state),
+    )
+
+
+def drop_all(conn: sqlite3.Connection) -> int:
+    """Delete every snapshot of both kinds and every session cache; return how many."""
+    return (conn.execute("DELETE FROM evs_snapshots").rowcount
+            + conn.execute("DELETE FROM evs_shared_snapshots").rowcount
+            + conn.execute("DELETE FROM evs_session_caches").rowcount)
+
+
+def load_cache(conn: sqlite3.Connection, session_id: str, name: str) -> tuple[int, bytes] | None:
+    """Return ``(seq, data)`` of the session's cache ``name``, or None; raises
+    CorruptSnapshotError when its data is not stored as bytes."""
+    row = conn.execute(
+        "SELECT seq, data FROM evs_session_caches WHERE session_id = ? AND name = ?",
+        (session_id, name),
+    ).fetchone()
+    if row is None:
+        return None
+    if not isinstance(row[1], bytes):
+        raise CorruptSnapshotError(session_id, int(row[0]), f"its cache {name!r} is stored as "
+                                   f"{stored_type(row[1])}, not as bytes.")
+    return int(row[0]), row[1]
+
+
+def save_cache(conn: sqlite3.Connection, session_id: str, name: str, seq: int,
+               data: bytes) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
+    conn.execute(
+        "INSERT INTO evs_session_caches (session_id, name, seq, data) SELECT ?, ?, ?, ? "
+        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = ?) "
+        "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
+        (session_id, name, seq, data, session_id),
+    )
+
+
+def load_shared(
+    conn: sqlite3.Connection, app_name: str, user_id: str | None, upto_position: int | None
+) -> SharedSnapshot | None:
+    """Return the scope's newest shared snapshot at or below ``upto_position``, or None."""
+    row = conn.execute(
+        "SELECT position, event_count, state FROM evs_shared_snapshots "
+        "WHERE app_name = ? AND user_id = ? AND position <= ? ORDER BY position DESC LIMIT 1",
+        (app_name, shared_scope(user_id),
+         MAX_POSITION if upto_position is None else upto_position),
+    ).fetchone()
+    return None if row is None else SharedSnapshot(
+        position=int(row[0]), count=int(row[1]), state=payload_bytes(row[2])
+    )
+
+
+def save_shared(
+    conn: sqlite3.Connection, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+) -> None:
+    """Store (or replace) the shared snapshot: the fold of its stream's entries
+    ``1..snapshot.count``, which are never removed."""
+    conn.execute(
+        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
+        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+        (app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state),
+    )
