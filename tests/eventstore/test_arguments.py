@@ -144,6 +144,9 @@ def _method_calls() -> dict[str, Call]:
         "set_retention": lambda s: s.set_retention(app_name="app", older_than=1),
         "retention_policies": lambda s: s.retention_policies(),
         "clear_retention": lambda s: s.clear_retention(),
+        "compact": lambda s: s.compact("s", upto=1, summary="the start"),
+        "read_compacted": lambda s: s.read_compacted("s"),
+        "session_key": lambda s: s.session_key("s"),
         # Reads only on a keyed store (an unkeyed one has nothing to check): opened keyed below.
         "untrusted": lambda s: s.untrusted("s"),
     }
