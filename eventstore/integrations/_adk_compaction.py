@@ -104,9 +104,10 @@ def _is_compaction(mapping: dict[str, Any]) -> bool:
 
 async def compacted_adk_events(
     store: EventStore, session: Addressed, *, upto: int, convert: Any
-) -> list[AdkEvent] | None:
+) -> list[AdkEvent]:
     """The ADK events ``get_session`` returns for a compacted session (module docstring), in
-    log order; ``None`` when the session has no native compaction (load it whole then).
+    log order; without a native compaction, every event (the scan that looked for one read
+    them all).
     ``convert`` builds an ADK event from a stored mapping (None for a creation event)."""
     tail: list[dict[str, Any]] = []
     newest: dict[str, Any] | None = None
@@ -124,7 +125,9 @@ async def compacted_adk_events(
             break
         cursor, size = page[-1]["seq"] - 1, min(size * 2, 1024)
     if newest is None:
-        return None
+        # No compaction: the scan read the whole log, so it is the answer (not read twice).
+        whole = [convert(m) for m in reversed(tail)]
+        return [e for e in whole if e is not None]
     chain = [newest]
     while True:
         start = chain[-1]["a"]["cp"][0]

@@ -220,12 +220,12 @@ class EventStoreSessionService(BaseSessionService):
                 found = await store.get_session(sid, app_name=app_name, user_id=user_id, last=0)
             except (SessionNotFoundError, StoreUsageError):
                 continue
-            compacted = (await compacted_adk_events(store, found, upto=found.version,
-                                                    convert=adk_event_or_none)
-                         if config is None else None)
-            events = (order_ties(compacted) if compacted is not None else
-                      await self._events(store, found, upto=found.version, since=since,
-                                         last=last))
+            if config is None:  # the newest compaction and what follows, or the whole log
+                events = order_ties(await compacted_adk_events(
+                    store, found, upto=found.version, convert=adk_event_or_none))
+            else:
+                events = await self._events(store, found, upto=found.version, since=since,
+                                            last=last)
             session = AdkSession(
                 id=found.id, app_name=found.app_name, user_id=found.user_id,
                 state=found.state, events=events, last_update_time=found.updated_at,
