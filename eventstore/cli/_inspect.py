@@ -456,21 +456,11 @@ def state(
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
             info = await store.session_info(session_id, app_name=app, user_id=user)
-            values = await store.state(session_id, at=at, app_name=info.app_name,
-                                       user_id=info.user_id)
-            origin = await _state_origins(store, info, at=at)
-            compacted = await _newest_compaction(store, info, at=at)
-        upto = info.version if at is None else at
-        rows = [
-            {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
-            for key, value in sorted(values.items())
-        ]
+            payload, compacted = await state_payload(store, info, at=at)
+        upto, rows = payload["at"], payload["keys"]
         record = compacted.actions.compaction if compacted is not None else None
         if json:
-            print_json({"session_id": session_id, "at": upto, "state": values, "keys": rows,
-                        "compaction": None if record is None else {
-                            "seq": compacted.seq if compacted else None,
-                            "start_seq": record.start_seq, "end_seq": record.end_seq}})
+            print_json(payload)
             return
         out = console()
         out.print(f"State of {session_id} at seq {upto}", style="bold")
@@ -494,6 +484,26 @@ def state(
 
 STATE_PAGE = 1000
 """Events read per step when ``evs state`` looks for the seq that set each key."""
+
+
+async def state_payload(store: EventStore, info: SessionInfo, *,
+                        at: int | None) -> tuple[dict[str, Any], Event | None]:
+    """What ``evs state --json`` prints for the session at ``at`` (head by default), and the
+    newest compaction event at or below it (the ``evs`` MCP server's ``state`` tool too)."""
+    values = await store.state(info.id, at=at, app_name=info.app_name, user_id=info.user_id)
+    origin = await _state_origins(store, info, at=at)
+    compacted = await _newest_compaction(store, info, at=at)
+    rows = [
+        {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
+        for key, value in sorted(values.items())
+    ]
+    record = compacted.actions.compaction if compacted is not None else None
+    payload = {"session_id": info.id, "at": info.version if at is None else at,
+               "state": values, "keys": rows,
+               "compaction": None if record is None or compacted is None else {
+                   "seq": compacted.seq, "start_seq": record.start_seq,
+                   "end_seq": record.end_seq}}
+    return payload, compacted
 
 
 async def _newest_compaction(store: EventStore, info: SessionInfo, *,

@@ -112,18 +112,11 @@ async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._inspect import _state_origins
+    from eventstore.cli._inspect import state_payload
 
-    session_id, at = str(args["session_id"]), args.get("at")
-    info = await store.session_info(session_id)
-    values = await store.state(session_id, at=at, app_name=info.app_name, user_id=info.user_id)
-    origin = await _state_origins(store, info, at=at)
-    rows = [
-        {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
-        for key, value in sorted(values.items())
-    ]
-    upto = info.version if at is None else at
-    return {"session_id": session_id, "at": upto, "state": values, "keys": rows}
+    info = await store.session_info(str(args["session_id"]))
+    payload, _ = await state_payload(store, info, at=args.get("at"))
+    return payload
 
 
 def _pending_factory(db: str) -> _Handler:

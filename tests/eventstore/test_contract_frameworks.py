@@ -140,15 +140,16 @@ async def test_shared_state_reads_user_and_app_keys_without_a_session(
         await store.shared_state(app_name="")
 
 
-async def test_deleting_a_session_removes_the_shared_state_it_wrote(store: EventStore) -> None:
-    # The decision: user:/app: state is the fold of the existing sessions' events; a deleted
-    # session's deltas leave it (ADK's own services keep them; listed as a divergence).
+async def test_deleting_a_session_keeps_the_shared_state_it_wrote(store: EventStore) -> None:
+    # user:/app: state is its scope's own stream: a deleted session's deltas stay, as in ADK's
+    # own services.
     await store.create_session(app_name=APP, user_id="amy", session_id="a")
     await store.create_session(app_name=APP, user_id="amy", session_id="keep")
     await store.append("a", delta_event({"user:x": 1, "app:y": 2}), expected_version=0)
     await store.append("keep", delta_event({"user:z": 3}), expected_version=0)
     await store.delete_session("a")
-    assert await store.shared_state(app_name=APP, user_id="amy") == {"user:z": 3}
+    assert await store.shared_state(app_name=APP, user_id="amy") == {
+        "user:x": 1, "app:y": 2, "user:z": 3}
 
 
 async def test_user_artifacts_without_a_session_version_metadata_delete(

@@ -33,6 +33,10 @@ def _has_artifacts(name: str) -> bool:
     return bool(header.get("artifacts"))
 
 
+_NEWER_KINDS = frozenset({"compaction"})
+"""Event kinds that did not exist when the corpus was recorded."""
+
+
 def test_recordings_cover_every_event_kind() -> None:
     conn = sqlite3.connect(f"file:{HERE / MANIFEST['database']}?mode=ro", uri=True)
     try:
@@ -42,7 +46,9 @@ def test_recordings_cover_every_event_kind() -> None:
         conn.close()
     from eventstore._codec import EventKind
 
-    assert kinds == EventKind.ALL
+    # The corpus is frozen: kinds added after it was recorded are tested where they were made
+    # (compaction: tests/runtime/replay/test_replay_compaction.py and its neighbours).
+    assert kinds == EventKind.ALL - _NEWER_KINDS
     assert artifacts > 0
     assert {p.stem for p in HERE.glob("*.jsonl")} == set(RECORDINGS)
 
