@@ -202,6 +202,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         self._keys: dict[tuple[str, str, str], str] = {}
         """(app, user, id the app gave) -> the session's key, for sessions this store made or
         found: a fully addressed call costs no lookup (see ``_key``)."""
+        self._owners: dict[str, set[tuple[str, str]]] = {}
+        """Given id -> the (app, user) pairs ``_keys`` holds it for (bare ids' fast path)."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -409,11 +411,18 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
     def _remember(self, app_name: str, user_id: str, session_id: str, key: str) -> None:
         if len(self._keys) >= _KEYS_KEPT:
             self._keys.clear()
+            self._owners.clear()
         self._keys[(app_name, user_id, session_id)] = key
+        self._owners.setdefault(session_id, set()).add((app_name, user_id))
 
     def _forget(self, key: str) -> None:
         for address in [a for a, k in self._keys.items() if k == key]:
             del self._keys[address]
+            owners = self._owners.get(address[2])
+            if owners is not None:
+                owners.discard(address[:2])
+                if not owners:
+                    del self._owners[address[2]]
 
     async def _record(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
@@ -455,6 +464,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             key = self._keys.get((app_name, user_id, session_id))
             if key is not None:
                 return key
+        elif app_name is None and user_id is None:
+            # A bare id this store made or found for one (app, user) only: no lookup, so one
+            # caller's appends keep their order (with the caveat of the addressed cache).
+            owners = self._owners.get(session_id)
+            if owners is not None and len(owners) == 1:
+                [(app, user)] = owners
+                return self._keys[(app, user, session_id)]
         return (await self._record(session_id, app_name=app_name, user_id=user_id)).session_id
 
     async def get_session(

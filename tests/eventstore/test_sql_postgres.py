@@ -183,8 +183,9 @@ async def test_sql_postgres_lists_a_page_of_100k_sessions_by_index(
 
     await _sql(
         empty_postgres_url,
-        "INSERT INTO evs_sessions (session_id, app_name, user_id, created_at) "
-        "SELECT 's' || lpad(i::text, 6, '0'), 'app' || (i % 3), 'user' || (i % 50), 0 "
+        "INSERT INTO evs_sessions (session_id, given_id, app_name, user_id, created_at) "
+        "SELECT 's' || lpad(i::text, 6, '0'), 's' || lpad(i::text, 6, '0'), 'app' || (i % 3), "
+        "'user' || (i % 50), 0 "
         "FROM generate_series(0, 99999) AS i",
     )
     await _sql(empty_postgres_url, "ANALYZE evs_sessions")

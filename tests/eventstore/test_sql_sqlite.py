@@ -136,9 +136,10 @@ async def test_sql_sqlite_lists_a_page_of_100k_sessions_fast(
 ) -> None:
     conn = sqlite3.connect(db_path)
     conn.executemany(
-        "INSERT INTO evs_sessions (session_id, session_key, app_name, user_id, created_at) "
-        "VALUES (?,?,?,?,?)",
-        ((f"s{i:06d}", i + 1, f"app{i % 3}", f"user{i % 50}", 0.0) for i in range(100_000)),
+        "INSERT INTO evs_sessions (session_id, given_id, session_key, app_name, user_id, "
+        "created_at) VALUES (?,?,?,?,?,?)",
+        ((f"s{i:06d}", f"s{i:06d}", i + 1, f"app{i % 3}", f"user{i % 50}", 0.0)
+         for i in range(100_000)),
     )
     conn.commit()
     conn.close()
