@@ -491,8 +491,7 @@ async def state_payload(store: EventStore, info: SessionInfo, *,
     """What ``evs state --json`` prints for the session at ``at`` (head by default), and the
     newest compaction event at or below it (the ``evs`` MCP server's ``state`` tool too)."""
     values = await store.state(info.id, at=at, app_name=info.app_name, user_id=info.user_id)
-    origin = await _state_origins(store, info, at=at)
-    compacted = await _newest_compaction(store, info, at=at)
+    origin, compacted = await _state_origins(store, info, at=at)
     rows = [
         {"key": key, "value": value, **origin.get(key, {"session_id": None, "seq": None})}
         for key, value in sorted(values.items())
@@ -506,22 +505,13 @@ async def state_payload(store: EventStore, info: SessionInfo, *,
     return payload, compacted
 
 
-async def _newest_compaction(store: EventStore, info: SessionInfo, *,
-                             at: int | None) -> Event | None:
-    """The newest compaction event at or below ``at``, read backwards a page at a time and
-    kept alone (memory stays flat when the session has none)."""
-    async for event in store.iter_backwards(info.id, upto=at, max_page_size=STATE_PAGE,
-                                            app_name=info.app_name, user_id=info.user_id):
-        if event.actions.compaction is not None:
-            return event
-    return None
-
-
 async def _state_origins(
     store: EventStore, info: SessionInfo, *, at: int | None
-) -> dict[str, dict[str, Any]]:
-    """Return key -> {session_id, seq} of the event that last set each key (up to ``at``)."""
+) -> tuple[dict[str, dict[str, Any]], Event | None]:
+    """Return key -> {session_id, seq} of the event that last set each key (up to ``at``), and
+    the newest compaction event up to ``at``, from one pass over the log a page at a time."""
     origins: dict[str, dict[str, Any]] = {}
+    compacted: Event | None = None
     session_id = info.id
     where = {"app_name": info.app_name, "user_id": info.user_id}
     stored_as = await store.session_key(session_id, **where)
@@ -530,6 +520,8 @@ async def _state_origins(
         events = await store.read(session_id, after=after, upto=at, limit=STATE_PAGE,
                                   app_name=info.app_name, user_id=info.user_id)
         for event in events:
+            if event.actions.compaction is not None:
+                compacted = event
             for key in session_part(event.actions.state_delta):
                 origins[key] = {"session_id": session_id, "seq": event.seq}
             for key in session_part(dict.fromkeys(event.actions.state_deletions)):
@@ -538,7 +530,7 @@ async def _state_origins(
             break
         after = events[-1].seq or after + len(events)
     if at == 0 and info.version > 0:
-        return origins
+        return origins, compacted
     backend = store.backend
     position = None
     if at is not None and at < info.version:
@@ -554,7 +546,7 @@ async def _state_origins(
                 origins[key] = {"session_id": entry.session_id, "seq": entry.seq}
             for key in touched.get("sx", ()):
                 origins.pop(key, None)
-    return origins
+    return origins, compacted
 
 
 def tail(
