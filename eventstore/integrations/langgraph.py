@@ -48,7 +48,6 @@ from eventstore import (
     EventStore,
     Part,
     SessionExistsError,
-    SessionInfo,
     SessionNotFoundError,
     StoreUsageError,
 )
@@ -149,7 +148,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
     namespace, and no other branch's. ``delete_thread`` and ``prune(strategy="delete")``
     delete the thread's session; ``prune(keep_latest)`` and ``delete_for_runs`` append an
     event that hides the checkpoints (the log keeps them, so the kept checkpoints' deltas still
-    resolve). A session of another app with a thread's id is refused (StoreUsageError).
+    resolve). A thread is the session of (``app_name``, user ``"langgraph"``) with the
+    thread's id: another app's or user's session of the same id is left alone.
     """
 
     def __init__(
@@ -166,6 +166,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         self._owns_loop = not isinstance(url_or_store, EventStore)
         self._home = Home(own=self._owns_loop)
         self.app_name = app_name
+        # Threads are sessions of (app_name, "langgraph"): another app's or user's session
+        # with the same id is a different session.
+        self._address: dict[str, str] = {"app_name": app_name, "user_id": _USER}
         self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -356,7 +359,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         index = self._cached(thread_id)
         if index is not None and index.seq:
             try:
-                events = await store.read_mappings(thread_id, after=index.seq - 1, compact=True)
+                events = await store.read_mappings(thread_id, after=index.seq - 1, compact=True,
+                                                   **self._address)
             except SessionNotFoundError:
                 return self._keep(thread_id, ThreadIndex())
             if events and events[0]["seq"] == index.seq and events[0]["id"] == index.last_id:
@@ -370,25 +374,17 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         store = await self._store()
         index = ThreadIndex()
         try:
-            info = await store.session_info(thread_id)
+            await store.session_info(thread_id, **self._address)
         except SessionNotFoundError:
             return self._keep(thread_id, index)
-        self._check_app(thread_id, info)
         index.exists = True
         try:
-            events = await store.read_mappings(thread_id, compact=True)
+            events = await store.read_mappings(thread_id, compact=True, **self._address)
         except SessionNotFoundError:
             return self._keep(thread_id, ThreadIndex())
         for event in events:
             index.apply(event)
         return self._keep(thread_id, index)
-
-    def _check_app(self, thread_id: str, info: SessionInfo) -> None:
-        if info.app_name != self.app_name:
-            raise StoreUsageError(
-                f"Session {thread_id!r} belongs to app {info.app_name!r}, not to the LangGraph "
-                f"threads of app {self.app_name!r}."
-            )
 
     async def _loaded(self, thread_id: str) -> ThreadIndex:
         """The cached index (a writer needs no fresh one: its deltas name their bases)."""
@@ -416,11 +412,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                     app_name=self.app_name, user_id=_USER, session_id=thread_id, events=[event]
                 )
                 seq = session.events[-1].seq
-            except SessionExistsError:  # made meanwhile, by another saver (or app?)
-                self._check_app(thread_id, await store.session_info(thread_id))
+            except SessionExistsError:  # made meanwhile, by another saver
+                pass
         while seq is None:
             try:
-                seq = (await store.append(thread_id, [event], expected_version=None))[0].seq
+                seq = (await store.append(thread_id, [event], expected_version=None,
+                                          **self._address))[0].seq
             except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
                 self._threads.pop(thread_id, None)  # that index described the old session
                 index = ThreadIndex()
@@ -431,8 +428,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                         app_name=self.app_name, user_id=_USER, session_id=thread_id,
                         events=[event])
                     seq = session.events[-1].seq
-                except SessionExistsError:
-                    self._check_app(thread_id, await store.session_info(thread_id))
+                except SessionExistsError:  # made meanwhile, by another saver
+                    pass
         if seq == index.seq + 1 and self._threads.get(thread_id) is index:
             index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
 
@@ -599,13 +596,13 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         await self._append(thread_id, index, meaning, text, None)
 
     async def _owned(self, thread_id: str) -> bool:
-        """Whether the thread's session exists (StoreUsageError when another app's)."""
+        """Whether the thread's session exists."""
         return (await self._refreshed(thread_id)).exists
 
     async def _delete_thread(self, thread_id: str) -> None:
         if await self._owned(thread_id):
             with contextlib.suppress(SessionNotFoundError):
-                await (await self._store()).delete_session(thread_id)
+                await (await self._store()).delete_session(thread_id, **self._address)
         self._threads.pop(thread_id, None)
 
     async def _drop(self, thread_id: str, index: ThreadIndex, entries: builtins.list[Entry],
@@ -629,8 +626,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if not await self._owned(source):
             return
         store = await self._store()
-        head = await store.version(source)
-        await store.fork(source, at=head, new_session_id=target)
+        head = await store.version(source, **self._address)
+        await store.fork(source, at=head, new_session_id=target, **self._address)
         self._threads.pop(target, None)
 
     async def _prune(self, thread_ids: builtins.list[str], strategy: str) -> None:

@@ -452,8 +452,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         """Return the key the session is stored under in the backend
         (``SessionRecord.session_id``: the id the app gave unless another app or user held
         that key when the session was made), for maintenance tools that read the backend
-        itself. Raises as ``get_session`` does."""
-        return await self._key(check_lookup(session_id), app_name, user_id)
+        itself. Always asks the backend (never a cached key). Raises as ``get_session``
+        does."""
+        return (await self._record(check_lookup(session_id), app_name=app_name,
+                                   user_id=user_id)).session_id
 
     async def _key(
         self, session_id: str, app_name: str | None, user_id: str | None

@@ -306,14 +306,15 @@ def test_many_processes_on_one_sqlite_file(tmp_path: Path) -> None:
             for i in range(12):
                 state = graph.get_state(_cfg(f"w{n}-{i}"))
                 assert state.values["log"] == [f"w{n}", "a", "b"]
-        # Runs on one thread from several processes at once race as with any checkpointer
-        # (two may start from the same head: the newer checkpoint wins); the store loses
-        # none of their checkpoints.
+        # Runs on one thread from several processes at once race as with any checkpointer:
+        # two may start from the same head (the newer checkpoint wins), and a run may start
+        # from another process's run mid-way (its input and "a" stored, "b" not yet). The
+        # store loses none of their checkpoints, and the newest is a whole run's end.
         per_run = len(list(saver.list(_cfg("w0-0"))))
         assert len(list(saver.list(_cfg("shared")))) == 9 * per_run
         shared = graph.get_state(_cfg("shared")).values["log"]
-        assert len(shared) % 3 == 0
-        assert all(shared[i + 1:i + 3] == ["a", "b"] for i in range(0, len(shared), 3))
+        assert shared[-2:] == ["a", "b"] and shared[-3] in {"w0", "w1", "w2"}, shared
+        assert set(shared) <= {"w0", "w1", "w2", "a", "b"}, shared
 
 
 async def test_a_store_fork_of_a_thread_resumes_on_its_own(tmp_path: Path) -> None:
