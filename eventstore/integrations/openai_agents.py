@@ -23,6 +23,11 @@ the log only for the events after that seq (plus that event, to check the cache 
 this log — a deleted and re-created session does not match) and applies them. The cache is only
 ever derived from the log: folding the events after its seq onto it gives what a fresh read of
 the log gives (``tests/eventstore/test_contract_openai_agents.py`` checks it).
+
+Compaction without deleting anything (``_openai_compaction``): ``run_compaction`` (the SDK's
+``OpenAIResponsesCompactionAwareSession`` protocol, which the Runner calls after each turn) and
+``compact`` record a compaction event followed by the summary items; reads stop at it as at a
+clear, so the items at head are the summary plus what came after, and the log keeps the rest.
 """
 
 from __future__ import annotations
@@ -37,19 +42,27 @@ except ImportError as exc:  # pragma: no cover - exercised on machines without t
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import orjson
+from agents.memory.openai_responses_compaction_session import (
+    default_should_trigger_compaction,
+    select_compaction_candidate_items,
+)
+from agents.run_internal.items import normalize_input_items_for_api
 from pydantic_core import to_jsonable_python
 
 from eventstore import (
+    Compaction,
     ConcurrencyError,
     Content,
     Event,
+    EventActions,
     EventStore,
     FunctionCall,
     FunctionResponse,
@@ -62,10 +75,20 @@ from eventstore import (
 )
 
 from ._handle import StoreHandle
+from ._openai_compaction import (
+    CompactionRequest,
+    Compactor,
+    ResponsesCompactor,
+    summary_content,
+    unanswered_calls,
+)
 
 __all__ = [
-    "CACHE_NAME", "METADATA_KEY", "EventStoreSession", "SessionItemError", "mirrored_call_id",
+    "CACHE_NAME", "METADATA_KEY", "CompactionRequest", "Compactor", "EventStoreSession",
+    "ResponsesCompactor", "SessionItemError", "mirrored_call_id",
 ]
+
+logger = logging.getLogger("eventstore.integrations.openai_agents")
 
 METADATA_KEY = "openai_agents"
 """Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
@@ -118,8 +141,8 @@ class _HeadCache:
             return
         items = self.items
         self._blob = None
-        if meaning.get("clear") is True:
-            self._items = {}
+        if meaning.get("clear") is True or "compaction" in meaning:
+            self._items = {}  # a compaction's summary items follow it as item events
         elif "pop" in meaning:
             items.pop(meaning["pop"], None)
         elif "item" in meaning:
@@ -310,6 +333,14 @@ class EventStoreSession:
     own) and every method is one hop there; a given store is used on its own loop
     (``StoreHandle`` in ``eventstore.integrations._handle``). Bad input raises TypeError as
     the SDK's sessions do (``SessionItemError`` for items, which nothing stores).
+
+    Compaction (docs/frameworks.md): with a ``compactor`` (``ResponsesCompactor()`` calls
+    OpenAI's ``responses.compact``), the session is one the Runner compacts after a turn when
+    ``should_trigger_compaction`` (the SDK's hook and context; default: the SDK's own, 10
+    candidate items) says so, deferred past turns with local tool outputs as the SDK defers.
+    ``compact(items)`` records given summary items. Either way nothing is deleted: the
+    summary is a compaction event and item events after it, and ``get_items()`` returns the
+    summary items plus the items added since.
     """
 
     session_settings: SessionSettings | None
@@ -322,6 +353,8 @@ class EventStoreSession:
         *,
         app_name: str = "openai-agents",
         user_id: str = "default",
+        compactor: Compactor | None = None,
+        should_trigger_compaction: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
@@ -331,6 +364,10 @@ class EventStoreSession:
         self._app_name = app_name
         self._user_id = user_id
         self._cache: _HeadCache | None = None
+        self.compactor = compactor
+        self.should_trigger_compaction = (should_trigger_compaction
+                                          or default_should_trigger_compaction)
+        self._deferred_response_id: str | None = None
 
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
@@ -352,7 +389,7 @@ class EventStoreSession:
                 meaning = event.get("m", _NONE).get(METADATA_KEY)
                 if not isinstance(meaning, dict):
                     continue
-                if meaning.get("clear") is True:
+                if meaning.get("clear") is True or "compaction" in meaning:
                     return found
                 if "pop" in meaning:
                     popped.add(meaning["pop"])
@@ -466,9 +503,10 @@ class EventStoreSession:
             async for event in store.iter_backwards(self.session_id, app_name=self._app_name,
                                                     user_id=self._user_id):
                 meaning = event.custom_metadata.get(METADATA_KEY)
-                if not isinstance(meaning, dict) or meaning.get("clear") is True:
+                if not isinstance(meaning, dict) or meaning.get("clear") is True \
+                        or "compaction" in meaning:
                     if isinstance(meaning, dict):
-                        break  # nothing before a clear is in the session any more
+                        break  # nothing before a clear or a compaction is in the session
                     continue
                 if "pop" in meaning:
                     popped.add(meaning["pop"])
@@ -591,6 +629,120 @@ class EventStoreSession:
             )
         except SessionNotFoundError:
             return
+
+    async def compact(self, summary_items: Sequence[Any]) -> int:
+        """Record ``summary_items`` (SDK items, e.g. ``responses.compact``'s output) as standing
+        for every item at head now, and return the seq of the compaction event. From then on
+        ``get_items()`` is the summary items plus the items added after; the log keeps every
+        item. Raises SessionItemError for items that cannot be stored, StoreUsageError when
+        ``summary_items`` is empty or the session has no items (nothing is written then)."""
+        if not isinstance(summary_items, (list, tuple)) or not summary_items:
+            raise StoreUsageError(
+                f"compact takes a non-empty list of summary items, not {summary_items!r:.80}.")
+        plains = [_plain_item(item, index) for index, item in enumerate(summary_items)]
+        return await self._handle.run(lambda store: self._record_compaction(store, plains))
+
+    async def _head(self, store: EventStore) -> tuple[int, list[Any]]:
+        """The log's version and the items at head at exactly that version."""
+        cache = await self._refresh(store) or await self._rebuild(store)
+        return cache.version, cache.decoded(None)
+
+    async def _record_compaction(self, store: EventStore, plains: list[dict[str, Any]],
+                                 version: int | None = None) -> int:
+        """Append the compaction event and the summary items after it, atomically, checked
+        against ``version`` (the version the summarized items were read at; default: head)."""
+        if version is None:
+            version, items = await self._head(store)
+            if not items:
+                raise StoreUsageError(
+                    f"Session {self.session_id!r} has no items to compact.")
+        history = await store.read_compacted(self.session_id, upto=version,
+                                             app_name=self._app_name, user_id=self._user_id)
+        start = 1 if history.summary is None else history.summary.end_seq + 1
+        marker = Event(author="user", actions=EventActions(compaction=Compaction(
+            start_seq=start, end_seq=version, summary=summary_content(plains))),
+            custom_metadata={METADATA_KEY: {"compaction": len(plains)}})
+        events = [marker, *(Event(author="user", custom_metadata={METADATA_KEY: {"item": p}})
+                            for p in plains)]
+        stored = await store.append(self.session_id, events, expected_version=version,
+                                    app_name=self._app_name, user_id=self._user_id)
+        seq = stored[0].seq
+        assert seq is not None
+        return seq
+
+    async def run_compaction(self, args: Mapping[str, Any] | None = None, *,
+                             wrapper: Any = None) -> None:
+        """Compact when due: the SDK's ``OpenAIResponsesCompactionAwareSession.run_compaction``
+        (the Runner calls it after a turn with ``response_id``; ``force`` skips the hook).
+
+        Without a ``compactor`` it does nothing (a forced call raises StoreUsageError). Else it
+        reads the items at head, asks ``should_trigger_compaction`` (the SDK's context:
+        ``response_id``, ``compaction_mode``, ``compaction_candidate_items``,
+        ``session_items``), and records the compactor's summary (``compact``) checked against
+        the version it read. It skips, logging why, when the items hold a tool call with no
+        output yet, when the compactor returns nothing, or when another writer moved the
+        session meanwhile (the next turn tries again). Nothing is ever deleted."""
+        args = dict(args or {})
+        force = bool(args.get("force", False))
+        if self.compactor is None:
+            if force:
+                raise StoreUsageError(
+                    f"Session {self.session_id!r} has no compactor: pass compactor= to "
+                    "EventStoreSession, or record summary items with compact().")
+            return
+        response_id = args.get("response_id")
+        mode = args.get("compaction_mode")
+        mode = mode if mode in ("input", "previous_response_id") else None
+        version, raw = await self._handle.run(self._head)
+        items = normalize_input_items_for_api(raw)
+        if not force and not self.should_trigger_compaction(
+                self._compaction_context(response_id, mode, items)):
+            return
+        open_calls = unanswered_calls(items)
+        if not items or open_calls:
+            logger.info("Not compacting session %r: %s.", self.session_id,
+                        f"call {open_calls[0]!r} has no output yet" if open_calls
+                        else "no items")
+            return
+        summary = await self.compactor(CompactionRequest(
+            session_id=self.session_id, items=tuple(items), version=version,
+            response_id=response_id if isinstance(response_id, str) else None, mode=mode,
+            wrapper=wrapper))
+        if not summary:
+            logger.warning("Not compacting session %r: the compactor returned no items.",
+                           self.session_id)
+            return
+        plains = [_plain_item(item, index) for index, item in enumerate(summary)]
+        try:
+            await self._handle.run(
+                lambda store: self._record_compaction(store, plains, version))
+        except ConcurrencyError:
+            logger.warning("Not compacting session %r: it moved past seq %d while the summary "
+                           "was made.", self.session_id, version)
+            return
+        self._deferred_response_id = None
+
+    def _compaction_context(self, response_id: Any, mode: str | None,
+                            items: list[Any]) -> dict[str, Any]:
+        return {"response_id": response_id, "compaction_mode": mode or "input",
+                "compaction_candidate_items": select_compaction_candidate_items(items),
+                "session_items": items}
+
+    async def _defer_compaction(self, response_id: str, store: bool | None = None) -> None:
+        """The Runner's hook for a turn that ended with local tool outputs: when compaction
+        is due, compact (forced) after the next turn instead."""
+        if self.compactor is None or self._deferred_response_id is not None:
+            return
+        _, raw = await self._handle.run(self._head)
+        items = normalize_input_items_for_api(raw)
+        if self.should_trigger_compaction(self._compaction_context(response_id, None, items)):
+            self._deferred_response_id = response_id
+
+    def _get_deferred_compaction_response_id(self) -> str | None:
+        return self._deferred_response_id
+
+    def _clear_deferred_compaction(self) -> None:
+        self._deferred_response_id = None
 
     def close(self) -> _Closed:
         """Close the store if this session opened it from a URL; later calls raise
