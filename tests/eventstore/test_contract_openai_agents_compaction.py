@@ -9,10 +9,12 @@ from _extras import require_extra
 
 agents = require_extra("agents", "openai-agents")
 
+import asyncio  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
+from _evs_support import BackendTarget  # noqa: E402
 from agents import Agent, Runner, function_tool  # noqa: E402
 from agents.memory import is_openai_responses_compaction_aware_session  # noqa: E402
 from agents.testing import ScriptedModel  # noqa: E402
@@ -21,8 +23,10 @@ from openai.types.responses import (  # noqa: E402
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from typer.testing import CliRunner  # noqa: E402
 
 from eventstore import EventStore, StoreUsageError  # noqa: E402
+from eventstore.cli import app  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     METADATA_KEY,
     CompactionRequest,
@@ -195,3 +199,27 @@ async def test_responses_compactor_calls_responses_compact(store: EventStore) ->
         await by_id.run_compaction({"force": True})
     await by_id.run_compaction({"force": True, "response_id": "resp_9"})
     assert asked[-1] == {"model": "gpt-4.1", "previous_response_id": "resp_9"}
+
+
+def test_evs_show_and_export_keep_the_compacted_items(backend_target: BackendTarget) -> None:
+    if not backend_target.persistent:
+        pytest.skip("the CLI opens the database itself")
+    session = EventStoreSession("chat", backend_target.url)
+
+    async def scenario() -> None:
+        await session.add_items([_msg("user", "the first question"), _msg("assistant", "a1")])
+        await session.compact([SUMMARY])
+        await session.add_items([_msg("user", "the second question")])
+
+    asyncio.run(scenario())
+    session.close()
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", "chat", "--db", backend_target.url])
+    assert shown.exit_code == 0, shown.output
+    assert "the first question" in shown.output
+    assert "compaction" in shown.output.lower()
+    assert shown.output.index("the first question") < shown.output.index("the second question")
+    exported = runner.invoke(app, ["export", "chat", "--db", backend_target.url])
+    assert exported.exit_code == 0, exported.output
+    assert "the first question" in exported.output
+    assert "enc-1" in exported.output
