@@ -289,6 +289,7 @@ async def _build_adk_ours(path: str, events: list[Any]) -> Any:
 
     head = await service.get_session(app_name="bench", user_id="u", session_id="adk",
                                      config=GetSessionConfig(num_recent_events=1))
+    assert head is not None
     await service.append_event(head, events[cut])
     await store.append("adk", [from_adk_event(e) for e in events[cut + 1:]],
                        expected_version=None, app_name="bench", user_id="u")
