@@ -223,3 +223,15 @@ def test_evs_show_and_export_keep_the_compacted_items(backend_target: BackendTar
     assert exported.exit_code == 0, exported.output
     assert "the first question" in exported.output
     assert "enc-1" in exported.output
+
+
+async def test_a_saved_cache_from_before_the_compaction_is_folded_past_it(
+    store: EventStore,
+) -> None:
+    writer = EventStoreSession("s", store)
+    await writer.add_items([_msg("user", f"q{i}") for i in range(300)])
+    assert len(await writer.get_items()) == 300  # folds 300 events: saves the store's cache
+    await writer.compact([SUMMARY])
+    await writer.add_items([_msg("user", "after")])
+    assert await EventStoreSession("s", store).get_items() == [SUMMARY, _msg("user", "after")]
+    assert await writer.get_items() == [SUMMARY, _msg("user", "after")]
