@@ -1,6 +1,6 @@
 """Long histories: what a run loads from a 1,000,000-event session costs what it returns.
 
-    .venv/bin/python scripts/bench_long.py [--events 1000000] [--backends sqlite,postgres]
+    .venv/bin/python scripts/bench_long.py [--events 1000000] [--backends sqlite,postgres,adk]
 
 For each backend a *long* session of ``--events`` realistic agent events (``_bench_events``:
 model calls, tool responses with nested results and state deltas, text turns) is built through
@@ -19,8 +19,15 @@ the ratio (target: within 2x). The reads:
 Each read opens the store first (not timed, its rows not counted): the peak RSS includes the
 interpreter and the imports, the same for every read.
 
-PostgreSQL uses a private database on ``--pg-url``'s server, dropped afterwards. Exit status 1
-when a ratio misses its target.
+PostgreSQL uses a private database on ``--pg-url``'s server, dropped afterwards.
+
+The ``adk`` section (``--adk-events``, default 100,000) builds the same ADK history, with an ADK
+compaction event 1,000 events from the end, in ADK's ``DatabaseSessionService`` (rows of its own
+schema, in batches) and in our ``EventStoreSessionService`` (both SQLite files), then times
+``get_session`` through each service's API, alternating rounds: median, spread, the rows ours
+read, and the ratio (target: ours at least 20x faster).
+
+Exit status 1 when a ratio misses its target.
 """
 
 from __future__ import annotations
