@@ -290,11 +290,12 @@ def verify(
 
 
 async def _write_export(
-    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None
+    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None,
+    app_name: str | None = None,
 ) -> None:
     """Write the export of ``session_id`` (of ``user_id`` when given) at its current version
     to ``sink`` (``eventstore._export``), with progress on a terminal."""
-    info = await store.session_info(session_id, user_id=user_id)
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
     record = await store.backend.get_session(key)
     if record is None:

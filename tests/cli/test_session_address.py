@@ -174,7 +174,8 @@ def test_pending_prints_commands_that_name_the_user(paused_db: Path) -> None:
     shown = invoke("pending", "s1", "--user", "bob", "--db", str(db), "--json")
     assert shown.exit_code == 0, shown.stderr
     commands = [item["command"] for item in orjson.loads(shown.stdout)["pending"]]
-    assert commands and all("--app weather --user bob s1" in c for c in commands), commands
+    assert commands
+    assert all("--app weather --user bob s1" in c for c in commands), commands
     # Each printed command runs as printed (here: the confirmation's).
     [confirm] = [c for c in commands if " confirm " in c]
     args = confirm.split("   ")[0].split()[1:]
