@@ -104,8 +104,8 @@ def test_export_and_import_carry_app_user_and_id(tmp_path: Path) -> None:
     ambiguous = invoke("export", "default", "--db", str(db), "--output", str(dump))
     assert ambiguous.exit_code == 2
     assert "--app app --user bob" in ambiguous.stderr
-    exported = invoke("export", "default", "--user", "bob", "--db", str(db), "--output",
-                      str(dump))
+    exported = invoke("export", "default", "--app", "app", "--user", "bob", "--db", str(db),
+                      "--output", str(dump))
     assert exported.exit_code == 0, exported.stderr
     header = orjson.loads(dump.read_bytes().splitlines()[0])
     assert (header["app_name"], header["user_id"], header["session_id"]) == (
