@@ -871,11 +871,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         key = backend.signing_key
         if key is None:
             return {}
-        sid = await self._key(check_lookup(session_id), app_name, user_id)
-        rows = await backend.read(sid, after=check_seq_bound(after, "after"),
-                                  upto=check_seq_bound(upto, "upto"), backwards=False,
-                                  limit=None)
-        return signature_problems(sid, rows, key)
+        low, high = check_seq_bound(after, "after"), check_seq_bound(upto, "upto")
+
+        async def check(sid: str, owner: tuple[str, str]) -> dict[int, SignatureProblem]:
+            rows = await backend.read(sid, after=low, upto=high, backwards=False, limit=None)
+            return signature_problems(sid, rows, key)
+
+        return await self._keyed(check_lookup(session_id), app_name, user_id, check)
 
     async def version(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
