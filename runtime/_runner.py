@@ -300,6 +300,8 @@ class Runner:
             invocation_id=ctx.invocation_id,
             state=await ctx.state(),
             artifacts=ctx.artifacts,
+            app_name=self.app_name,
+            user_id=user_id,
         )
 
     # -- the loop ------------------------------------------------------------------------------
