@@ -75,6 +75,7 @@ _KEYS_KEPT = 8_192
 
 T = TypeVar("T")
 
+
 def _info(record: SessionRecord) -> SessionInfo:
     return SessionInfo(
         id=record.id,
