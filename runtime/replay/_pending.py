@@ -29,7 +29,7 @@ from ._log import (
     parse_confirmation_request,
     settled_response_ids,
 )
-from ._resume import HeadScan, ResumeCall, ResumeDecision, UntrustedEvent, plan_resume
+from ._resume import HeadScan, HeadStatus, ResumeCall, ResumeDecision, UntrustedEvent, plan_resume
 
 __all__ = ["NextRun", "NextStep", "PendingCall", "PendingKind", "PendingReport", "pending"]
 
@@ -158,9 +158,10 @@ class PendingReport:
 
     def __bool__(self) -> bool:
         """True when anything waits: a call the next run acts on, a call waiting for someone, or
-        a next run that pauses (e.g. on a refused answer: someone must answer anew)."""
+        a next run that pauses or waits (e.g. on a refused answer, or on a request nothing can
+        answer: someone must act anew)."""
         return bool(self.unanswered or self.confirmations or self.long_running or self.in_doubt
-                    or self.untrusted or self.next_run.step == "pauses")
+                    or self.untrusted or self.next_run.step in ("pauses", "waits"))
 
 
 @dataclass(slots=True)
@@ -278,6 +279,7 @@ class _Report:
             "not_acted_on": [],
         }
         self.covered: set[str] = set()
+        self._head_scan: HeadStatus | None = None
 
     def add(self, kind: PendingKind, call: FunctionCall, seq: int | None, reason: str,
             **extra: Any) -> None:
@@ -417,11 +419,7 @@ class _Report:
                 reason=f"The next run executes {', '.join(executes)}, then asks the model "
                 "(unless a call asks for a confirmation or has no result yet).",
             )
-        scan = HeadScan(agent_name=self.agent)
-        for event in reversed(self.log):
-            if not scan.feed(event):
-                break
-        head = scan.result()
+        head = self._head()
         if head.status == "completed":
             return NextRun(step="completed", reason="The agent gave its final answer and "
                            "nothing new arrived since; the next run ends without a model call.")
@@ -432,6 +430,16 @@ class _Report:
             return NextRun(step="waits", reason=f"The next run waits for "
                            f"{', '.join(head.waiting)}; nothing new arrived since.")
         return NextRun(step="calls_model", reason="The next run asks the model.")
+
+    def _head(self) -> HeadStatus:
+        """What the newest events wait on (``HeadScan``), read once."""
+        if self._head_scan is None:
+            scan = HeadScan(agent_name=self.agent)
+            for event in reversed(self.log):
+                if not scan.feed(event):
+                    break
+            self._head_scan = scan.result()
+        return self._head_scan
 
     # -- what the planner does not act on ----------------------------------------------------
 
@@ -444,8 +452,23 @@ class _Report:
             if isinstance(parsed, str):
                 continue
             embedded, asked = parsed
-            if embedded.id in self.covered or embedded.id in ix.settled:
-                continue  # a call with a response never runs again, whatever asks for it
+            if embedded.id in self.covered:
+                continue
+            if embedded.id in ix.settled:
+                # A call with a response never runs again, whatever asks for it, and
+                # answer_confirmation refuses such a request; but one at the head still holds
+                # the next run, so the report says so (a new message moves the session on).
+                if cid in self._head().waiting and ix.answers.get(cid) is None:
+                    self.add(
+                        "refused", embedded, seq,
+                        f"Agent {agent!r} asks to confirm call {embedded.id!r} of tool "
+                        f"{embedded.name!r}, which already has a response: the call never runs "
+                        f"again and confirmation {cid!r} cannot be answered. The next run waits "
+                        "on it until a new user message supersedes it.",
+                        confirmation_id=cid, hint=parsed[1].hint,
+                    )
+                    self.covered.add(cid)
+                continue
             stored = ix.calls.get(embedded.id)
             original = stored.call if stored is not None and stored.agent == agent else embedded
             answered = ix.answers.get(cid)

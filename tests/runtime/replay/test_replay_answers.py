@@ -124,7 +124,12 @@ async def test_answers_a_call_with_a_response_never_runs_again(store: EventStore
         await answer_confirmation(
             store, session_id="s", confirmation_id="confirm-again", confirmed=True
         )
-    assert not pending(await _events(store), idempotent_tools=())
+    # The request holds the next run: the report says why nothing can answer it.
+    report = pending(await _events(store), idempotent_tools=())
+    assert report.next_run.step == "waits"
+    [held] = report.not_acted_on
+    assert (held.kind, held.confirmation_id, held.call.id) == ("refused", "confirm-again", "call-w")
+    assert "cannot be answered" in held.reason
     await store.append(
         "s", Event(author="user", content=_answer("confirm-again", True)), expected_version=None
     )
