@@ -29,6 +29,7 @@ from .protocol import (
     ArtifactRecord,
     EventRow,
     ImportedLink,
+    ImportSource,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -123,6 +124,19 @@ class MemoryBackend:
             head_signature=None if self.signing_key is None or last.chain_hash is None
             else sign_head(self.signing_key, record.session_id, last.seq, last.chain_hash),
         )
+
+    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+        """See ``Backend.import_session``: the log is in memory anyway, so the pages are
+        gathered and stored by one ``create_session``."""
+        self._check_open()
+        events: list[NewEvent] = []
+        links: list[ImportedLink] = []
+        artifacts: list[NewArtifact] = []
+        while (page := await asyncio.to_thread(source)) is not None:
+            events += page.events
+            links += page.imported
+            artifacts += page.artifacts
+        return await self.create_session(record, events, artifacts, links)
 
     async def create_session(
         self,

@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -53,6 +53,7 @@ from eventstore._stored import STORED_SCHEMA_VERSION, encode_compact
 from eventstore.backends.protocol import (
     Backend,
     ImportedLink,
+    ImportPage,
     NewArtifact,
     NewEvent,
     SessionRecord,
@@ -66,11 +67,26 @@ from .reads import MappingReads
 from .retention import RetentionMethods
 
 __all__ = [
-    "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
+    "Artifact", "ArtifactVersion", "EventStore", "ImportBatch", "Session", "SessionInfo",
+    "SessionPage",
 ]
 
 _KEYS_KEPT = 8_192
 """How many (app, user, id) -> key resolutions a store keeps (it starts over when full)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ImportBatch:
+    """One page of ``EventStore.import_session``."""
+
+    events: Sequence[NewEvent] = ()
+    """The next events, encoded by ``EventStore._prepare`` (their seqs follow the previous
+    page's)."""
+    imported_chain: Sequence[ImportedLink] = ()
+    """The exporting store's chain links of events of this page or earlier ones (see
+    ``create_session``)."""
+    artifacts: Sequence[Artifact] = ()
+    """Artifact versions stored with the session (see ``create_session``)."""
 
 
 def _info(record: SessionRecord) -> SessionInfo:
@@ -405,6 +421,61 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             state=await self.state(sid, app_name=app_name, user_id=user_id),
             events=stored,
         )
+
+    async def import_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        created_at: float | None,
+        pages: Callable[[], ImportBatch | None],
+    ) -> int:
+        """Create a session from pages of events, chain links and artifacts, however long,
+        and return how many events it holds: ``create_session(events=…, artifacts=…,
+        imported_chain=…)`` with the log read a page at a time from ``pages`` (a blocking
+        callable, run off the event loop, returning None when there is no more).
+
+        Everything is written in one transaction: when ``pages`` raises, or anything is
+        refused, nothing is stored and the exception is raised. Memory holds one page.
+        Raises as ``create_session`` does (StoreUsageError as well when the imported chain
+        does not name each event's seq once, in order)."""
+        backend = self._writable_backend()
+        _check_id(app_name, "app_name")
+        _check_id(user_id, "user_id")
+        sid = _check_id(session_id, "session_id")
+        now = time.time() if created_at is None else check_number(
+            created_at, "created_at", positive=False)
+        if now < 0:
+            raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
+        count = 0
+        linked = 0
+
+        def source() -> ImportPage | None:
+            nonlocal count, linked
+            batch = pages()
+            if batch is None:
+                if linked not in (0, count):  # raised before the commit: nothing is stored
+                    raise StoreUsageError(f"imported_chain must hold one link per event, seq "
+                                          f"1..{count}, not {linked}.")
+                return None
+            count += len(batch.events)
+            for link in batch.imported_chain:
+                linked += 1
+                if link.seq != linked or link.seq > count:
+                    raise StoreUsageError("imported_chain must hold one link per event, seq "
+                                          f"1..{count}, in order (link {link.seq} came "
+                                          f"{linked}th).")
+            return ImportPage(events=batch.events, imported=batch.imported_chain,
+                              artifacts=[_new_artifact(a)
+                                         for a in _artifact_batch(batch.artifacts)])
+
+        key = await backend.import_session(
+            SessionRecord(session_id=sid, given_id=sid, app_name=app_name, user_id=user_id,
+                          created_at=now),
+            source)
+        self._remember(app_name, user_id, sid, key)
+        return count
 
     # -- finding sessions ----------------------------------------------------------------------
 
