@@ -4,10 +4,13 @@
 
 For each size a SQLite file holds one session of that many realistic agent events
 (``_bench_events``). Each command then runs in its own process, and the process's peak RSS
-(``wait4``'s ``ru_maxrss``) and wall time are printed side by side with the baseline: the same
-process doing nothing but opening the store (``evs sessions``). What a flat command looks like:
-the same peak at every size. Commands: ``export`` (to a file), ``import`` of that export,
-``verify SESSION``, ``show SESSION --last 20``, ``state SESSION``.
+(``wait4``'s ``ru_maxrss``) and wall time are printed side by side with two baselines measured
+in the same run: the same process doing nothing but opening the store (``evs sessions``: the
+interpreter and imports), and ``cp`` of the export file (what reading the JSONL costs). What a
+flat command looks like: the same peak at every size. Commands: ``export`` (to a file),
+``import`` of that export (into a new SQLite file), ``verify SESSION``, ``show SESSION --last
+20``, ``state SESSION``. ``--rounds N`` runs the commands N times, alternating, and prints the
+median (and the spread, max - min, of the times).
 
 Nothing here is judged: it prints the growth so that a regression (a command that loads the
 whole log) shows.
@@ -18,6 +21,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +38,7 @@ from eventstore import open_store
 EVS = [sys.executable, "-m", "runtime.cli"]
 SESSION = "big"
 BATCH = 500
+CP = shutil.which("cp") or "/bin/cp"
 
 
 async def build(path: Path, size: int) -> None:
@@ -47,17 +53,17 @@ async def build(path: Path, size: int) -> None:
 
 
 def measure(args: list[str]) -> tuple[float, float]:
-    """Run ``evs args`` alone; return (peak RSS in MiB, seconds). Output is discarded."""
+    """Run ``evs args`` (or, when ``args[0]`` is an absolute path, that program) alone in a
+    child process; return (its peak RSS in MiB, seconds). Output is discarded."""
+    argv = args if args[0].startswith("/") else [*EVS, *args]
     started = time.perf_counter()
-    with open(os.devnull, "wb") as sink:
-        pid = os.posix_spawn(EVS[0], [*EVS, *args], os.environ, file_actions=[
-            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-        ])
-        _, status, usage = os.wait4(pid, 0)
-        del sink
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+    ])
+    _, status, usage = os.wait4(pid, 0)
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 3):
-        raise SystemExit(f"evs {' '.join(args)} failed with status {status}")
+        raise SystemExit(f"{' '.join(argv)} failed with status {status}")
     return usage.ru_maxrss / 1024, elapsed
 
 
@@ -65,7 +71,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000",
                         help="comma-separated session sizes (default 10000,100000)")
-    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="times each command runs, alternating (default 1)")
+    options = parser.parse_args()
+    sizes = [int(s) for s in options.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         rows: list[tuple[int, str, float, float]] = []
         for size in sizes:
@@ -77,18 +86,33 @@ def main() -> None:
             print(f"{size:>9,} events: built in {built:6.1f} s, {mib:7.1f} MiB "
                   f"({db.stat().st_size / size:5.0f} bytes/event)", flush=True)
             export = Path(tmp) / f"big-{size}.jsonl"
+            copied = Path(tmp) / f"copy-{size}.jsonl"
+            imported = Path(tmp) / f"in-{size}.db"
             commands = {
                 "baseline (sessions)": ["sessions", "--db", str(db)],
                 "export -o FILE": ["export", SESSION, "--db", str(db), "-o", str(export)],
-                "import": ["import", str(export), "--db", str(Path(tmp) / f"in-{size}.db"),
+                "baseline (cp FILE)": [CP, str(export), str(copied)],
+                "import": ["import", str(export), "--db", str(imported),
                            "--session-id", "copy"],
                 "verify SESSION": ["verify", SESSION, "--db", str(db)],
                 "show --last 20": ["show", SESSION, "--db", str(db), "--last", "20"],
                 "state": ["state", SESSION, "--db", str(db)],
             }
-            for name, args in commands.items():
-                peak, seconds = measure(args)
+            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+            for _ in range(options.rounds):
+                for name, args in commands.items():
+                    if name == "import":
+                        imported.unlink(missing_ok=True)
+                    runs[name].append(measure(args))
+            for name, measured in runs.items():
+                peak = statistics.median(p for p, _ in measured)
+                seconds = statistics.median(t for _, t in measured)
                 rows.append((size, name, peak, seconds))
+                if options.rounds > 1:
+                    spread = max(t for _, t in measured) - min(t for _, t in measured)
+                    print(f"  {name:<24} time spread over {options.rounds} rounds: "
+                          f"{spread:.2f} s", flush=True)
+            print(f"  export file: {export.stat().st_size / (1 << 20):.1f} MiB", flush=True)
         print()
         names = list(dict.fromkeys(name for _, name, _, _ in rows))
         header = "".join(f"{size:>22,}" for size in sizes)
@@ -99,10 +123,10 @@ def main() -> None:
                 for n, (s, nm, peak, seconds) in enumerate(rows) if s == size and nm == name
             )
             print(f"{name:<28}{cells}")
-        base = {s: peak for s, nm, peak, _ in rows if nm.startswith("baseline")}
+        base = {s: peak for s, nm, peak, _ in rows if nm == "baseline (sessions)"}
         print("\npeak RSS above the baseline, per 1,000 events (flat: ~0 and the same at "
               "every size):")
-        for name in names[1:]:
+        for name in [n for n in names if not n.startswith("baseline")]:
             growth = "  ".join(
                 f"{size:,}: {(peak - base[size]) / size * 1000:6.2f} MiB"
                 for s, nm, peak, _ in rows if nm == name for size in [s]
