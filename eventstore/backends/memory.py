@@ -132,11 +132,16 @@ class MemoryBackend:
         events: list[NewEvent] = []
         links: list[ImportedLink] = []
         artifacts: list[NewArtifact] = []
+        copy_of: ForkLink | None = None
         while (page := await asyncio.to_thread(source)) is not None:
             events += page.events
             links += page.imported
             artifacts += page.artifacts
-        return await self.create_session(record, events, artifacts, links)
+            copy_of = page.copy_of or copy_of
+        sid = await self.create_session(record, events, artifacts, links)
+        if copy_of is not None:  # nothing awaited since the session was made: atomic
+            self._forks[sid] = dataclasses.replace(copy_of, session_id=sid)
+        return sid
 
     async def create_session(
         self,

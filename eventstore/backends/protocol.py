@@ -166,6 +166,12 @@ class ImportPage:
     """The imported chain links of some of the session's events (``create_session``)."""
     artifacts: Sequence[NewArtifact] = ()
     """Artifact versions to store with the session (``create_session``)."""
+    copy_of: ForkLink | None = None
+    """When given (on the last page), the session is recorded as a copy of
+    ``copy_of.origin_session_id``'s events 1..``copy_of.origin_seq`` (a fork link, as
+    ``fork_session`` records one; ``session_id`` is ignored): their ``user:``/``app:``
+    deltas count in that session, so these events are stored with no stream entries
+    (``shared_state`` false)."""
 
 
 ImportSource = Callable[[], "ImportPage | None"]

@@ -36,6 +36,7 @@ from .._exchange import (
     parse_line,
 )
 from .._open import open_store
+from .._state import touches_shared_keys
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -82,22 +83,46 @@ class _Numbered:
         return None
 
 
-def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int]:
-    """Read the header and the artifact lines (event lines are only skipped); return them
-    and how many artifact lines there are. Raises ExportFormatError."""
+def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int, set[str]]:
+    """Read the header and the artifact lines (event lines are only skipped, but for those
+    that may change shared state); return them, how many artifact lines there are and the
+    ids of the events that change ``user:``/``app:`` state. Raises ExportFormatError."""
     lines = _Numbered(file)
     first = lines.next()
     if first is None:
         raise ExportFormatError(1, "the file is empty; expected a header line.")
     header = parse_header(*first)
     found: list[tuple[int, ExportedArtifact]] = []
+    shared: set[str] = set()
     while (item := lines.next()) is not None:
         number, line = item
-        if header.format_version >= 2 and b'"artifact"' in line[:64]:
+        if (header.format_version >= 2 and b'"artifact"' in line[:64]) or (
+                b'"user:' in line or b'"app:' in line):
             parsed = parse_line(number, line, header)
             if isinstance(parsed, ExportedArtifact):
                 found.append((number, parsed))
-    return header, check_artifact_versions(found), len(found)
+            elif touches_shared_keys(parsed.actions):
+                shared.add(parsed.id)
+    return header, check_artifact_versions(found), len(found), shared
+
+
+async def _counted_in(store: EventStore, header: ExportHeader, shared: set[str]) -> str | None:
+    """The key of the session whose events' ``user:``/``app:`` changes the target's streams
+    already hold for the export's events (``shared``: the ids of those that change shared
+    state): the exported session's, when an entry of its user's or app's stream names that
+    session and one of those event ids (it lives here, lived here, or was exported from
+    here and imported back). None when the streams hold none of them."""
+    if not shared:
+        return None
+    for user_id in (header.user_id, None):
+        after = 0
+        while entries := await store.backend.read_scope(
+                app_name=header.app_name, user_id=user_id, after=after, upto_position=None):
+            for entry in entries:
+                if entry.session_id == header.session_id and entry.event_id in shared:
+                    return entry.session_id
+            after = entries[-1].stream_seq
+    return None
 
 
 async def _user_artifacts(store: EventStore, header: ExportHeader,
@@ -281,7 +306,11 @@ def import_(
     chain the export carries is kept beside it as evidence, and evs verify names where that
     chain breaks. Values are never changed: an event that would not come back as exported is
     refused, --force or not. The file is read a page at a time (memory does not grow with
-    the log). A missing SQLite file is created."""
+    the log). user:/app: state changes count once: applied to the user's and app's state
+    unless the database's state already holds them (the session lives or lived there, or
+    was exported from it): then the imported session is a copy of it, as evs fork makes,
+    whose events keep their changes in the log without applying them again. A missing
+    SQLite file is created."""
     if session_id is not None and not session_id.strip():
         fail("--session-id must not be empty (leave it out to keep the exported id).",
              code=2)
@@ -290,12 +319,12 @@ def import_(
             shutil.copyfileobj(sys.stdin.buffer, source, 1 << 20)
         source.seek(0)
         try:
-            header, exported, artifact_lines = _prescan(source)
+            header, exported, artifact_lines, shared = _prescan(source)
         except ExportFormatError as exc:
             fail(f"{file}: {exc}")
         target = session_id if session_id is not None else header.session_id
         count, artifacts = run(_import(source, file, db, header, exported, artifact_lines,
-                                       target, force=force))
+                                       shared, target, force=force))
     if json:
         print_json({"session_id": target, "events": count, "artifacts": artifacts})
     else:
@@ -311,8 +340,8 @@ def _opened(file: Path) -> IO[bytes]:
 
 
 async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
-                  exported: list[ExportedArtifact], artifact_lines: int, target: str, *,
-                  force: bool) -> tuple[int, int]:
+                  exported: list[ExportedArtifact], artifact_lines: int, shared: set[str],
+                  target: str, *, force: bool) -> tuple[int, int]:
     path = sqlite_path(db)
     if path is not None and not path.exists():
         store = await open_store(db, auto_upgrade=True)
@@ -320,6 +349,7 @@ async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
         store = await open_existing(db, read_only=False)
     async with store:
         user_artifacts, held = await _user_artifacts(store, header, exported)
+        counted_in = await _counted_in(store, header, shared)
         stored: dict[str, list[int]] = {k: list(v) for k, v in held.items()}
         for artifact in exported:
             stored.setdefault(artifact.filename, []).append(artifact.version)
@@ -338,7 +368,7 @@ async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
                                  artifact_lines=artifact_lines, tracker=tracker)
                 count = await store.import_session(
                     app_name=header.app_name, user_id=header.user_id, session_id=target,
-                    created_at=header.created_at, pages=reader)
+                    created_at=header.created_at, pages=reader, copy_of=counted_in)
         except SessionExistsError as exc:
             raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
                            "imported (choose another id with --session-id).") from exc

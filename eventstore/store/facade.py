@@ -39,6 +39,7 @@ from eventstore._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from eventstore._fork import ForkLink
 from eventstore._scopes import scope_deltas
 from eventstore._session import Session, SessionInfo, SessionPage
 from eventstore._state import TEMP_PREFIX, USER_PREFIX, apply_actions, touches_shared_keys
@@ -58,6 +59,7 @@ from eventstore.backends.protocol import (
     NewEvent,
     SessionRecord,
     StoredEvent,
+    fresh_key,
     new_event,
 )
 
@@ -430,6 +432,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         session_id: str,
         created_at: float | None,
         pages: Callable[[], ImportBatch | None],
+        copy_of: str | None = None,
     ) -> int:
         """Create a session from pages of events, chain links and artifacts, however long,
         and return how many events it holds: ``create_session(events=…, artifacts=…,
@@ -439,7 +442,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         Everything is written in one transaction: when ``pages`` raises, or anything is
         refused, nothing is stored and the exception is raised. Memory holds one page.
         Raises as ``create_session`` does (StoreUsageError as well when the imported chain
-        does not name each event's seq once, in order)."""
+        does not name each event's seq once, in order).
+
+        ``copy_of`` (a session key; the session may no longer exist) says that the events
+        are that session's, whose ``user:``/``app:`` state changes its users' and app's
+        streams already hold: they are stored as a fork's copies are (they change no shared
+        state again; their deltas stay in their payloads) and the session is recorded as a
+        copy of that session's events 1..N (``fork_links``)."""
         backend = self._writable_backend()
         _check_id(app_name, "app_name")
         _check_id(user_id, "user_id")
@@ -450,15 +459,21 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
         count = 0
         linked = 0
+        ended = False
 
         def source() -> ImportPage | None:
-            nonlocal count, linked
+            nonlocal count, linked, ended
+            if ended:
+                return None
             batch = pages()
             if batch is None:
                 if linked not in (0, count):  # raised before the commit: nothing is stored
                     raise StoreUsageError(f"imported_chain must hold one link per event, seq "
                                           f"1..{count}, not {linked}.")
-                return None
+                ended = True
+                return None if copy_of is None else ImportPage(copy_of=ForkLink(
+                    session_id=sid, origin_session_id=copy_of, origin_seq=count,
+                    forked_at=time.time()))
             count += len(batch.events)
             for link in batch.imported_chain:
                 linked += 1
@@ -466,12 +481,18 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
                     raise StoreUsageError("imported_chain must hold one link per event, seq "
                                           f"1..{count}, in order (link {link.seq} came "
                                           f"{linked}th).")
-            return ImportPage(events=batch.events, imported=batch.imported_chain,
+            events = batch.events if copy_of is None else [
+                dataclasses.replace(e, shared_state=False, app_delta=None, user_delta=None)
+                if e.shared_state else e for e in batch.events]
+            return ImportPage(events=events, imported=batch.imported_chain,
                               artifacts=[_new_artifact(a)
                                          for a in _artifact_batch(batch.artifacts)])
 
+        # A copy of a session that is gone, under its old id (an archive imported back): a
+        # key of its own, so the stream entries its first life wrote keep naming that life.
+        wanted = fresh_key() if copy_of == sid else sid
         key = await backend.import_session(
-            SessionRecord(session_id=sid, given_id=sid, app_name=app_name, user_id=user_id,
+            SessionRecord(session_id=wanted, given_id=sid, app_name=app_name, user_id=user_id,
                           created_at=now),
             source)
         self._remember(app_name, user_id, sid, key)

@@ -413,6 +413,12 @@ class PostgresBackend:
                     check_artifact_version(sid, artifact, await artifacts_sql.save(
                         conn, names, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at))
+                if page.copy_of is not None:
+                    link = page.copy_of
+                    await conn.execute(
+                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
+                        "origin_seq, forked_at) VALUES ($1, $2, $3, $4)",
+                        sid, link.origin_session_id, link.origin_seq, link.forked_at)
 
         return await self._run(job, what=f"import session {given!r}", session_id=given,
                                write=True)

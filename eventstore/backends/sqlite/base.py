@@ -416,6 +416,12 @@ class SQLiteBackend:
                     check_artifact_version(sid, artifact, artifacts_sql.save(
                         conn, key, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at))
+                if page.copy_of is not None:
+                    link = page.copy_of
+                    conn.execute(
+                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
+                        "origin_seq, forked_at) VALUES (?, ?, ?, ?)",
+                        (sid, link.origin_session_id, link.origin_seq, link.forked_at))
             return sid
 
         return await self._write(job, what=f"import session {given!r}", session_id=given)
