@@ -28,13 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _bench_events import realistic_event
-
-from eventstore import open_store
-
+REPO = Path(__file__).resolve().parent.parent
 EVS = [sys.executable, "-m", "runtime.cli"]
 SESSION = "big"
 BATCH = 500
@@ -42,7 +36,14 @@ CP = shutil.which("cp") or "/bin/cp"
 
 
 async def build(path: Path, size: int) -> None:
-    """One session of ``size`` realistic events, appended in batches."""
+    """One session of ``size`` realistic events, appended in batches (run in a child
+    process: see ``measure``)."""
+    sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(REPO / "scripts"))
+    from _bench_events import realistic_event
+
+    from eventstore import open_store
+
     async with await open_store(str(path), auto_upgrade=True) as store:
         await store.create_session(app_name="bench", user_id="u", session_id=SESSION)
         version = 0
@@ -52,14 +53,15 @@ async def build(path: Path, size: int) -> None:
             version += len(batch)
 
 
-def measure(args: list[str]) -> tuple[float, float]:
+def measure(args: list[str], *, cwd: Path = REPO) -> tuple[float, float]:
     """Run ``evs args`` (or, when ``args[0]`` is an absolute path, that program) alone in a
-    child process; return (its peak RSS in MiB, seconds). Output is discarded."""
+    child process started in ``cwd`` (``python -m`` imports the code there); return (its peak
+    RSS in MiB, seconds). Output is discarded. A child's ``ru_maxrss`` starts at its parent's
+    RSS on Linux, so this process stays small: it imports no eventstore and builds the logs
+    in children."""
     argv = args if args[0].startswith("/") else [*EVS, *args]
     started = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
-        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-    ])
+    pid = _spawn_in(cwd, argv)
     _, status, usage = os.wait4(pid, 0)
     elapsed = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 3):
@@ -67,12 +69,29 @@ def measure(args: list[str]) -> tuple[float, float]:
     return usage.ru_maxrss / 1024, elapsed
 
 
+def _spawn_in(cwd: Path, argv: list[str]) -> int:
+    here = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        ])
+    finally:
+        os.chdir(here)
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--build":
+        asyncio.run(build(Path(sys.argv[2]), int(sys.argv[3])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000",
                         help="comma-separated session sizes (default 10000,100000)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="times each command runs, alternating (default 1)")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="a checkout of older code (git archive REV | tar -x -C DIR): its "
+                        "import runs on the same file too, as 'import (before)'")
     options = parser.parse_args()
     sizes = [int(s) for s in options.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +99,8 @@ def main() -> None:
         for size in sizes:
             db = Path(tmp) / f"big-{size}.db"
             started = time.perf_counter()
-            asyncio.run(build(db, size))
+            measure([sys.executable, str(Path(__file__).resolve()), "--build", str(db),
+                     str(size)])
             built = time.perf_counter() - started
             mib = db.stat().st_size / (1 << 20)
             print(f"{size:>9,} events: built in {built:6.1f} s, {mib:7.1f} MiB "
@@ -94,6 +114,9 @@ def main() -> None:
                 "baseline (cp FILE)": [CP, str(export), str(copied)],
                 "import": ["import", str(export), "--db", str(imported),
                            "--session-id", "copy"],
+                **({"import (before)": ["import", str(export), "--db", str(imported),
+                                        "--session-id", "copy"]}
+                   if options.before is not None else {}),
                 "verify SESSION": ["verify", SESSION, "--db", str(db)],
                 "show --last 20": ["show", SESSION, "--db", str(db), "--last", "20"],
                 "state": ["state", SESSION, "--db", str(db)],
@@ -101,9 +124,10 @@ def main() -> None:
             runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
             for _ in range(options.rounds):
                 for name, args in commands.items():
-                    if name == "import":
+                    if name.startswith("import"):
                         imported.unlink(missing_ok=True)
-                    runs[name].append(measure(args))
+                    runs[name].append(measure(args, cwd=options.before
+                                              if name == "import (before)" else REPO))
             for name, measured in runs.items():
                 peak = statistics.median(p for p, _ in measured)
                 seconds = statistics.median(t for _, t in measured)

@@ -27,7 +27,7 @@ from .._chain import GENESIS
 from .._chain_check import check_chain
 from .._codec import with_seq
 from .._events import Event
-from .._exceptions import ArtifactConflictError, SessionExistsError
+from .._exceptions import ArtifactConflictError, EventStoreError, SessionExistsError
 from .._exchange import (
     ExportHeader,
     check_artifact_versions,
@@ -195,19 +195,24 @@ class _Reader:
             return None
         header = self._header
         events: list[Event] = []
+        prepared: list[NewEvent] = []
         while len(events) < IMPORT_PAGE and (item := self._lines.next()) is not None:
             number, line = item
-            parsed = parse_line(number, line, header)
+            parsed = parse_line(number, line, header, encodable=False)
             if isinstance(parsed, ExportedArtifact):
                 continue  # read by the first pass
             prior = self._seen.setdefault(parsed.id, number)
             if prior != number:
                 raise ExportFormatError(number, f"event id {parsed.id!r} already appears on "
                                         f"line {prior}.")
+            try:
+                prepared.append(EventStore._prepare(parsed)[1])
+            except EventStoreError as exc:
+                reason = " ".join(str(exc).split())
+                raise ExportFormatError(number, f"not a valid event: {reason}") from exc
             events.append(parsed)
         first = self._count + 1
         self._count += len(events)
-        prepared = [EventStore._prepare(e)[1] for e in events]
         seqd = [with_seq(e, n) for n, e in enumerate(events, start=first)]
         self._check_page(first, prepared, seqd)
         self._tracker.advance(len(events))
