@@ -89,6 +89,9 @@ def main() -> None:
                         help="comma-separated session sizes (default 10000,100000)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="times each command runs, alternating (default 1)")
+    parser.add_argument("--only", default=None, metavar="NAMES",
+                        help="comma-separated command names to run (default: all), e.g. "
+                        "'export -o FILE,baseline (cp FILE),import,verify SESSION'")
     parser.add_argument("--before", type=Path, default=None, metavar="DIR",
                         help="a checkout of older code (git archive REV | tar -x -C DIR): its "
                         "import runs on the same file too, as 'import (before)'")
@@ -121,6 +124,11 @@ def main() -> None:
                 "show --last 20": ["show", SESSION, "--db", str(db), "--last", "20"],
                 "state": ["state", SESSION, "--db", str(db)],
             }
+            if options.only is not None:
+                wanted = set(options.only.split(","))
+                # export makes the file the others read: it always runs
+                commands = {n: a for n, a in commands.items()
+                            if n in wanted or n.startswith(("export", "baseline (sessions)"))}
             runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
             for _ in range(options.rounds):
                 for name, args in commands.items():
