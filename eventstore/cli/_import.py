@@ -173,7 +173,9 @@ class _Reader:
         self._force = force
         self._artifact_lines = artifact_lines
         self._tracker = tracker
-        self._seen: dict[str, int] = {}
+        # The hash of each event id read (not the id: a long log's ids would be most of what
+        # the import keeps); a hash seen before sends the reader back to look for the id.
+        self._seen: set[int] = set()
         self._timeline = Timeline()
         self._findings: list[Finding] = []  # artifact_missing, in seq order
         self._chain_findings: list[Finding] = []
@@ -201,10 +203,13 @@ class _Reader:
             parsed = parse_line(number, line, header, encodable=False)
             if isinstance(parsed, ExportedArtifact):
                 continue  # read by the first pass
-            prior = self._seen.setdefault(parsed.id, number)
-            if prior != number:
-                raise ExportFormatError(number, f"event id {parsed.id!r} already appears on "
-                                        f"line {prior}.")
+            digest = hash(parsed.id)
+            if digest in self._seen:
+                prior = self._find(parsed.id, before=number)
+                if prior is not None:
+                    raise ExportFormatError(number, f"event id {parsed.id!r} already appears "
+                                            f"on line {prior}.")
+            self._seen.add(digest)
             try:
                 prepared.append(EventStore._prepare(parsed)[1])
             except EventStoreError as exc:
@@ -228,6 +233,25 @@ class _Reader:
         self._done = True
         self._finish()
         return ImportBatch(events=prepared, imported_chain=links, artifacts=self._artifacts)
+
+    def _find(self, event_id: str, *, before: int) -> int | None:
+        """The number of the event line before line ``before`` whose id is ``event_id``, or
+        None (two ids with the same hash); the file is read again from the start, then left
+        where it was."""
+        file = self._lines.file
+        where = file.tell()
+        try:
+            file.seek(0)
+            lines = _Numbered(file)
+            lines.next()  # the header
+            while (item := lines.next()) is not None and item[0] < before:
+                number, line = item
+                parsed = parse_line(number, line, self._header, encodable=False)
+                if isinstance(parsed, Event) and parsed.id == event_id:
+                    return number
+            return None
+        finally:
+            file.seek(where)
 
     def _check_page(self, first: int, prepared: list[NewEvent], seqd: list[Event]) -> None:
         header, target = self._header, self._target

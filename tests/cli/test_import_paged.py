@@ -141,3 +141,17 @@ def test_forced_import_keeps_the_chain_of_every_page(tmp_path: Path, target: str
     assert verify.exit_code == 3
     findings = orjson.loads(verify.stdout)["findings"]
     assert [(f["seq"], f["code"]) for f in findings] == [(edited, "imported_chain_edited")]
+
+
+def test_an_event_id_repeated_pages_later_is_named_and_leaves_nothing(tmp_path: Path,
+                                                                    target: str) -> None:
+    lines = _export_lines(tmp_path)
+    events = _event_count(lines)
+    first_id = orjson.loads(lines[1])["id"]
+    last = orjson.loads(lines[events])
+    lines[events] = lines[events].replace(orjson.dumps(last["id"]), orjson.dumps(first_id), 1)
+    refused = invoke("import", str(_write(tmp_path, lines)), "--db", target)
+    assert refused.exit_code == 1, refused.stdout
+    assert (f"line {events + 1}: event id {first_id!r} already appears on line 2."
+            in refused.stderr)
+    assert _sessions(target) == []
