@@ -5,8 +5,14 @@ lines (they follow the events), then for the events, which are checked and writt
 page (``EventStore.import_session``) in one transaction with the artifact versions: a failing
 line, a log ``evs verify`` would flag (unless ``--force`` keeps it as evidence) or a killed
 import leaves the whole session or no trace of it. Memory holds one page of events, what
-``evs verify`` keeps per event across pages (its id, each call's record), the chain the
+``evs verify`` keeps across pages (a hash of each event id, each call's record), the chain the
 header carries (32 bytes an event) and the artifacts.
+
+``user:``/``app:`` changes count once (docs/operations.md, "Import and shared state"): when
+the target's streams already hold an entry of one of the exported session's events, the
+import is a copy of that session as ``evs fork`` makes (no stream entries, a fork link);
+otherwise its changes are appended to the streams. (The first pass reads the events whose
+lines name a ``user:``/``app:`` key to know which ones change shared state.)
 """
 
 from __future__ import annotations
