@@ -49,11 +49,16 @@ __all__ = [
     "EXPORT_VERSION",
     "Export",
     "ExportFormatError",
+    "ExportHeader",
     "ExportedArtifact",
+    "check_artifact_versions",
+    "check_counts",
     "dump_artifact",
     "dump_event",
     "dump_header",
     "parse_export",
+    "parse_header",
+    "parse_line",
     "referenced_artifacts",
 ]
 
@@ -231,14 +236,46 @@ def _check_versions(artifacts: dict[tuple[str, int], tuple[int, ExportedArtifact
             )
 
 
-def parse_export(lines: Iterable[bytes]) -> Export:
-    """Parse and validate a whole export; raise ExportFormatError naming the first bad line."""
-    numbered: Sequence[tuple[int, bytes]] = [
-        (n, line) for n, line in enumerate(lines, start=1) if line.strip()
-    ]
-    if not numbered:
-        raise ExportFormatError(1, "the file is empty; expected a header line.")
-    first, raw_header = numbered[0]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportHeader:
+    """A validated header line (``parse_header``): what a reader needs before the events."""
+
+    line: int
+    """Its line number."""
+    format_version: int
+    """The export format version (1 or 2)."""
+    schema_version: int
+    """The event schema version the event lines are in."""
+    app_name: str
+    """App of the exported session."""
+    user_id: str
+    """User of the exported session."""
+    session_id: str
+    """Id of the exported session."""
+    created_at: float | None
+    """Creation time of the exported session (None in exports that lack it)."""
+    events: int | None
+    """How many event lines the header announces (None: it does not say)."""
+    artifacts: int | None
+    """How many artifact lines the header announces (None: it does not say)."""
+    chain: bytes | None = None
+    """The exporting store's chain hash of each event, 32 bytes each, one after the other
+    (one bytes object, not a list, so that a long log's chain stays small), or None."""
+    chain_signatures: list[bytes | None] | None = None
+    """Each event's signature (None: unsigned) when the chain is carried and any is signed."""
+
+    def chain_hash(self, seq: int) -> bytes:
+        """The carried chain hash of the event at ``seq`` (the chain must be carried)."""
+        assert self.chain is not None
+        return self.chain[32 * (seq - 1):32 * seq]
+
+    def signature(self, seq: int) -> bytes | None:
+        """The carried signature of the event at ``seq``, None when unsigned."""
+        return None if self.chain_signatures is None else self.chain_signatures[seq - 1]
+
+
+def parse_header(first: int, raw_header: bytes) -> ExportHeader:
+    """Parse and validate the header line (line number ``first``); raise ExportFormatError."""
     try:
         header = orjson.loads(raw_header)
     except orjson.JSONDecodeError as exc:
@@ -261,54 +298,121 @@ def parse_export(lines: Iterable[bytes]) -> Export:
     if created_at is not None and (isinstance(created_at, bool)
                                    or not isinstance(created_at, (int, float))):
         raise ExportFormatError(first, "the header's 'created_at' must be a number.")
+    declared = header.get("events")
+    events = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
+    declared = header.get("artifacts")
+    artifacts = (declared if isinstance(declared, int) and not isinstance(declared, bool)
+                 else None)
+    raw_chain = header.get("chain")
+    chain = signatures = None
+    if raw_chain is not None:
+        hashes = raw_chain.get("hashes") if isinstance(raw_chain, dict) else None
+        if events is None or not isinstance(hashes, list) or len(hashes) != events:
+            raise ExportFormatError(first, f"the header's 'chain' must hold {events} "
+                                    "'hashes' (one per event the header announces).")
+        chain = b"".join(_chain(first, raw_chain, events) or ())
+        signatures = _signatures(first, raw_chain, events)
+        if all(s is None for s in signatures):
+            signatures = None
+    return ExportHeader(
+        line=first, format_version=format_version, schema_version=schema_version,
+        app_name=app_name, user_id=user_id, session_id=session_id,
+        created_at=float(created_at) if created_at is not None else None,
+        events=events, artifacts=artifacts, chain=chain, chain_signatures=signatures)
+
+
+def _looks_like_artifact(line: bytes) -> bool:
+    """Whether the line's first key is ``artifact`` (only then is it parsed as one: an event
+    line is parsed once, by the codec)."""
+    head = line.lstrip()
+    return head.startswith(b"{") and head[1:].lstrip().startswith(b'"artifact"')
+
+
+def parse_line(number: int, line: bytes, header: ExportHeader, *,
+               encodable: bool = True) -> Event | ExportedArtifact:
+    """Parse and validate one line after the header: an event (``seq`` unset) or, in format
+    2, an artifact version; raise ExportFormatError naming the line. ``encodable=False``
+    leaves out checking that the event can be encoded again, for a caller that encodes it
+    next anyway (``evs import``)."""
+    if header.format_version >= 2 and _looks_like_artifact(line):
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raw = None  # reported below, as for any line that is not an event
+        if isinstance(raw, dict) and list(raw) == ["artifact"]:
+            return _artifact(number, raw["artifact"])
+    try:
+        event = decode_event(line, schema_version=header.schema_version)
+        if encodable:
+            encode_event(event)
+    except (ValueError, EventStoreError) as exc:
+        reason = " ".join(str(exc).split())
+        raise ExportFormatError(number, f"not a valid event: {reason}") from exc
+    return event
+
+
+def check_counts(header: ExportHeader, last_line: int, events: int, artifacts: int) -> None:
+    """Refuse a file whose event or artifact lines are not as many as the header announces."""
+    if header.events is not None and header.events != events:
+        raise ExportFormatError(last_line, f"the header announces {header.events} events but "
+                                f"the file has {events} (truncated?).")
+    if header.artifacts is not None and header.artifacts != artifacts:
+        raise ExportFormatError(last_line, f"the header announces {header.artifacts} artifact "
+                                f"versions but the file has {artifacts} (truncated?).")
+
+
+def check_artifact_versions(artifacts: Iterable[tuple[int, ExportedArtifact]]
+                            ) -> list[ExportedArtifact]:
+    """Refuse a repeated artifact version and versions that are not exactly 0..n (each
+    ``(line number, artifact)``); return the artifacts by filename and version."""
+    seen: dict[tuple[str, int], tuple[int, ExportedArtifact]] = {}
+    for number, artifact in artifacts:
+        key = (artifact.filename, artifact.version)
+        if key in seen:
+            raise ExportFormatError(number, f"artifact {key[0]!r} version {key[1]} "
+                                    f"already appears on line {seen[key][0]}.")
+        seen[key] = (number, artifact)
+    _check_versions(seen)
+    return [seen[key][1] for key in sorted(seen)]
+
+
+def parse_export(lines: Iterable[bytes]) -> Export:
+    """Parse and validate a whole export; raise ExportFormatError naming the first bad line.
+    (It holds every event: ``evs import`` reads a file a page at a time with ``parse_header``
+    and ``parse_line`` instead.)"""
+    numbered: Sequence[tuple[int, bytes]] = [
+        (n, line) for n, line in enumerate(lines, start=1) if line.strip()
+    ]
+    if not numbered:
+        raise ExportFormatError(1, "the file is empty; expected a header line.")
+    header = parse_header(*numbered[0])
     events: list[Event] = []
     seen: dict[str, int] = {}
-    artifacts: dict[tuple[str, int], tuple[int, ExportedArtifact]] = {}
+    artifacts: list[tuple[int, ExportedArtifact]] = []
     for number, line in numbered[1:]:
-        if format_version >= 2:
-            try:
-                raw = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raw = None  # reported below, as for any line that is not an event
-            if isinstance(raw, dict) and list(raw) == ["artifact"]:
-                artifact = _artifact(number, raw["artifact"])
-                key = (artifact.filename, artifact.version)
-                if key in artifacts:
-                    raise ExportFormatError(number, f"artifact {key[0]!r} version {key[1]} "
-                                            f"already appears on line {artifacts[key][0]}.")
-                artifacts[key] = (number, artifact)
-                continue
-        try:
-            event = decode_event(line, schema_version=schema_version)
-            encode_event(event)
-        except (ValueError, EventStoreError) as exc:
-            reason = " ".join(str(exc).split())
-            raise ExportFormatError(number, f"not a valid event: {reason}") from exc
-        if event.id in seen:
-            raise ExportFormatError(number, f"event id {event.id!r} already appears on line "
-                                    f"{seen[event.id]}.")
-        seen[event.id] = number
-        events.append(event)
-    declared = header.get("events")
-    if isinstance(declared, int) and declared != len(events):
-        raise ExportFormatError(numbered[-1][0], f"the header announces {declared} events but "
-                                f"the file has {len(events)} (truncated?).")
-    declared = header.get("artifacts")
-    if isinstance(declared, int) and declared != len(artifacts):
-        raise ExportFormatError(numbered[-1][0], f"the header announces {declared} artifact "
-                                f"versions but the file has {len(artifacts)} (truncated?).")
-    _check_versions(artifacts)
-    chain = _chain(first, header.get("chain"), len(events))
-    signatures = None if chain is None else _signatures(first, header["chain"], len(events))
+        item = parse_line(number, line, header)
+        if isinstance(item, ExportedArtifact):
+            artifacts.append((number, item))
+            continue
+        if item.id in seen:
+            raise ExportFormatError(number, f"event id {item.id!r} already appears on line "
+                                    f"{seen[item.id]}.")
+        seen[item.id] = number
+        events.append(item)
+    check_counts(header, numbered[-1][0], len(events), len(artifacts))
+    ordered = check_artifact_versions(artifacts)
+    chain = header.chain
     return Export(
-        app_name=app_name,
-        user_id=user_id,
-        session_id=session_id,
-        created_at=float(created_at) if created_at is not None else None,
+        app_name=header.app_name,
+        user_id=header.user_id,
+        session_id=header.session_id,
+        created_at=header.created_at,
         events=events,
-        artifacts=[artifacts[key][1] for key in sorted(artifacts)],
-        chain_hashes=chain,
-        chain_signatures=signatures,
+        artifacts=ordered,
+        chain_hashes=None if chain is None else [chain[i:i + 32]
+                                                  for i in range(0, len(chain), 32)],
+        chain_signatures=None if chain is None else (header.chain_signatures
+                                                     or [None] * len(events)),
     )
 
 

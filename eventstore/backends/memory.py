@@ -29,6 +29,7 @@ from .protocol import (
     ArtifactRecord,
     EventRow,
     ImportedLink,
+    ImportSource,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -123,6 +124,24 @@ class MemoryBackend:
             head_signature=None if self.signing_key is None or last.chain_hash is None
             else sign_head(self.signing_key, record.session_id, last.seq, last.chain_hash),
         )
+
+    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+        """See ``Backend.import_session``: the log is in memory anyway, so the pages are
+        gathered and stored by one ``create_session``."""
+        self._check_open()
+        events: list[NewEvent] = []
+        links: list[ImportedLink] = []
+        artifacts: list[NewArtifact] = []
+        copy_of: ForkLink | None = None
+        while (page := await asyncio.to_thread(source)) is not None:
+            events += page.events
+            links += page.imported
+            artifacts += page.artifacts
+            copy_of = page.copy_of or copy_of
+        sid = await self.create_session(record, events, artifacts, links)
+        if copy_of is not None:  # nothing awaited since the session was made: atomic
+            self._forks[sid] = dataclasses.replace(copy_of, session_id=sid)
+        return sid
 
     async def create_session(
         self,

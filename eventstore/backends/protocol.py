@@ -8,7 +8,7 @@ suite in ``tests/eventstore`` checks them all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import uuid4
@@ -22,6 +22,8 @@ __all__ = [
     "ArtifactRecord",
     "Backend",
     "EventRow",
+    "ImportPage",
+    "ImportSource",
     "ImportedLink",
     "MemoryRow",
     "NewArtifact",
@@ -155,6 +157,30 @@ class ImportedLink:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ImportPage:
+    """One page of a session being imported (``Backend.import_session``)."""
+
+    events: Sequence[NewEvent] = ()
+    """The next events, in order (their seqs follow the previous page's)."""
+    imported: Sequence[ImportedLink] = ()
+    """The imported chain links of some of the session's events (``create_session``)."""
+    artifacts: Sequence[NewArtifact] = ()
+    """Artifact versions to store with the session (``create_session``)."""
+    copy_of: ForkLink | None = None
+    """When given (on the last page), the session is recorded as a copy of
+    ``copy_of.origin_session_id``'s events 1..``copy_of.origin_seq`` (a fork link, as
+    ``fork_session`` records one; ``session_id`` is ignored): their ``user:``/``app:``
+    deltas count in that session, so these events are stored with no stream entries
+    (``shared_state`` false)."""
+
+
+ImportSource = Callable[[], "ImportPage | None"]
+"""Gives the next page of an import, or None once there is none. It may block (it reads a
+file: backends call it off the event loop) and may raise to abandon the import (nothing is
+written then)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
     """A session's identity and summary (all of it derived from the log but the identity)."""
 
@@ -269,6 +295,15 @@ class Backend(Protocol):
         Raises SessionExistsError when the app's user already has a session with the id
         ``record.id``, ArtifactConflictError when an artifact would get another version than
         its ``version`` (nothing written either way).
+        """
+        ...
+
+    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+        """``create_session`` for a session of any length: its events, links and artifacts
+        come from ``source`` a page at a time (called until it returns None) and are written
+        in one transaction, so memory holds one page, not the log. All of it or nothing is
+        written, whatever ``source`` raises or kills the process; what ``source`` raised is
+        raised. Returns the session's key as ``create_session`` does and raises as it does.
         """
         ...
 

@@ -1,26 +1,48 @@
 """``evs import``: an export file back into a database as a new session, all or nothing.
 
-The session, its events and its artifact versions are written in one transaction
-(``EventStore.create_session(events=…, artifacts=…)``), so a killed import leaves the whole
-session or no trace of it. A log ``evs verify`` would flag is refused unless ``--force`` keeps it
-as evidence.
+The file is read twice, a page at a time, never whole: first for its header and its artifact
+lines (they follow the events), then for the events, which are checked and written page by
+page (``EventStore.import_session``) in one transaction with the artifact versions: a failing
+line, a log ``evs verify`` would flag (unless ``--force`` keeps it as evidence) or a killed
+import leaves the whole session or no trace of it. Memory holds one page of events, what
+``evs verify`` keeps across pages (a hash of each event id, each call's record), the chain the
+header carries (32 bytes an event) and the artifacts.
+
+``user:``/``app:`` changes count once (docs/operations.md, "Import and shared state"): when
+the target's streams already hold an entry of one of the exported session's events, the
+import is a copy of that session as ``evs fork`` makes (no stream entries, a fork link);
+otherwise its changes are appended to the streams. (The first pass reads the events whose
+lines name a ``user:``/``app:`` key to know which ones change shared state.)
 """
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
-from eventstore.backends.protocol import ImportedLink, SessionRecord, StoredEvent
-from eventstore.store.facade import Artifact, EventStore
+from eventstore.backends.protocol import ImportedLink, NewEvent, SessionRecord, StoredEvent
+from eventstore.store.facade import Artifact, EventStore, ImportBatch
 
+from .._chain import GENESIS
 from .._chain_check import check_chain
 from .._codec import with_seq
-from .._exceptions import ArtifactConflictError, SessionExistsError
+from .._events import Event
+from .._exceptions import ArtifactConflictError, EventStoreError, SessionExistsError
+from .._exchange import (
+    ExportHeader,
+    check_artifact_versions,
+    check_counts,
+    parse_header,
+    parse_line,
+)
 from .._open import open_store
+from .._state import touches_shared_keys
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -33,86 +55,266 @@ from ._common import (
     run,
     sqlite_path,
 )
-from ._exchange import Export, ExportedArtifact, ExportFormatError, parse_export
-from ._progress import progress
+from ._exchange import ExportedArtifact, ExportFormatError
+from ._maintain import _forget_bodies
+from ._progress import Tracker, progress
+from ._timeline import Timeline
+from ._timeline import analyze as analyze_timeline
 from ._verify import Finding, check_artifacts, check_events
 
-__all__ = ["import_"]
+__all__ = ["IMPORT_PAGE", "import_"]
+
+IMPORT_PAGE = 1000
+"""Event lines read, checked and written per step of ``evs import``."""
 
 
-async def _user_artifacts(store: EventStore, parsed: Export) -> tuple[list[ExportedArtifact],
-                                                                       dict[str, list[int]]]:
+class _Numbered:
+    """An export file's non-blank lines with their 1-based numbers."""
+
+    __slots__ = ("file", "last", "number")
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.number = 0
+        self.last = 0
+        """The number of the last non-blank line read."""
+
+    def next(self) -> tuple[int, bytes] | None:
+        """The next non-blank line and its number, or None at the end of the file."""
+        for line in self.file:
+            self.number += 1
+            if line.strip():
+                self.last = self.number
+                return self.number, line
+        return None
+
+
+def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int, set[str]]:
+    """Read the header and the artifact lines (event lines are only skipped, but for those
+    that may change shared state); return them, how many artifact lines there are and the
+    ids of the events that change ``user:``/``app:`` state. Raises ExportFormatError."""
+    lines = _Numbered(file)
+    first = lines.next()
+    if first is None:
+        raise ExportFormatError(1, "the file is empty; expected a header line.")
+    header = parse_header(*first)
+    found: list[tuple[int, ExportedArtifact]] = []
+    shared: set[str] = set()
+    while (item := lines.next()) is not None:
+        number, line = item
+        if (header.format_version >= 2 and b'"artifact"' in line[:64]) or (
+                b'"user:' in line or b'"app:' in line):
+            parsed = parse_line(number, line, header)
+            if isinstance(parsed, ExportedArtifact):
+                found.append((number, parsed))
+            elif touches_shared_keys(parsed.actions):
+                shared.add(parsed.id)
+    return header, check_artifact_versions(found), len(found), shared
+
+
+async def _counted_in(store: EventStore, header: ExportHeader, shared: set[str]) -> str | None:
+    """The key of the session whose events' ``user:``/``app:`` changes the target's streams
+    already hold for the export's events (``shared``: the ids of those that change shared
+    state): the exported session's, when an entry of its user's or app's stream names that
+    session and one of those event ids (it lives here, lived here, or was exported from
+    here and imported back). None when the streams hold none of them."""
+    if not shared:
+        return None
+    for user_id in (header.user_id, None):
+        after = 0
+        while entries := await store.backend.read_scope(
+                app_name=header.app_name, user_id=user_id, after=after, upto_position=None):
+            for entry in entries:
+                if entry.session_id == header.session_id and entry.event_id in shared:
+                    return entry.session_id
+            after = entries[-1].stream_seq
+    return None
+
+
+async def _user_artifacts(store: EventStore, header: ExportHeader,
+                          artifacts: list[ExportedArtifact]
+                          ) -> tuple[list[ExportedArtifact], dict[str, list[int]]]:
     """Return the ``user:`` artifact versions the target lacks (to be added) and every
     ``user:`` version the target holds; raise CliError when a version it already holds differs
     from the export's (it is never overwritten)."""
     backend = store.backend
-    held = await backend.list_artifacts(app_name=parsed.app_name, user_id=parsed.user_id,
+    held = await backend.list_artifacts(app_name=header.app_name, user_id=header.user_id,
                                         session_id=None)
     missing: list[ExportedArtifact] = []
-    for artifact in parsed.artifacts:
+    for artifact in artifacts:
         if not artifact.user_scoped:
             continue
         if artifact.version not in held.get(artifact.filename, []):
             missing.append(artifact)
             continue
         existing = await backend.load_artifact(
-            app_name=parsed.app_name, user_id=parsed.user_id, session_id=None,
+            app_name=header.app_name, user_id=header.user_id, session_id=None,
             filename=artifact.filename, version=artifact.version)
         if existing is None or (existing.data, existing.mime_type) != (artifact.data,
                                                                       artifact.mime_type):
             raise CliError(
                 f"User artifact {artifact.filename!r} version {artifact.version} of user "
-                f"{parsed.user_id!r} (app {parsed.app_name!r}) already exists in {store.url} "
+                f"{header.user_id!r} (app {header.app_name!r}) already exists in {store.url} "
                 "with different content; user artifacts are never overwritten, so nothing was "
                 "imported."
             )
     return missing, held
 
 
-def _chain_findings(parsed: Export, session_id: str) -> list[Finding]:
-    """Where the exported events stop matching the chain the export carries: the events as
-    this store would store them, checked against the exported hashes (``check_chain``)."""
-    if parsed.chain_hashes is None:
-        return []
-    rows = []
-    for seq, (event, chain_hash) in enumerate(zip(parsed.events, parsed.chain_hashes,
-                                                  strict=True), start=1):
-        new = EventStore._prepare(event)[1]
-        rows.append(StoredEvent(
-            session_id=session_id, seq=seq, position=0, event_id=new.event_id, kind=new.kind,
+class _Reader:
+    """The event pages of an export file, checked as they are read (``ImportBatch``es for
+    ``EventStore.import_session``; blocking, called off the event loop). The last page
+    carries the artifact versions; before it, what ``evs verify`` would flag is judged and,
+    unless ``force``, the import is refused by raising CliError (nothing is written)."""
+
+    def __init__(self, file: IO[bytes], *, name: str, header: ExportHeader,
+                 target: str, artifacts: list[Artifact], stored: dict[str, list[int]],
+                 force: bool, artifact_lines: int, tracker: Tracker) -> None:
+        self._lines = _Numbered(file)
+        self._name = name
+        self._header = header
+        self._target = target
+        self._artifacts = artifacts
+        self._stored = stored
+        self._force = force
+        self._artifact_lines = artifact_lines
+        self._tracker = tracker
+        # The hash of each event id read (not the id: a long log's ids would be most of what
+        # the import keeps); a hash seen before sends the reader back to look for the id.
+        self._seen: set[int] = set()
+        self._timeline = Timeline()
+        self._findings: list[Finding] = []  # artifact_missing, in seq order
+        self._chain_findings: list[Finding] = []
+        self._pending: list[StoredEvent] = []  # the previous page, for the chain check
+        self._prev = GENESIS
+        self._chain_broken = header.chain is None
+        self._count = 0
+        self._done = False
+        self._lines.next()  # the header, parsed already
+
+    def __call__(self) -> ImportBatch | None:
+        try:
+            return self._page()
+        except ExportFormatError as exc:
+            raise CliError(f"{self._name}: {exc}") from exc
+
+    def _page(self) -> ImportBatch | None:
+        if self._done:
+            return None
+        header = self._header
+        events: list[Event] = []
+        prepared: list[NewEvent] = []
+        while len(events) < IMPORT_PAGE and (item := self._lines.next()) is not None:
+            number, line = item
+            parsed = parse_line(number, line, header, encodable=False)
+            if isinstance(parsed, ExportedArtifact):
+                continue  # read by the first pass
+            digest = hash(parsed.id)
+            if digest in self._seen:
+                prior = self._find(parsed.id, before=number)
+                if prior is not None:
+                    raise ExportFormatError(number, f"event id {parsed.id!r} already appears "
+                                            f"on line {prior}.")
+            self._seen.add(digest)
+            try:
+                prepared.append(EventStore._prepare(parsed)[1])
+            except EventStoreError as exc:
+                reason = " ".join(str(exc).split())
+                raise ExportFormatError(number, f"not a valid event: {reason}") from exc
+            events.append(parsed)
+        first = self._count + 1
+        self._count += len(events)
+        seqd = [with_seq(e, n) for n, e in enumerate(events, start=first)]
+        self._check_page(first, prepared, seqd)
+        self._tracker.advance(len(events))
+        last = len(events) < IMPORT_PAGE
+        links: list[ImportedLink] = []
+        if self._force and header.chain is not None:
+            links = [ImportedLink(seq=seq, chain_hash=header.chain_hash(seq),
+                                  signature=header.signature(seq),
+                                  origin_session_id=header.session_id)
+                     for seq in range(first, self._count + 1)]
+        if not last:
+            return ImportBatch(events=prepared, imported_chain=links)
+        self._done = True
+        self._finish()
+        return ImportBatch(events=prepared, imported_chain=links, artifacts=self._artifacts)
+
+    def _find(self, event_id: str, *, before: int) -> int | None:
+        """The number of the event line before line ``before`` whose id is ``event_id``, or
+        None (two ids with the same hash); the file is read again from the start, then left
+        where it was."""
+        file = self._lines.file
+        where = file.tell()
+        try:
+            file.seek(0)
+            lines = _Numbered(file)
+            lines.next()  # the header
+            while (item := lines.next()) is not None and item[0] < before:
+                number, line = item
+                parsed = parse_line(number, line, self._header, encodable=False)
+                if isinstance(parsed, Event) and parsed.id == event_id:
+                    return number
+            return None
+        finally:
+            file.seek(where)
+
+    def _check_page(self, first: int, prepared: list[NewEvent], seqd: list[Event]) -> None:
+        header, target = self._header, self._target
+        analyze_timeline(seqd, into=self._timeline)
+        _forget_bodies(self._timeline, seqd)
+        self._findings += check_artifacts(target, seqd, self._stored)
+        if self._chain_broken:
+            return
+        rows = [StoredEvent(
+            session_id=target, seq=seq, position=0, event_id=new.event_id, kind=new.kind,
             invocation_id=new.invocation_id, author=new.author, timestamp=new.timestamp,
             shared_state=new.shared_state, schema_version=new.schema_version,
-            payload=new.payload, chain_hash=chain_hash))
-    head = SessionRecord(session_id=session_id, app_name=parsed.app_name,
-                         user_id=parsed.user_id, created_at=0.0, head_seq=len(rows),
-                         head_hash=rows[-1].chain_hash if rows else None)
-    broken = check_chain(rows, head=head)
-    if broken is None:
-        return []
-    return [Finding(session_id=session_id, seq=broken.seq, code=broken.code,
-                    message=f"{broken.message} (against the chain the export carries)")]
+            payload=new.payload, chain_hash=header.chain_hash(seq))
+            for seq, new in enumerate(prepared, start=first)]
+        # A page is checked once the next one is read: a break at its last row is classified
+        # by the row after it (``check_chain``), as in the whole log.
+        if self._pending:
+            self._chain_part(self._pending, following=rows[0] if rows else None)
+        self._pending = rows
 
+    def _chain_part(self, rows: list[StoredEvent], *, following: StoredEvent | None) -> None:
+        count = self._count
+        head = None
+        if following is None:
+            head = SessionRecord(session_id=self._target, app_name=self._header.app_name,
+                                 user_id=self._header.user_id, created_at=0.0,
+                                 head_seq=count,
+                                 head_hash=self._header.chain_hash(count) if count else None)
+        chained = [*rows, following] if following is not None else rows
+        broken = check_chain(chained, head=head, first_seq=rows[0].seq, prev=self._prev)
+        if broken is not None and following is not None and broken.seq == following.seq:
+            broken = None  # the next page's to report
+        if broken is not None:
+            self._chain_broken = True
+            self._chain_findings.append(Finding(
+                session_id=self._target, seq=broken.seq, code=broken.code,
+                message=f"{broken.message} (against the chain the export carries)"))
+        self._prev = rows[-1].chain_hash or b""
 
-def _evidence(parsed: Export) -> list[ImportedLink]:
-    """The chain the export carries, as ``--force`` keeps it beside the importing store's
-    own (empty when the export carries none)."""
-    if parsed.chain_hashes is None:
-        return []
-    signatures = parsed.chain_signatures or [None] * len(parsed.chain_hashes)
-    return [ImportedLink(seq=seq, chain_hash=chain_hash, signature=signature,
-                         origin_session_id=parsed.session_id)
-            for seq, (chain_hash, signature) in enumerate(
-                zip(parsed.chain_hashes, signatures, strict=True), start=1)]
-
-
-def _findings(parsed: Export, session_id: str, held: dict[str, list[int]]) -> list[Finding]:
-    """What ``evs verify`` would flag in the imported session (its chain included)."""
-    events = [with_seq(e, n) for n, e in enumerate(parsed.events, start=1)]
-    stored: dict[str, list[int]] = {k: list(v) for k, v in held.items()}
-    for artifact in parsed.artifacts:
-        stored.setdefault(artifact.filename, []).append(artifact.version)
-    return (_chain_findings(parsed, session_id) + check_events(session_id, events)
-            + check_artifacts(session_id, events, stored))
+    def _finish(self) -> None:
+        """At the end of the file: the counts the header announced, then what ``evs verify``
+        would flag; raise to refuse (nothing is written)."""
+        check_counts(self._header, self._lines.last, self._count, self._artifact_lines)
+        if self._pending and not self._chain_broken:
+            self._chain_part(self._pending, following=None)
+        self._pending = []
+        findings = (self._chain_findings + check_events(self._target, [], self._timeline)
+                    + self._findings)
+        if findings and not self._force:
+            first = findings[0]
+            where = f"seq {first.seq}" if first.seq is not None else "the session"
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise CliError(
+                f"The exported log has {len(findings)} problem(s) evs verify would flag — "
+                f"{where}: {first.code}: {first.message}{more}; nothing was imported "
+                f"(add --force to keep it as evidence: {prog()} import --force …)."
+            )
 
 
 def import_(
@@ -138,64 +340,74 @@ def import_(
     chains (and, keyed, signs) the events itself, under the new session id; with --force the
     chain the export carries is kept beside it as evidence, and evs verify names where that
     chain breaks. Values are never changed: an event that would not come back as exported is
-    refused, --force or not. A missing SQLite file is created."""
+    refused, --force or not. The file is read a page at a time (memory does not grow with
+    the log). user:/app: state changes count once: applied to the user's and app's state
+    unless the database's state already holds them (the session lives or lived there, or
+    was exported from it): then the imported session is a copy of it, as evs fork makes,
+    whose events keep their changes in the log without applying them again. A missing
+    SQLite file is created."""
     if session_id is not None and not session_id.strip():
         fail("--session-id must not be empty (leave it out to keep the exported id).",
              code=2)
-    try:
-        raw = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        fail(f"Cannot read {file}: {exc.strerror}.")
-    try:
-        with progress("Reading the export", total=None, size=raw.count(b"\n")):
-            parsed = parse_export(raw.splitlines())
-    except ExportFormatError as exc:
-        fail(f"{file}: {exc}")
-    target = session_id if session_id is not None else parsed.session_id
-
-    async def main() -> tuple[int, int]:
-        path = sqlite_path(db)
-        if path is not None and not path.exists():
-            store = await open_store(db, auto_upgrade=True)
-        else:
-            store = await open_existing(db, read_only=False)
-        async with store:
-            user_artifacts, held = await _user_artifacts(store, parsed)
-            findings = _findings(parsed, target, held)
-            if findings and not force:
-                first = findings[0]
-                where = f"seq {first.seq}" if first.seq is not None else "the session"
-                more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-                raise CliError(
-                    f"The exported log has {len(findings)} problem(s) evs verify would flag — "
-                    f"{where}: {first.code}: {first.message}{more}; nothing was imported "
-                    f"(add --force to keep it as evidence: {prog()} import --force …)."
-                )
-            own = [a for a in parsed.artifacts if not a.user_scoped]
-            artifacts = [
-                Artifact(filename=a.filename, version=a.version, mime_type=a.mime_type,
-                         data=a.data, created_at=a.created_at)
-                for a in (*own, *user_artifacts)
-            ]
-            try:
-                with progress(f"Importing {len(parsed.events)} events", total=None,
-                              size=len(parsed.events)):
-                    session = await store.create_session(
-                        app_name=parsed.app_name, user_id=parsed.user_id, session_id=target,
-                        created_at=parsed.created_at, events=parsed.events,
-                        artifacts=artifacts,
-                        imported_chain=_evidence(parsed) if force else ())
-            except SessionExistsError as exc:
-                raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
-                               "imported (choose another id with --session-id).") from exc
-            except ArtifactConflictError as exc:
-                raise CliError(f"{exc} Another writer saved a version of {exc.filename!r} "
-                               "meanwhile; nothing was imported.") from exc
-            return session.version, len(artifacts)
-
-    count, artifacts = run(main())
+    with tempfile.TemporaryFile() if str(file) == "-" else _opened(file) as source:
+        if str(file) == "-":  # read twice: kept in a temporary file, never in memory
+            shutil.copyfileobj(sys.stdin.buffer, source, 1 << 20)
+        source.seek(0)
+        try:
+            header, exported, artifact_lines, shared = _prescan(source)
+        except ExportFormatError as exc:
+            fail(f"{file}: {exc}")
+        target = session_id if session_id is not None else header.session_id
+        count, artifacts = run(_import(source, file, db, header, exported, artifact_lines,
+                                       shared, target, force=force))
     if json:
         print_json({"session_id": target, "events": count, "artifacts": artifacts})
     else:
         extra = f" and {artifacts} artifact version(s)" if artifacts else ""
         typer.echo(f"Imported {count} events{extra} into session {target}.")
+
+
+def _opened(file: Path) -> IO[bytes]:
+    try:
+        return file.open("rb")
+    except OSError as exc:
+        fail(f"Cannot read {file}: {exc.strerror}.")
+
+
+async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
+                  exported: list[ExportedArtifact], artifact_lines: int, shared: set[str],
+                  target: str, *, force: bool) -> tuple[int, int]:
+    path = sqlite_path(db)
+    if path is not None and not path.exists():
+        store = await open_store(db, auto_upgrade=True)
+    else:
+        store = await open_existing(db, read_only=False)
+    async with store:
+        user_artifacts, held = await _user_artifacts(store, header, exported)
+        counted_in = await _counted_in(store, header, shared)
+        stored: dict[str, list[int]] = {k: list(v) for k, v in held.items()}
+        for artifact in exported:
+            stored.setdefault(artifact.filename, []).append(artifact.version)
+        own = [a for a in exported if not a.user_scoped]
+        artifacts = [
+            Artifact(filename=a.filename, version=a.version, mime_type=a.mime_type,
+                     data=a.data, created_at=a.created_at)
+            for a in (*own, *user_artifacts)
+        ]
+        await asyncio.to_thread(source.seek, 0)
+        try:
+            with progress(f"Importing {header.events} events", total=header.events,
+                          size=header.events) as tracker:
+                reader = _Reader(source, name=str(file), header=header, target=target,
+                                 artifacts=artifacts, stored=stored, force=force,
+                                 artifact_lines=artifact_lines, tracker=tracker)
+                count = await store.import_session(
+                    app_name=header.app_name, user_id=header.user_id, session_id=target,
+                    created_at=header.created_at, pages=reader, copy_of=counted_in)
+        except SessionExistsError as exc:
+            raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
+                           "imported (choose another id with --session-id).") from exc
+        except ArtifactConflictError as exc:
+            raise CliError(f"{exc} Another writer saved a version of {exc.filename!r} "
+                           "meanwhile; nothing was imported.") from exc
+        return count, len(artifacts)

@@ -39,6 +39,7 @@ from eventstore._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
+from eventstore._fork import ForkLink
 from eventstore._scopes import scope_deltas
 from eventstore._session import Session, SessionInfo, SessionPage
 from eventstore._state import TEMP_PREFIX, USER_PREFIX, apply_actions, touches_shared_keys
@@ -53,10 +54,12 @@ from eventstore._stored import STORED_SCHEMA_VERSION, encode_compact
 from eventstore.backends.protocol import (
     Backend,
     ImportedLink,
+    ImportPage,
     NewArtifact,
     NewEvent,
     SessionRecord,
     StoredEvent,
+    fresh_key,
     new_event,
 )
 
@@ -66,7 +69,8 @@ from .reads import MappingReads
 from .retention import RetentionMethods
 
 __all__ = [
-    "Artifact", "ArtifactVersion", "EventStore", "Session", "SessionInfo", "SessionPage"
+    "Artifact", "ArtifactVersion", "EventStore", "ImportBatch", "Session", "SessionInfo",
+    "SessionPage",
 ]
 
 _KEYS_KEPT = 8_192
@@ -74,6 +78,20 @@ _KEYS_KEPT = 8_192
 
 
 T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ImportBatch:
+    """One page of ``EventStore.import_session``."""
+
+    events: Sequence[NewEvent] = ()
+    """The next events, encoded by ``EventStore._prepare`` (their seqs follow the previous
+    page's)."""
+    imported_chain: Sequence[ImportedLink] = ()
+    """The exporting store's chain links of events of this page or earlier ones (see
+    ``create_session``)."""
+    artifacts: Sequence[Artifact] = ()
+    """Artifact versions stored with the session (see ``create_session``)."""
 
 
 def _info(record: SessionRecord) -> SessionInfo:
@@ -408,6 +426,80 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             state=await self.state(sid, app_name=app_name, user_id=user_id),
             events=stored,
         )
+
+    async def import_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        created_at: float | None,
+        pages: Callable[[], ImportBatch | None],
+        copy_of: str | None = None,
+    ) -> int:
+        """Create a session from pages of events, chain links and artifacts, however long,
+        and return how many events it holds: ``create_session(events=…, artifacts=…,
+        imported_chain=…)`` with the log read a page at a time from ``pages`` (a blocking
+        callable, run off the event loop, returning None when there is no more).
+
+        Everything is written in one transaction: when ``pages`` raises, or anything is
+        refused, nothing is stored and the exception is raised. Memory holds one page.
+        Raises as ``create_session`` does (StoreUsageError as well when the imported chain
+        does not name each event's seq once, in order).
+
+        ``copy_of`` (a session key; the session may no longer exist) says that the events
+        are that session's, whose ``user:``/``app:`` state changes its users' and app's
+        streams already hold: they are stored as a fork's copies are (they change no shared
+        state again; their deltas stay in their payloads) and the session is recorded as a
+        copy of that session's events 1..N (``fork_links``)."""
+        backend = self._writable_backend()
+        _check_id(app_name, "app_name")
+        _check_id(user_id, "user_id")
+        sid = _check_id(session_id, "session_id")
+        now = time.time() if created_at is None else check_number(
+            created_at, "created_at", positive=False)
+        if now < 0:
+            raise StoreUsageError(f"created_at must be >= 0, not {created_at!r}.")
+        count = 0
+        linked = 0
+        ended = False
+
+        def source() -> ImportPage | None:
+            nonlocal count, linked, ended
+            if ended:
+                return None
+            batch = pages()
+            if batch is None:
+                if linked not in (0, count):  # raised before the commit: nothing is stored
+                    raise StoreUsageError(f"imported_chain must hold one link per event, seq "
+                                          f"1..{count}, not {linked}.")
+                ended = True
+                return None if copy_of is None else ImportPage(copy_of=ForkLink(
+                    session_id=sid, origin_session_id=copy_of, origin_seq=count,
+                    forked_at=time.time()))
+            count += len(batch.events)
+            for link in batch.imported_chain:
+                linked += 1
+                if link.seq != linked or link.seq > count:
+                    raise StoreUsageError("imported_chain must hold one link per event, seq "
+                                          f"1..{count}, in order (link {link.seq} came "
+                                          f"{linked}th).")
+            events = batch.events if copy_of is None else [
+                dataclasses.replace(e, shared_state=False, app_delta=None, user_delta=None)
+                if e.shared_state else e for e in batch.events]
+            return ImportPage(events=events, imported=batch.imported_chain,
+                              artifacts=[_new_artifact(a)
+                                         for a in _artifact_batch(batch.artifacts)])
+
+        # A copy of a session that is gone, under its old id (an archive imported back): a
+        # key of its own, so the stream entries its first life wrote keep naming that life.
+        wanted = fresh_key() if copy_of == sid else sid
+        key = await backend.import_session(
+            SessionRecord(session_id=wanted, given_id=sid, app_name=app_name, user_id=user_id,
+                          created_at=now),
+            source)
+        self._remember(app_name, user_id, sid, key)
+        return count
 
     # -- finding sessions ----------------------------------------------------------------------
 

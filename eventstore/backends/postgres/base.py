@@ -52,6 +52,7 @@ from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
     ImportedLink,
+    ImportSource,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -367,6 +368,59 @@ class PostgresBackend:
             return str(sid)
 
         return await self._run(job, what=f"create session {given!r}", session_id=given,
+                               write=True)
+
+    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+        given = record.id
+        consumed = False
+
+        async def job(conn: Any) -> str:
+            nonlocal consumed
+            if consumed:  # a retry after a lost connection: the pages read are gone
+                raise StorageError(f"The import of session {given!r} into {self.url} lost its "
+                                   "connection; nothing was imported (run it again).",
+                                   retryable=True)
+            sid = await queries.free_key(conn, record.session_id)
+            key = await conn.fetchval(
+                "INSERT INTO evs_sessions (session_id, given_id, app_name, user_id, created_at) "
+                "VALUES ($1, $2, $3, $4, $5) RETURNING session_key",
+                sid, given, record.app_name, record.user_id, record.created_at,
+            )
+            start, prev = 1, None
+            while True:
+                consumed = True
+                page = await asyncio.to_thread(source)  # reads the file: off the event loop
+                if page is None:
+                    return str(sid)
+                if page.events:
+                    check_batch_ids(given, page.events)
+                    rows = await insert(conn, sid, record.app_name, record.user_id, key,
+                                        page.events, start, prev=prev,
+                                        signing_key=self.signing_key)
+                    start, prev = start + len(rows), rows[-1].chain_hash
+                if page.imported:
+                    await conn.executemany(
+                        "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, "
+                        "signature, origin_session_id) VALUES ($1, $2, $3, $4, $5)",
+                        [(sid, link.seq, link.chain_hash, link.signature,
+                          link.origin_session_id) for link in page.imported])
+                for artifact in page.artifacts:
+                    names = (record.app_name, record.user_id,
+                             scope(given if artifact.session_scoped else None),
+                             artifact.filename)
+                    await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
+                                       lock_key("\0".join(names)))
+                    check_artifact_version(sid, artifact, await artifacts_sql.save(
+                        conn, names, mime_type=artifact.mime_type, data=artifact.data,
+                        created_at=artifact.created_at))
+                if page.copy_of is not None:
+                    link = page.copy_of
+                    await conn.execute(
+                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
+                        "origin_seq, forked_at) VALUES ($1, $2, $3, $4)",
+                        sid, link.origin_session_id, link.origin_seq, link.forked_at)
+
+        return await self._run(job, what=f"import session {given!r}", session_id=given,
                                write=True)
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:

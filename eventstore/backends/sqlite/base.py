@@ -79,6 +79,7 @@ from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
     ImportedLink,
+    ImportSource,
     MemoryRow,
     NewArtifact,
     NewEvent,
@@ -386,6 +387,44 @@ class SQLiteBackend:
             return sid
 
         return await self._grouped(job, what=f"create session {given!r}", session_id=given)
+
+    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+        given = record.id
+
+        def job(conn: sqlite3.Connection) -> str:
+            # The whole import is this one writer transaction; ``source`` reads the file in
+            # the writer's thread, a page at a time, so the event loop never blocks on it.
+            sid = queries.free_key(conn, record.session_id)
+            conn.execute(
+                "INSERT INTO evs_sessions (session_id, given_id, session_key, app_name, "
+                "user_id, created_at) VALUES (?, ?, (SELECT coalesce(max(session_key), 0) + 1 "
+                "FROM evs_sessions), ?, ?, ?)",
+                (sid, given, record.app_name, record.user_id, record.created_at),
+            )
+            while (page := source()) is not None:
+                if page.events:
+                    check_batch_ids(given, page.events)
+                    insert(conn, sid, head(conn, sid), page.events, self.signing_key)
+                conn.executemany(
+                    "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, signature, "
+                    "origin_session_id) VALUES (?, ?, ?, ?, ?)",
+                    [(sid, link.seq, link.chain_hash, link.signature, link.origin_session_id)
+                     for link in page.imported])
+                for artifact in page.artifacts:
+                    key = (record.app_name, record.user_id,
+                           scope(given if artifact.session_scoped else None), artifact.filename)
+                    check_artifact_version(sid, artifact, artifacts_sql.save(
+                        conn, key, mime_type=artifact.mime_type, data=artifact.data,
+                        created_at=artifact.created_at))
+                if page.copy_of is not None:
+                    link = page.copy_of
+                    conn.execute(
+                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
+                        "origin_seq, forked_at) VALUES (?, ?, ?, ?)",
+                        (sid, link.origin_session_id, link.origin_seq, link.forked_at))
+            return sid
+
+        return await self._write(job, what=f"import session {given!r}", session_id=given)
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
         return await self._write(lambda conn: forks.fork(conn, record, plan, self.signing_key),
