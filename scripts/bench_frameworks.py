@@ -8,18 +8,22 @@ Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLit
     tool's response, a text answer, in turn), each awaited, into one session — through ADK's
     ``DatabaseSessionService`` (SQLAlchemy over aiosqlite), ADK's ``SqliteSessionService`` and
     our ``EventStoreSessionService``, taking turns every 500 events so that all three see the
-    same machine; then ``get_session`` of that N-event session (best of 3, in turns too).
-(b) OpenAI Agents SDK: ``add_items`` of N items one call each, then ``get_items()`` of all of
-    them, through the SDK's ``SQLiteSession`` and our ``EventStoreSession``: *warm* = again on
-    the session object that wrote them (ours answers from its cache of the items at head,
-    best of 3); *cold* = a fresh session object over the existing file, constructed and asked
-    once, as a new process would (best of 3 fresh objects; ours opens its store there, the
-    imports being done; ours answers from the items at head it saved in the store, checked
-    against the log). Also printed, not judged: ours cold without that saved cache (dropped by
+    same machine; then ``get_session`` of that N-event session (5 rounds, in turns too).
+    Ratios are per chunk / per round (measured at the same moment), printed as median
+    [min-max]; the targets are judged on the medians.
+(b) OpenAI Agents SDK: ``add_items`` of N items one call each (the two sessions taking turns
+    every 500 items), then 5 rounds of ``get_items()`` of all of them, the two taking turns in
+    each round, through the SDK's ``SQLiteSession`` and our ``EventStoreSession``: *warm* =
+    again on the session object that wrote them (ours answers from its cache of the items at
+    head); *cold* = a fresh session object over the existing file, constructed, asked once and
+    closed, as a new process would (ours opens its store there, the imports being done; ours
+    answers from the items at head it saved in the store, checked against the log). Also
+    printed, not judged: ours cold without that saved cache (dropped by
     ``rebuild_snapshots`` before each read, outside the timing) — what the first read after
     ``evs db rebuild-snapshots`` or an upgrade costs.
 
-Prints events/s, load ms and our ratio to each baseline measured in the same run. Targets:
+Prints rates, load ms and our ratio to each baseline, per chunk / round (median [min-max]).
+Targets, judged on the medians:
 ours >= 20x DatabaseSessionService on append and >= 5x on load; >= 1x SQLiteSession on both.
 Exit status 1 when a target is missed (the full run only; --quick is a smoke run).
 """
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import statistics
 import sys
 import tempfile
 import time
@@ -89,17 +95,35 @@ CHUNK = 500
 """Events each service appends before the next takes its turn (see ``bench_adk``)."""
 
 
-async def bench_adk(services: dict[str, BaseSessionService], n: int) -> dict[str,
-                                                                            tuple[float, float]]:
+LOAD_ROUNDS = 5
+"""Alternating rounds of ``get_session`` (see ``bench_adk``)."""
+
+
+@dataclasses.dataclass
+class AdkRun:
+    """One ADK service's figures from ``bench_adk``: events/s of each ``CHUNK`` of appends
+    and ms of each load round, in the order they were measured."""
+
+    chunk_rates: list[float]
+    loads_ms: list[float]
+
+    @property
+    def rate(self) -> float:
+        """Events/s over the whole append (events / total time)."""
+        return len(self.chunk_rates) / sum(1 / r for r in self.chunk_rates)
+
+
+async def bench_adk(services: dict[str, BaseSessionService], n: int) -> dict[str, AdkRun]:
     """Each service appends the same ``n`` events to a session of its own, the services taking
-    turns every ``CHUNK`` events, then loads its session (the loads also alternate, best of
-    3): a machine that speeds up or slows down during the run does so for every service alike
-    (the machines this runs on are shared). Returns events/s and load ms per service."""
+    turns every ``CHUNK`` events, then loads its session (``LOAD_ROUNDS`` rounds, the services
+    taking turns in each): a machine that speeds up or slows down during the run does so for
+    every service alike (the machines this runs on are shared), and each chunk / round gives
+    one ratio measured at one moment."""
     events = [adk_event(i) for i in range(n)]
     sessions = {name: await service.create_session(app_name="bench", user_id="u",
                                                    session_id="s")
                 for name, service in services.items()}
-    spent = dict.fromkeys(services, 0.0)
+    runs = {name: AdkRun([], []) for name in services}
     for lo in range(0, n, CHUNK):
         chunk = events[lo:lo + CHUNK]
         for name, service in services.items():
@@ -107,46 +131,79 @@ async def bench_adk(services: dict[str, BaseSessionService], n: int) -> dict[str
             start = time.perf_counter()
             for event in chunk:
                 await service.append_event(session, event)
-            spent[name] += time.perf_counter() - start
-    loads: dict[str, list[float]] = {name: [] for name in services}
-    for _ in range(3):
+            runs[name].chunk_rates.append(len(chunk) / (time.perf_counter() - start))
+    for _ in range(LOAD_ROUNDS):
         for name, service in services.items():
             start = time.perf_counter()
             got = await service.get_session(app_name="bench", user_id="u", session_id="s")
-            loads[name].append(time.perf_counter() - start)
+            runs[name].loads_ms.append((time.perf_counter() - start) * 1000)
             if got is None or len(got.events) != n:
                 raise SystemExit(f"{name}: get_session returned the wrong events")
-    return {name: (n / spent[name], min(loads[name]) * 1000) for name in services}
+            del got
+    return runs
 
 
-async def bench_openai(
-    name: str, session: Any, n: int, fresh: Callable[[], Awaitable[Any]],
-    close: Callable[[Any], Awaitable[None]],
-) -> tuple[float, float, float]:
-    """Items/s of ``add_items``, warm and cold ``get_items()`` ms (see the module docstring);
-    ``fresh`` makes a new session object over the same file, ``close`` closes one."""
+def spread(values: list[float]) -> str:
+    """``median [min-max]`` of ``values``."""
+    return (f"{statistics.median(values):,.1f} [{min(values):,.1f}-{max(values):,.1f}]")
+
+
+@dataclasses.dataclass
+class OaRun:
+    """One OpenAI Agents session's figures from ``bench_openai``: items/s of each ``CHUNK``
+    of ``add_items`` and ms of each warm and cold ``get_items()`` round."""
+
+    chunk_rates: list[float]
+    warm_ms: list[float]
+    cold_ms: list[float]
+
+    @property
+    def rate(self) -> float:
+        """Items/s over the whole append."""
+        return len(self.chunk_rates) / sum(1 / r for r in self.chunk_rates)
+
+
+@dataclasses.dataclass
+class OaSubject:
+    """A session type under test: its open session, and how to make and close another over
+    the same file."""
+
+    session: Any
+    fresh: Callable[[], Awaitable[Any]]
+    close: Callable[[Any], Awaitable[None]]
+
+
+async def bench_openai(subjects: dict[str, OaSubject], n: int) -> dict[str, OaRun]:
+    """``add_items`` of the same ``n`` items, one call each, the sessions taking turns every
+    ``CHUNK`` items; then ``LOAD_ROUNDS`` rounds of a warm and a cold ``get_items()`` (see the
+    module docstring), the sessions taking turns in each round."""
     items = [oa_item(i) for i in range(n)]
-    start = time.perf_counter()
-    for item in items:
-        await session.add_items([item])
-    rate = n / (time.perf_counter() - start)
+    runs = {name: OaRun([], [], []) for name in subjects}
+    for lo in range(0, n, CHUNK):
+        chunk = items[lo:lo + CHUNK]
+        for name, subject in subjects.items():
+            start = time.perf_counter()
+            for item in chunk:
+                await subject.session.add_items([item])
+            runs[name].chunk_rates.append(len(chunk) / (time.perf_counter() - start))
 
-    def check(got: list[Any]) -> None:
+    def check(name: str, got: list[Any]) -> None:
         if len(got) != n:
             raise SystemExit(f"{name}: get_items returned {len(got)} items, not {n}")
 
-    async def warm() -> None:
-        check(await session.get_items())
-
-    await warm()  # ours builds its cache of the items at head here
-    warm_ms = await best_of(3, warm) * 1000
-
-    async def cold() -> None:
-        other = await fresh()
-        check(await other.get_items())
-        await close(other)  # inside the timing: opening and closing are a cold read's cost
-
-    return rate, warm_ms, await best_of(3, cold) * 1000
+    for name, subject in subjects.items():
+        check(name, await subject.session.get_items())  # ours builds its cache at head here
+    for _ in range(LOAD_ROUNDS):
+        for name, subject in subjects.items():
+            start = time.perf_counter()
+            check(name, await subject.session.get_items())
+            runs[name].warm_ms.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            other = await subject.fresh()
+            check(name, await other.get_items())
+            await subject.close(other)  # inside the timing: a cold read's cost
+            runs[name].cold_ms.append((time.perf_counter() - start) * 1000)
+    return runs
 
 
 async def main(quick: bool, only: str | None = None) -> int:
@@ -179,19 +236,26 @@ async def run_adk(tmp: Path, n_adk: int) -> list[str]:
             close = getattr(service, "close", None)
             if close is not None:
                 await close()
-    ours_rate, ours_load = adk["ours: EventStoreSessionService"]
-    for name, (rate, load_ms) in adk.items():
-        print(f"  {name:<32} {rate:>8,.0f} events/s   load {load_ms:>8.1f} ms")
-    db_rate, db_load = adk["DatabaseSessionService"]
-    sq_rate, sq_load = adk["SqliteSessionService"]
-    print(f"  ours vs DatabaseSessionService: append {ours_rate / db_rate:.1f}x (target 20x), "
-          f"load {db_load / ours_load:.1f}x (target 5x)")
-    print(f"  ours vs SqliteSessionService:   append {ours_rate / sq_rate:.1f}x, "
-          f"load {sq_load / ours_load:.1f}x")
+    ours = adk["ours: EventStoreSessionService"]
+    for name, run in adk.items():
+        print(f"  {name:<32} {run.rate:>8,.0f} events/s (per chunk {spread(run.chunk_rates)})"
+              f"   load ms {spread(run.loads_ms)}")
+
+    def ratios(base: AdkRun) -> tuple[list[float], list[float]]:
+        # One ratio per chunk / round: the two figures were measured at the same moment.
+        return ([o / b for o, b in zip(ours.chunk_rates, base.chunk_rates, strict=True)],
+                [b / o for o, b in zip(ours.loads_ms, base.loads_ms, strict=True)])
+
+    db_append, db_load = ratios(adk["DatabaseSessionService"])
+    sq_append, sq_load = ratios(adk["SqliteSessionService"])
+    print(f"  ours vs DatabaseSessionService: append {spread(db_append)}x (target 20x), "
+          f"load {spread(db_load)}x (target 5x)")
+    print(f"  ours vs SqliteSessionService:   append {spread(sq_append)}x, "
+          f"load {spread(sq_load)}x")
     return [
         what for what, ok in (
-            ("append >= 20x DatabaseSessionService", ours_rate >= 20 * db_rate),
-            ("load >= 5x DatabaseSessionService", db_load >= 5 * ours_load),
+            ("append >= 20x DatabaseSessionService", statistics.median(db_append) >= 20),
+            ("load >= 5x DatabaseSessionService", statistics.median(db_load) >= 5),
         ) if not ok
     ]
 
@@ -212,12 +276,15 @@ async def run_openai(tmp: Path, n_oa: int) -> list[str]:
     async def ours_close(session: EventStoreSession) -> None:
         await session.close()
 
-    theirs = await sqlite_fresh()
-    oa_theirs = await bench_openai("sqlite", theirs, n_oa, sqlite_fresh, sqlite_close)
-    theirs.close()
-    mine = await ours_fresh()
-    oa_ours = await bench_openai("ours", mine, n_oa, ours_fresh, ours_close)
-    await mine.close()
+    theirs, mine = await sqlite_fresh(), await ours_fresh()
+    try:
+        runs = await bench_openai({
+            "SQLiteSession": OaSubject(theirs, sqlite_fresh, sqlite_close),
+            "ours: EventStoreSession": OaSubject(mine, ours_fresh, ours_close),
+        }, n_oa)
+    finally:
+        theirs.close()
+        await mine.close()
 
     async def uncached() -> float:
         store = await open_store(tmp / "evs-oa.db")
@@ -230,23 +297,26 @@ async def run_openai(tmp: Path, n_oa: int) -> list[str]:
         await ours_close(other)
         return time.perf_counter() - start
 
-    uncached_ms = min([await uncached() for _ in range(3)]) * 1000
-    for name, (rate, warm_ms, cold_ms) in (("SQLiteSession", oa_theirs),
-                                           ("ours: EventStoreSession", oa_ours)):
-        print(f"  {name:<32} {rate:>8,.0f} events/s   get warm {warm_ms:>7.1f} ms"
-              f"   cold {cold_ms:>7.1f} ms")
-    print(f"  ours vs SQLiteSession: add {oa_ours[0] / oa_theirs[0]:.1f}x (target 1x), "
-          f"get warm {oa_theirs[1] / oa_ours[1]:.1f}x, cold {oa_theirs[2] / oa_ours[2]:.1f}x "
-          "(target 1x)")
-    print(f"  ours cold without its saved cache: {uncached_ms:.1f} ms "
-          f"({oa_theirs[2] / uncached_ms:.2f}x; not judged)")
+    uncached_ms = [await uncached() * 1000 for _ in range(3)]
+    for name, run in runs.items():
+        print(f"  {name:<26} {run.rate:>7,.0f} items/s   get ms warm {spread(run.warm_ms)}"
+              f"   cold {spread(run.cold_ms)}")
+    base, ours = runs["SQLiteSession"], runs["ours: EventStoreSession"]
+    add = [o / b for o, b in zip(ours.chunk_rates, base.chunk_rates, strict=True)]
+    warm = [b / o for o, b in zip(ours.warm_ms, base.warm_ms, strict=True)]
+    cold = [b / o for o, b in zip(ours.cold_ms, base.cold_ms, strict=True)]
+    print(f"  ours vs SQLiteSession (target 1x): add {spread(add)}x, get warm {spread(warm)}x, "
+          f"cold {spread(cold)}x")
+    print(f"  ours cold without its saved cache: {spread(uncached_ms)} ms "
+          f"({statistics.median(base.cold_ms) / statistics.median(uncached_ms):.2f}x; "
+          "not judged)")
 
     return [
-        what for what, ok in (
-            ("add_items >= 1x SQLiteSession", oa_ours[0] >= oa_theirs[0]),
-            ("get_items warm >= 1x SQLiteSession", oa_theirs[1] >= oa_ours[1]),
-            ("get_items cold >= 1x SQLiteSession", oa_theirs[2] >= oa_ours[2]),
-        ) if not ok
+        what for what, ratios in (
+            ("add_items >= 1x SQLiteSession", add),
+            ("get_items warm >= 1x SQLiteSession", warm),
+            ("get_items cold >= 1x SQLiteSession", cold),
+        ) if statistics.median(ratios) < 1
     ]
 
 

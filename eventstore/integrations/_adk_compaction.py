@@ -29,6 +29,8 @@ from google.adk.events import Event as AdkEvent
 
 from eventstore import Compaction, Content, Event, EventStore, Part
 
+from .._gcpause import pause as pause_collector
+from .._gcpause import resume as resume_collector
 from ._adk_events import EXTENSION_KEY
 
 __all__ = ["compacted_adk_events", "with_native_compaction"]
@@ -109,25 +111,33 @@ async def compacted_adk_events(
     log order; without a native compaction, every event (the scan that looked for one read
     them all).
     ``convert`` builds an ADK event from a stored mapping (None for a creation event)."""
-    tail: list[dict[str, Any]] = []
+    # The events newer than the newest compaction, newest first, converted page by page as
+    # the backwards scan reads them: no mapping outlives its page (a whole log's mappings
+    # held while converting cost more than the conversion, collector traversals included).
+    tail: list[AdkEvent | None] = []
+    tail_seqs: list[int] = []
     newest: dict[str, Any] | None = None
     cursor, size = upto, 16
     while newest is None and cursor > 0:
         page = await store.read_mappings(session.id, app_name=session.app_name,
         user_id=session.user_id, upto=cursor, backwards=True, limit=size,
                                          compact=True)
-        for mapping in page:
+        newer = page
+        for i, mapping in enumerate(page):
             if _is_compaction(mapping):
-                newest = mapping
+                newest, newer = mapping, page[:i]
                 break
-            tail.append(mapping)
+        tail_seqs.extend(m["seq"] for m in newer)
+        tail.extend(_converted(newer, convert))
         if len(page) < size:
             break
-        cursor, size = page[-1]["seq"] - 1, min(size * 2, 1024)
+        # Pages grow fast: a log without compaction is read whole, and each page is a round
+        # trip to the database's thread, which a loaded machine makes costly.
+        cursor, size = page[-1]["seq"] - 1, min(size * 4, 8192)
     if newest is None:
         # No compaction: the scan read the whole log, so it is the answer (not read twice).
-        whole = [convert(m) for m in reversed(tail)]
-        return [e for e in whole if e is not None]
+        tail.reverse()
+        return [e for e in tail if e is not None]
     chain = [newest]
     while True:
         start = chain[-1]["a"]["cp"][0]
@@ -143,12 +153,14 @@ async def compacted_adk_events(
         chain.append(found[0])
     end = newest["a"]["cp"][1]
     first_start = min(c["a"]["cp"][0] for c in chain)
-    wanted: dict[int, dict[str, Any]] = {m["seq"]: m for m in tail if m["seq"] > end}
+    built: dict[int, AdkEvent | None] = {
+        seq: event for seq, event in zip(tail_seqs, tail, strict=True) if seq > end}
+    wanted: dict[int, dict[str, Any]] = {}
     for compaction in chain:
         wanted[compaction["seq"]] = compaction
     kept = {s for c in chain for s in
             ((c.get("m") or {}).get(EXTENSION_KEY) or {}).get("compaction", {}).get("keep", ())}
-    for seq in sorted(kept - wanted.keys()):
+    for seq in sorted(kept - wanted.keys() - built.keys()):
         wanted.update({m["seq"]: m for m in await store.read_mappings(
             session.id, app_name=session.app_name, user_id=session.user_id, after=seq - 1,
             upto=seq, compact=True)})
@@ -160,6 +172,16 @@ async def compacted_adk_events(
         wanted.update({m["seq"]: m for m in await store.read_mappings(
             session.id, app_name=session.app_name, user_id=session.user_id, after=end,
             upto=newest["seq"] - 1, compact=True)})
-    built = [convert(wanted[seq]) for seq in sorted(wanted)]
-    return [e for e in built if e is not None]
+    built.update(zip(wanted, _converted(list(wanted.values()), convert), strict=True))
+    return [e for e in (built[seq] for seq in sorted(built)) if e is not None]
 
+
+def _converted(mappings: list[dict[str, Any]], convert: Any) -> list[AdkEvent | None]:
+    """``convert`` of each mapping, with the cyclic collector paused over a long batch: the
+    events built are kept, so traversing them in the young generations is wasted
+    (``eventstore._gcpause``)."""
+    paused = pause_collector(len(mappings))
+    try:
+        return [convert(m) for m in mappings]
+    finally:
+        resume_collector(paused)

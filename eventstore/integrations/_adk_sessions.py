@@ -33,10 +33,12 @@ How ADK's promises map onto the store:
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import time
 import uuid
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -132,6 +134,9 @@ def order_ties(events: Sequence[AdkEvent]) -> list[AdkEvent]:
     """``events`` (log order) with each run of consecutive events sharing a timestamp ordered
     by id, as ADK's database services order events with equal timestamps; otherwise the log's
     order is kept."""
+    stamps = [e.timestamp for e in events]
+    if not any(map(operator.eq, stamps, islice(stamps, 1, None))):
+        return list(events)  # no two neighbours tie (the usual case): nothing to reorder
     out: list[AdkEvent] = []
     i, n = 0, len(events)
     while i < n:
