@@ -12,12 +12,14 @@ the Backend protocol.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from hmac import compare_digest
 from itertools import islice
 from operator import gt, lt
 from typing import Any, TypeVar
 
 import orjson
 
+from ._chain import sign_head_state
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
@@ -33,7 +35,14 @@ from ._stored import (
     decode_compact,
     encode_compact,
 )
-from .backends.protocol import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEvent
+from .backends.protocol import (
+    Backend,
+    EventRow,
+    HeadState,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+)
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
@@ -43,6 +52,7 @@ __all__ = [
     "decode_mappings",
     "decode_row_mappings",
     "decode_stored",
+    "fold_session_rows",
     "in_seq_order",
     "snapshot_state",
 ]
@@ -215,7 +225,7 @@ def _scope_name(app_name: str, user_id: str | None) -> str:
     return f"user:{user_id!r}" if user_id is not None else f"app:{app_name!r}"
 
 
-def _fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
+def fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
     """Apply the session-scoped state changes of ``rows`` (in seq order) to ``state``: for
     rows in the stored encoding only their actions are read (``compact_state_change``, many
     times cheaper than decoding each event), others are decoded. Raises CorruptEventError as
@@ -337,23 +347,59 @@ class StateFolder:
 
     async def states_at_head(self, records: Sequence[SessionRecord]) -> list[dict[str, Any]]:
         """The merged state at head of each session, in a fixed number of reads for the
-        session-scoped part (all snapshots in one read, all tails after them in another) and
-        one fold per distinct ``user:``/``app:`` scope."""
+        session-scoped part and one fold per distinct ``user:``/``app:`` scope.
+
+        Each session's own state starts from its head state (``Backend.load_head_states``:
+        one row per session, used only while the event it was folded at still has its chain
+        hash and, on a keyed store, the row's MAC is the key's), else from its newest
+        snapshot; only the events after it are read (all sessions' in one read) and folded,
+        and the head states of the sessions that had such events are saved back in one
+        write, so the next listing reads one row per session."""
         backend = self._backend
-        ids = [r.session_id for r in records]
-        snapshots = await backend.load_snapshots(ids) if ids else {}
-        tails = await backend.read_many({sid: snapshots.get(sid, (0, b""))[0] for sid in ids})
+        key = backend.signing_key
+        live = [r.session_id for r in records if r.version > 0]
+        heads = await backend.load_head_states(live) if live else {}
+        bases: dict[str, tuple[int, bytes]] = {}
+        unheaded: list[str] = []
+        for record in records:
+            sid = record.session_id
+            head = heads.get(sid)
+            if head is not None and head.seq <= record.version and (
+                key is None or (head.mac is not None and compare_digest(
+                    head.mac, sign_head_state(key, sid, head.seq, head.chain_hash,
+                                              head.state)))):
+                bases[sid] = (head.seq, head.state)
+            elif record.version > 0:
+                unheaded.append(sid)
+        if unheaded:
+            for sid, snap in (await backend.load_snapshots(unheaded)).items():
+                bases[sid] = snap
+        behind = {r.session_id: bases.get(r.session_id, (0, b""))[0] for r in records
+                  if r.version > bases.get(r.session_id, (0, b""))[0]}
+        tails = await backend.read_many(behind) if behind else {}
         shared: dict[str | None, dict[str, Any]] = {}
+        fresh: dict[str, HeadState] = {}
         out: list[dict[str, Any]] = []
         for record in records:
             sid = record.session_id
-            base = snapshots.get(sid)
+            base = bases.get(sid)
             state: dict[str, Any] = (
                 {} if base is None else snapshot_state(base[1], session_id=sid, seq=base[0])
             )
-            # Only what the record counted: an event appended since the listing is not folded.
-            tail = in_seq_order(sid, tails[sid], after=base[0] if base else None)
-            _fold_session_rows(state, [r for r in tail if r.seq <= record.version])
+            if sid in behind:
+                # Only what the record counted: an event appended since the listing is not
+                # folded.
+                tail = [r for r in in_seq_order(sid, tails.get(sid, []), after=behind[sid])
+                        if r.seq <= record.version]
+                fold_session_rows(state, tail)
+                newest = tail[-1] if tail else None
+                if newest is not None and newest.seq == record.version \
+                        and newest.chain_hash is not None:
+                    data = orjson.dumps(state)
+                    fresh[sid] = HeadState(
+                        seq=newest.seq, chain_hash=newest.chain_hash, state=data,
+                        mac=None if key is None else sign_head_state(
+                            key, sid, newest.seq, newest.chain_hash, data))
             for user_id in (None, record.user_id):
                 if user_id not in shared:
                     shared[user_id] = await self._shared_state(
@@ -361,6 +407,8 @@ class StateFolder:
                     )
                 state.update(shared[user_id])
             out.append(state)
+        if fresh:
+            await backend.save_head_states(fresh)
         return out
 
     async def _position_of(self, session_id: str, seq: int) -> int:
