@@ -39,6 +39,7 @@ from .backends.protocol import (
     Backend,
     EventRow,
     HeadState,
+    ScopeEntry,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -304,15 +305,25 @@ class StateFolder:
         snapshot = await backend.load_shared_snapshot(
             app_name=app_name, user_id=user_id, upto_position=upto
         )
+        entries = await backend.read_scope(
+            app_name=app_name, user_id=user_id,
+            after=0 if snapshot is None else snapshot.count, upto_position=upto
+        )
+        return await self._fold_scope(app_name, user_id, snapshot, entries,
+                                      session_id=session_id)
+
+    async def _fold_scope(
+        self, app_name: str, user_id: str | None, snapshot: SharedSnapshot | None,
+        entries: Sequence[ScopeEntry], *, session_id: str | None,
+    ) -> dict[str, Any]:
+        """Fold a scope's stream ``entries`` (those after ``snapshot``, in stream order) onto
+        the snapshot, saving a new snapshot when many were folded."""
         # Keyed by its stream seq (``count``); found by the position of its newest entry.
         base_count, state = (
             (0, {}) if snapshot is None
             else (snapshot.count,
                   snapshot_state(snapshot.state, session_id=session_id, seq=None,
                                  scope=f"user {user_id!r}" if user_id else f"app {app_name!r}"))
-        )
-        entries = await backend.read_scope(
-            app_name=app_name, user_id=user_id, after=base_count, upto_position=upto
         )
         expected = base_count
         for entry in entries:
@@ -329,7 +340,7 @@ class StateFolder:
                     f"its entry {entry.stream_seq} in the {_scope_name(app_name, user_id)} "
                     f"stream cannot be decoded ({exc!r}).")) from exc
         if len(entries) >= self._snapshot_interval:
-            await backend.save_shared_snapshot(
+            await self._backend.save_shared_snapshot(
                 app_name=app_name,
                 user_id=user_id,
                 snapshot=SharedSnapshot(
@@ -377,7 +388,15 @@ class StateFolder:
         behind = {r.session_id: bases.get(r.session_id, (0, b""))[0] for r in records
                   if r.version > bases.get(r.session_id, (0, b""))[0]}
         tails = await backend.read_many(behind) if behind else {}
-        shared: dict[str | None, dict[str, Any]] = {}
+        shared: dict[tuple[str, str | None], dict[str, Any]] = {}
+        wanted: dict[str, dict[str | None, None]] = {}
+        for record in records:
+            wanted.setdefault(record.app_name, {None: None})[record.user_id] = None
+        for app_name, users in wanted.items():
+            heads_of = await backend.read_shared_heads(app_name=app_name, user_ids=list(users))
+            for user_id, (scope_snapshot, entries) in heads_of.items():
+                shared[(app_name, user_id)] = await self._fold_scope(
+                    app_name, user_id, scope_snapshot, entries, session_id=None)
         fresh: dict[str, HeadState] = {}
         out: list[dict[str, Any]] = []
         for record in records:
@@ -400,12 +419,8 @@ class StateFolder:
                         seq=newest.seq, chain_hash=newest.chain_hash, state=data,
                         mac=None if key is None else sign_head_state(
                             key, sid, newest.seq, newest.chain_hash, data))
-            for user_id in (None, record.user_id):
-                if user_id not in shared:
-                    shared[user_id] = await self._shared_state(
-                        record.app_name, user_id, upto=None, session_id=sid
-                    )
-                state.update(shared[user_id])
+            state.update(shared[(record.app_name, None)])
+            state.update(shared[(record.app_name, record.user_id)])
             out.append(state)
         if fresh:
             await backend.save_head_states(fresh)

@@ -666,6 +666,19 @@ class MemoryBackend:
             found[sid] = [] if session is None else session.events[max(low, 0):]
         return found
 
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        """See ``Backend.read_shared_heads``."""
+        found: dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]] = {}
+        for user_id in dict.fromkeys(user_ids):
+            snapshot = await self.load_shared_snapshot(app_name=app_name, user_id=user_id,
+                                                       upto_position=None)
+            found[user_id] = (snapshot, await self.read_scope(
+                app_name=app_name, user_id=user_id,
+                after=0 if snapshot is None else snapshot.count, upto_position=None))
+        return found
+
     def _current_head_state(self, session_id: str, state: HeadState | None) -> bool:
         session = self._sessions.get(session_id)
         return (session is not None and state is not None

@@ -579,6 +579,15 @@ class Backend(Protocol):
         first, in one read (a session that does not exist maps to an empty list)."""
         ...
 
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        """Return, for each scope of the app (None: its ``app:`` stream, else the user's
+        ``user:`` stream), its newest shared snapshot (or None) and its stream entries after
+        that snapshot's ``count``, in stream order: the scopes' state at head, in one read
+        however many scopes."""
+        ...
+
     async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
         """Return the head state of each session that has one whose event at ``seq`` still
         has its ``chain_hash`` (others, and sessions that do not exist, are left out), in one

@@ -57,7 +57,8 @@ async def test_listing_follows_every_change(store_factory: StoreFactory, tmp_pat
         state_delta={"n": None}, state_deletions=("k",))), expected_version=2)
     await store.append("c", delta_event({"c": 3}), expected_version=0)
     listed = await _check(store)
-    assert listed["a"] == {"n": None, "user:p": 1, "app:x": 1} and listed["c"]["c"] == 3
+    assert listed["a"] == {"n": None, "user:p": 1, "app:x": 1}
+    assert listed["c"]["c"] == 3
     # Shared state changed by another session, then that session deleted: the scope keeps it.
     await store.append("b", delta_event({"user:p": 7, "app:x": 2}), expected_version=1)
     await store.delete_session("b")

@@ -764,6 +764,12 @@ class PostgresBackend:
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
         return await self._run(lambda conn: queries.read_many(conn, after), what="read sessions")
 
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        return await self._run(lambda conn: queries.read_shared_heads(conn, app_name, user_ids),
+                               what=f"read shared state of app {app_name!r}")
+
     async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
         return await self._run(lambda conn: queries.load_head_states(conn, session_ids),
                                what="load head states")

@@ -12,14 +12,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import HeadState, SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.protocol import (
+    HeadState,
+    ScopeEntry,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+    fresh_key,
+)
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
+    SCOPE_COLUMNS,
     SEQ_BITS,
     SESSION_COLUMNS,
+    payload_bytes,
+    scope_entries,
     seq_bound,
     session_record,
+    shared_scope,
     stored_event,
     stored_events,
 )
@@ -34,6 +45,7 @@ __all__ = [
     "load_head_states",
     "load_snapshots",
     "read_many",
+    "read_shared_heads",
     "read_since",
     "save_head_states",
 ]
@@ -120,6 +132,33 @@ async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, tup
         list(session_ids),
     )
     return {row[0]: (int(row[1]), bytes(row[2])) for row in rows}
+
+
+async def read_shared_heads(
+    conn: Any, app_name: str, user_ids: Sequence[str | None]
+) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+    """Each scope's newest shared snapshot and its stream entries after it
+    (``Backend.read_shared_heads``), in two queries."""
+    scopes = {shared_scope(u): u for u in user_ids}
+    names = list(scopes)
+    snapshots = {
+        row[0]: SharedSnapshot(position=int(row[1]), count=int(row[2]),
+                               state=payload_bytes(row[3]))
+        for row in await conn.fetch(
+            "SELECT DISTINCT ON (user_id) user_id, position, event_count, state "
+            "FROM evs_shared_snapshots WHERE app_name = $1 AND user_id = ANY($2::varchar[]) "
+            "ORDER BY user_id, position DESC", app_name, names)
+    }
+    entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
+    columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))
+    for entry in scope_entries(await conn.fetch(
+        f"SELECT {columns} FROM unnest($2::varchar[], $3::bigint[]) AS w(u, low) "
+        "JOIN evs_scope_entries e ON e.app_name = $1 AND e.user_id = w.u "
+        "AND e.stream_seq > w.low ORDER BY e.user_id, e.stream_seq",
+        app_name, names, [snapshots[n].count if n in snapshots else 0 for n in names],
+    )):
+        entries[entry.user_id].append(entry)
+    return {scopes[n]: (snapshots.get(n), entries[n]) for n in names}
 
 
 async def load_head_states(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:

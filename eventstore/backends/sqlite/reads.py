@@ -13,14 +13,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import HeadState, SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.protocol import (
+    HeadState,
+    ScopeEntry,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+    fresh_key,
+)
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
+    SCOPE_COLUMNS,
     SEQ_BITS,
     SESSION_COLUMNS,
+    payload_bytes,
+    scope_entries,
     seq_bound,
     session_record,
+    shared_scope,
     stored_event,
     stored_events,
 )
@@ -33,6 +44,7 @@ __all__ = [
     "load_head_states",
     "load_snapshots",
     "read_many",
+    "read_shared_heads",
     "read_since",
     "save_head_states",
 ]
@@ -127,6 +139,39 @@ def load_snapshots(
         ):
             found[sid] = (int(seq), bytes(state))
     return found
+
+
+def read_shared_heads(
+    conn: sqlite3.Connection, app_name: str, user_ids: Sequence[str | None]
+) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+    """Each scope's newest shared snapshot and its stream entries after it
+    (``Backend.read_shared_heads``): one statement of each kind per chunk of scopes."""
+    scopes = {shared_scope(u): u for u in user_ids}
+    names = list(scopes)
+    snapshots: dict[str, SharedSnapshot] = {}
+    entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
+    for start in range(0, len(names), _CHUNK):
+        chunk = names[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for user, position, count, state in conn.execute(
+            "SELECT user_id, position, event_count, state FROM evs_shared_snapshots "
+            f"WHERE app_name = ? AND user_id IN ({marks}) ORDER BY user_id, position",
+            (app_name, *chunk),
+        ):
+            snapshots[user] = SharedSnapshot(position=int(position), count=int(count),
+                                             state=payload_bytes(state))
+        values = ", ".join("(?, ?)" for _ in chunk)
+        params = tuple(v for n in chunk for v in (n, snapshots[n].count if n in snapshots
+                                                   else 0))
+        columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))
+        for entry in scope_entries(conn.execute(
+            f"WITH wanted(u, low) AS (VALUES {values}) SELECT {columns} FROM wanted "
+            "JOIN evs_scope_entries e ON e.app_name = ? AND e.user_id = wanted.u "
+            "AND e.stream_seq > wanted.low ORDER BY e.user_id, e.stream_seq",
+            (*params, app_name),
+        )):
+            entries[entry.user_id].append(entry)
+    return {scopes[n]: (snapshots.get(n), entries[n]) for n in names}
 
 
 def load_head_states(
