@@ -11,7 +11,7 @@ the Backend protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from hmac import compare_digest
 from itertools import islice
 from operator import gt, lt
@@ -369,9 +369,47 @@ class StateFolder:
         is read in one call (``Backend.read_shared_heads``). The result equals ``state()``
         of each session at the version its record names."""
         backend = self._backend
-        key = backend.signing_key
         live = [r.session_id for r in records if r.version > 0]
         heads = await backend.load_head_states(live) if live else {}
+        # Each session's state is a new mapping the caller keeps (see _gcpause).
+        paused = pause_collector(len(records))
+        try:
+            bases, unheaded = self._trusted_heads(records, heads)
+        finally:
+            resume_collector(paused)
+        if unheaded:
+            for sid, (seq, data) in (await backend.load_snapshots(unheaded)).items():
+                bases[sid] = (seq, snapshot_state(data, session_id=sid, seq=seq))
+        behind: dict[str, int] = {}
+        for record in records:
+            base_seq = bases[record.session_id][0] if record.session_id in bases else 0
+            if record.version > base_seq:
+                behind[record.session_id] = base_seq
+        tails = await backend.read_many(behind) if behind else {}
+        shared: dict[tuple[str, str | None], dict[str, Any]] = {}
+        wanted: dict[str, dict[str | None, None]] = {}
+        for record in records:
+            wanted.setdefault(record.app_name, {None: None})[record.user_id] = None
+        for app_name, users in wanted.items():
+            found = await backend.read_shared_heads(app_name=app_name, user_ids=list(users))
+            for user_id, (scope_snapshot, entries) in found.items():
+                shared[(app_name, user_id)] = await self._fold_scope(
+                    app_name, user_id, scope_snapshot, entries, session_id=None)
+        paused = pause_collector(len(records))
+        try:
+            out, fresh = self._fold_tails(records, bases, behind, tails, shared)
+        finally:
+            resume_collector(paused)
+        if fresh:
+            await backend.save_head_states(fresh)
+        return out
+
+    def _trusted_heads(
+        self, records: Sequence[SessionRecord], heads: Mapping[str, HeadState]
+    ) -> tuple[dict[str, tuple[int, dict[str, Any]]], list[str]]:
+        """The decoded head states the listing may start from, and the sessions (with events)
+        that have none."""
+        key = self._backend.signing_key
         bases: dict[str, tuple[int, dict[str, Any]]] = {}
         unheaded: list[str] = []
         for record in records:
@@ -389,22 +427,16 @@ class StateFolder:
                     pass  # a cache: fold the log instead (evs verify names the row)
             if record.version > 0:
                 unheaded.append(sid)
-        if unheaded:
-            for sid, (seq, data) in (await backend.load_snapshots(unheaded)).items():
-                bases[sid] = (seq, snapshot_state(data, session_id=sid, seq=seq))
-        behind = {r.session_id: bases[r.session_id][0] if r.session_id in bases else 0
-                  for r in records
-                  if r.version > (bases[r.session_id][0] if r.session_id in bases else 0)}
-        tails = await backend.read_many(behind) if behind else {}
-        shared: dict[tuple[str, str | None], dict[str, Any]] = {}
-        wanted: dict[str, dict[str | None, None]] = {}
-        for record in records:
-            wanted.setdefault(record.app_name, {None: None})[record.user_id] = None
-        for app_name, users in wanted.items():
-            heads_of = await backend.read_shared_heads(app_name=app_name, user_ids=list(users))
-            for user_id, (scope_snapshot, entries) in heads_of.items():
-                shared[(app_name, user_id)] = await self._fold_scope(
-                    app_name, user_id, scope_snapshot, entries, session_id=None)
+        return bases, unheaded
+
+    def _fold_tails(
+        self, records: Sequence[SessionRecord], bases: dict[str, tuple[int, dict[str, Any]]],
+        behind: Mapping[str, int], tails: Mapping[str, list[StoredEvent]],
+        shared: Mapping[tuple[str, str | None], dict[str, Any]],
+    ) -> tuple[list[dict[str, Any]], dict[str, HeadState]]:
+        """Each session's merged state (its base, its tail folded, the shared state on top)
+        and the head states to save for the sessions whose tail was folded."""
+        key = self._backend.signing_key
         fresh: dict[str, HeadState] = {}
         out: list[dict[str, Any]] = []
         for record in records:
@@ -427,9 +459,7 @@ class StateFolder:
             state.update(shared[(record.app_name, None)])
             state.update(shared[(record.app_name, record.user_id)])
             out.append(state)
-        if fresh:
-            await backend.save_head_states(fresh)
-        return out
+        return out, fresh
 
     async def _position_of(self, session_id: str, seq: int) -> int:
         rows = await self._backend.read(
