@@ -117,7 +117,12 @@ async def test_keyed_store_ignores_an_unsigned_head_state(store_factory: StoreFa
     # Written behind the store's back, for the right event but without the key's MAC.
     await store.backend.save_head_states({"s": HeadState(
         seq=1, chain_hash=last.chain_hash, state=orjson.dumps({"k": "forged"}))})
+    counts = _count_event_reads(store)
     assert (await _check(store))["s"] == {"k": 1}
+    assert counts == [1]  # the forged row was not used: the log was folded, and signed again
+    counts.clear()
+    assert (await _check(store))["s"] == {"k": 1}
+    assert counts == []  # the store's own signed row is used
 
 
 async def test_unkeyed_store_ignores_a_head_state_of_another_event(store: EventStore) -> None:
