@@ -1,7 +1,7 @@
 """Benchmark listing 10,000 sessions with their state, through the store and through ADK.
 
     flock /tmp/bench.lock .venv/bin/python scripts/bench_list.py [--sessions N] [--rounds R]
-        [--postgres URL | --no-postgres]
+        [--postgres URL | --no-postgres] [--no-sqlite] [--postgres-dbs EVS,ADK]
 
 On SQLite (a file in a temporary directory) and PostgreSQL (a private database, dropped after),
 ``--sessions`` sessions of one app over 100 users are made through ADK's API
@@ -115,21 +115,23 @@ async def _sqlite(tmp: Path, sessions: int, rounds: int) -> None:
         await _bench("SQLite", store, adk, floor, sessions, rounds)
 
 
-async def _postgres(url: str, sessions: int, rounds: int) -> None:
+async def _postgres(url: str, sessions: int, rounds: int,
+                    reuse: list[str] | None = None) -> None:
     import asyncpg
 
     dsn = url.replace("postgresql+asyncpg://", "postgresql://")
     admin = await asyncpg.connect(dsn.rsplit("/", 1)[0] + "/postgres")
-    names = [f"evs_list_{uuid.uuid4().hex[:8]}", f"adk_list_{uuid.uuid4().hex[:8]}"]
-    for name in names:
+    names = reuse or [f"evs_list_{uuid.uuid4().hex[:8]}", f"adk_list_{uuid.uuid4().hex[:8]}"]
+    for name in [] if reuse else names:
         await admin.execute(f'CREATE DATABASE "{name}"')
     base = url.rsplit("/", 1)[0]
     try:
         adk = DatabaseSessionService(f"{base}/{names[1]}".replace(
             "postgresql://", "postgresql+asyncpg://"))
         async with await open_store(f"{base}/{names[0]}", auto_upgrade=True) as store:
-            await _populate(adk, sessions)
-            await _populate(EventStoreSessionService(store), sessions)
+            if not reuse:
+                await _populate(adk, sessions)
+                await _populate(EventStoreSessionService(store), sessions)
             conn = await asyncpg.connect(dsn.rsplit("/", 1)[0] + "/" + names[0])
             try:
                 async def floor() -> None:
@@ -141,7 +143,7 @@ async def _postgres(url: str, sessions: int, rounds: int) -> None:
                 await conn.close()
         await adk.close() if hasattr(adk, "close") else None
     finally:
-        for name in names:
+        for name in [] if reuse else names:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
 
@@ -152,11 +154,17 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--postgres-dbs", metavar="EVS,ADK",
+                        help="list two already populated databases (ours, ADK's; kept) "
+                        "instead of making and populating new ones")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        await _sqlite(Path(tmp), args.sessions, args.rounds)
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory() as tmp:
+            await _sqlite(Path(tmp), args.sessions, args.rounds)
     if not args.no_postgres:
-        await _postgres(args.postgres, args.sessions, args.rounds)
+        reuse = args.postgres_dbs.split(",") if args.postgres_dbs else None
+        await _postgres(args.postgres, args.sessions, args.rounds, reuse)
 
 
 if __name__ == "__main__":
