@@ -116,6 +116,8 @@ async def compact(
     author: str = "user",
     invocation_id: str = "",
     agent_name: str | None = None,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> Event:
     """Compact ``session_id`` up to ``upto`` (default: the newest seq no open item forbids) and
     return the compaction event appended.
@@ -126,12 +128,16 @@ async def compact(
     ``upto`` outside the log or not past the previous compaction, RuntimeUsageError without a
     summary or summarizer, ConcurrencyError when the session moved meanwhile; nothing is
     written then. Reads the events after the previous compaction (the whole log the first
-    time).
+    time). ``app_name``/``user_id`` pick the session when several apps or users hold its id
+    (else AmbiguousSessionError).
     """
     if summary is None and summarizer is None:
         raise RuntimeUsageError(
             "compact() needs a summary (text or Content) or a summarizer to make one.")
-    log, _ = await decision_log(store, session_id, agent_name=agent_name)
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    app_name, user_id = info.app_name, info.user_id
+    log, _ = await decision_log(store, session_id, agent_name=agent_name, app_name=app_name,
+                                user_id=user_id)
     version = log[-1].seq if log and log[-1].seq is not None else 0
     open_seq, open_call = open_item_seq(log, agent_name=agent_name)
     allowed = open_seq - 1 if open_seq else version
@@ -146,14 +152,16 @@ async def compact(
             max_upto=max(allowed, 0))
     if summary is None:
         assert summarizer is not None
-        history = await store.read_compacted(session_id, upto=version)
+        history = await store.read_compacted(session_id, upto=version, app_name=app_name,
+                                             user_id=user_id)
         previous = history.summary
         start = previous.end_seq if previous is not None else 0
         covered = [e for e in history.events if start < (e.seq or 0) <= target]
         summary = await summarizer.summarize(
             SummaryRequest(session_id=session_id, previous=previous, events=tuple(covered)))
     return await store.compact(session_id, upto=target, summary=summary, author=author,
-                               invocation_id=invocation_id, expected_version=version)
+                               invocation_id=invocation_id, expected_version=version,
+                               app_name=app_name, user_id=user_id)
 
 
 def estimated_tokens(contents: Sequence[Content]) -> int:
@@ -202,7 +210,8 @@ async def compact_if_due(ctx: InvocationContext) -> bool:
     record = compaction.actions.compaction if compaction is not None else None
     if not compaction_due(config, events, record.summary if record is not None else None):
         return False
-    log, _ = await decision_log(ctx.store, ctx.session_id, agent_name=ctx.agent.name)
+    log, _ = await decision_log(ctx.store, ctx.session_id, agent_name=ctx.agent.name,
+                                app_name=ctx.app_name, user_id=ctx.user_id)
     open_seq, _ = open_item_seq(log, agent_name=ctx.agent.name)
     target = min(ctx.version, open_seq - 1) if open_seq else ctx.version
     previous_end = record.end_seq if record is not None else 0

@@ -301,7 +301,9 @@ class InvocationContext:
                     e.actions.compaction is not None for e in self._cache):
                 self._compacted = (None, list(self._cache))
             else:
-                history = await self.store.read_compacted(self.session_id, upto=self.version)
+                history = await self.store.read_compacted(
+                    self.session_id, upto=self.version, app_name=self.app_name,
+                    user_id=self.user_id)
                 self._compacted = (history.compaction, list(history.events))
         return self._compacted
 

@@ -52,33 +52,44 @@ _PLAN_ATTEMPTS = 3
 
 
 class StoreArtifactService:
-    """The ``ArtifactService`` of one session over the store's versioned artifacts."""
+    """The ``ArtifactService`` of one session over the store's versioned artifacts.
 
-    def __init__(self, store: EventStore, session_id: str) -> None:
+    ``app_name``/``user_id`` address the session when given (needed when several apps or users
+    hold its id)."""
+
+    def __init__(self, store: EventStore, session_id: str, *, app_name: str | None = None,
+                 user_id: str | None = None) -> None:
         self._store = store
         self._session_id = session_id
+        self._app_name = app_name
+        self._user_id = user_id
 
     async def save(self, filename: str, data: bytes, mime_type: str) -> int:
         """Save a new version in the store and return it."""
         return await self._store.save_artifact(
-            self._session_id, filename, data, mime_type=mime_type
+            self._session_id, filename, data, mime_type=mime_type, app_name=self._app_name,
+            user_id=self._user_id,
         )
 
     async def load(self, filename: str, version: int | None = None) -> bytes | None:
         """Return the bytes of a version (newest by default), ``None`` when absent."""
         try:
-            found = await self._store.load_artifact(self._session_id, filename, version=version)
+            found = await self._store.load_artifact(self._session_id, filename, version=version,
+                                                    app_name=self._app_name,
+                                                    user_id=self._user_id)
         except ArtifactNotFoundError:
             return None
         return found.data
 
     async def list(self) -> list[str]:
         """Return the session's and its user's artifact filenames, sorted."""
-        return sorted(await self._store.list_artifacts(self._session_id))
+        return sorted(await self._store.list_artifacts(
+            self._session_id, app_name=self._app_name, user_id=self._user_id))
 
     async def latest_versions(self) -> dict[str, int]:
         """Return filename -> newest version of the session's and its user's artifacts."""
-        listed = await self._store.list_artifacts(self._session_id)
+        listed = await self._store.list_artifacts(
+            self._session_id, app_name=self._app_name, user_id=self._user_id)
         return {name: max(versions) for name, versions in sorted(listed.items()) if versions}
 
 
@@ -202,7 +213,8 @@ class Runner:
             version=info.version,
             invocation_id=invocation_id,
             branch=self.branch,
-            artifacts=StoreArtifactService(self.store, session_id),
+            artifacts=StoreArtifactService(self.store, session_id, app_name=self.app_name,
+                                           user_id=user_id),
             metadata=metadata,
             observers=self.observers,
             append_observers=observing(self.agent.plugins, "after_append"),
@@ -288,6 +300,8 @@ class Runner:
             invocation_id=ctx.invocation_id,
             state=await ctx.state(),
             artifacts=ctx.artifacts,
+            app_name=self.app_name,
+            user_id=user_id,
         )
 
     # -- the loop ------------------------------------------------------------------------------
@@ -611,8 +625,8 @@ async def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending)
     asked_by_children: tuple[str, ...] = ()
     if step.pending_call_ids:
         asked_by_children = await child_confirmation_ids(
-            ctx.store, ctx.session_id, step.pending_call_ids
-        )
+            ctx.store, ctx.session_id, step.pending_call_ids, app_name=ctx.app_name,
+            user_id=ctx.user_id)
     if step.confirmation_call_ids or asked_by_children:
         ending.status = "paused_for_confirmation"
         ending.pending = (*step.confirmation_call_ids, *asked_by_children)

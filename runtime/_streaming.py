@@ -116,6 +116,8 @@ class LiveToolStream:
         invocation_id: str = "",
         state: Mapping[str, Any] | None = None,
         artifacts: ArtifactService | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
     ) -> None:
         table = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
         self._tools = table
@@ -124,6 +126,8 @@ class LiveToolStream:
         self._invocation_id = invocation_id
         self._state = state if state is not None else {}
         self._artifacts = artifacts
+        self._app_name = app_name
+        self._user_id = user_id
         self._queue: asyncio.Queue[LiveChunk | _Ended] = asyncio.Queue()
         self._active: dict[str, _Active] = {}
         self._cancelled: set[str] = set()
@@ -152,6 +156,8 @@ class LiveToolStream:
             invocation_id=self._invocation_id,
             agent_name=self._agent_name,
             session_id=self._session_id,
+            app_name=self._app_name,
+            user_id=self._user_id,
             state=self._state,
             artifacts=self._artifacts,
         )

@@ -1,6 +1,6 @@
 """Long histories: what a run loads from a 1,000,000-event session costs what it returns.
 
-    .venv/bin/python scripts/bench_long.py [--events 1000000] [--backends sqlite,postgres]
+    .venv/bin/python scripts/bench_long.py [--events 1000000] [--backends sqlite,postgres,adk]
 
 For each backend a *long* session of ``--events`` realistic agent events (``_bench_events``:
 model calls, tool responses with nested results and state deltas, text turns) is built through
@@ -19,17 +19,26 @@ the ratio (target: within 2x). The reads:
 Each read opens the store first (not timed, its rows not counted): the peak RSS includes the
 interpreter and the imports, the same for every read.
 
-PostgreSQL uses a private database on ``--pg-url``'s server, dropped afterwards. Exit status 1
-when a ratio misses its target.
+PostgreSQL uses a private database on ``--pg-url``'s server, dropped afterwards.
+
+The ``adk`` section (``--adk-events``, default 100,000) builds the same ADK history, with an ADK
+compaction event 1,000 events from the end, in ADK's ``DatabaseSessionService`` (rows of its own
+schema, in batches) and in our ``EventStoreSessionService`` (both SQLite files), then times
+``get_session`` through each service's API, alternating rounds: median, spread, the rows ours
+read, and the ratio (target: ours at least 20x faster).
+
+Exit status 1 when a ratio misses its target.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -205,6 +214,153 @@ def section(name: str, url: str, size: int, file: Path | None) -> bool:
     return ok
 
 
+# --- ADK get_session with a compaction: ours against ADK's DatabaseSessionService ---------
+
+ADK_TAIL = 1000
+"""The ADK compaction is event ``N - ADK_TAIL`` (0-based); it covers every event before it."""
+ADK_ROUNDS = 5
+
+
+def _adk_history(size: int) -> list[Any]:
+    """``size`` ADK events of a tool-using conversation (call, response, answer, in turn),
+    timestamps a millisecond apart, the one at ``size - ADK_TAIL`` an ADK compaction
+    (``EventActions.compaction``) of every event before it."""
+    from google.adk.events import Event as AdkEvent
+    from google.adk.events.event_actions import EventActions, EventCompaction
+    from google.genai import types
+
+    base = time.time() - size / 1000 - 60
+    events: list[Any] = []
+    cut = size - ADK_TAIL
+    for i in range(size):
+        ts = base + i / 1000
+        if i == cut:
+            events.append(AdkEvent(
+                invocation_id=f"inv-{i // 3}", author="user", timestamp=ts,
+                actions=EventActions(compaction=EventCompaction(
+                    start_timestamp=base, end_timestamp=base + (cut - 1) / 1000,
+                    compacted_content=types.Content(role="model", parts=[types.Part(
+                        text="The user asked for the weather in Paris again and again; "
+                             "it was 22 degrees and sunny each time.")])))))
+            continue
+        call_id = f"adk-call-{i // 3}"
+        if i % 3 == 0:
+            part = types.Part(function_call=types.FunctionCall(
+                id=call_id, name="get_weather", args={"city": "Paris", "units": "metric"}))
+            role = "model"
+        elif i % 3 == 1:
+            part = types.Part(function_response=types.FunctionResponse(
+                id=call_id, name="get_weather",
+                response={"city": "Paris", "temperature_c": 22, "condition": "sunny"}))
+            role = "user"
+        else:
+            part = types.Part(text="It is 22 degrees and sunny in Paris today.")
+            role = "model"
+        events.append(AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
+                               timestamp=ts, content=types.Content(role=role, parts=[part])))
+    return events
+
+
+async def _build_adk_database(url: str, events: list[Any]) -> Any:
+    """ADK's DatabaseSessionService with the history: the session through ``create_session``,
+    the events as rows of its own schema (``StorageEvent.from_event``), 5,000 to a
+    transaction through its own session factory: ``append_event`` one by one would take
+    most of an hour at 100,000 events."""
+    from google.adk.sessions import DatabaseSessionService
+
+    service = DatabaseSessionService(url)
+    session = await service.create_session(app_name="bench", user_id="u", session_id="adk")
+    schema = service._get_schema_classes()
+    for lo in range(0, len(events), 5000):
+        async with service.database_session_factory() as sql:
+            sql.add_all([schema.StorageEvent.from_event(session, e)
+                         for e in events[lo:lo + 5000]])
+            await sql.commit()
+    return service
+
+
+async def _build_adk_ours(path: str, events: list[Any]) -> Any:
+    """Our EventStoreSessionService with the same history: the events before the compaction
+    through the store's batch append of the adapter's own conversion (``from_adk_event``),
+    the compaction through ``append_event`` (which makes it native), the rest batched."""
+    from eventstore.integrations._adk_sessions import from_adk_event
+    from eventstore.integrations.adk import EventStoreSessionService
+
+    service = EventStoreSessionService(path)
+    await service.create_session(app_name="bench", user_id="u", session_id="adk")
+    store = await service.store()
+    cut = len(events) - ADK_TAIL
+    for lo in range(0, cut, BATCH):
+        await store.append("adk", [from_adk_event(e) for e in events[lo:min(cut, lo + BATCH)]],
+                           expected_version=None, app_name="bench", user_id="u")
+    from google.adk.sessions.base_session_service import GetSessionConfig
+
+    head = await service.get_session(app_name="bench", user_id="u", session_id="adk",
+                                     config=GetSessionConfig(num_recent_events=1))
+    assert head is not None
+    await service.append_event(head, events[cut])
+    await store.append("adk", [from_adk_event(e) for e in events[cut + 1:]],
+                       expected_version=None, app_name="bench", user_id="u")
+    return service
+
+
+def adk_section(tmp: Path, size: int) -> bool:
+    """Build the same ADK history in both services, then time ``get_session`` (no config)
+    on each, alternating, ``ADK_ROUNDS`` rounds; print median, spread and the ratio."""
+    async def run() -> bool:
+        events = _adk_history(size)
+        started = time.perf_counter()
+        theirs = await _build_adk_database(f"sqlite+aiosqlite:///{tmp / 'adk-db.db'}", events)
+        built_theirs = time.perf_counter() - started
+        started = time.perf_counter()
+        ours = await _build_adk_ours(str(tmp / "adk-ours.db"), events)
+        built_ours = time.perf_counter() - started
+        del events
+        print(f"\nADK get_session, {size:,} events with a compaction at event "
+              f"{size - ADK_TAIL:,} (SQLite files): built DatabaseSessionService in "
+              f"{built_theirs:.1f} s, ours in {built_ours:.1f} s", flush=True)
+        rows = count_rows(await ours.store())
+        times: dict[str, list[float]] = {"DatabaseSessionService": [], "ours": []}
+        got: dict[str, int] = {}
+        read_rows = 0
+        try:
+            for _ in range(ADK_ROUNDS):
+                for name, service in (("DatabaseSessionService", theirs), ("ours", ours)):
+                    # Each read starts from the same heap: the previous read's session is
+                    # dropped and collected first, else the cyclic GC walks the other
+                    # service's 100,000 live events during this one's allocations.
+                    gc.collect()
+                    before = rows()
+                    started = time.perf_counter()
+                    session = await service.get_session(app_name="bench", user_id="u",
+                                                        session_id="adk")
+                    times[name].append(time.perf_counter() - started)
+                    assert session is not None
+                    got[name] = len(session.events)
+                    del session
+                    if name == "ours":
+                        read_rows = rows() - before
+        finally:
+            await theirs.close()
+            await ours.close()
+        if got["DatabaseSessionService"] != size:
+            raise SystemExit(f"DatabaseSessionService returned {got['DatabaseSessionService']}"
+                             f" events, not {size}")
+        for name, spent in times.items():
+            spent.sort()
+            print(f"  {name:<24} median {statistics.median(spent) * 1000:9.1f} ms "
+                  f"(min {spent[0] * 1000:.1f}, max {spent[-1] * 1000:.1f}), "
+                  f"{got[name]:,} events returned", flush=True)
+        print(f"  ours read {read_rows:,} rows (the compaction, the {ADK_TAIL - 1:,} events "
+              "after it, the session)")
+        ratio = (statistics.median(times["DatabaseSessionService"])
+                 / statistics.median(times["ours"]))
+        print(f"  ours {ratio:.1f}x faster ({'ok' if ratio >= 20 else 'MISSED'}: target 20x)")
+        return ratio >= 20
+
+    return asyncio.run(run())
+
+
 async def _pg_bytes(url: str) -> int:
     import asyncpg
 
@@ -231,7 +387,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000,
                         help="events of the long session (default 1,000,000)")
-    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--backends", default="sqlite,postgres,adk",
+                        help="sections to run: sqlite, postgres, adk (ADK get_session)")
+    parser.add_argument("--adk-events", type=int, default=100_000,
+                        help="events of the ADK session (default 100,000)")
     parser.add_argument("--pg-url", default=DEFAULT_PG)
     parser.add_argument("--read", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -242,8 +401,8 @@ def main() -> None:
         result = asyncio.run(one_read(args.url, args.read, args.session))
         Path(args.out).write_text(json.dumps(result))
         return
-    if args.events <= TAIL:
-        raise SystemExit(f"--events must be more than {TAIL}")
+    if args.events <= TAIL or args.adk_events <= ADK_TAIL:
+        raise SystemExit(f"--events and --adk-events must be more than {TAIL}")
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):
@@ -258,6 +417,8 @@ def main() -> None:
                     ok = section("PostgreSQL", url, args.events, None) and ok
                 finally:
                     asyncio.run(_pg_admin(args.pg_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+            elif backend == "adk":
+                ok = adk_section(Path(tmp), args.adk_events) and ok
             else:
                 raise SystemExit(f"unknown backend {backend!r}")
     raise SystemExit(0 if ok else 1)

@@ -10,7 +10,8 @@ import) with ``SQLiteSessionOnOurStore``, our session behind ``SQLiteSession``'s
 ``SQLiteSession(id)`` (an in-memory database) becomes ``EventStoreSession(id)`` on a private
 ``memory://`` store, ``SQLiteSession(id, path)`` an ``EventStoreSession`` on an event-store
 SQLite file at ``path``. Extra arguments go to pytest (e.g. ``-k limit``, ``-x``); with none it
-runs ``tests/memory/test_session*.py``.
+runs ``tests/memory/test_session*.py`` and the two compaction-session tests that wrap a
+``SQLiteSession`` (``DEFAULT_TESTS``).
 
 Left out (``DESELECTED``, each with its reason): the tests that read or change
 ``SQLiteSession``'s private tables, locks and connections, or match its own error text —
@@ -43,6 +44,13 @@ DEFAULT_TESTS = (
     "tests/memory/test_session_context_wrapper.py",
     "tests/memory/test_session_limit.py",
     "tests/memory/test_session_persistence_sanitize.py",
+    # The SDK's compaction-session tests whose underlying session is a SQLiteSession (ours
+    # here): its OpenAIResponsesCompactionSession wrapping our session, restoring history
+    # after a cancelled compaction. The file's other tests use mocks or SimpleListSession.
+    *(f"tests/memory/test_openai_responses_compaction_session.py::"
+      f"TestOpenAIResponsesCompactionSession::{name}" for name in (
+          "test_cancel_restore_waits_for_mutation_lock_before_newer_writes",
+          "test_exception_restore_drains_when_compaction_is_cancelled")),
 )
 
 _PRIVATE = "reads or changes SQLiteSession's private tables, connections or locks"

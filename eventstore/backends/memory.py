@@ -312,10 +312,13 @@ class MemoryBackend:
         return (0, None) if head is None else (head.head_seq, head.head_hash)
 
     async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """See ``Backend.append``."""
         session = self._session(session_id)
+        if owner is not None and (session.record.app_name, session.record.user_id) != owner:
+            raise SessionNotFoundError(session_id)
         check_batch_ids(session_id, events)
         retried = check_retry(session_id, events, session.by_id)
         if retried is not None:

@@ -379,9 +379,16 @@ class Backend(Protocol):
         ...
 
     async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """Append ``events`` atomically at ``expected_version + 1 …`` (or at head when None).
+
+        ``owner`` (app, user): the session stored under ``session_id`` must be theirs, else
+        SessionNotFoundError and nothing is written — a key the façade cached may have been
+        given to another (app, user)'s session since another process deleted the one it
+        named. Checked in the append's own transaction on SQLite and in memory, and on
+        PostgreSQL's locked path (its one-statement path does not see it).
 
         Returns the stored envelopes. Re-appending events whose ids are all stored with identical
         payloads returns the stored envelopes and writes nothing. Raises SessionNotFoundError,

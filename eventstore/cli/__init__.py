@@ -13,9 +13,12 @@ a non-zero exit status.
 from ._app import app, standalone
 from ._common import (
     DEFAULT_DB,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
+    address_flags,
     console,
     errors,
     open_existing,
@@ -24,6 +27,7 @@ from ._common import (
     prog,
     run,
     run_app,
+    shared_address,
 )
 from ._exchange import Export, ExportedArtifact, ExportFormatError, dump_artifact, parse_export
 from ._inspect import confirm_command
@@ -34,6 +38,7 @@ from ._verify import Finding
 
 __all__ = [
     "DEFAULT_DB",
+    "AppOption",
     "CliError",
     "DbOption",
     "Export",
@@ -42,6 +47,8 @@ __all__ = [
     "Finding",
     "JsonOption",
     "Timeline",
+    "UserOption",
+    "address_flags",
     "analyze",
     "app",
     "confirm_command",
@@ -58,6 +65,7 @@ __all__ = [
     "prog",
     "run",
     "run_app",
+    "shared_address",
     "short_json",
     "verify_session",
 ]

@@ -30,6 +30,7 @@ from eventstore.store.facade import EventStore
 
 from .._exceptions import AmbiguousSessionError, CorruptEventError, EventStoreError
 from .._open import open_store, resolve_url
+from .._session import SessionInfo
 
 __all__ = [
     "DEFAULT_DB",
@@ -45,6 +46,7 @@ __all__ = [
     "JsonOption",
     "Paged",
     "UserOption",
+    "address_flags",
     "console",
     "errors",
     "fail",
@@ -56,6 +58,7 @@ __all__ = [
     "require_file",
     "run",
     "run_app",
+    "shared_address",
     "sqlite_path",
     "stdout_closed",
 ]
@@ -98,6 +101,20 @@ UserOption = Annotated[str | None, typer.Option(
     "have a session with this id).")]
 
 T = TypeVar("T")
+
+
+def address_flags(app_name: str | None, user_id: str | None) -> str:
+    """`` --app APP --user USER`` (shell-quoted; each only when given): what a command the CLI
+    prints adds so that it names the same session as the command that printed it."""
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in (
+        ("--app", app_name), ("--user", user_id)) if value is not None)
+
+
+async def shared_address(store: EventStore, info: SessionInfo) -> str:
+    """``address_flags`` of the session ``info`` describes when another app or user holds its
+    id too (a printed command with the bare id would be refused as ambiguous), else ``""``."""
+    held = await store.backend.find_sessions(info.id, app_name=None, user_id=None)
+    return address_flags(info.app_name, info.user_id) if len(held) > 1 else ""
 
 
 class Command(TyperCommand):

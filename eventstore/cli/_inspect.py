@@ -40,6 +40,7 @@ from ._common import (
     printable,
     prog,
     run,
+    shared_address,
     stdout_closed,
 )
 from ._render import compaction_text, event_entry, print_event, print_events, short_json
@@ -69,10 +70,11 @@ SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=Fals
                                            metavar="SESSION_ID")]
 
 
-def confirm_command(db: str, session_id: str) -> str:
-    """Return the start of the ``evs confirm`` command for this database and session."""
+def confirm_command(db: str, session_id: str, *, address: str = "") -> str:
+    """Return the start of the ``evs confirm`` command for this database and session;
+    ``address`` (``address_flags``) picks the session when others hold its id too."""
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
-    return f"{prog()} confirm{flag} {shlex.quote(session_id)}"
+    return f"{prog()} confirm{flag}{address} {shlex.quote(session_id)}"
 
 
 def _stamp(timestamp: float) -> str:
@@ -221,9 +223,11 @@ def show(
             # Read, checked and printed a page at a time: the cost is what is printed.
             reading = await open_show(store, session_id, since=since, last=last,
                                       app_name=app, user_id=user)
+            command = confirm_command(db, session_id,
+                                      address=await shared_address(store, reading.info))
             pager = Paged()
             try:
-                await _print_show(pager, reading, command=confirm_command(db, session_id))
+                await _print_show(pager, reading, command=command)
             finally:
                 await asyncio.to_thread(pager.close)
 
@@ -575,7 +579,7 @@ def tail(
 
     async def follow(store: EventStore, info: SessionInfo, start: int, seen: list[Event]) -> int:
         out = console()
-        command = confirm_command(db, session_id)
+        command = confirm_command(db, session_id, address=await shared_address(store, info))
         count = 0
         async for event in store.subscribe(session_id, after=start, poll_interval=poll,
                                            app_name=info.app_name, user_id=info.user_id):

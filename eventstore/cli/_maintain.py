@@ -302,11 +302,12 @@ def verify(
 
 
 async def _write_export(
-    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None
+    store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None,
+    app_name: str | None = None,
 ) -> None:
-    """Write the export of ``session_id`` (of ``user_id`` when given) at its current version
-    to ``sink`` (``eventstore._export``), with progress on a terminal."""
-    info = await store.session_info(session_id, user_id=user_id)
+    """Write the export of ``session_id`` (of ``app_name``'s ``user_id`` when given) at its
+    current version to ``sink`` (``eventstore._export``), with progress on a terminal."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
     record = await store.backend.get_session(key)
     if record is None:
@@ -350,7 +351,9 @@ def export(
                                                  "(http://host:4318 or its /v1/traces URL) "
                                                  "instead of writing JSON.")] = None,
     app_name: Annotated[str | None, typer.Option("--app", metavar="APP",
-                                                 help="otlp: every session of this app "
+                                                 help="jsonl: the session's app (needed when "
+                                                 "several apps or users have a session with "
+                                                 "this id); otlp: every session of this app "
                                                  "(instead of SESSION_ID).")] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="DATE",
                                               help="otlp: only invocations active at or after "
@@ -381,7 +384,7 @@ def export(
                                  since=cutoff)
             else:
                 assert session_id is not None
-                await _write_export(store, session_id, sink, user_id=user)
+                await _write_export(store, session_id, sink, user_id=user, app_name=app_name)
 
     if endpoint is not None:
 

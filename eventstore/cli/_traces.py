@@ -36,8 +36,9 @@ def check_otlp_options(*, otlp: bool, session_id: str | None, app: str | None,
                        since: str | None, endpoint: str | None, output: object) -> None:
     """CliError (usage) for a combination of export options that does not fit together."""
     if not otlp:
-        extra = [name for name, value in (("--app", app), ("--since", since),
-                                          ("--endpoint", endpoint)) if value is not None]
+        # With jsonl, --app is the session's app (it picks one of several holding the id).
+        extra = [name for name, value in (("--since", since), ("--endpoint", endpoint))
+                 if value is not None]
         if extra:
             raise CliError(f"{', '.join(extra)} only apply to --format otlp.", code=EXIT_USAGE)
         if session_id is None:

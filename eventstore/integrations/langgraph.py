@@ -166,9 +166,6 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         self._owns_loop = not isinstance(url_or_store, EventStore)
         self._home = Home(own=self._owns_loop)
         self.app_name = app_name
-        # Threads are sessions of (app_name, "langgraph"): another app's or user's session
-        # with the same id is a different session.
-        self._address: dict[str, str] = {"app_name": app_name, "user_id": _USER}
         self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -360,7 +357,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if index is not None and index.seq:
             try:
                 events = await store.read_mappings(thread_id, after=index.seq - 1, compact=True,
-                                                   **self._address)
+                                                   app_name=self.app_name, user_id=_USER)
             except SessionNotFoundError:
                 return self._keep(thread_id, ThreadIndex())
             if events and events[0]["seq"] == index.seq and events[0]["id"] == index.last_id:
@@ -374,12 +371,13 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         store = await self._store()
         index = ThreadIndex()
         try:
-            await store.session_info(thread_id, **self._address)
+            await store.session_info(thread_id, app_name=self.app_name, user_id=_USER)
         except SessionNotFoundError:
             return self._keep(thread_id, index)
         index.exists = True
         try:
-            events = await store.read_mappings(thread_id, compact=True, **self._address)
+            events = await store.read_mappings(thread_id, compact=True,
+                                               app_name=self.app_name, user_id=_USER)
         except SessionNotFoundError:
             return self._keep(thread_id, ThreadIndex())
         for event in events:
@@ -417,7 +415,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         while seq is None:
             try:
                 seq = (await store.append(thread_id, [event], expected_version=None,
-                                          **self._address))[0].seq
+                                          app_name=self.app_name, user_id=_USER))[0].seq
             except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
                 self._threads.pop(thread_id, None)  # that index described the old session
                 index = ThreadIndex()
@@ -602,7 +600,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
     async def _delete_thread(self, thread_id: str) -> None:
         if await self._owned(thread_id):
             with contextlib.suppress(SessionNotFoundError):
-                await (await self._store()).delete_session(thread_id, **self._address)
+                await (await self._store()).delete_session(
+                    thread_id, app_name=self.app_name, user_id=_USER)
         self._threads.pop(thread_id, None)
 
     async def _drop(self, thread_id: str, index: ThreadIndex, entries: builtins.list[Entry],
@@ -626,8 +625,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if not await self._owned(source):
             return
         store = await self._store()
-        head = await store.version(source, **self._address)
-        await store.fork(source, at=head, new_session_id=target, **self._address)
+        head = await store.version(source, app_name=self.app_name, user_id=_USER)
+        await store.fork(source, at=head, new_session_id=target,
+                         app_name=self.app_name, user_id=_USER)
         self._threads.pop(target, None)
 
     async def _prune(self, thread_ids: builtins.list[str], strategy: str) -> None:

@@ -18,11 +18,16 @@ the items keep the SDK's ids exactly.
 The items at head are read newest first and the read stops at the newest *clear* or once
 ``limit`` items are found: a read costs what it returns (plus the pops it skips), never a replay
 of the whole log. A full ``get_items()`` also keeps the items at head in memory, as their JSON
-bytes, with the seq and id of the newest event it has seen (``_HeadCache``): the next read asks
+bytes, with the seq and id of the newest event it has seen (``HeadCache``): the next read asks
 the log only for the events after that seq (plus that event, to check the cache still describes
 this log — a deleted and re-created session does not match) and applies them. The cache is only
 ever derived from the log: folding the events after its seq onto it gives what a fresh read of
 the log gives (``tests/eventstore/test_contract_openai_agents.py`` checks it).
+
+Compaction without deleting anything (``_openai_compaction``): ``run_compaction`` (the SDK's
+``OpenAIResponsesCompactionAwareSession`` protocol, which the Runner calls after each turn) and
+``compact`` record a compaction event followed by the summary items; reads stop at it as at a
+clear, so the items at head are the summary plus what came after, and the log keeps the rest.
 """
 
 from __future__ import annotations
@@ -37,23 +42,24 @@ except ImportError as exc:  # pragma: no cover - exercised on machines without t
 
 import contextlib
 import dataclasses
-import math
+import logging
 import os
 from collections import Counter
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
-import orjson
-from pydantic_core import to_jsonable_python
+from agents.memory.openai_responses_compaction_session import (
+    default_should_trigger_compaction,
+    select_compaction_candidate_items,
+)
+from agents.run_internal.items import normalize_input_items_for_api
 
 from eventstore import (
+    Compaction,
     ConcurrencyError,
-    Content,
     Event,
+    EventActions,
     EventStore,
-    FunctionCall,
-    FunctionResponse,
-    Part,
     SessionExistsError,
     SessionNotFoundError,
     StoreClosedError,
@@ -62,237 +68,35 @@ from eventstore import (
 )
 
 from ._handle import StoreHandle
+from ._openai_compaction import (
+    CompactionRequest,
+    Compactor,
+    ResponsesCompactor,
+    summary_content,
+    unanswered_calls,
+)
+from ._openai_items import (
+    CACHE_NAME,
+    METADATA_KEY,
+    HeadCache,
+    SessionItemError,
+    call_id_of,
+    mirrored_call_id,
+    native_mirror,
+    plain_item,
+)
 
 __all__ = [
-    "CACHE_NAME", "METADATA_KEY", "EventStoreSession", "SessionItemError", "mirrored_call_id",
+    "CACHE_NAME", "METADATA_KEY", "CompactionRequest", "Compactor", "EventStoreSession",
+    "ResponsesCompactor", "SessionItemError", "mirrored_call_id",
 ]
 
-METADATA_KEY = "openai_agents"
-"""Key in ``Event.custom_metadata`` of what an event means to the session (see the module)."""
+logger = logging.getLogger("eventstore.integrations.openai_agents")
 
 _PAGE = 512
 _NONE: dict[str, Any] = {}
-CACHE_NAME = "openai_agents.items.v1"
-"""Name of the store cache (``EventStore.save_cache``) of a session's items at head."""
 _SAVE_AFTER = 256
 """A full read that had to fold this many events or more saves the store cache."""
-
-
-class _HeadCache:
-    """The items at head of one session at ``version`` (by seq, oldest first; parsed from the
-    log and never handed out: callers get copies), and the id of the event at ``version``:
-    rebuildable at any time from the log. Loaded from the store's cache (``from_bytes``), the
-    items are parsed once and that parse is handed to the first full read (nobody else holds
-    it); the by-seq mapping is built only when a change needs it."""
-
-    __slots__ = ("_blob", "_fresh", "_items", "_seqs", "event_id", "version")
-
-    def __init__(self, items: dict[int, Any] | None, version: int, event_id: str, *,
-                 seqs: list[int] | None = None, blob: bytes | None = None,
-                 fresh: list[Any] | None = None) -> None:
-        self._items = items
-        self._fresh = fresh
-        self._seqs = seqs
-        self._blob = blob
-        self.version = version
-        self.event_id = event_id
-
-    @property
-    def items(self) -> dict[int, Any]:
-        """The items by seq, parsed on first use."""
-        if self._items is None:
-            assert self._seqs is not None
-            assert self._blob is not None
-            parsed = orjson.loads(self._blob) if self._fresh is None else self._fresh
-            self._items = dict(zip(self._seqs, parsed, strict=True))
-            self._seqs = None
-            self._fresh = None
-        return self._items
-
-    def apply(self, event: dict[str, Any]) -> None:
-        """Fold one newer event (``read_mappings(compact=True)``) onto the cache."""
-        self.version = event["seq"]
-        self.event_id = event["id"]
-        meaning = event.get("m", _NONE).get(METADATA_KEY)
-        if not isinstance(meaning, dict):
-            return
-        items = self.items
-        self._blob = None
-        if meaning.get("clear") is True:
-            self._items = {}
-        elif "pop" in meaning:
-            items.pop(meaning["pop"], None)
-        elif "item" in meaning:
-            items[event["seq"]] = meaning["item"]  # parsed for this read: ours alone
-
-    def _items_blob(self) -> bytes:
-        if self._blob is None:
-            self._blob = orjson.dumps(list(self.items.values()))
-        return self._blob
-
-    def decoded(self, limit: int | None) -> list[Any]:
-        """Fresh copies of the newest ``limit`` items (all when None), oldest first: one JSON
-        array written (kept until the items change) and parsed, so callers may change what
-        they get."""
-        if limit is not None:
-            blob = orjson.dumps(list(self.items.values())[-limit:])
-        elif self._fresh is not None:
-            fresh, self._fresh = self._fresh, None
-            return fresh
-        else:
-            blob = self._items_blob()
-        items: list[Any] = orjson.loads(blob)
-        return items
-
-    def to_bytes(self) -> bytes:
-        """The cache as kept in the store (``EventStore.save_cache``): a JSON header
-        ``[event_id, [seq, ...]]``, a newline, the items' JSON array."""
-        seqs = self._seqs if self._items is None else list(self._items)
-        return orjson.dumps([self.event_id, seqs]) + b"\n" + self._items_blob()
-
-    @classmethod
-    def from_bytes(cls, version: int, data: bytes) -> _HeadCache | None:
-        """The cache ``to_bytes`` wrote at ``version``, or None when ``data`` is not one."""
-        header, sep, blob = data.partition(b"\n")
-        try:
-            event_id, seqs = orjson.loads(header)
-            items = orjson.loads(blob)
-        except (orjson.JSONDecodeError, TypeError, ValueError):
-            return None
-        if (not sep or not isinstance(event_id, str) or not isinstance(seqs, list)
-                or not isinstance(items, list) or len(items) != len(seqs)
-                or not all(type(s) is int for s in seqs)):
-            return None
-        return cls(None, version, event_id, seqs=seqs, blob=blob, fresh=items)
-
-
-class SessionItemError(StoreUsageError, TypeError):
-    """Items given to ``add_items`` that cannot be stored as given: not a list of mappings, or
-    holding a value JSON has no exact form for (an object, a set, bytes, a non-finite float, a
-    non-string key). A TypeError, as the SDK's own sessions raise for them, and a
-    StoreUsageError; nothing was stored. ``index`` is the offending item's position, ``path``
-    where in it the value sits (``"$.content[0]"``), when known."""
-
-    def __init__(self, message: str, *, index: int | None = None,
-                 path: str | None = None) -> None:
-        super().__init__(message)
-        self.index = index
-        self.path = path
-
-
-_SCALARS = (str, int, bool, type(None))
-_DEEP = 200
-"""Below this depth the walk stops; the event codec refuses deeper values (InvalidEventError)."""
-
-
-def _json_value(value: Any, index: int, path: str, depth: int = 0) -> Any:
-    """``value`` as JSON gives it back: itself, or a copy with tuples as lists (as
-    SQLiteSession's ``json.dumps`` stores them). Refuses what JSON has no exact form for
-    (``json.dumps`` refuses most of it; NaN and the infinities would come back as ``null``)."""
-    if isinstance(value, _SCALARS) or depth > _DEEP:
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise SessionItemError(
-                f"Session item {index} holds {value!r} at {path}, which JSON cannot keep.",
-                index=index, path=path)
-        return value
-    if isinstance(value, dict):
-        copy: dict[str, Any] | None = None
-        for key, inner in value.items():
-            if not isinstance(key, str):
-                raise SessionItemError(
-                    f"Session item {index} has the key {key!r} ({type(key).__name__}) at "
-                    f"{path}; JSON object keys are strings.", index=index, path=path)
-            plain = _json_value(inner, index, f"{path}.{key}", depth + 1)
-            if plain is not inner:
-                copy = dict(value) if copy is None else copy
-                copy[key] = plain
-        return value if copy is None else copy
-    if isinstance(value, (list, tuple)):
-        items = [_json_value(inner, index, f"{path}[{i}]", depth + 1)
-                 for i, inner in enumerate(value)]
-        if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
-            return value
-        return items
-    raise SessionItemError(
-        f"Session item {index} holds a {type(value).__name__} at {path}, which is not "
-        f"JSON-serializable ({value!r:.80}).", index=index, path=path)
-
-
-def _plain_item(item: Any, index: int) -> dict[str, Any]:
-    """The item as the JSON mapping that is stored (a pydantic model is dumped first)."""
-    if not isinstance(item, Mapping) and hasattr(item, "model_dump"):
-        try:
-            item = to_jsonable_python(item)
-        except ValueError as exc:  # PydanticSerializationError
-            raise SessionItemError(f"Session item {index} cannot be serialized: {exc}",
-                                   index=index) from exc
-    if not isinstance(item, Mapping):
-        raise SessionItemError(
-            f"Session items must be mappings (input items); item {index} is a "
-            f"{type(item).__name__}: {item!r:.80}.", index=index)
-    plain: dict[str, Any] = _json_value(dict(item), index, "$")
-    return plain
-
-
-def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict)]
-        joined = "".join(t for t in texts if isinstance(t, str))
-        return joined or None
-    return None
-
-
-def _call_id(item: dict[str, Any], kind: str) -> str | None:
-    """The SDK's call id of a ``function_call`` / ``function_call_output`` item of ``kind``."""
-    call_id = item.get("call_id")
-    return call_id if item.get("type") == kind and isinstance(call_id, str) else None
-
-
-def mirrored_call_id(call_id: str, event_id: str) -> str:
-    """The id under which the function call item of event ``event_id`` is mirrored.
-
-    The SDK's call ids may repeat within a session (a server that numbers each response's calls
-    ``call_0`` …, a session used again after ``clear_session``), and every reader of the log
-    pairs by call id, so the mirror adds the event's id (one item per event: unique in the
-    session by construction). The item itself keeps the SDK's id exactly.
-    """
-    return f"{call_id}@{event_id}"
-
-
-def _native(item: dict[str, Any], event_id: str,
-            answers: str | None = None) -> tuple[str, Content | None]:
-    """``(author, content)`` mirroring an item natively where the event model can; an output
-    mirrors as the response to the call mirrored as ``answers``."""
-    kind = item.get("type")
-    role = item.get("role")
-    call_id = _call_id(item, "function_call")
-    if call_id is not None:
-        raw = item.get("arguments")
-        try:
-            args = orjson.loads(raw) if isinstance(raw, str) else None
-        except orjson.JSONDecodeError:
-            args = None
-        call = FunctionCall(id=mirrored_call_id(call_id, event_id),
-                            name=str(item.get("name", "")),
-                            args=args if isinstance(args, dict) else {"arguments": raw})
-        return "assistant", Content(role="model", parts=(Part(function_call=call),))
-    call_id = _call_id(item, "function_call_output")
-    if call_id is not None:
-        output = FunctionResponse(id=answers or call_id, name=str(item.get("name", "")),
-                                  response={"output": item.get("output")})
-        return "user", Content(role="user", parts=(Part(function_response=output),))
-    if role in ("user", "system", "developer", "assistant") and (kind in (None, "message")):
-        text = _text_of(item.get("content"))
-        model = role == "assistant"
-        content = None if text is None else Content(
-            role="model" if model else "user", parts=(Part(text=text),)
-        )
-        return ("assistant" if model else "user"), content
-    return "assistant", None
 
 
 class EventStoreSession:
@@ -310,6 +114,14 @@ class EventStoreSession:
     own) and every method is one hop there; a given store is used on its own loop
     (``StoreHandle`` in ``eventstore.integrations._handle``). Bad input raises TypeError as
     the SDK's sessions do (``SessionItemError`` for items, which nothing stores).
+
+    Compaction (docs/frameworks.md): with a ``compactor`` (``ResponsesCompactor()`` calls
+    OpenAI's ``responses.compact``), the session is one the Runner compacts after a turn when
+    ``should_trigger_compaction`` (the SDK's hook and context; default: the SDK's own, 10
+    candidate items) says so, deferred past turns with local tool outputs as the SDK defers.
+    ``compact(items)`` records given summary items. Either way nothing is deleted: the
+    summary is a compaction event and item events after it, and ``get_items()`` returns the
+    summary items plus the items added since.
     """
 
     session_settings: SessionSettings | None
@@ -322,6 +134,8 @@ class EventStoreSession:
         *,
         app_name: str = "openai-agents",
         user_id: str = "default",
+        compactor: Compactor | None = None,
+        should_trigger_compaction: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
@@ -330,7 +144,11 @@ class EventStoreSession:
         self._handle = StoreHandle(url_or_store, home_loop=True)
         self._app_name = app_name
         self._user_id = user_id
-        self._cache: _HeadCache | None = None
+        self._cache: HeadCache | None = None
+        self.compactor = compactor
+        self.should_trigger_compaction = (should_trigger_compaction
+                                          or default_should_trigger_compaction)
+        self._deferred_response_id: str | None = None
 
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
@@ -352,7 +170,7 @@ class EventStoreSession:
                 meaning = event.get("m", _NONE).get(METADATA_KEY)
                 if not isinstance(meaning, dict):
                     continue
-                if meaning.get("clear") is True:
+                if meaning.get("clear") is True or "compaction" in meaning:
                     return found
                 if "pop" in meaning:
                     popped.add(meaning["pop"])
@@ -386,7 +204,7 @@ class EventStoreSession:
             return [item for _, item in reversed(found)]
         return (await self._rebuild(store)).decoded(None)
 
-    async def _refresh(self, store: EventStore) -> _HeadCache | None:
+    async def _refresh(self, store: EventStore) -> HeadCache | None:
         """The cache brought up to the log's head, or None (and dropped) when there is none or
         it no longer describes this session's log."""
         cache = self._cache
@@ -405,7 +223,7 @@ class EventStoreSession:
             cache.apply(event)
         return cache
 
-    async def _rebuild(self, store: EventStore) -> _HeadCache:
+    async def _rebuild(self, store: EventStore) -> HeadCache:
         """Read the items at head and keep them as the cache (when non-empty): from the
         store's cache of them when it still describes the log, brought up to head; else from
         the log. A read that folded many events saves the store's cache for the next one."""
@@ -416,13 +234,13 @@ class EventStoreSession:
         except SessionNotFoundError:
             head = []
         if not head:
-            return _HeadCache({}, 0, "")
+            return HeadCache({}, 0, "")
         newest = head[0]
         cache = await self._load_saved(store, newest["seq"])
         base = 0 if cache is None else cache.version
         if cache is None:
             found = await self._scan(store, limit=None, upto=newest["seq"])
-            cache = _HeadCache(dict(reversed(found)), newest["seq"], newest["id"])
+            cache = HeadCache(dict(reversed(found)), newest["seq"], newest["id"])
         if newest["seq"] - base >= _SAVE_AFTER:
             with contextlib.suppress(SessionNotFoundError):
                 await store.save_cache(self.session_id, CACHE_NAME, cache.version,
@@ -431,14 +249,14 @@ class EventStoreSession:
         self._cache = cache
         return cache
 
-    async def _load_saved(self, store: EventStore, upto: int) -> _HeadCache | None:
+    async def _load_saved(self, store: EventStore, upto: int) -> HeadCache | None:
         """The store's cache of the items, brought up to ``upto``, or None when there is none
         or it does not describe this log (its event is not the log's event at its seq)."""
         saved = await store.load_cache(self.session_id, CACHE_NAME, app_name=self._app_name,
                                        user_id=self._user_id)
         if saved is None or not 0 < saved[0] <= upto:
             return None
-        cache = _HeadCache.from_bytes(*saved)
+        cache = HeadCache.from_bytes(*saved)
         if cache is None:
             return None
         try:
@@ -466,9 +284,10 @@ class EventStoreSession:
             async for event in store.iter_backwards(self.session_id, app_name=self._app_name,
                                                     user_id=self._user_id):
                 meaning = event.custom_metadata.get(METADATA_KEY)
-                if not isinstance(meaning, dict) or meaning.get("clear") is True:
+                if not isinstance(meaning, dict) or meaning.get("clear") is True \
+                        or "compaction" in meaning:
                     if isinstance(meaning, dict):
-                        break  # nothing before a clear is in the session any more
+                        break  # nothing before a clear or a compaction is in the session
                     continue
                 if "pop" in meaning:
                     popped.add(meaning["pop"])
@@ -477,7 +296,7 @@ class EventStoreSession:
                 if not isinstance(item, dict) or event.seq in popped:
                     continue  # a popped output answers nothing any more
                 answered.update(r.id for r in event.function_responses())
-                call = _call_id(item, "function_call")
+                call = call_id_of(item, "function_call")
                 if call is None or call not in wanted:
                     continue
                 calls = found.setdefault(call, [])
@@ -508,7 +327,7 @@ class EventStoreSession:
             if self._handle.closed:
                 raise StoreClosedError()
             return
-        plains = [_plain_item(item, index) for index, item in enumerate(items)]
+        plains = [plain_item(item, index) for index, item in enumerate(items)]
         await self._handle.run(lambda store: self._append_items(store, plains))
 
     async def _append_items(self, store: EventStore, plains: list[dict[str, Any]]) -> None:
@@ -519,9 +338,9 @@ class EventStoreSession:
         earlier: Counter[str] = Counter()
         for plain, event_id in zip(plains, event_ids, strict=True):
             answers.append(None)
-            if (call := _call_id(plain, "function_call")) is not None:
+            if (call := call_id_of(plain, "function_call")) is not None:
                 open_here.setdefault(call, []).append(mirrored_call_id(call, event_id))
-            elif (output := _call_id(plain, "function_call_output")) is not None:
+            elif (output := call_id_of(plain, "function_call_output")) is not None:
                 if open_here.get(output):
                     answers[-1] = open_here[output].pop(0)
                 else:
@@ -529,12 +348,12 @@ class EventStoreSession:
         if earlier:
             from_log = await self._open_calls(store, earlier)
             for index, plain in enumerate(plains):
-                output = _call_id(plain, "function_call_output")
+                output = call_id_of(plain, "function_call_output")
                 if answers[index] is None and output is not None and from_log.get(output):
                     answers[index] = from_log[output].pop(0)
         events = []
         for plain, event_id, answer in zip(plains, event_ids, answers, strict=True):
-            author, content = _native(plain, event_id, answer)
+            author, content = native_mirror(plain, event_id, answer)
             events.append(Event(author=author, id=event_id, content=content,
                                 custom_metadata={METADATA_KEY: {"item": plain}}))
         await self._append(store, events)
@@ -591,6 +410,120 @@ class EventStoreSession:
             )
         except SessionNotFoundError:
             return
+
+    async def compact(self, summary_items: Sequence[Any]) -> int:
+        """Record ``summary_items`` (SDK items, e.g. ``responses.compact``'s output) as standing
+        for every item at head now, and return the seq of the compaction event. From then on
+        ``get_items()`` is the summary items plus the items added after; the log keeps every
+        item. Raises SessionItemError for items that cannot be stored, StoreUsageError when
+        ``summary_items`` is empty or the session has no items (nothing is written then)."""
+        if not isinstance(summary_items, (list, tuple)) or not summary_items:
+            raise StoreUsageError(
+                f"compact takes a non-empty list of summary items, not {summary_items!r:.80}.")
+        plains = [plain_item(item, index) for index, item in enumerate(summary_items)]
+        return await self._handle.run(lambda store: self._record_compaction(store, plains))
+
+    async def _head(self, store: EventStore) -> tuple[int, list[Any]]:
+        """The log's version and the items at head at exactly that version."""
+        cache = await self._refresh(store) or await self._rebuild(store)
+        return cache.version, cache.decoded(None)
+
+    async def _record_compaction(self, store: EventStore, plains: list[dict[str, Any]],
+                                 version: int | None = None) -> int:
+        """Append the compaction event and the summary items after it, atomically, checked
+        against ``version`` (the version the summarized items were read at; default: head)."""
+        if version is None:
+            version, items = await self._head(store)
+            if not items:
+                raise StoreUsageError(
+                    f"Session {self.session_id!r} has no items to compact.")
+        history = await store.read_compacted(self.session_id, upto=version,
+                                             app_name=self._app_name, user_id=self._user_id)
+        start = 1 if history.summary is None else history.summary.end_seq + 1
+        marker = Event(author="user", actions=EventActions(compaction=Compaction(
+            start_seq=start, end_seq=version, summary=summary_content(plains))),
+            custom_metadata={METADATA_KEY: {"compaction": len(plains)}})
+        events = [marker, *(Event(author="user", custom_metadata={METADATA_KEY: {"item": p}})
+                            for p in plains)]
+        stored = await store.append(self.session_id, events, expected_version=version,
+                                    app_name=self._app_name, user_id=self._user_id)
+        seq = stored[0].seq
+        assert seq is not None
+        return seq
+
+    async def run_compaction(self, args: Mapping[str, Any] | None = None, *,
+                             wrapper: Any = None) -> None:
+        """Compact when due: the SDK's ``OpenAIResponsesCompactionAwareSession.run_compaction``
+        (the Runner calls it after a turn with ``response_id``; ``force`` skips the hook).
+
+        Without a ``compactor`` it does nothing (a forced call raises StoreUsageError). Else it
+        reads the items at head, asks ``should_trigger_compaction`` (the SDK's context:
+        ``response_id``, ``compaction_mode``, ``compaction_candidate_items``,
+        ``session_items``), and records the compactor's summary (``compact``) checked against
+        the version it read. It skips, logging why, when the items hold a tool call with no
+        output yet, when the compactor returns nothing, or when another writer moved the
+        session meanwhile (the next turn tries again). Nothing is ever deleted."""
+        args = dict(args or {})
+        force = bool(args.get("force", False))
+        if self.compactor is None:
+            if force:
+                raise StoreUsageError(
+                    f"Session {self.session_id!r} has no compactor: pass compactor= to "
+                    "EventStoreSession, or record summary items with compact().")
+            return
+        response_id = args.get("response_id")
+        mode = args.get("compaction_mode")
+        mode = mode if mode in ("input", "previous_response_id") else None
+        version, raw = await self._handle.run(self._head)
+        items = normalize_input_items_for_api(raw)
+        if not force and not self.should_trigger_compaction(
+                self._compaction_context(response_id, mode, items)):
+            return
+        open_calls = unanswered_calls(items)
+        if not items or open_calls:
+            logger.info("Not compacting session %r: %s.", self.session_id,
+                        f"call {open_calls[0]!r} has no output yet" if open_calls
+                        else "no items")
+            return
+        summary = await self.compactor(CompactionRequest(
+            session_id=self.session_id, items=tuple(items), version=version,
+            response_id=response_id if isinstance(response_id, str) else None, mode=mode,
+            wrapper=wrapper))
+        if not summary:
+            logger.warning("Not compacting session %r: the compactor returned no items.",
+                           self.session_id)
+            return
+        plains = [plain_item(item, index) for index, item in enumerate(summary)]
+        try:
+            await self._handle.run(
+                lambda store: self._record_compaction(store, plains, version))
+        except ConcurrencyError:
+            logger.warning("Not compacting session %r: it moved past seq %d while the summary "
+                           "was made.", self.session_id, version)
+            return
+        self._deferred_response_id = None
+
+    def _compaction_context(self, response_id: Any, mode: str | None,
+                            items: list[Any]) -> dict[str, Any]:
+        return {"response_id": response_id, "compaction_mode": mode or "input",
+                "compaction_candidate_items": select_compaction_candidate_items(items),
+                "session_items": items}
+
+    async def _defer_compaction(self, response_id: str, store: bool | None = None) -> None:
+        """The Runner's hook for a turn that ended with local tool outputs: when compaction
+        is due, compact (forced) after the next turn instead."""
+        if self.compactor is None or self._deferred_response_id is not None:
+            return
+        _, raw = await self._handle.run(self._head)
+        items = normalize_input_items_for_api(raw)
+        if self.should_trigger_compaction(self._compaction_context(response_id, None, items)):
+            self._deferred_response_id = response_id
+
+    def _get_deferred_compaction_response_id(self) -> str | None:
+        return self._deferred_response_id
+
+    def _clear_deferred_compaction(self) -> None:
+        self._deferred_response_id = None
 
     def close(self) -> _Closed:
         """Close the store if this session opened it from a URL; later calls raise

@@ -11,9 +11,9 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from eventstore._args import (
     MAX_INT,
@@ -71,6 +71,9 @@ __all__ = [
 
 _KEYS_KEPT = 8_192
 """How many (app, user, id) -> key resolutions a store keeps (it starts over when full)."""
+
+
+T = TypeVar("T")
 
 
 def _info(record: SessionRecord) -> SessionInfo:
@@ -457,23 +460,56 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         return (await self._record(check_lookup(session_id), app_name=app_name,
                                    user_id=user_id)).session_id
 
+    def _cached(
+        self, session_id: str, app_name: str | None, user_id: str | None
+    ) -> tuple[str, tuple[str, str]] | None:
+        """The key and (app, user) this store keeps for the session the call names, or None
+        (then ``_record`` finds it)."""
+        if app_name is not None and user_id is not None:
+            key = self._keys.get((app_name, user_id, session_id))
+            if key is not None:
+                return key, (app_name, user_id)
+        elif app_name is None and user_id is None:
+            # A bare id this store made or found for one (app, user) only: no lookup, so one
+            # caller's appends keep their order.
+            owners = self._owners.get(session_id)
+            if owners is not None and len(owners) == 1:
+                [(app, user)] = owners
+                return self._keys[(app, user, session_id)], (app, user)
+        return None
+
     async def _key(
         self, session_id: str, app_name: str | None, user_id: str | None
     ) -> str:
         """The key of the session ``_record`` finds; a fully addressed session this store
         made or found before costs no lookup."""
-        if app_name is not None and user_id is not None:
-            key = self._keys.get((app_name, user_id, session_id))
-            if key is not None:
-                return key
-        elif app_name is None and user_id is None:
-            # A bare id this store made or found for one (app, user) only: no lookup, so one
-            # caller's appends keep their order (with the caveat of the addressed cache).
-            owners = self._owners.get(session_id)
-            if owners is not None and len(owners) == 1:
-                [(app, user)] = owners
-                return self._keys[(app, user, session_id)]
+        cached = self._cached(session_id, app_name, user_id)
+        if cached is not None:
+            return cached[0]
         return (await self._record(session_id, app_name=app_name, user_id=user_id)).session_id
+
+    async def _keyed(
+        self, session_id: str, app_name: str | None, user_id: str | None,
+        work: Callable[[str, tuple[str, str]], Awaitable[T]],
+    ) -> T:
+        """``work(key, (app, user))`` on the session the call names: with the key this store
+        keeps for it when it has one (no lookup), else the one ``_record`` finds. Another
+        process may have deleted that session and made it again under another key: when the
+        backend has no session of that (app, user) under a kept key, the key is dropped and
+        looked up once more, so a stale key never fails a call (nor, where the backend checks
+        ``owner``, writes into the session another (app, user) was given that key for)."""
+        cached = self._cached(session_id, app_name, user_id)
+        if cached is not None:
+            try:
+                return await work(*cached)
+            except SessionNotFoundError:
+                self._forget(cached[0])
+        record = await self._record(session_id, app_name=app_name, user_id=user_id)
+        try:
+            return await work(record.session_id, (record.app_name, record.user_id))
+        except SessionNotFoundError:
+            self._forget(record.session_id)  # deleted meanwhile (by another process, perhaps)
+            raise
 
     async def get_session(
         self,
@@ -657,7 +693,9 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         several (app, user) and they were not given.
         """
         backend = self._writable_backend()
-        key = await self._key(check_lookup(session_id), app_name, user_id)
+        # Always looked up: a key kept from before may name another user's session by now.
+        key = (await self._record(check_lookup(session_id), app_name=app_name,
+                                  user_id=user_id)).session_id
         self._forget(key)
         if not await backend.delete_session(key):
             raise SessionNotFoundError(session_id)
@@ -683,7 +721,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         nothing was written.
         """
         backend = self._writable_backend()
-        key = await self._key(check_lookup(session_id), app_name, user_id)
+        sid = check_lookup(session_id)
         batch = _event_batch(events, "append")
         if expected_version is not None and (
             not isinstance(expected_version, int)
@@ -695,13 +733,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
                 f"None, not {shown(expected_version)}."
             )
         prepared = [self._prepare(e) for e in batch]
-        try:
-            stored = await backend.append(
-                key, [new for _, new in prepared], expected_version=expected_version
-            )
-        except SessionNotFoundError:
-            self._forget(key)  # deleted meanwhile (by another process, perhaps)
-            raise
+        new = [n for _, n in prepared]
+
+        async def write(key: str, owner: tuple[str, str]) -> list[StoredEvent]:
+            return await backend.append(key, new, expected_version=expected_version,
+                                        owner=owner)
+
+        stored = await self._keyed(sid, app_name, user_id, write)
         return [
             with_seq(event, row.seq)
             for (event, _), row in zip(prepared, stored, strict=True)
@@ -721,9 +759,12 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         """Return events with ``after < seq <= upto``, oldest first, or newest first when
         ``backwards`` — at most ``limit`` of them, read in one page."""
         self._open_backend()
-        key = await self._key(check_lookup(session_id), app_name, user_id)
-        return await self._read_key(key, after=after, upto=upto, backwards=backwards,
-                                    limit=limit)
+
+        async def page(key: str, owner: tuple[str, str]) -> list[Event]:
+            return await self._read_key(key, after=after, upto=upto, backwards=backwards,
+                                        limit=limit)
+
+        return await self._keyed(check_lookup(session_id), app_name, user_id, page)
 
     async def _read_key(
         self,
@@ -831,11 +872,13 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         key = backend.signing_key
         if key is None:
             return {}
-        sid = await self._key(check_lookup(session_id), app_name, user_id)
-        rows = await backend.read(sid, after=check_seq_bound(after, "after"),
-                                  upto=check_seq_bound(upto, "upto"), backwards=False,
-                                  limit=None)
-        return signature_problems(sid, rows, key)
+        low, high = check_seq_bound(after, "after"), check_seq_bound(upto, "upto")
+
+        async def check(sid: str, owner: tuple[str, str]) -> dict[int, SignatureProblem]:
+            rows = await backend.read(sid, after=low, upto=high, backwards=False, limit=None)
+            return signature_problems(sid, rows, key)
+
+        return await self._keyed(check_lookup(session_id), app_name, user_id, check)
 
     async def version(
         self, session_id: str, *, app_name: str | None = None, user_id: str | None = None

@@ -8,7 +8,7 @@ upcast. Knows no SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from eventstore._args import check_bool, check_lookup, check_number, check_seq_bound
@@ -27,9 +27,10 @@ class MappingReads:
     def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
         raise NotImplementedError
 
-    async def _key(  # pragma: no cover - EventStore defines it
-        self, session_id: str, app_name: str | None, user_id: str | None
-    ) -> str:
+    async def _keyed(  # pragma: no cover - EventStore defines it
+        self, session_id: str, app_name: str | None, user_id: str | None,
+        work: Callable[[str, tuple[str, str]], Awaitable[T]],
+    ) -> T:
         raise NotImplementedError
 
     async def read_mappings(
@@ -101,12 +102,36 @@ class MappingReads:
         user_id: str | None,
     ) -> list[Any]:
         backend = self._open_backend()
-        session_id = await self._key(check_lookup(session_id), app_name, user_id)
+        given = check_lookup(session_id)
         after = check_seq_bound(after, "after")
         upto = check_seq_bound(upto, "upto")
         backwards = check_bool(backwards, "backwards")
         limit = check_seq_bound(limit, "limit", minimum=0)
         compact = check_bool(compact, "compact")
+        if since is not None:
+            since = check_number(since, "since", positive=False)
+
+        async def read(key: str, owner: tuple[str, str]) -> list[Any]:
+            return await self._read_mappings(backend, key, convert, after=after, upto=upto,
+                                             backwards=backwards, limit=limit, since=since,
+                                             compact=compact)
+
+        return await self._keyed(given, app_name, user_id, read)
+
+    @staticmethod
+    async def _read_mappings(
+        backend: Backend,
+        session_id: str,
+        convert: Callable[[dict[str, Any]], Any] | None,
+        *,
+        after: int | None,
+        upto: int | None,
+        backwards: bool,
+        limit: int | None,
+        since: float | None,
+        compact: bool,
+    ) -> list[Any]:
+        """``_mappings`` of the session stored under the key ``session_id``."""
         if since is None:
             # Plain rows first (no StoredEvent per row: a third of the read); a log holding
             # events of an older schema version is read again as StoredEvents, which upcast.
@@ -122,7 +147,6 @@ class MappingReads:
             )
             rows = in_seq_order(session_id, rows, after=after, upto=upto, backwards=backwards)
             return decode_mappings(rows, compact=compact, convert=convert)
-        since = check_number(since, "since", positive=False)
         rows = await backend.read_since(
             session_id, timestamp=since, upto=upto,
             newest=limit if backwards and after is None else None,

@@ -20,9 +20,11 @@ import typer
 from eventstore import Event, EventStore, InvalidEventError, check_json_value
 from eventstore.cli import (
     DEFAULT_DB,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
     analyze,
     errors,
     open_existing,
@@ -30,6 +32,7 @@ from eventstore.cli import (
     printable,
     prog,
     run,
+    shared_address,
     short_json,
     verify_session,
 )
@@ -68,44 +71,57 @@ def parse_json_option(option: str, value: str) -> Any:
     return exact
 
 
-async def refuse_damaged_log(store: EventStore, session_id: str, *, command: str) -> None:
+async def refuse_damaged_log(
+    store: EventStore, session_id: str, *, command: str, app_name: str | None = None,
+    user_id: str | None = None,
+) -> None:
     """Raise CliError when ``evs verify`` finds anything wrong with the session's log: the one
     rule of every command that answers (``confirm``, ``respond``, ``rerun``, ``demo``), which
-    append nothing to a damaged log (an answer would bury the evidence under a new event)."""
-    findings = await verify_session(store, session_id)
+    append nothing to a damaged log (an answer would bury the evidence under a new event).
+    ``app_name``/``user_id`` pick the session as ``--app``/``--user`` do."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    findings = await verify_session(store, session_id, app_name=info.app_name,
+                                    user_id=info.user_id)
     if findings:
         first = findings[0]
         where = f"seq {first.seq}" if first.seq is not None else "the session"
+        address = await shared_address(store, info)
         raise CliError(
             f"Session {session_id!r} has {len(findings)} integrity problem(s) ({where}: "
             f"{first.code}: {first.message}); {prog()} {command} appends nothing to a damaged "
-            f"log. See: {prog()} verify {shlex.quote(session_id)}"
+            f"log. See: {prog()} verify{address} {shlex.quote(session_id)}"
         )
 
 
 async def _answer(
-    db: str, session_id: str, call_id: str, *, command: str,
-    work: Callable[[EventStore], Awaitable[Event]],
+    db: str, session_id: str, call_id: str, *, command: str, app_name: str | None,
+    user_id: str | None, work: Callable[[EventStore, str, str], Awaitable[Event]],
 ) -> Event:
+    """Check the log of the session (``--app``/``--user`` pick it), then run ``work`` with the
+    store and the session's app and user."""
     async with await open_existing(db, read_only=False) as store:
-        await refuse_damaged_log(store, session_id, command=command)
-        _check_target(await store.read(session_id), db=db, session_id=session_id,
-                      call_id=call_id, command=command)
+        info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+        app, user = info.app_name, info.user_id
+        await refuse_damaged_log(store, session_id, command=command, app_name=app,
+                                 user_id=user)
+        _check_target(await store.read(session_id, app_name=app, user_id=user), db=db,
+                      session_id=session_id, call_id=call_id, command=command,
+                      address=await shared_address(store, info))
         try:
-            return await work(store)
+            return await work(store, app, user)
         except AgentRuntimeError as exc:
             raise CliError(command_words(" ".join(str(exc).split()))) from exc
 
 
 def _check_target(events: list[Event], *, db: str, session_id: str, call_id: str,
-                  command: str) -> None:
+                  command: str, address: str) -> None:
     """Point to the right command when ``call_id`` is not what ``command`` answers."""
     timeline = analyze(events)
     record = timeline.calls.get(call_id)
     if record is None:
         return  # the runtime's own check names the problem
     s = shlex.quote(session_id)
-    flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+    flag = ("" if db == DEFAULT_DB else f" --db {shlex.quote(db)}") + address
     if command != "confirm" and record.is_confirmation:
         raise CliError(f"{call_id!r} is a confirmation request: answer it with {prog()} "
                        f"confirm{flag} {s} {call_id} --yes (or --no).")
@@ -135,6 +151,8 @@ def confirm(
                                                 "answer ('-' reads stdin).",
                                                 metavar="JSON")] = None,
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Approve (--yes) or reject (--no) a call that waits for confirmation.
@@ -148,9 +166,10 @@ def confirm(
 
     async def main() -> Event:
         return await _answer(db, session_id, confirmation_id, command="confirm",
-                             work=lambda store: answer_confirmation(
+                             app_name=app, user_id=user,
+                             work=lambda store, app_name, user_id: answer_confirmation(
             store, session_id=session_id, confirmation_id=confirmation_id, confirmed=decision,
-            payload=data))
+            payload=data, app_name=app_name, user_id=user_id))
 
     event = run(main())
     verdict = "approved" if decision else "rejected"
@@ -172,6 +191,8 @@ def respond(
                                         "('-' reads stdin).", show_default=False,
                                         metavar="JSON")],
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Submit the result of a long-running (or in-doubt) call.
@@ -185,8 +206,10 @@ def respond(
 
     async def main() -> Event:
         return await _answer(db, session_id, call_id, command="respond",
-                             work=lambda store: submit_response(
-            store, session_id=session_id, call_id=call_id, response=value))
+                             app_name=app, user_id=user,
+                             work=lambda store, app_name, user_id: submit_response(
+            store, session_id=session_id, call_id=call_id, response=value,
+            app_name=app_name, user_id=user_id))
 
     event = run(main())
     if json:
@@ -209,6 +232,8 @@ def rerun(
     min_age: Annotated[float, typer.Option("--min-age", help="Refuse a call claimed more "
                                            "recently than this many seconds, unless --force.",
                                            min=0)] = DEFAULT_RERUN_MIN_AGE,
+    app: AppOption = None,
+    user: UserOption = None,
 ) -> None:
     """Allow a call in doubt (started, never answered: its process may have crashed) to run
     once more on the agent's next run.
@@ -219,9 +244,10 @@ def rerun(
 
     async def main() -> Event:
         return await _answer(db, session_id, call_id, command="rerun",
-                             work=lambda store: rerun_call(
+                             app_name=app, user_id=user,
+                             work=lambda store, app_name, user_id: rerun_call(
             store, session_id=session_id, call_id=call_id,
-            min_claim_age=None if force else min_age))
+            min_claim_age=None if force else min_age, app_name=app_name, user_id=user_id))
 
     event = run(main())
     if json:

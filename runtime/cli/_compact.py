@@ -16,9 +16,11 @@ import typer
 from eventstore import Event
 from eventstore.cli import (
     DEFAULT_DB,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
     open_existing,
     print_json,
     printable,
@@ -55,6 +57,8 @@ def compact(
         "--summary", help="The summary text (default: written by the model of the agent "
         "registered for the session's app).", show_default=False, metavar="TEXT")] = None,
     db: DbOption = DEFAULT_DB,
+    app: AppOption = None,
+    user: UserOption = None,
     json: JsonOption = False,
 ) -> None:
     """Record a compaction: from now on the model is sent the summary instead of the events up
@@ -62,10 +66,11 @@ def compact(
 
     async def main() -> Event:
         async with await open_existing(db, read_only=False) as store:
-            await refuse_damaged_log(store, session_id, command="compact")
+            info = await store.session_info(session_id, app_name=app, user_id=user)
+            await refuse_damaged_log(store, session_id, command="compact",
+                                     app_name=info.app_name, user_id=info.user_id)
             summarizer = None
             if summary is None:
-                info = await store.session_info(session_id)
                 agent = _registered_agent(info.app_name)
                 if agent is None:
                     raise CliError(
@@ -75,7 +80,8 @@ def compact(
                 summarizer = ModelSummarizer(agent.model)
             try:
                 return await compact_session(store, session_id, upto=upto, summary=summary,
-                                             summarizer=summarizer)
+                                             summarizer=summarizer, app_name=info.app_name,
+                                             user_id=info.user_id)
             except AgentRuntimeError as exc:
                 raise CliError(command_words(" ".join(str(exc).split()))) from exc
 

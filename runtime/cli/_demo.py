@@ -98,7 +98,7 @@ async def _catch_up(store: EventStore, printer: _Printer, session_id: str, why: 
     """Another process wrote to the session: print what it wrote, so the log on screen stays
     the log in the store."""
     newest = printer.seen[-1].seq if printer.seen else 0
-    fresh = await store.read(session_id, after=newest)
+    fresh = await store.read(session_id, after=newest, app_name=DEMO_APP, user_id=DEMO_USER)
     printer.note(f"{why}; continuing from the log ({len(fresh)} new event(s)).", style="yellow")
     for event in fresh:
         printer.event(event)
@@ -157,8 +157,10 @@ def demo(
                                    f"{info.app_name!r}).")
                 # Resuming answers the session (confirmation, long-running result, model
                 # turns): the same refusal as evs confirm on a log evs verify flags.
-                await refuse_damaged_log(store, session_id, command="demo")
-                seen = await store.read(session_id)
+                await refuse_damaged_log(store, session_id, command="demo",
+                                         app_name=info.app_name, user_id=info.user_id)
+                seen = await store.read(session_id, app_name=info.app_name,
+                                        user_id=info.user_id)
                 if not any(e.author == "user" and e.text() for e in seen):
                     raise CliError(f"Demo session {session_id!r} has no user message (it was "
                                    "created by an older evs that was stopped before the "

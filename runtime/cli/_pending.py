@@ -20,8 +20,10 @@ import typer
 from eventstore import EventStore
 from eventstore.cli import (
     DEFAULT_DB,
+    AppOption,
     DbOption,
     JsonOption,
+    UserOption,
     confirm_command,
     console,
     open_existing,
@@ -29,6 +31,7 @@ from eventstore.cli import (
     printable,
     prog,
     run,
+    shared_address,
     short_json,
 )
 from runtime import Agent
@@ -99,13 +102,16 @@ def pending(
     db: DbOption = DEFAULT_DB,
     json: JsonOption = False,
     idempotent: IdempotentOption = None,
+    app: AppOption = None,
+    user: UserOption = None,
 ) -> None:
     """Show what the session is waiting for and why: confirmations, long-running calls,
     calls in doubt, calls the next run executes, and what the next run does."""
 
     async def main() -> None:
         async with await open_existing(db, read_only=True) as store:
-            payload = await pending_payload(store, session_id, db=db, idempotent=idempotent)
+            payload = await pending_payload(store, session_id, db=db, idempotent=idempotent,
+                                            app_name=app, user_id=user)
         items, next_run = payload["pending"], payload["next_run"]
         if json:
             print_json(payload)
@@ -137,15 +143,19 @@ def pending(
 
 
 async def pending_payload(
-    store: EventStore, session_id: str, *, db: str, idempotent: list[str] | None = None
+    store: EventStore, session_id: str, *, db: str, idempotent: list[str] | None = None,
+    app_name: str | None = None, user_id: str | None = None,
 ) -> dict[str, Any]:
-    """What ``evs pending --json`` prints for ``session_id``: ``runtime.replay.session_pending``
-    — the session's items and those of its paused children — each with the command that
-    answers it, and the next run."""
-    info = await store.session_info(session_id)
+    """What ``evs pending --json`` prints for ``session_id`` (of ``app_name``'s ``user_id``
+    when given): ``runtime.replay.session_pending`` — the session's items and those of its
+    paused children — each with the command that answers it (naming ``--app``/``--user`` when
+    other sessions hold the id too), and the next run."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     knowledge = _tool_knowledge(info.app_name, idempotent)
-    report = await session_pending(store, session_id, idempotent_tools=knowledge)
-    items = _pending_items(report, db=db, session_id=session_id)
+    report = await session_pending(store, session_id, idempotent_tools=knowledge,
+                                   app_name=info.app_name, user_id=info.user_id)
+    items = _pending_items(report, db=db, session_id=session_id,
+                           address=await shared_address(store, info))
     next_run = {
         "executes": list(report.next_run.executes),
         "step": report.next_run.step,
@@ -157,17 +167,19 @@ async def pending_payload(
             "untrusted": untrusted}
 
 
-def _pending_items(report: PendingReport, *, db: str, session_id: str) -> list[dict[str, Any]]:
+def _pending_items(report: PendingReport, *, db: str, session_id: str,
+                   address: str) -> list[dict[str, Any]]:
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
-    with the ``evs`` command that unblocks it."""
-    flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+    with the ``evs`` command that unblocks it (``address``: ``address_flags``)."""
+    flag = ("" if db == DEFAULT_DB else f" --db {shlex.quote(db)}") + address
     items: list[dict[str, Any]] = []
     for entry in report:
         where = entry.session_id or session_id
         respond = f"{prog()} respond{flag} {shlex.quote(where)}"
         command: str | None = None
         if entry.kind == "confirmation" and entry.confirmation_id:
-            command = f"{confirm_command(db, where)} {entry.confirmation_id} --yes   (or --no)"
+            command = (f"{confirm_command(db, where, address=address)} "
+                       f"{entry.confirmation_id} --yes   (or --no)")
         elif entry.kind == "long_running":
             command = f"{respond} {entry.call.id} --result '{{...}}'"
         elif entry.kind == "in_doubt" or entry.kind == "idempotency_unknown":

@@ -4,7 +4,9 @@ It exposes five tools, each annotated ``readOnlyHint``, whose structured output 
 the matching ``evs … --json`` command prints: ``sessions``, ``show``, ``state``, ``pending`` and
 ``verify``. The store is opened read-only (a SQLite file is opened in read-only mode, so not even
 a bug could write), and no tool has a write path. A failed lookup (unknown session …) is an
-``isError`` result with a one-line message, never a crash of the server.
+``isError`` result with a one-line message, never a crash of the server. Session ids are unique
+per app and user: the tools that take one also take ``app`` and ``user``, and an id several
+(app, user) hold without them is such a result, listing who holds it.
 
 Transports: stdio (the default, for assistants that start the server themselves) and streamable
 HTTP on ``host:port`` (path ``/mcp``).
@@ -20,7 +22,7 @@ from typing import Any, cast
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from eventstore import EventStore, EventStoreError
+from eventstore import AmbiguousSessionError, EventStore, EventStoreError
 
 __all__ = ["EVS_TOOLS", "build_evs_server", "serve_http", "serve_stdio"]
 
@@ -36,6 +38,12 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 
 _SESSION = {"type": "string", "description": "Session id."}
+_ADDRESS = {
+    "app": {"type": "string", "description": "The session's app (needed when several apps or "
+            "users have a session with this id)."},
+    "user": {"type": "string", "description": "The session's user (needed when several apps "
+             "or users have a session with this id)."},
+}
 _SEQ = {"type": "integer", "minimum": 0}
 
 EVS_TOOLS: tuple[types.Tool, ...] = (
@@ -59,6 +67,7 @@ EVS_TOOLS: tuple[types.Tool, ...] = (
             "session_id": _SESSION,
             "since": {**_SEQ, "minimum": 1, "description": "Start at this seq (inclusive)."},
             "last": {**_SEQ, "description": "Only the newest N events."},
+            **_ADDRESS,
         }, ("session_id",)),
         annotations=_READ_ONLY,
     ),
@@ -67,7 +76,8 @@ EVS_TOOLS: tuple[types.Tool, ...] = (
         description="The session's state (session, user: and app: keys) with the seq that "
         "last set each key, at head or after a given seq.",
         input_schema=_schema({"session_id": _SESSION,
-                              "at": {**_SEQ, "description": "State after this seq."}},
+                              "at": {**_SEQ, "description": "State after this seq."},
+                              **_ADDRESS},
                              ("session_id",)),
         annotations=_READ_ONLY,
     ),
@@ -75,14 +85,14 @@ EVS_TOOLS: tuple[types.Tool, ...] = (
         name="pending",
         description="What the session waits for and why: confirmations, long-running calls, "
         "calls in doubt, with the evs command that unblocks each.",
-        input_schema=_schema({"session_id": _SESSION}, ("session_id",)),
+        input_schema=_schema({"session_id": _SESSION, **_ADDRESS}, ("session_id",)),
         annotations=_READ_ONLY,
     ),
     types.Tool(
         name="verify",
         description="Integrity check of one session (or every session): seq gaps, duplicate "
         "ids, orphan responses, stale snapshots, missing artifacts.",
-        input_schema=_schema({"session_id": _SESSION}),
+        input_schema=_schema({"session_id": _SESSION, **_ADDRESS}),
         annotations=_READ_ONLY,
     ),
 )
@@ -107,14 +117,16 @@ async def _sessions(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any
 async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
     from eventstore.cli._inspect import load_show_view
 
-    view = await load_show_view(store, str(args["session_id"]))
+    view = await load_show_view(store, str(args["session_id"]), app_name=args.get("app"),
+                                user_id=args.get("user"))
     return view.payload(since=args.get("since"), last=args.get("last"))
 
 
 async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
     from eventstore.cli._inspect import state_payload
 
-    info = await store.session_info(str(args["session_id"]))
+    info = await store.session_info(str(args["session_id"]), app_name=args.get("app"),
+                                    user_id=args.get("user"))
     payload, _ = await state_payload(store, info, at=args.get("at"))
     return payload
 
@@ -123,7 +135,8 @@ def _pending_factory(db: str) -> _Handler:
     async def pending(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
         from runtime.cli._pending import pending_payload
 
-        return await pending_payload(store, str(args["session_id"]), db=db)
+        return await pending_payload(store, str(args["session_id"]), db=db,
+                                     app_name=args.get("app"), user_id=args.get("user"))
 
     return pending
 
@@ -135,8 +148,10 @@ async def _verify(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
     findings = []
     checked = 0
     if session_id is not None:
-        await store.session_info(str(session_id))
-        findings = await verify_session(store, str(session_id))
+        info = await store.session_info(str(session_id), app_name=args.get("app"),
+                                        user_id=args.get("user"))
+        findings = await verify_session(store, info.id, app_name=info.app_name,
+                                        user_id=info.user_id)
         checked = 1
     else:
         after: str | None = None
@@ -187,6 +202,11 @@ def build_evs_server(store: EventStore, *, db: str) -> Server[Any]:
             return failure(f"Invalid arguments for {params.name}: {'; '.join(problems)}")
         try:
             result = await handler(store, args)
+        except AmbiguousSessionError as exc:
+            shown = "; ".join(f"app {app!r} user {user!r}" for app, user in exc.choices)
+            return failure(f"Session id {exc.session_id!r} is held by {len(exc.choices)} "
+                           f"sessions of different apps or users ({shown}); pass app and "
+                           "user to pick one.")
         except (EventStoreError, ValueError) as exc:
             return failure(str(exc))
         text = json.dumps(result, default=str)

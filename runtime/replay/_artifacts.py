@@ -230,7 +230,9 @@ class LoadArtifactsProcessor:
         parts: list[Part] = []
         for name, version in versions.items():
             try:
-                artifact = await ctx.store.load_artifact(ctx.session_id, name, version=version)
+                artifact = await ctx.store.load_artifact(ctx.session_id, name, version=version,
+                                                         app_name=ctx.app_name,
+                                                         user_id=ctx.user_id)
             except ArtifactNotFoundError:
                 which = name if version is None else f"{name} version {version}"
                 parts.append(Part(text=f"Artifact {which} could not be loaded: it does not exist."))

@@ -44,12 +44,16 @@ MAX_CHILD_DEPTH = 8
 """How many levels of ``AgentTool`` children are followed below a session."""
 
 
-async def linked_child(store: EventStore, session_id: str, call_id: str) -> str | None:
+async def linked_child(
+    store: EventStore, session_id: str, call_id: str, *, app_name: str | None = None,
+    user_id: str | None = None,
+) -> str | None:
     """The id of the ``AgentTool`` child session of call ``call_id`` of ``session_id``, when
-    one exists and its link names that parent; else ``None``."""
+    one exists and its link names that parent; else ``None``. A child belongs to its parent's
+    app and user: ``app_name``/``user_id`` (the parent's) address it."""
     child = child_session_id(session_id, call_id)
     try:
-        first = await store.read(child, limit=4)
+        first = await store.read(child, limit=4, app_name=app_name, user_id=user_id)
     except SessionNotFoundError:
         return None
     link = next((e.custom_metadata.get(PARENT_LINK_KEY) for e in first
@@ -60,13 +64,15 @@ async def linked_child(store: EventStore, session_id: str, call_id: str) -> str 
 
 
 async def open_children(
-    store: EventStore, session_id: str, *, events: Sequence[Event] | None = None
+    store: EventStore, session_id: str, *, events: Sequence[Event] | None = None,
+    app_name: str | None = None, user_id: str | None = None,
 ) -> list[tuple[str, str]]:
     """``(call id, child session id)`` of the session's open ``AgentTool`` calls (started, no
     settled response), in call order: where a paused child's pending items live. ``events``:
-    the session's log when the caller has read it already."""
+    the session's log when the caller has read it already; ``app_name``/``user_id`` address
+    the session (and its children, which share them)."""
     if events is None:
-        events = await store.read(session_id)
+        events = await store.read(session_id, app_name=app_name, user_id=user_id)
     settled = {cid for e in events for cid in settled_response_ids(e)}
     started = {cid for e in events for cid in e.started_call_ids}
     children: list[tuple[str, str]] = []
@@ -74,7 +80,8 @@ async def open_children(
         for call in event.function_calls():
             if call.id in settled or call.id not in started:
                 continue
-            child = await linked_child(store, session_id, call.id)
+            child = await linked_child(store, session_id, call.id, app_name=app_name,
+                                       user_id=user_id)
             if child is not None:
                 children.append((call.id, child))
     return children
@@ -86,14 +93,20 @@ async def session_pending(
     *,
     idempotent_tools: Collection[str] | None = None,
     agent_name: str | None = None,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> PendingReport:
     """Return ``pending()`` of the session read from ``store``, its children's items merged in.
 
     ``idempotent_tools`` and ``agent_name`` as for ``pending()`` (the same knowledge is used for
     the children's agents); the session's untrusted events (a keyed store) are reported as
-    there. See the module docstring for the merge rules. Raises ``SessionNotFoundError``.
+    there. See the module docstring for the merge rules. ``app_name``/``user_id`` pick the
+    session when several apps or users hold its id. Raises ``SessionNotFoundError``,
+    ``AmbiguousSessionError`` (an id several hold, not picked).
     """
-    return await _session_pending(store, session_id, idempotent_tools, agent_name, depth=0)
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    return await _session_pending(store, session_id, idempotent_tools, agent_name, depth=0,
+                                  where=(info.app_name, info.user_id))
 
 
 async def _session_pending(
@@ -103,17 +116,22 @@ async def _session_pending(
     agent_name: str | None,
     *,
     depth: int,
+    where: tuple[str, str],
 ) -> PendingReport:
+    app_name, user_id = where
     # A compacted session is read from its newest compaction on (runtime.replay._compacted):
     # nothing at or below the compaction's range is open, so the report is the same.
-    events, _ = await decision_log(store, session_id, agent_name=agent_name)
-    children = (await open_children(store, session_id, events=events)
+    events, _ = await decision_log(store, session_id, agent_name=agent_name,
+                                   app_name=app_name, user_id=user_id)
+    children = (await open_children(store, session_id, events=events, app_name=app_name,
+                                    user_id=user_id)
                 if depth < MAX_CHILD_DEPTH else [])
     # A call with a linked child is an AgentTool call, and an AgentTool is idempotent.
     open_calls = {call_id for call_id, _ in children}
     agent_tools = sorted({c.name for e in events for c in e.function_calls() if c.id in open_calls})
     first = events[0].seq if events and events[0].seq is not None else 1
-    untrusted = (await store.untrusted(session_id, after=first - 1 if first > 1 else None)
+    untrusted = (await store.untrusted(session_id, after=first - 1 if first > 1 else None,
+                                       app_name=app_name, user_id=user_id)
                  if depth == 0 else None)
     report = pending(events, idempotent_tools=idempotent_tools, agent_name=agent_name,
                      untrusted=untrusted, also_idempotent=agent_tools)
@@ -121,7 +139,8 @@ async def _session_pending(
         return report
     reports = [
         (call_id, child,
-         await _session_pending(store, child, idempotent_tools, None, depth=depth + 1))
+         await _session_pending(store, child, idempotent_tools, None, depth=depth + 1,
+                                where=where))
         for call_id, child in children
     ]
     return _merged(report, reports)
@@ -186,17 +205,21 @@ def _lowered(reason: str) -> str:
 
 
 async def child_confirmation_ids(
-    store: EventStore, session_id: str, call_ids: Iterable[str]
+    store: EventStore, session_id: str, call_ids: Iterable[str], *, app_name: str,
+    user_id: str,
 ) -> tuple[str, ...]:
     """Ids of the open confirmation requests the ``AgentTool`` children of ``call_ids`` (and
     their children) wait for, in call order; ``answer_confirmation`` accepts each on
-    ``session_id``. Empty when none of the calls has a child that waits for a confirmation."""
+    ``session_id`` (of ``app_name``'s ``user_id``). Empty when none of the calls has a child
+    that waits for a confirmation."""
     ids: list[str] = []
     for call_id in call_ids:
-        child = await linked_child(store, session_id, call_id)
+        child = await linked_child(store, session_id, call_id, app_name=app_name,
+                                   user_id=user_id)
         if child is None:
             continue
-        report = await _session_pending(store, child, None, None, depth=1)
+        report = await _session_pending(store, child, None, None, depth=1,
+                                        where=(app_name, user_id))
         ids += [item.confirmation_id for item in report.confirmations
                 if item.confirmation_id is not None]
     return tuple(dict.fromkeys(ids))

@@ -91,12 +91,15 @@ def decision_suffix(events: list[Event], *, agent_name: str | None = None) -> in
 
 
 async def decision_log(
-    store: EventStore, session_id: str, *, agent_name: str | None = None
+    store: EventStore, session_id: str, *, agent_name: str | None = None,
+    app_name: str | None = None, user_id: str | None = None,
 ) -> tuple[list[Event], int]:
     """The newest part of the session's log that ``pending()`` and the planner decide from
     (oldest first, the compaction events included), and how many events were read. The whole
-    log when the session has no compaction. Raises SessionNotFoundError."""
-    history = await store.read_compacted(session_id)
+    log when the session has no compaction. ``app_name``/``user_id`` address the session as the
+    store's reads do. Raises SessionNotFoundError (AmbiguousSessionError without them when
+    several apps or users hold the id)."""
+    history = await store.read_compacted(session_id, app_name=app_name, user_id=user_id)
     rows = history.rows_read
     compaction = history.compaction
     if compaction is None:
@@ -112,7 +115,8 @@ async def decision_log(
     older: list[Event] = []
     cursor = log[0].seq - 1 if log[0].seq is not None else 0
     while open_ and cursor > 0:
-        page = await store.read(session_id, upto=cursor, backwards=True, limit=_PAGE)
+        page = await store.read(session_id, upto=cursor, backwards=True, limit=_PAGE,
+                                app_name=app_name, user_id=user_id)
         rows += len(page)
         for event in page:
             older.append(event)

@@ -86,15 +86,19 @@ async def feed_store(
     upto: int | None = None,
     first_page: int = 16,
     max_page: int = 512,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> int:
     """Feed the session's events newest first from the store until ``scan`` is done.
 
     Pages start small and double (a scan that stops early reads one small page); returns the
-    number of events consumed.
+    number of events consumed. ``app_name``/``user_id`` address the session as the store's
+    reads do (needed when several apps or users hold its id).
     """
     consumed, cursor, size = 0, upto, first_page
     while cursor is None or cursor > 0:
-        page = await store.read(session_id, upto=cursor, backwards=True, limit=size)
+        page = await store.read(session_id, upto=cursor, backwards=True, limit=size,
+                                app_name=app_name, user_id=user_id)
         for event in page:
             consumed += 1
             if not scan.feed(event):

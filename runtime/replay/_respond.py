@@ -106,13 +106,22 @@ class _Lookup:
         return self.claim_at is not None and self.claim_at < self.response_at[0]
 
 
-async def _lookup(store: EventStore, session_id: str, call_id: str, version: int) -> _Lookup:
+_Where = tuple[str, str]
+"""The (app, user) a session belongs to: with its id, its full address in the store."""
+
+
+async def _lookup(
+    store: EventStore, session_id: str, call_id: str, version: int, where: _Where
+) -> _Lookup:
     lookup = _Lookup(call_id)
-    await feed_store(lookup, store, session_id, upto=version)
+    await feed_store(lookup, store, session_id, upto=version, app_name=where[0],
+                     user_id=where[1])
     return lookup
 
 
-async def _unsigned_answer(store: EventStore, session_id: str, lookup: _Lookup) -> bool:
+async def _unsigned_answer(
+    store: EventStore, session_id: str, lookup: _Lookup, where: _Where
+) -> bool:
     """Whether the answer ``lookup`` found is one a keyed store cannot vouch for, given by a
     user (only answers, nothing else): the owner may then answer again with the key, and the
     runner skips the unsigned answer the signed one supersedes (``superseded_answer``)."""
@@ -121,11 +130,12 @@ async def _unsigned_answer(store: EventStore, session_id: str, lookup: _Lookup) 
         return False
     if not superseded_answer(event, {r.id for r in event.function_responses()}):
         return False
-    return bool(await store.untrusted(session_id, after=event.seq - 1, upto=event.seq))
+    return bool(await store.untrusted(session_id, after=event.seq - 1, upto=event.seq,
+                                      app_name=where[0], user_id=where[1]))
 
 
 async def _check_confirmation(
-    store: EventStore, session_id: str, lookup: _Lookup, version: int
+    store: EventStore, session_id: str, lookup: _Lookup, version: int, where: _Where
 ) -> None:
     """Refuse answering a superseded request or one whose original call is already settled."""
     cid = lookup.call_id
@@ -144,7 +154,7 @@ async def _check_confirmation(
     parsed = parse_confirmation_request(lookup.call)
     if isinstance(parsed, str):
         return
-    original = await _lookup(store, session_id, parsed[0].id, version)
+    original = await _lookup(store, session_id, parsed[0].id, version, where)
     if original.settled_at is not None:
         raise CallAlreadyAnsweredError(
             f"Call {parsed[0].id!r} of session {session_id!r}, which confirmation {cid!r} asks "
@@ -207,6 +217,7 @@ async def _append_checked(
     session_id: str,
     call_id: str,
     *,
+    where: _Where,
     expect: Literal["call", "confirmation"],
     build: Callable[[FunctionCall], Event],
     attempts: int,
@@ -215,8 +226,8 @@ async def _append_checked(
     min_claim_age: float | None = None,
 ) -> Event:
     for attempt in range(attempts):
-        version = await store.version(session_id)
-        lookup = await _lookup(store, session_id, call_id, version)
+        version = await store.version(session_id, app_name=where[0], user_id=where[1])
+        lookup = await _lookup(store, session_id, call_id, version, where)
         call = lookup.call
         is_confirmation = call is not None and call.name == REQUEST_CONFIRMATION_FUNCTION
         if call is None or (expect == "confirmation") != is_confirmation:
@@ -236,7 +247,7 @@ async def _append_checked(
             )
         if result:
             _check_result_awaited(session_id, lookup)
-        if not lookup.pending and not await _unsigned_answer(store, session_id, lookup):
+        if not lookup.pending and not await _unsigned_answer(store, session_id, lookup, where):
             at = lookup.response_at[1] if lookup.response_at else None
             raise CallAlreadyAnsweredError(
                 f"{'Confirmation' if is_confirmation else 'Call'} {call_id!r} of session "
@@ -246,7 +257,7 @@ async def _append_checked(
                 answered_at=at,
             )
         if is_confirmation:
-            await _check_confirmation(store, session_id, lookup, version)
+            await _check_confirmation(store, session_id, lookup, version, where)
         if in_doubt_only and lookup.claim_at is None:
             raise CallNotInDoubtError(
                 f"Call {call_id!r} of session {session_id!r} was never started, so it is not in "
@@ -257,7 +268,8 @@ async def _append_checked(
         if in_doubt_only:
             _check_claim_age(session_id, lookup, min_claim_age)
         try:
-            (stored,) = await store.append(session_id, build(call), expected_version=version)
+            (stored,) = await store.append(session_id, build(call), expected_version=version,
+                                           app_name=where[0], user_id=where[1])
         except ConcurrencyError:
             if attempt == attempts - 1:
                 raise
@@ -266,25 +278,47 @@ async def _append_checked(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def open_child_sessions(store: EventStore, session_id: str) -> list[str]:
+async def open_child_sessions(
+    store: EventStore, session_id: str, *, app_name: str | None = None,
+    user_id: str | None = None,
+) -> list[str]:
     """Ids of the ``AgentTool`` child sessions of the session's open calls (started, no settled
-    response), in call order: where a paused child's pending items live."""
-    return [child for _, child in await open_children(store, session_id)]
+    response), in call order: where a paused child's pending items live. A child belongs to its
+    parent's app and user; ``app_name``/``user_id`` pick the parent when several hold its id."""
+    return [child for _, child in await open_children(store, session_id, app_name=app_name,
+                                                      user_id=user_id)]
 
 
 async def _routed(
-    store: EventStore, session_id: str, answer: Callable[[str], Awaitable[Event]], depth: int = 0
+    store: EventStore,
+    session_id: str,
+    answer: Callable[[str, _Where], Awaitable[Event]],
+    *,
+    app_name: str | None,
+    user_id: str | None,
+) -> Event:
+    """Find the session (AmbiguousSessionError when several apps or users hold its id and the
+    caller did not pick one), then answer there or in its children (``_answered``)."""
+    info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
+    return await _answered(store, session_id, answer, (info.app_name, info.user_id))
+
+
+async def _answered(
+    store: EventStore, session_id: str, answer: Callable[[str, _Where], Awaitable[Event]],
+    where: _Where, depth: int = 0,
 ) -> Event:
     """Append in ``session_id``, or, when it has no such call, in the child session of an open
-    ``AgentTool`` call that has it (each child item is answered where it lives)."""
+    ``AgentTool`` call that has it (each child item is answered where it lives; children share
+    the parent's app and user)."""
     try:
-        return await answer(session_id)
+        return await answer(session_id, where)
     except UnknownCallError:
         if depth >= MAX_CHILD_DEPTH:
             raise
-        for child in await open_child_sessions(store, session_id):
+        for child in await open_child_sessions(store, session_id, app_name=where[0],
+                                               user_id=where[1]):
             try:
-                return await _routed(store, child, answer, depth + 1)
+                return await _answered(store, child, answer, where, depth + 1)
             except UnknownCallError:
                 continue
         raise
@@ -303,6 +337,8 @@ async def submit_response(
     response: Mapping[str, Any],
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> Event:
     """Append the result of a call that awaits one and return it.
 
@@ -312,7 +348,8 @@ async def submit_response(
     agent of the session made that call, ``CallAlreadyAnsweredError`` when it already has its
     response, ``ResultNotAwaitedError`` when it was never started or waits for a confirmation,
     ConcurrencyError when other writers kept moving the session for ``attempts`` tries,
-    SessionNotFoundError.
+    SessionNotFoundError. ``app_name``/``user_id`` pick the session when several apps or users
+    hold its id (without them: AmbiguousSessionError listing who does).
     """
     _check_attempts(attempts)
     if not isinstance(response, Mapping):
@@ -329,9 +366,12 @@ async def submit_response(
     return await _routed(
         store,
         session_id,
-        lambda sid: _append_checked(
-            store, sid, call_id, expect="call", build=build, attempts=attempts, result=True
+        lambda sid, where: _append_checked(
+            store, sid, call_id, where=where, expect="call", build=build, attempts=attempts,
+            result=True,
         ),
+        app_name=app_name,
+        user_id=user_id,
     )
 
 
@@ -344,14 +384,16 @@ async def answer_confirmation(
     payload: Any = None,
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> Event:
     """Append the answer to an open confirmation request and return it (docs/protocol.md §6).
 
     Raises ``UnknownCallError`` for an id no agent requested, ``CallAlreadyAnsweredError`` when
     the confirmation was answered before or its original call already has a response,
     ``ConfirmationSupersededError`` when the user sent a message after the request (naming it),
-    ConcurrencyError and SessionNotFoundError as ``submit_response``. The original call runs (or
-    is rejected) on the agent's next run.
+    ConcurrencyError, SessionNotFoundError and ``app_name``/``user_id`` as ``submit_response``.
+    The original call runs (or is rejected) on the agent's next run.
     """
     _check_attempts(attempts)
     if not isinstance(confirmed, bool):
@@ -370,9 +412,12 @@ async def answer_confirmation(
     return await _routed(
         store,
         session_id,
-        lambda sid: _append_checked(
-            store, sid, confirmation_id, expect="confirmation", build=build, attempts=attempts
+        lambda sid, where: _append_checked(
+            store, sid, confirmation_id, where=where, expect="confirmation", build=build,
+            attempts=attempts,
         ),
+        app_name=app_name,
+        user_id=user_id,
     )
 
 
@@ -384,6 +429,8 @@ async def rerun_call(
     author: str = USER_AUTHOR,
     attempts: int = DEFAULT_ATTEMPTS,
     min_claim_age: float | None = None,
+    app_name: str | None = None,
+    user_id: str | None = None,
 ) -> Event:
     """Decide that an in-doubt call may run again; append the decision and return it.
 
@@ -395,7 +442,8 @@ async def rerun_call(
     result with ``submit_response`` instead. With ``min_claim_age`` (seconds), a call whose newest
     claim is younger (or records no time) is refused with ``ClaimTooRecentError``: its claimant
     may still be running it. Raises ``UnknownCallError``, ``CallAlreadyAnsweredError``,
-    ``CallNotInDoubtError`` (never started), ``ClaimTooRecentError``, ConcurrencyError.
+    ``CallNotInDoubtError`` (never started), ``ClaimTooRecentError``, ConcurrencyError;
+    ``app_name``/``user_id`` as ``submit_response``.
     """
     _check_attempts(attempts)
 
@@ -405,14 +453,17 @@ async def rerun_call(
     return await _routed(
         store,
         session_id,
-        lambda sid: _append_checked(
+        lambda sid, where: _append_checked(
             store,
             sid,
             call_id,
+            where=where,
             expect="call",
             build=build,
             attempts=attempts,
             in_doubt_only=True,
             min_claim_age=min_claim_age,
         ),
+        app_name=app_name,
+        user_id=user_id,
     )

@@ -28,7 +28,8 @@ LOAD_MEMORY = "load_memory"
 async def _search(
     memory: MemoryService, ctx: ToolContext, query: str, limit: int
 ) -> list[MemoryEntry]:
-    info = await memory.store.session_info(ctx.session_id)
+    info = await memory.store.session_info(ctx.session_id, app_name=ctx.app_name,
+                                           user_id=ctx.user_id)
     return await memory.search_memory(
         app_name=info.app_name, user_id=info.user_id, query=query, limit=limit
     )

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
 import orjson
@@ -36,9 +36,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from eventstore import (
+    AmbiguousSessionError,
     ArtifactNotFoundError,
     EventStore,
     EventStoreError,
+    Session,
     SessionInfo,
     SessionNotFoundError,
     StoreUsageError,
@@ -120,6 +122,7 @@ def create_app(config: WebConfig) -> Starlette:
     env.filters["stamp"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
     env.filters["clean"] = _clean
     env.filters["q"] = _q
+    env.filters["at"] = _at
     holder: dict[str, EventStore] = {}
     writable, why_not = _writable(config.db)
     writes = config.allow_writes and writable
@@ -130,10 +133,24 @@ def create_app(config: WebConfig) -> Starlette:
     def store() -> EventStore:
         return holder["store"]
 
-    async def lookup(sid: str) -> SessionInfo:
-        """The one place a page finds the session its URL names (raises SessionNotFoundError,
-        a 404)."""
-        return await store().session_info(sid)
+    async def lookup(request: Request, sid: str) -> tuple[SessionInfo, str]:
+        """The one place a page finds the session its URL names: the id in the path, and the
+        ``app``/``user`` query parameters when given (links always carry them; a bare id is
+        found when one app's user holds it). Returns the session and the key its rows are
+        stored under. Raises SessionNotFoundError (a 404), AmbiguousSessionError (the page
+        lists the choices)."""
+        q = request.query_params
+        app_name, user_id = q.get("app") or None, q.get("user") or None
+        info = await store().session_info(sid, app_name=app_name, user_id=user_id)
+        return info, await store().session_key(sid, app_name=info.app_name,
+                                               user_id=info.user_id)
+
+    def choices(request: Request, exc: AmbiguousSessionError) -> HTMLResponse:
+        """The page of a bare id several (app, user) hold: a link to each one's page."""
+        links = [(app_name, user_id, _url(request.url.path, {
+            **dict(request.query_params), "app": app_name, "user": user_id}))
+            for app_name, user_id in exc.choices]
+        return page(request, "choose.html", status=300, sid=exc.session_id, links=links)
 
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(template).render(
@@ -151,6 +168,8 @@ def create_app(config: WebConfig) -> Starlette:
                 return await handler(request)
             except _Refused as exc:
                 return failure(request, exc.status, str(exc))
+            except AmbiguousSessionError as exc:
+                return choices(request, exc)
             except SessionNotFoundError as exc:
                 return failure(request, 404, str(exc))
             except (EventStoreError, CliError) as exc:
@@ -197,7 +216,8 @@ def create_app(config: WebConfig) -> Starlette:
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         q = request.query_params
-        info = await lookup(sid)
+        info, key = await lookup(request, sid)
+        where = _where(info)
         filters = Filters(kind=q.get("kind", ""), author=q.get("author", ""),
                           tool=q.get("tool", ""), errors=q.get("errors") == "1",
                           text=q.get("q", ""))
@@ -211,13 +231,13 @@ def create_app(config: WebConfig) -> Starlette:
         scanned_to = after
         picked: list[Row] = []
         if not filters.active:
-            rows = await backend.read(sid, after=after, upto=None, backwards=False, limit=limit)
+            rows = await backend.read(key, after=after, upto=None, backwards=False, limit=limit)
             picked = decode_rows(rows, store().decode)
             scanned_to = rows[-1].seq if rows else after
         else:
             budget = SCAN_BUDGET
             while budget > 0 and len(picked) < limit:
-                rows = await backend.read(sid, after=scanned_to, upto=None, backwards=False,
+                rows = await backend.read(key, after=scanned_to, upto=None, backwards=False,
                                           limit=min(1000, budget))
                 if not rows:
                     break
@@ -230,13 +250,13 @@ def create_app(config: WebConfig) -> Starlette:
                 budget -= len(rows)
         if picked:
             low, high = picked[0].seq, picked[-1].seq
-            before = await backend.read(sid, after=max(0, low - 1 - LOOKAROUND), upto=low - 1,
+            before = await backend.read(key, after=max(0, low - 1 - LOOKAROUND), upto=low - 1,
                                         backwards=False, limit=LOOKAROUND)
-            later = await backend.read(sid, after=high, upto=None, backwards=False,
+            later = await backend.read(key, after=high, upto=None, backwards=False,
                                        limit=LOOKAROUND)
             window = decode_rows(before, store().decode)
             if filters.active:
-                middle = await backend.read(sid, after=low - 1, upto=high, backwards=False,
+                middle = await backend.read(key, after=low - 1, upto=high, backwards=False,
                                             limit=None)
                 window += decode_rows(middle, store().decode)
             else:
@@ -246,22 +266,23 @@ def create_app(config: WebConfig) -> Starlette:
             horizon = later[-1].seq if later else high
         else:
             horizon = after
-        findings, verified = await _findings(sid, info, q.get("verify") == "1")
+        findings, verified = await _findings(key, info, q.get("verify") == "1")
         by_seq: dict[int | None, list[Any]] = {}
         for f in findings:
             by_seq.setdefault(f.seq, []).append(f)
         for row in picked:
             row.findings = by_seq.get(row.seq, [])
-        base = {**filters.query(), "limit": str(limit)}
+        base = {**filters.query(), "limit": str(limit), **where}
         more = scanned_to < info.version
         prev_after = max(0, after - limit) if not filters.active and after > 0 else None
-        forks = await store().fork_links(sid)
-        first = decode_rows(await backend.read(sid, after=None, upto=None, backwards=False,
+        forks = await store().fork_links(sid, **where_kw(info))
+        first = decode_rows(await backend.read(key, after=None, upto=None, backwards=False,
                                                limit=4), store().decode)
         parent = next((link for r in first if r.event is not None
                        and (link := parent_link(r.event)) is not None), None)
         return page(
-            request, "session.html", parent=parent, children=await _children(sid, picked),
+            request, "session.html", parent=parent,
+            children=await _children(sid, picked, info),
             info=info, rows=picked, filters=filters, limit=limit,
             horizon=horizon, at_head=horizon >= info.version, scanned_to=scanned_to,
             session_findings=by_seq.get(None, []), findings=findings, verified=verified,
@@ -273,31 +294,32 @@ def create_app(config: WebConfig) -> Starlette:
                             after=after if raw_after else None),
             forks=forks, kinds=sorted(EventKind.ALL),
             live=not filters.active and scanned_to >= info.version,
-            quoted=_q(sid))
+            quoted=_q(sid), addr=_at(info))
 
-    async def _children(sid: str, rows: list[Row]) -> dict[str, str]:
+    async def _children(sid: str, rows: list[Row], info: SessionInfo) -> dict[str, str]:
         """Call id -> the child session of that call (an agent run as a tool), for the calls
-        of ``rows``: the runtime's name for it, counted only when it links back."""
+        of ``rows``: the runtime's name for it, counted only when it links back (a child
+        belongs to its parent's app and user)."""
         found: dict[str, str] = {}
         for row in rows:
             for call in row.event.function_calls() if row.event is not None else ():
                 candidate = child_session_id(sid, call.id)
                 try:
-                    head = await store().read(candidate, limit=4)
+                    head = await store().read(candidate, limit=4, **where_kw(info))
                 except (SessionNotFoundError, EventStoreError):
                     continue
                 if any(parent_link(e) == (sid, call.id) for e in head):
                     found[call.id] = candidate
         return found
 
-    async def _findings(sid: str, info: SessionInfo, asked: bool) -> tuple[list[Any], bool]:
+    async def _findings(key: str, info: SessionInfo, asked: bool) -> tuple[list[Any], bool]:
         if info.version > AUTO_VERIFY_LIMIT and not asked:
             return [], False
-        rows = await store().backend.read(sid, after=None, upto=None, backwards=False,
+        rows = await store().backend.read(key, after=None, upto=None, backwards=False,
                                           limit=None)
-        forks = await store().fork_links(sid)
-        found, _ = check_log(sid, rows, version=info.version, decode=store().decode,
-                             head=await store().backend.get_session(sid),
+        forks = await store().fork_links(info.id, **where_kw(info))
+        found, _ = check_log(key, rows, version=info.version, decode=store().decode,
+                             head=await store().backend.get_session(key),
                              signing_key=store().backend.signing_key,
                              copied_through=forks.origin.origin_seq if forks.origin else 0)
         return found, True
@@ -305,13 +327,13 @@ def create_app(config: WebConfig) -> Starlette:
     async def event_detail(request: Request) -> Response:
         sid = request.path_params["sid"]
         seq = int(_number(request.path_params["seq"], "seq") or 0)
-        info = await lookup(sid)
-        rows = await store().backend.read(sid, after=seq - 1, upto=seq, backwards=False,
+        info, key = await lookup(request, sid)
+        rows = await store().backend.read(key, after=seq - 1, upto=seq, backwards=False,
                                           limit=1)
         if not rows:
             raise _Refused(404, f"Session {sid!r} has no event at seq {seq}.")
         [row] = decode_rows(rows, store().decode)
-        around = await store().backend.read(sid, after=max(0, seq - 1 - LOOKAROUND),
+        around = await store().backend.read(key, after=max(0, seq - 1 - LOOKAROUND),
                                             upto=seq + LOOKAROUND, backwards=False, limit=None)
         pair([row], decode_rows(around, store().decode))
         try:
@@ -323,27 +345,27 @@ def create_app(config: WebConfig) -> Starlette:
         after_state: dict[str, Any] | None = None
         unfolded = 0
         try:
-            snapshot = await store().backend.load_snapshot(sid, upto=seq - 1)
+            snapshot = await store().backend.load_snapshot(key, upto=seq - 1)
             unfolded = seq - 1 - (snapshot[0] if snapshot is not None else 0)
             if unfolded <= FOLD_BUDGET or request.query_params.get("fold") == "1":
-                before_state = await store().state(sid, at=seq - 1)
-                after_state = await store().state(sid, at=seq)
+                before_state = await store().state(sid, at=seq - 1, **where_kw(info))
+                after_state = await store().state(sid, at=seq, **where_kw(info))
                 unfolded = 0
         except EventStoreError as exc:
             state_error = str(exc)
         diff = own_changes(row.event, before_state, after_state) if row.event is not None else []
         return page(request, "event.html", info=info, row=row, stored=stored,
                     state=after_state, diff=diff, state_error=state_error, unfolded=unfolded,
-                    fold_budget=FOLD_BUDGET, quoted=_q(sid))
+                    fold_budget=FOLD_BUDGET, quoted=_q(sid), addr=_at(info))
 
     async def pending_view(request: Request) -> Response:
         from runtime.cli._pending import pending_payload
 
         sid = request.path_params["sid"]
-        info = await lookup(sid)
-        payload = await pending_payload(store(), sid, db=config.db)
+        info, _ = await lookup(request, sid)
+        payload = await pending_payload(store(), sid, db=config.db, **where_kw(info))
         return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
-                    message=request.query_params.get("done", ""))
+                    addr=_at(info), message=request.query_params.get("done", ""))
 
     async def answer(request: Request) -> Response:
         from runtime.cli._answer import _answer
@@ -351,14 +373,17 @@ def create_app(config: WebConfig) -> Starlette:
 
         sid = request.path_params["sid"]
         form = await check_post(request)
+        app_name = request.query_params.get("app") or None
+        user_id = request.query_params.get("user") or None
         call_id = form.get("call_id", "")
         action = form.get("action", "")
         if action in ("approve", "reject"):
             decision = action == "approve"
             event = await _answer(config.db, sid, call_id, command="confirm",
-                                  work=lambda s: answer_confirmation(
+                                  app_name=app_name, user_id=user_id,
+                                  work=lambda s, app, user: answer_confirmation(
                                       s, session_id=sid, confirmation_id=call_id,
-                                      confirmed=decision))
+                                      confirmed=decision, app_name=app, user_id=user))
             done = f"Confirmation {call_id} {'approved' if decision else 'rejected'} " \
                    f"(seq {event.seq}); the agent acts on it on its next run."
         elif action == "respond":
@@ -370,12 +395,16 @@ def create_app(config: WebConfig) -> Starlette:
                 raise _Refused(400, 'The result must be a JSON object; wrap a plain value as '
                                     '{"result": ...}.')
             event = await _answer(config.db, sid, call_id, command="respond",
-                                  work=lambda s: submit_response(
-                                      s, session_id=sid, call_id=call_id, response=value))
+                                  app_name=app_name, user_id=user_id,
+                                  work=lambda s, app, user: submit_response(
+                                      s, session_id=sid, call_id=call_id, response=value,
+                                      app_name=app, user_id=user))
             done = f"Result of call {call_id} recorded (seq {event.seq})."
         else:
             raise _Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
-        return RedirectResponse(_url(f"/pending/{_q(sid)}", {"done": done}), status_code=303)
+        where = {"app": app_name or "", "user": user_id or ""}
+        return RedirectResponse(_url(f"/pending/{_q(sid)}", {**where, "done": done}),
+                                status_code=303)
 
     async def fork(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -383,23 +412,27 @@ def create_app(config: WebConfig) -> Starlette:
         at = int(_number(form.get("at"), "at") or 0)
         new_id = form.get("new_id") or None
         async with await open_existing(config.db, read_only=False) as writer:
-            made = await writer.fork(sid, at=at, new_session_id=new_id)
-        return RedirectResponse(f"/s/{_q(made.id)}", status_code=303)
+            made = await writer.fork(sid, at=at, new_session_id=new_id,
+                                     app_name=request.query_params.get("app") or None,
+                                     user_id=request.query_params.get("user") or None)
+        return RedirectResponse(_url(f"/s/{_q(made.id)}", _where(made)), status_code=303)
 
     async def artifacts(request: Request) -> Response:
         sid = request.path_params["sid"]
-        info = await lookup(sid)
-        listing = await store().list_artifacts(sid)
+        info, _ = await lookup(request, sid)
+        listing = await store().list_artifacts(sid, **where_kw(info))
         versions: dict[str, list[Any]] = {}
         for filename in listing:
-            versions[filename] = await store().artifact_versions(sid, filename)
+            versions[filename] = await store().artifact_versions(sid, filename,
+                                                                 **where_kw(info))
         chosen = None
         name = request.query_params.get("name")
         if name is not None:
             number = _number(request.query_params.get("version"), "version")
             try:
                 chosen = await store().load_artifact(
-                    sid, name, version=None if number is None else int(number))
+                    sid, name, version=None if number is None else int(number),
+                    **where_kw(info))
             except ArtifactNotFoundError as exc:
                 raise _Refused(404, str(exc)) from exc
         text = None
@@ -407,13 +440,15 @@ def create_app(config: WebConfig) -> Starlette:
             text = chosen.data.decode("utf-8", "replace")
         return page(request, "artifacts.html", info=info, versions=versions, chosen=chosen,
                     text=text, image=chosen is not None and chosen.mime_type in _IMAGE_TYPES,
-                    quoted=_q(sid), q=_q)
+                    quoted=_q(sid), q=_q, addr=_at(info))
 
     async def artifact_raw(request: Request) -> Response:
         sid = request.path_params["sid"]
+        info, _ = await lookup(request, sid)
         number = _number(request.query_params.get("version"), "version")
         found = await store().load_artifact(sid, request.query_params.get("name", ""),
-                                            version=None if number is None else int(number))
+                                            version=None if number is None else int(number),
+                                            **where_kw(info))
         kind = found.mime_type if found.mime_type in _IMAGE_TYPES else "application/octet-stream"
         return Response(found.data, media_type=kind,
                         headers={**_SECURITY_HEADERS, "Content-Disposition": "inline"
@@ -421,9 +456,9 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def export(request: Request) -> Response:
         sid = request.path_params["sid"]
-        await lookup(sid)
+        info, _ = await lookup(request, sid)
         sink = io.BytesIO()
-        await _write_export(store(), sid, sink)
+        await _write_export(store(), sid, sink, app_name=info.app_name, user_id=info.user_id)
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)[:80] or "session"
         return Response(sink.getvalue(), media_type="application/x-ndjson",
                         headers={"Content-Disposition": f'attachment; filename="{name}.jsonl"',
@@ -432,23 +467,24 @@ def create_app(config: WebConfig) -> Starlette:
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
         after = int(_number(request.query_params.get("after"), "after") or 0)
-        await lookup(sid)
+        info, key = await lookup(request, sid)
         template = env.get_template("_row.html")
 
         async def stream() -> AsyncIterator[bytes]:
             yield b": live\n\n"
             async for event in store().subscribe(sid, after=after,
-                                                 poll_interval=config.poll_interval):
-                rows = await store().backend.read(sid, after=(event.seq or 1) - 1,
+                                                 poll_interval=config.poll_interval,
+                                                 **where_kw(info)):
+                rows = await store().backend.read(key, after=(event.seq or 1) - 1,
                                                   upto=event.seq, backwards=False, limit=1)
                 decoded = decode_rows(rows, store().decode)
                 context = await store().backend.read(
-                    sid, after=max(0, (event.seq or 0) - LOOKAROUND), upto=event.seq,
+                    key, after=max(0, (event.seq or 0) - LOOKAROUND), upto=event.seq,
                     backwards=False, limit=None)
                 pair(decoded, decode_rows(context, store().decode))
                 for row in decoded:
                     html = template.render(row=row, quoted=_q(sid), at_head=True,
-                                           horizon=row.seq)
+                                           horizon=row.seq, addr=_at(info))
                     data = "".join(f"data: {line}\n" for line in html.splitlines())
                     yield f"id: {row.seq}\nevent: row\n{data}\n".encode()
                 if await request.is_disconnected():
@@ -482,6 +518,29 @@ def create_app(config: WebConfig) -> Starlette:
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+
+
+class _Address(TypedDict):
+    """The store methods' keywords that address one session (with its id)."""
+
+    app_name: str
+    user_id: str
+
+
+def where_kw(info: SessionInfo) -> _Address:
+    """The store methods' keywords that address the session ``info`` describes."""
+    return {"app_name": info.app_name, "user_id": info.user_id}
+
+
+def _where(info: SessionInfo | Session) -> dict[str, str]:
+    """The query parameters that address the session ``info`` describes (every link to a
+    session page carries them: an id may be held by several apps or users)."""
+    return {"app": info.app_name, "user": info.user_id}
+
+
+def _at(info: SessionInfo) -> str:
+    """``_where`` as a query string (``app=…&user=…``), for the templates' links."""
+    return urlencode(_where(info))
 
 
 def _q(value: str) -> str:

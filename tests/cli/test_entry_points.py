@@ -29,6 +29,7 @@ def test_cli_exported_members() -> None:
     assert runtime.cli.__all__ == ["app", "main"]
     assert eventstore.cli.__all__ == [
         "DEFAULT_DB",
+        "AppOption",
         "CliError",
         "DbOption",
         "Export",
@@ -37,6 +38,8 @@ def test_cli_exported_members() -> None:
         "Finding",
         "JsonOption",
         "Timeline",
+        "UserOption",
+        "address_flags",
         "analyze",
         "app",
         "confirm_command",
@@ -53,6 +56,7 @@ def test_cli_exported_members() -> None:
         "prog",
         "run",
         "run_app",
+        "shared_address",
         "short_json",
         "verify_session",
     ]

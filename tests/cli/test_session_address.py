@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from _cli_support import build, invoke
+from _cli_support import build, invoke, make_session, paused_weather_log
 
 from eventstore import Content, Event, EventActions, EventStore, Part
 
@@ -104,8 +104,8 @@ def test_export_and_import_carry_app_user_and_id(tmp_path: Path) -> None:
     ambiguous = invoke("export", "default", "--db", str(db), "--output", str(dump))
     assert ambiguous.exit_code == 2
     assert "--app app --user bob" in ambiguous.stderr
-    exported = invoke("export", "default", "--user", "bob", "--db", str(db), "--output",
-                      str(dump))
+    exported = invoke("export", "default", "--app", "app", "--user", "bob", "--db", str(db),
+                      "--output", str(dump))
     assert exported.exit_code == 0, exported.stderr
     header = orjson.loads(dump.read_bytes().splitlines()[0])
     assert (header["app_name"], header["user_id"], header["session_id"]) == (
@@ -122,3 +122,63 @@ def test_export_and_import_carry_app_user_and_id(tmp_path: Path) -> None:
     again = invoke("import", str(dump), "--db", str(db))
     assert again.exit_code == 1
     assert "already exists" in again.stderr
+
+
+def _two_paused(paused_db: Path) -> Path:
+    """The paused weather session ``s1`` of user ada, and the same log as bob's ``s1``."""
+    make_session(str(paused_db), paused_weather_log(), state={"units": "metric"},
+                 user_id="bob")
+    return paused_db
+
+
+def _events(db: Path, user: str) -> list[tuple[int, str]]:
+    """(seq, event id) of user's ``s1``: what was appended, not how ``show`` reads it."""
+    shown = invoke("show", "s1", "--app", "weather", "--user", user, "--db", str(db), "--json")
+    assert shown.exit_code == 0, shown.stderr
+    return [(e["seq"], e["id"]) for e in orjson.loads(shown.stdout)["events"]]
+
+
+ANSWERS = [
+    pytest.param(["pending"], False, id="pending"),
+    pytest.param(["confirm", "s1", "confirm-1", "--yes"], True, id="confirm"),
+    pytest.param(["respond", "s1", "c4", "--result", '{"days": []}'], True, id="respond"),
+    pytest.param(["rerun", "s1", "c4", "--force"], True, id="rerun"),
+    pytest.param(["compact", "s1", "--summary", "The weather so far."], True, id="compact"),
+]
+
+
+@pytest.mark.parametrize(("command", "writes"), ANSWERS)
+def test_answering_commands_pick_the_session_by_app_and_user(
+    paused_db: Path, command: list[str], writes: bool
+) -> None:
+    db = _two_paused(paused_db)
+    args = command if command[0] != "pending" else [*command, "s1"]
+    before = {user: _events(db, user) for user in ("ada", "bob")}
+    refused = invoke(*args, "--db", str(db))
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "Session id 's1' is held by 2 sessions" in refused.stderr
+    assert "--app weather --user ada" in refused.stderr
+    assert "--app weather --user bob" in refused.stderr
+    assert {user: _events(db, user) for user in ("ada", "bob")} == before
+
+    done = invoke(*args, "--app", "weather", "--user", "bob", "--db", str(db))
+    assert done.exit_code == 0, done.stdout + done.stderr
+    after = {user: _events(db, user) for user in ("ada", "bob")}
+    assert after["ada"] == before["ada"]
+    assert len(after["bob"]) == len(before["bob"]) + (1 if writes else 0)
+    assert after["bob"][:len(before["bob"])] == before["bob"]
+
+
+def test_pending_prints_commands_that_name_the_user(paused_db: Path) -> None:
+    db = _two_paused(paused_db)
+    shown = invoke("pending", "s1", "--user", "bob", "--db", str(db), "--json")
+    assert shown.exit_code == 0, shown.stderr
+    commands = [item["command"] for item in orjson.loads(shown.stdout)["pending"]]
+    assert commands
+    assert all("--app weather --user bob s1" in c for c in commands), commands
+    # Each printed command runs as printed (here: the confirmation's).
+    [confirm] = [c for c in commands if " confirm " in c]
+    args = confirm.split("   ")[0].split()[1:]
+    done = invoke(*args)
+    assert done.exit_code == 0, done.stderr
+    assert len(_events(db, "bob")) == len(_events(db, "ada")) + 1

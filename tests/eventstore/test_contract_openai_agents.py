@@ -26,6 +26,7 @@ from eventstore import (  # noqa: E402
     Part,
     SessionNotFoundError,
     StoredEvent,
+    StoreUsageError,
 )
 from eventstore.cli._verify import check_events  # noqa: E402
 from eventstore.integrations import openai_agents  # noqa: E402
@@ -244,8 +245,8 @@ def _fold(log: list[Any]) -> list[Any]:
     items: dict[int, Any] = {}
     for event in log:
         meaning = event.custom_metadata.get(METADATA_KEY, {})
-        if meaning.get("clear") is True:
-            items = {}
+        if meaning.get("clear") is True or "compaction" in meaning:
+            items = {}  # a compaction's summary items are the item events after it
         elif "pop" in meaning:
             items.pop(meaning["pop"], None)
         elif "item" in meaning:
@@ -259,6 +260,8 @@ _CACHE_OPS = st.lists(
                   st.integers(min_value=1, max_value=3)),
         st.tuples(st.sampled_from(["reader", "writer"]), st.just("pop"), st.just(0)),
         st.tuples(st.sampled_from(["reader", "writer"]), st.just("clear"), st.just(0)),
+        st.tuples(st.sampled_from(["reader", "writer"]), st.just("compact"),
+                  st.integers(min_value=1, max_value=2)),
         st.tuples(st.just("store"), st.just("delete"), st.just(0)),
     ),
     max_size=20,
@@ -286,6 +289,12 @@ async def test_the_cache_at_head_equals_a_rebuild_from_the_log(
             counter += arg
         elif op == "pop":
             await sessions[who].pop_item()
+        elif op == "compact":
+            summary = [{"type": "compaction", "encrypted_content": f"c{counter + n}"}
+                       for n in range(arg)]
+            counter += arg
+            with contextlib.suppress(StoreUsageError):  # no items to compact
+                await sessions[who].compact(summary)
         else:
             await sessions[who].clear_session()
         cached = await sessions["reader"].get_items()  # refreshed incrementally when cached

@@ -153,7 +153,8 @@ def test_app_since_selects_sessions(demo_db: tuple[Path, str], tmp_path: Path) -
 
 @pytest.mark.parametrize(("args", "message"), [
     pytest.param(["--format", "otlp"], "Give either SESSION_ID or --app", id="nothing"),
-    pytest.param(["s1", "--app", "a"], "only apply to --format otlp", id="app-on-jsonl"),
+    pytest.param(["s1", "--since", "2020-01-01"], "only apply to --format otlp",
+                 id="since-on-jsonl"),
     pytest.param(["--format", "xml", "s1"], "--format must be jsonl or otlp", id="format"),
     pytest.param(["--format", "otlp", "--app", "a", "--since", "yesterday"],
                  "not an ISO date", id="since"),

@@ -127,7 +127,7 @@ def test_browser_fork_from_a_seq(
     browser.find_element(By.NAME, "new_id").send_keys("forked-in-browser")
     browser.find_element(By.ID, "fork").click()
     _wait_text(browser, "p.link", "Forked from")
-    assert browser.current_url.endswith("/s/forked-in-browser")
+    assert browser.current_url.endswith("/s/forked-in-browser?app=weather-demo&user=demo-user")
     rows = [e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "li.row")]
     assert rows == ["seq-1", "seq-2", "seq-3", "seq-4"]
 

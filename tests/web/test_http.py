@@ -59,7 +59,7 @@ def test_web_sessions_list_links_the_demo_session(reader: tuple[TestClient, str]
     http, sid = reader
     page = http.get("/")
     assert page.status_code == 200
-    assert f'href="/s/{sid}"' in page.text
+    assert f'href="/s/{sid}?app=weather-demo&amp;user=demo-user"' in page.text
     assert http.get("/", params={"app": "nobody"}).text.count("session-link") == 0
     assert http.get("/", params={"q": sid[-6:]}).text.count("session-link") == 1
     assert http.get("/", params={"q": "zzzz-not-there"}).text.count("session-link") == 0
@@ -87,12 +87,12 @@ def test_web_sessions_list_pages_newest_first(tmp_path: Path) -> None:
         while url is not None:
             page = http.get(url)
             assert page.status_code == 200
-            seen += re.findall(r'class="session-link" href="/s/([^"]+)"', page.text)
+            seen += re.findall(r'class="session-link" href="/s/([^"?]+)\?', page.text)
             found = re.search(r'href="([^"]+)" id="next"', page.text)
             url = unescape(found.group(1)) if found else None
         assert seen == [f"s{n:02d}" for n in range(59, 0, -2)]
         since = http.get("/", params={"since": "1000050", "q": "S5"}).text
-        assert re.findall(r'class="session-link" href="/s/([^"]+)"', since) == [
+        assert re.findall(r'class="session-link" href="/s/([^"?]+)\?', since) == [
             f"s{n}" for n in range(59, 49, -1)]
         assert http.get("/", params={"after": "nonsense"}).status_code == 400
 
@@ -466,10 +466,11 @@ def test_web_links_a_child_agent_session_both_ways(tmp_path: Path) -> None:
     http, _ = client(db)
     with http:
         parent_page = http.get("/s/trip", params={"from": "start"}).text
-        assert f'class="child" href="/s/{quote(child_id, safe="")}"' in parent_page
+        assert (f'class="child" href="/s/{quote(child_id, safe="")}?app=trip&amp;user=u"'
+                in parent_page)
         child_page = http.get(f"/s/{quote(child_id, safe='')}").text
         assert 'id="parent"' in child_page
-        assert 'href="/s/trip"' in child_page
+        assert 'href="/s/trip?app=trip&amp;user=u"' in child_page
 
 
 @pytest.mark.parametrize("sid", [

@@ -176,7 +176,7 @@ async def lock_shared(conn: Any, app_name: str) -> None:
 
 async def append_locked(
     conn: Any, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
-    signing_key: bytes | None,
+    signing_key: bytes | None, *, owner: tuple[str, str] | None = None,
 ) -> list[StoredEvent]:
     """Append with the contract, in the caller's transaction on ``conn``: raises
     SessionNotFoundError, ConcurrencyError, TamperedLogError, or returns a judged retry's
@@ -191,6 +191,8 @@ async def append_locked(
     if head is None:
         raise SessionNotFoundError(session_id)
     app_name, user_id, key, newest, known, clock, head_seq, head_hash = head
+    if owner is not None and (app_name, user_id) != owner:
+        raise SessionNotFoundError(session_id)
     actual = seq_of_row_key(newest)
     if known or (expected_version is not None and expected_version != actual):
         rows = await conn.fetch(

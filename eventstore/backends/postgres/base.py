@@ -464,7 +464,8 @@ class PostgresBackend:
     # -- the log -------------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
         if self.signing_key is None and not any(e.shared_state for e in events):
@@ -475,7 +476,7 @@ class PostgresBackend:
 
         async def job(conn: Any) -> list[StoredEvent]:
             return await append_locked(conn, session_id, events, expected_version,
-                                       self.signing_key)
+                                       self.signing_key, owner=owner)
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)

@@ -106,6 +106,8 @@ class AppendRequest:
     expected_version: int | None
     key: bytes | None = None
     """The signing key of a keyed store (each row is signed), else None."""
+    owner: tuple[str, str] | None = None
+    """(app, user) the session must belong to (``Backend.append``), else None."""
 
 
 class Head:
@@ -346,6 +348,8 @@ def append_one(conn: sqlite3.Connection, request: AppendRequest,
     it raises. The head is read, not taken from ``cache``; the moved head is put there."""
     session_id, events, expected = request.session_id, request.events, request.expected_version
     current = head(conn, session_id)
+    if request.owner is not None and (current.app_name, current.user_id) != request.owner:
+        raise SessionNotFoundError(session_id)
     actual = current.version
     if expected is None or expected == actual:
         current.check(session_id)
@@ -420,7 +424,8 @@ def append_many(conn: sqlite3.Connection, requests: Sequence[AppendRequest],
             request = requests[i]
             current = heads.get(request.session_id)
             if current is None or request.expected_version not in (None, current.version) \
-                    or not current.consistent:
+                    or not current.consistent or (request.owner is not None and (
+                        current.app_name, current.user_id) != request.owner):
                 break
             if scopes is None:
                 scopes = scope_writer(conn, request.key)

@@ -473,11 +473,12 @@ class SQLiteBackend:
     # -- the log -------------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
 
-        request = AppendRequest(session_id, events, expected_version, self.signing_key)
+        request = AppendRequest(session_id, events, expected_version, self.signing_key, owner)
 
         heads = self._heads
 

@@ -4,7 +4,8 @@
   function start() {
     var list = document.getElementById("timeline");
     if (!list || list.dataset.live !== "1" || !window.EventSource) { return; }
-    var url = "/live/" + list.dataset.session + "?after=" + encodeURIComponent(list.dataset.after);
+    var url = "/live/" + list.dataset.session + "?after=" + encodeURIComponent(list.dataset.after) +
+      (list.dataset.address ? "&" + list.dataset.address : "");
     var source = new EventSource(url);
     source.addEventListener("row", function (message) {
       var holder = document.createElement("ol");

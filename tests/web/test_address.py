@@ -1,0 +1,138 @@
+"""The web UI addresses sessions by (app, user, id): two users of one app each hold a session
+called ``s1``; each link names its session's app and user, each page shows that session, a bare
+id lists the choices, and an answer lands in the session its page showed."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from html import unescape
+from pathlib import Path
+
+from _extras import require_extra
+
+require_extra("starlette", "web")
+require_extra("jinja2", "web")
+require_extra("httpx", "web")
+
+from test_http import client  # noqa: E402
+
+from eventstore import (  # noqa: E402
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    ToolConfirmation,
+    open_store,
+)
+
+AGENT = "weather_agent"
+USERS = ("ada", "bob")
+
+
+def _paused(user: str) -> list[Event]:
+    """A log paused on confirmation ``confirm-1`` of call c1 (docs/protocol.md §5, §6)."""
+    call = FunctionCall(id="c1", name="paid_lookup", args={"city": f"city of {user}"})
+    return [
+        Event(author="user", content=Content(role="user", parts=(Part(text=f"hi {user}"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(Part(function_call=call),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+        Event(author=AGENT, content=Content(role="user", parts=(Part(
+            function_response=FunctionResponse(id="c1", name="paid_lookup", response={
+                "error": {"kind": "confirmation_required", "tool": "paid_lookup",
+                          "message": "needs confirmation"}})),)),
+              actions=EventActions(requested_tool_confirmations={
+                  "c1": ToolConfirmation(hint=f"Costs {user} $0.10.")})),
+        Event(author=AGENT, long_running_tool_ids=("confirm-1",),
+              content=Content(role="model", parts=(Part(function_call=FunctionCall(
+                  id="confirm-1", name=REQUEST_CONFIRMATION_FUNCTION, args={
+                      "originalFunctionCall": {"id": "c1", "name": "paid_lookup",
+                                               "args": call.args},
+                      "toolConfirmation": {"hint": f"Costs {user} $0.10.",
+                                           "confirmed": False, "payload": None}})),))),
+    ]
+
+
+def _db(tmp_path: Path) -> Path:
+    db = tmp_path / "users.db"
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True) as store:
+            for user in USERS:
+                await store.create_session(app_name="weather", user_id=user, session_id="s1",
+                                           events=_paused(user))
+
+    asyncio.run(work())
+    return db
+
+
+def _versions(db: Path) -> dict[str, int]:
+    async def work() -> dict[str, int]:
+        async with await open_store(str(db)) as store:
+            return {user: await store.version("s1", app_name="weather", user_id=user)
+                    for user in USERS}
+
+    return asyncio.run(work())
+
+
+def test_web_links_name_app_and_user_and_each_page_shows_its_session(tmp_path: Path) -> None:
+    http, _ = client(_db(tmp_path))
+    with http:
+        listing = http.get("/").text
+        links = [unescape(h) for h in
+                 re.findall(r'class="session-link" href="([^"]+)"', listing)]
+        assert sorted(links) == ["/s/s1?app=weather&user=ada", "/s/s1?app=weather&user=bob"]
+        for user, other in (("ada", "bob"), ("bob", "ada")):
+            page = http.get("/s/s1", params={"app": "weather", "user": user})
+            assert page.status_code == 200
+            assert f"hi {user}" in page.text
+            assert f"hi {other}" not in page.text
+            pending = re.search(r'href="([^"]+)" id="pending-link"', page.text)
+            assert pending is not None
+            shown = http.get(unescape(pending.group(1))).text
+            assert f"Costs {user} $0.10." in shown
+            assert f"Costs {other}" not in shown
+            detail = re.search(r'class="seq" href="([^"]+)"', page.text)
+            assert detail is not None
+            assert f"hi {user}" in http.get(unescape(detail.group(1))).text
+            export = http.get("/export/s1", params={"app": "weather", "user": user})
+            assert export.status_code == 200
+            assert f"hi {user}" in export.text
+
+
+def test_web_bare_id_lists_the_choices_when_two_users_hold_it(tmp_path: Path) -> None:
+    http, _ = client(_db(tmp_path))
+    with http:
+        for path in ("/s/s1", "/pending/s1", "/export/s1", "/e/1/s1"):
+            page = http.get(path)
+            assert page.status_code == 300, path
+            choices = [unescape(h) for h in re.findall(r'class="choice" href="([^"]+)"',
+                                                       page.text)]
+            assert choices == [f"{path}?app=weather&user=ada", f"{path}?app=weather&user=bob"]
+            assert http.get(choices[1]).status_code == 200
+        assert http.get("/s/s1", params={"user": "nobody"}).status_code == 404
+        assert http.get("/s/s1", params={"user": "bob"}).status_code == 200
+
+
+def test_web_answer_lands_in_the_session_its_page_showed(tmp_path: Path) -> None:
+    db = _db(tmp_path)
+    http, config = client(db, writes=True)
+    with http:
+        before = _versions(db)
+        bare = http.post("/answer/s1", data={"token": config.token, "call_id": "confirm-1",
+                                             "action": "approve"}, follow_redirects=False)
+        assert bare.status_code == 300
+        assert _versions(db) == before
+        page = http.get("/pending/s1", params={"app": "weather", "user": "bob"}).text
+        form = re.search(r'<form method="post" action="([^"]+)" class="answer">', page)
+        assert form is not None
+        done = http.post(unescape(form.group(1)), data={
+            "token": config.token, "call_id": "confirm-1", "action": "approve"},
+            follow_redirects=False)
+        assert done.status_code == 303, done.text
+        assert "user=bob" in done.headers["location"]
+        assert _versions(db) == {"ada": before["ada"], "bob": before["bob"] + 1}
