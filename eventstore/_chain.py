@@ -60,6 +60,7 @@ __all__ = [
     "scope_digest",
     "sign_event",
     "sign_head",
+    "sign_head_state",
     "sign_scope_entry",
     "sign_scope_head",
     "signature_ok",
@@ -192,6 +193,17 @@ def sign_head(key: bytes, session_id: str, head_seq: int, head_hash: bytes) -> b
     message = (_frame(session_id.encode("utf-8", "surrogatepass"))
                + head_seq.to_bytes(8, "big") + head_hash)
     return hmac.new(key, b"evs-head-1\0" + message, hashlib.sha256).digest()
+
+
+def sign_head_state(key: bytes, session_id: str, seq: int, chain_hash: bytes,
+                    state: bytes) -> bytes:
+    """Return the MAC of a session's head state cache row (HMAC-SHA256 under ``key`` of the
+    session id, ``seq``, the chain hash of the event at ``seq`` and the encoded state): a
+    keyed store uses a row only when it holds this, so a row written behind its back is
+    ignored and the state folded from the log."""
+    message = (_frame(session_id.encode("utf-8", "surrogatepass")) + seq.to_bytes(8, "big")
+               + _frame(chain_hash) + state)
+    return hmac.new(key, b"evs-head-state-1\0" + message, hashlib.sha256).digest()
 
 
 def signature_ok(key: bytes, session_id: str, chain_hash: bytes | None,

@@ -219,6 +219,34 @@ class Snapshot(SQLModel, table=True):
     """The encoded state (orjson)."""
 
 
+class HeadState(SQLModel, table=True):
+    """A cache of a session's own state at the newest seq a listing folded, one row per
+    session (``eventstore.backends.protocol.HeadState``); droppable and rebuilt from the log."""
+
+    __tablename__ = "evs_head_states"
+
+    session_id: str = Field(
+        sa_column=sa.Column(
+            "session_id",
+            sa.String(255),
+            sa.ForeignKey(
+                "evs_sessions.session_id", ondelete="CASCADE", name="fk_evs_head_states_session"
+            ),
+            primary_key=True,
+        )
+    )
+    """Owning session."""
+    seq: int = Field(sa_type=sa.Integer(), nullable=False)
+    """The state is the fold of events ``1..seq``."""
+    chain_hash: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The chain hash of the event at ``seq`` when it was folded (the row counts only while
+    that event still has it)."""
+    state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
+    """The encoded state (orjson)."""
+    mac: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The row's HMAC under a keyed store's signing key, else NULL."""
+
+
 class ScopeEntry(SQLModel, table=True):
     """One entry of a shared-state stream (revision 0015, ``eventstore._scopes``): the
     ``app:`` stream of an app (``user_id`` ``''``) or the ``user:`` stream of one of its users.

@@ -11,13 +11,15 @@ the Backend protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from hmac import compare_digest
 from itertools import islice
 from operator import gt, lt
 from typing import Any, TypeVar
 
 import orjson
 
+from ._chain import sign_head_state
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
@@ -33,7 +35,15 @@ from ._stored import (
     decode_compact,
     encode_compact,
 )
-from .backends.protocol import Backend, EventRow, SessionRecord, SharedSnapshot, StoredEvent
+from .backends.protocol import (
+    Backend,
+    EventRow,
+    HeadState,
+    ScopeEntry,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+)
 
 __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL",
@@ -43,6 +53,7 @@ __all__ = [
     "decode_mappings",
     "decode_row_mappings",
     "decode_stored",
+    "fold_session_rows",
     "in_seq_order",
     "snapshot_state",
 ]
@@ -215,7 +226,7 @@ def _scope_name(app_name: str, user_id: str | None) -> str:
     return f"user:{user_id!r}" if user_id is not None else f"app:{app_name!r}"
 
 
-def _fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
+def fold_session_rows(state: dict[str, Any], rows: Sequence[StoredEvent]) -> None:
     """Apply the session-scoped state changes of ``rows`` (in seq order) to ``state``: for
     rows in the stored encoding only their actions are read (``compact_state_change``, many
     times cheaper than decoding each event), others are decoded. Raises CorruptEventError as
@@ -294,15 +305,25 @@ class StateFolder:
         snapshot = await backend.load_shared_snapshot(
             app_name=app_name, user_id=user_id, upto_position=upto
         )
+        entries = await backend.read_scope(
+            app_name=app_name, user_id=user_id,
+            after=0 if snapshot is None else snapshot.count, upto_position=upto
+        )
+        return await self._fold_scope(app_name, user_id, snapshot, entries,
+                                      session_id=session_id)
+
+    async def _fold_scope(
+        self, app_name: str, user_id: str | None, snapshot: SharedSnapshot | None,
+        entries: Sequence[ScopeEntry], *, session_id: str | None,
+    ) -> dict[str, Any]:
+        """Fold a scope's stream ``entries`` (those after ``snapshot``, in stream order) onto
+        the snapshot, saving a new snapshot when many were folded."""
         # Keyed by its stream seq (``count``); found by the position of its newest entry.
         base_count, state = (
             (0, {}) if snapshot is None
             else (snapshot.count,
                   snapshot_state(snapshot.state, session_id=session_id, seq=None,
                                  scope=f"user {user_id!r}" if user_id else f"app {app_name!r}"))
-        )
-        entries = await backend.read_scope(
-            app_name=app_name, user_id=user_id, after=base_count, upto_position=upto
         )
         expected = base_count
         for entry in entries:
@@ -319,7 +340,7 @@ class StateFolder:
                     f"its entry {entry.stream_seq} in the {_scope_name(app_name, user_id)} "
                     f"stream cannot be decoded ({exc!r}).")) from exc
         if len(entries) >= self._snapshot_interval:
-            await backend.save_shared_snapshot(
+            await self._backend.save_shared_snapshot(
                 app_name=app_name,
                 user_id=user_id,
                 snapshot=SharedSnapshot(
@@ -336,32 +357,109 @@ class StateFolder:
         return await self._shared_state(app_name, user_id, upto=None, session_id=None)
 
     async def states_at_head(self, records: Sequence[SessionRecord]) -> list[dict[str, Any]]:
-        """The merged state at head of each session, in a fixed number of reads for the
-        session-scoped part (all snapshots in one read, all tails after them in another) and
-        one fold per distinct ``user:``/``app:`` scope."""
+        """The merged state at head of each session, in a fixed number of reads however many
+        sessions and scopes: never one read per session or per ``user:``/``app:`` scope.
+
+        Each session's own state starts from its head state (``Backend.load_head_states``:
+        one row per session, used only while the event it was folded at still has its chain
+        hash, it decodes and, on a keyed store, the row's MAC is the key's), else from its
+        newest snapshot; only the events after it are read (all sessions' in one read) and
+        folded, and the head states of the sessions that had such events are saved back in
+        one write, so the next listing reads one row per session. Every scope's shared state
+        is read in one call (``Backend.read_shared_heads``). The result equals ``state()``
+        of each session at the version its record names."""
         backend = self._backend
-        ids = [r.session_id for r in records]
-        snapshots = await backend.load_snapshots(ids) if ids else {}
-        tails = await backend.read_many({sid: snapshots.get(sid, (0, b""))[0] for sid in ids})
-        shared: dict[str | None, dict[str, Any]] = {}
+        live = [r.session_id for r in records if r.version > 0]
+        heads = await backend.load_head_states(live) if live else {}
+        # Each session's state is a new mapping the caller keeps (see _gcpause).
+        paused = pause_collector(len(records))
+        try:
+            bases, unheaded = self._trusted_heads(records, heads)
+        finally:
+            resume_collector(paused)
+        if unheaded:
+            for sid, (seq, data) in (await backend.load_snapshots(unheaded)).items():
+                bases[sid] = (seq, snapshot_state(data, session_id=sid, seq=seq))
+        behind: dict[str, int] = {}
+        for record in records:
+            base_seq = bases[record.session_id][0] if record.session_id in bases else 0
+            if record.version > base_seq:
+                behind[record.session_id] = base_seq
+        tails = await backend.read_many(behind) if behind else {}
+        shared: dict[tuple[str, str | None], dict[str, Any]] = {}
+        wanted: dict[str, dict[str | None, None]] = {}
+        for record in records:
+            wanted.setdefault(record.app_name, {None: None})[record.user_id] = None
+        for app_name, users in wanted.items():
+            found = await backend.read_shared_heads(app_name=app_name, user_ids=list(users))
+            for user_id, (scope_snapshot, entries) in found.items():
+                shared[(app_name, user_id)] = await self._fold_scope(
+                    app_name, user_id, scope_snapshot, entries, session_id=None)
+        paused = pause_collector(len(records))
+        try:
+            out, fresh = self._fold_tails(records, bases, behind, tails, shared)
+        finally:
+            resume_collector(paused)
+        if fresh:
+            await backend.save_head_states(fresh)
+        return out
+
+    def _trusted_heads(
+        self, records: Sequence[SessionRecord], heads: Mapping[str, HeadState]
+    ) -> tuple[dict[str, tuple[int, dict[str, Any]]], list[str]]:
+        """The decoded head states the listing may start from, and the sessions (with events)
+        that have none."""
+        key = self._backend.signing_key
+        bases: dict[str, tuple[int, dict[str, Any]]] = {}
+        unheaded: list[str] = []
+        for record in records:
+            sid = record.session_id
+            head = heads.get(sid)
+            if head is not None and head.seq <= record.version and (
+                key is None or (head.mac is not None and compare_digest(
+                    head.mac, sign_head_state(key, sid, head.seq, head.chain_hash,
+                                              head.state)))):
+                try:
+                    bases[sid] = (head.seq, snapshot_state(head.state, session_id=sid,
+                                                           seq=head.seq))
+                    continue
+                except CorruptSnapshotError:
+                    pass  # a cache: fold the log instead (evs verify names the row)
+            if record.version > 0:
+                unheaded.append(sid)
+        return bases, unheaded
+
+    def _fold_tails(
+        self, records: Sequence[SessionRecord], bases: dict[str, tuple[int, dict[str, Any]]],
+        behind: Mapping[str, int], tails: Mapping[str, list[StoredEvent]],
+        shared: Mapping[tuple[str, str | None], dict[str, Any]],
+    ) -> tuple[list[dict[str, Any]], dict[str, HeadState]]:
+        """Each session's merged state (its base, its tail folded, the shared state on top)
+        and the head states to save for the sessions whose tail was folded."""
+        key = self._backend.signing_key
+        fresh: dict[str, HeadState] = {}
         out: list[dict[str, Any]] = []
         for record in records:
             sid = record.session_id
-            base = snapshots.get(sid)
-            state: dict[str, Any] = (
-                {} if base is None else snapshot_state(base[1], session_id=sid, seq=base[0])
-            )
-            # Only what the record counted: an event appended since the listing is not folded.
-            tail = in_seq_order(sid, tails[sid], after=base[0] if base else None)
-            _fold_session_rows(state, [r for r in tail if r.seq <= record.version])
-            for user_id in (None, record.user_id):
-                if user_id not in shared:
-                    shared[user_id] = await self._shared_state(
-                        record.app_name, user_id, upto=None, session_id=sid
-                    )
-                state.update(shared[user_id])
+            state: dict[str, Any] = bases[sid][1] if sid in bases else {}
+            if sid in behind:
+                # Only what the record counted: an event appended since the listing is not
+                # folded.
+                tail = [r for r in in_seq_order(sid, tails.get(sid, []), after=behind[sid])
+                        if r.seq <= record.version]
+                fold_session_rows(state, tail)
+                newest = tail[-1] if tail else None
+                if newest is not None and newest.seq == record.version \
+                        and newest.chain_hash is not None:
+                    data = orjson.dumps(state)
+                    fresh[sid] = HeadState(
+                        seq=newest.seq, chain_hash=newest.chain_hash, state=data,
+                        mac=None if key is None else sign_head_state(
+                            key, sid, newest.seq, newest.chain_hash, data))
+            state.update(shared[(record.app_name, None)])
+            state.update(shared[(record.app_name, record.user_id)])
             out.append(state)
-        return out
+        return out, fresh
 
     async def _position_of(self, session_id: str, seq: int) -> int:
         rows = await self._backend.read(

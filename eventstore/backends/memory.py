@@ -28,6 +28,7 @@ from eventstore.recall.text import words
 from .protocol import (
     ArtifactRecord,
     EventRow,
+    HeadState,
     ImportedLink,
     ImportSource,
     MemoryRow,
@@ -55,6 +56,7 @@ class _Session:
     by_id: dict[str, StoredEvent] = field(default_factory=dict)
     snapshots: dict[int, bytes] = field(default_factory=dict)
     caches: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    head_state: HeadState | None = None
     imported: list[ImportedLink] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     memory: tuple[int, list[MemoryRow]] | None = None
@@ -434,9 +436,11 @@ class MemoryBackend:
         dropped = sum(len(s) for s in self._shared_snapshots.values())
         self._shared_snapshots.clear()
         for session in self._sessions.values():
-            dropped += len(session.snapshots) + len(session.caches)
+            dropped += (len(session.snapshots) + len(session.caches)
+                        + (session.head_state is not None))
             session.snapshots.clear()
             session.caches.clear()
+            session.head_state = None
         return dropped
 
     async def read_imported(
@@ -683,6 +687,45 @@ class MemoryBackend:
             session = self._sessions.get(sid)
             found[sid] = [] if session is None else session.events[max(low, 0):]
         return found
+
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        """See ``Backend.read_shared_heads``."""
+        found: dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]] = {}
+        for user_id in dict.fromkeys(user_ids):
+            snapshot = await self.load_shared_snapshot(app_name=app_name, user_id=user_id,
+                                                       upto_position=None)
+            found[user_id] = (snapshot, await self.read_scope(
+                app_name=app_name, user_id=user_id,
+                after=0 if snapshot is None else snapshot.count, upto_position=None))
+        return found
+
+    def _current_head_state(self, session_id: str, state: HeadState | None) -> bool:
+        session = self._sessions.get(session_id)
+        return (session is not None and state is not None
+                and 0 < state.seq <= len(session.events)
+                and session.events[state.seq - 1].chain_hash == state.chain_hash)
+
+    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
+        """See ``Backend.load_head_states``."""
+        self._check_open()
+        found: dict[str, HeadState] = {}
+        for sid in session_ids:
+            session = self._sessions.get(sid)
+            if session is not None and session.head_state is not None \
+                    and self._current_head_state(sid, session.head_state):
+                found[sid] = session.head_state
+        return found
+
+    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
+        """See ``Backend.save_head_states``."""
+        self._check_open()
+        for sid, state in states.items():
+            session = self._sessions.get(sid)
+            if session is None or not self._current_head_state(sid, state):
+                continue
+            session.head_state = state
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         """See ``Backend.wait_for_events``."""

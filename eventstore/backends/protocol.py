@@ -22,6 +22,7 @@ __all__ = [
     "ArtifactRecord",
     "Backend",
     "EventRow",
+    "HeadState",
     "ImportPage",
     "ImportSource",
     "ImportedLink",
@@ -244,6 +245,26 @@ class SharedSnapshot:
     """The stream seq of the newest entry the fold covers (entries never go away)."""
     state: bytes
     """The encoded state (orjson)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadState:
+    """A cache of one session's own (session-scoped) state at ``seq``, the newest seq a
+    listing folded (``evs_head_states``): one row per session, droppable and rebuilt from
+    the log. It stands for the fold of the events ``1..seq`` only while the event at ``seq``
+    still has ``chain_hash`` (backends return and keep no other), which covers every event
+    before it."""
+
+    seq: int
+    """The state is the fold of events ``1..seq``."""
+    chain_hash: bytes
+    """The ``chain_hash`` of the event at ``seq`` when the state was folded."""
+    state: bytes
+    """The encoded state (orjson)."""
+    mac: bytes | None = None
+    """HMAC of the row under the store's signing key (``eventstore._chain.sign_head_state``),
+    None when written unkeyed; a keyed store folds the log instead of trusting a row without
+    a valid one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,8 +502,8 @@ class Backend(Protocol):
         ...
 
     async def drop_snapshots(self) -> int:
-        """Delete every snapshot, session and shared, and every session cache; return how
-        many were dropped."""
+        """Delete every snapshot, session and shared, every head state and every session cache;
+        return how many were dropped."""
         ...
 
     async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
@@ -598,6 +619,27 @@ class Backend(Protocol):
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
         """Return, for each session id of ``after``, its events with ``seq > after[id]`` oldest
         first, in one read (a session that does not exist maps to an empty list)."""
+        ...
+
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        """Return, for each scope of the app (None: its ``app:`` stream, else the user's
+        ``user:`` stream), its newest shared snapshot (or None) and its stream entries after
+        that snapshot's ``count``, in stream order: the scopes' state at head, in one read
+        however many scopes."""
+        ...
+
+    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
+        """Return the head state of each session that has one whose event at ``seq`` still
+        has its ``chain_hash`` (others, and sessions that do not exist, are left out), in one
+        read."""
+        ...
+
+    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
+        """Store (or replace) each session's head state, in one write: only for a session
+        whose event at ``seq`` has the state's ``chain_hash`` (so not for a session deleted,
+        or deleted and made again, since the fold). A cache: a read-only store keeps none."""
         ...
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:

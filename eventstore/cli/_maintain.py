@@ -71,8 +71,8 @@ __all__ = [
 async def _snapshots(
     store: EventStore, session_id: str, upto: int
 ) -> tuple[list[tuple[int, Any]], list[Finding]]:
-    """Every stored snapshot of the session, newest first, and a finding for each one that
-    cannot be decoded."""
+    """Every stored snapshot of the session (newest first) and its head state, and a finding
+    for each one that cannot be decoded."""
     found: list[tuple[int, Any]] = []
     damaged: list[Finding] = []
     cursor: int | None = upto
@@ -91,6 +91,18 @@ async def _snapshots(
                                    message=f"the state snapshot at seq {seq} cannot be decoded: "
                                    f"{exc.reason}"))
         cursor = seq - 1
+    # The listing's head state (one row, current while its event keeps its chain hash) is
+    # checked like a snapshot: a row that disagrees with the fold is a stale cache.
+    head = (await store.backend.load_head_states([session_id])).get(session_id)
+    if head is not None and head.seq <= upto:
+        try:
+            found.append((head.seq, snapshot_state(head.state, session_id=session_id,
+                                                   seq=head.seq)))
+        except CorruptSnapshotError as exc:
+            damaged.append(Finding(session_id=session_id, seq=head.seq,
+                                   code="snapshot_undecodable",
+                                   message=f"the head state at seq {head.seq} cannot be "
+                                   f"decoded: {exc.reason}"))
     return found, damaged
 
 

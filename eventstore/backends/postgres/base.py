@@ -51,6 +51,7 @@ from eventstore._retention import RetentionPolicy
 from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
+    HeadState,
     ImportedLink,
     ImportSource,
     MemoryRow,
@@ -817,6 +818,22 @@ class PostgresBackend:
 
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
         return await self._run(lambda conn: queries.read_many(conn, after), what="read sessions")
+
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        return await self._run(lambda conn: queries.read_shared_heads(conn, app_name, user_ids),
+                               what=f"read shared state of app {app_name!r}")
+
+    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
+        return await self._run(lambda conn: queries.load_head_states(conn, session_ids),
+                               what="load head states")
+
+    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
+        if not states:
+            return
+        await self._run(lambda conn: queries.save_head_states(conn, states),
+                        what="save head states", write=True)
 
     # -- live tails ----------------------------------------------------------------------------
 

@@ -12,14 +12,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.protocol import (
+    HeadState,
+    ScopeEntry,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+    fresh_key,
+)
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
+    SCOPE_COLUMNS,
     SEQ_BITS,
     SESSION_COLUMNS,
+    payload_bytes,
+    scope_entries,
     seq_bound,
     session_record,
+    shared_scope,
     stored_event,
     stored_events,
 )
@@ -31,9 +42,12 @@ __all__ = [
     "free_key",
     "list_by_update",
     "list_newest",
+    "load_head_states",
     "load_snapshots",
     "read_many",
+    "read_shared_heads",
     "read_since",
+    "save_head_states",
 ]
 
 _E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
@@ -118,6 +132,66 @@ async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, tup
         list(session_ids),
     )
     return {row[0]: (int(row[1]), bytes(row[2])) for row in rows}
+
+
+async def read_shared_heads(
+    conn: Any, app_name: str, user_ids: Sequence[str | None]
+) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+    """Each scope's newest shared snapshot and its stream entries after it
+    (``Backend.read_shared_heads``), in two queries."""
+    scopes = {shared_scope(u): u for u in user_ids}
+    names = list(scopes)
+    snapshots = {
+        row[0]: SharedSnapshot(position=int(row[1]), count=int(row[2]),
+                               state=payload_bytes(row[3]))
+        for row in await conn.fetch(
+            "SELECT DISTINCT ON (user_id) user_id, position, event_count, state "
+            "FROM evs_shared_snapshots WHERE app_name = $1 AND user_id = ANY($2::varchar[]) "
+            "ORDER BY user_id, position DESC", app_name, names)
+    }
+    entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
+    columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))
+    for entry in scope_entries(await conn.fetch(
+        f"SELECT {columns} FROM unnest($2::varchar[], $3::bigint[]) AS w(u, low) "
+        "JOIN evs_scope_entries e ON e.app_name = $1 AND e.user_id = w.u "
+        "AND e.stream_seq > w.low ORDER BY e.user_id, e.stream_seq",
+        app_name, names, [snapshots[n].count if n in snapshots else 0 for n in names],
+    )):
+        entries[entry.user_id].append(entry)
+    return {scopes[n]: (snapshots.get(n), entries[n]) for n in names}
+
+
+async def load_head_states(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:
+    """The head state of each session that has one still current (its event at ``seq``
+    holds its chain hash), in one query."""
+    rows = await conn.fetch(
+        "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
+        "JOIN evs_sessions s ON s.session_id = h.session_id "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + h.seq "
+        "WHERE h.session_id = ANY($1::varchar[]) AND e.chain_hash = h.chain_hash",
+        list(session_ids),
+    )
+    return {row[0]: HeadState(seq=int(row[1]), chain_hash=bytes(row[2]), state=bytes(row[3]),
+                              mac=None if row[4] is None else bytes(row[4]))
+            for row in rows}
+
+
+async def save_head_states(conn: Any, states: Mapping[str, HeadState]) -> None:
+    """Store (or replace) each head state whose session's event at ``seq`` holds its chain
+    hash (``Backend.save_head_states``), in one statement."""
+    items = list(states.items())
+    await conn.execute(
+        "INSERT INTO evs_head_states (session_id, seq, chain_hash, state, mac) "
+        "SELECT w.sid, w.seq, w.chain_hash, w.state, w.mac FROM unnest($1::varchar[], "
+        "$2::int[], $3::bytea[], $4::bytea[], $5::bytea[]) AS w(sid, seq, chain_hash, state, mac) "
+        "JOIN evs_sessions s ON s.session_id = w.sid "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + w.seq "
+        "AND e.chain_hash = w.chain_hash "
+        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
+        "chain_hash = excluded.chain_hash, state = excluded.state, mac = excluded.mac",
+        [sid for sid, _ in items], [h.seq for _, h in items], [h.chain_hash for _, h in items],
+        [h.state for _, h in items], [h.mac for _, h in items],
+    )
 
 
 async def read_many(conn: Any, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:

@@ -41,9 +41,11 @@ async def save(conn: Any, session_id: str, seq: int, state: bytes) -> None:
 
 
 async def drop_all(conn: Any) -> int:
-    """Delete every snapshot of both kinds; return how many there were."""
+    """Delete every snapshot of both kinds, every head state and every session cache; return
+    how many there were."""
     dropped = 0
-    for table in ("evs_snapshots", "evs_shared_snapshots", "evs_session_caches"):
+    for table in ("evs_snapshots", "evs_shared_snapshots", "evs_head_states",
+                  "evs_session_caches"):
         status = await conn.execute(f"DELETE FROM {table}")
         dropped += int(status.rsplit(" ", 1)[-1])
     return dropped

@@ -78,6 +78,7 @@ from eventstore._retention import RetentionPolicy
 from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
+    HeadState,
     ImportedLink,
     ImportSource,
     MemoryRow,
@@ -785,6 +786,22 @@ class SQLiteBackend:
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
         return await self._read(lambda conn: queries.read_many(conn, after),
                                 what="read sessions")
+
+    async def read_shared_heads(
+        self, *, app_name: str, user_ids: Sequence[str | None]
+    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+        return await self._read(lambda conn: queries.read_shared_heads(conn, app_name, user_ids),
+                                what=f"read shared state of app {app_name!r}")
+
+    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
+        return await self._read(lambda conn: queries.load_head_states(conn, session_ids),
+                                what="load head states")
+
+    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
+        if self._read_only or not states:
+            return  # a cache: a read-only store does not keep one
+        await self._write(lambda conn: queries.save_head_states(conn, states),
+                          what="save head states", keeps_heads=True)
 
     # -- live tails ----------------------------------------------------------------------------
 

@@ -13,14 +13,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import SessionRecord, StoredEvent, fresh_key
+from eventstore.backends.protocol import (
+    HeadState,
+    ScopeEntry,
+    SessionRecord,
+    SharedSnapshot,
+    StoredEvent,
+    fresh_key,
+)
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
+    SCOPE_COLUMNS,
     SEQ_BITS,
     SESSION_COLUMNS,
+    payload_bytes,
+    scope_entries,
     seq_bound,
     session_record,
+    shared_scope,
     stored_event,
     stored_events,
 )
@@ -30,9 +41,12 @@ __all__ = [
     "free_key",
     "list_by_update",
     "list_newest",
+    "load_head_states",
     "load_snapshots",
     "read_many",
+    "read_shared_heads",
     "read_since",
+    "save_head_states",
 ]
 
 _CHUNK = 500
@@ -125,6 +139,75 @@ def load_snapshots(
         ):
             found[sid] = (int(seq), bytes(state))
     return found
+
+
+def read_shared_heads(
+    conn: sqlite3.Connection, app_name: str, user_ids: Sequence[str | None]
+) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
+    """Each scope's newest shared snapshot and its stream entries after it
+    (``Backend.read_shared_heads``): one statement of each kind per chunk of scopes."""
+    scopes = {shared_scope(u): u for u in user_ids}
+    names = list(scopes)
+    snapshots: dict[str, SharedSnapshot] = {}
+    entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
+    for start in range(0, len(names), _CHUNK):
+        chunk = names[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for user, position, count, state in conn.execute(
+            "SELECT user_id, position, event_count, state FROM evs_shared_snapshots "
+            f"WHERE app_name = ? AND user_id IN ({marks}) ORDER BY user_id, position",
+            (app_name, *chunk),
+        ):
+            snapshots[user] = SharedSnapshot(position=int(position), count=int(count),
+                                             state=payload_bytes(state))
+        values = ", ".join("(?, ?)" for _ in chunk)
+        params = tuple(v for n in chunk for v in (n, snapshots[n].count if n in snapshots
+                                                   else 0))
+        columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))
+        for entry in scope_entries(conn.execute(
+            f"WITH wanted(u, low) AS (VALUES {values}) SELECT {columns} FROM wanted "
+            "JOIN evs_scope_entries e ON e.app_name = ? AND e.user_id = wanted.u "
+            "AND e.stream_seq > wanted.low ORDER BY e.user_id, e.stream_seq",
+            (*params, app_name),
+        )):
+            entries[entry.user_id].append(entry)
+    return {scopes[n]: (snapshots.get(n), entries[n]) for n in names}
+
+
+def load_head_states(
+    conn: sqlite3.Connection, session_ids: Sequence[str]
+) -> dict[str, HeadState]:
+    """The head state of each session that has one still current (its event at ``seq``
+    holds its chain hash), one statement per chunk of ids."""
+    found: dict[str, HeadState] = {}
+    for start in range(0, len(session_ids), _CHUNK):
+        chunk = session_ids[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for sid, seq, chain_hash, state, mac in conn.execute(
+            "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
+            "JOIN evs_sessions s ON s.session_id = h.session_id "
+            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + h.seq "
+            f"WHERE h.session_id IN ({marks}) AND e.chain_hash = h.chain_hash",
+            tuple(chunk),
+        ):
+            if isinstance(state, bytes) and isinstance(chain_hash, bytes):
+                found[sid] = HeadState(seq=int(seq), chain_hash=chain_hash, state=state,
+                                       mac=mac if isinstance(mac, bytes) else None)
+    return found
+
+
+def save_head_states(conn: sqlite3.Connection, states: Mapping[str, HeadState]) -> None:
+    """Store (or replace) each head state whose session's event at ``seq`` holds its chain
+    hash (``Backend.save_head_states``)."""
+    conn.executemany(
+        "INSERT INTO evs_head_states (session_id, seq, chain_hash, state, mac) "
+        "SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM evs_sessions s "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + ?2 "
+        "WHERE s.session_id = ?1 AND e.chain_hash = ?3) "
+        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
+        "chain_hash = excluded.chain_hash, state = excluded.state, mac = excluded.mac",
+        [(sid, h.seq, h.chain_hash, h.state, h.mac) for sid, h in states.items()],
+    )
 
 
 def read_many(

@@ -50,8 +50,10 @@ def save(conn: sqlite3.Connection, session_id: str, seq: int, state: bytes) -> N
 
 
 def drop_all(conn: sqlite3.Connection) -> int:
-    """Delete every snapshot of both kinds and every session cache; return how many."""
+    """Delete every snapshot of both kinds, every head state and every session cache; return
+    how many."""
     return (conn.execute("DELETE FROM evs_snapshots").rowcount
+            + conn.execute("DELETE FROM evs_head_states").rowcount
             + conn.execute("DELETE FROM evs_shared_snapshots").rowcount
             + conn.execute("DELETE FROM evs_session_caches").rowcount)
 
