@@ -384,7 +384,8 @@ async def test_a_put_never_appends_to_another_apps_session(tmp_path: Any) -> Non
             await store.create_session(app_name="adk-app", user_id="u", session_id="shared")
         stored = await saver.aput(_config("shared"), _checkpoint({}, {}), {}, {})
         got = await saver.aget_tuple(_config("shared"))
-        assert got is not None and got.config == stored
+        assert got is not None
+        assert got.config == stored
     async with await open_store(path) as store:
         assert await store.read("shared", app_name="adk-app", user_id="u") == []
         assert len(await store.read("shared", app_name="langgraph", user_id="langgraph")) == 1
