@@ -250,6 +250,9 @@ FOLD_PAGE = 1000
 """Events read per step when the session state is folded from a snapshot (or seq 0) on."""
 
 
+_LISTING_SCOPE_SNAPSHOT = 32
+"""Stream entries past a scope's snapshot from which a listing saves a new snapshot."""
+
 class StateFolder:
     """Folds a session's merged state (session, ``user:`` and ``app:`` keys) at a seq, reading
     and saving snapshots through ``backend``."""
@@ -314,10 +317,11 @@ class StateFolder:
 
     async def _fold_scope(
         self, app_name: str, user_id: str | None, snapshot: SharedSnapshot | None,
-        entries: Sequence[ScopeEntry], *, session_id: str | None,
+        entries: Sequence[ScopeEntry], *, session_id: str | None, save_after: int | None = None,
     ) -> dict[str, Any]:
         """Fold a scope's stream ``entries`` (those after ``snapshot``, in stream order) onto
-        the snapshot, saving a new snapshot when many were folded."""
+        the snapshot, saving a new snapshot when at least ``save_after`` (default: the
+        snapshot interval) were folded."""
         # Keyed by its stream seq (``count``); found by the position of its newest entry.
         base_count, state = (
             (0, {}) if snapshot is None
@@ -339,7 +343,7 @@ class StateFolder:
                 raise CorruptEventError(entry.session_id, entry.seq, (
                     f"its entry {entry.stream_seq} in the {_scope_name(app_name, user_id)} "
                     f"stream cannot be decoded ({exc!r}).")) from exc
-        if len(entries) >= self._snapshot_interval:
+        if len(entries) >= (self._snapshot_interval if save_after is None else save_after):
             await self._backend.save_shared_snapshot(
                 app_name=app_name,
                 user_id=user_id,
@@ -393,8 +397,12 @@ class StateFolder:
         for app_name, users in wanted.items():
             found = await backend.read_shared_heads(app_name=app_name, user_ids=list(users))
             for user_id, (scope_snapshot, entries) in found.items():
+                # A listing reads every scope of the page each time: a scope read with more
+                # than a few entries past its snapshot gets a new one, so the next listing
+                # reads few (many users with short streams never reach the interval).
                 shared[(app_name, user_id)] = await self._fold_scope(
-                    app_name, user_id, scope_snapshot, entries, session_id=None)
+                    app_name, user_id, scope_snapshot, entries, session_id=None,
+                    save_after=min(self._snapshot_interval, _LISTING_SCOPE_SNAPSHOT))
         paused = pause_collector(len(records))
         try:
             out, fresh = self._fold_tails(records, bases, behind, tails, shared)
