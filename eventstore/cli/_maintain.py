@@ -468,9 +468,11 @@ def delete(
 
 
 def db_rebuild_snapshots(db: DbOption = DEFAULT_DB, json: JsonOption = False) -> None:
-    """Drop every state snapshot (a cache: the log is untouched); state reads rebuild them.
+    """Drop every state snapshot and listing head state (caches: the log is untouched); state
+    reads and listings rebuild them.
 
-    The way out when a snapshot cannot be decoded or evs verify reports a stale one."""
+    The way out when a snapshot or head state cannot be decoded or evs verify reports a stale
+    one."""
 
     async def main() -> int:
         async with await open_existing(db, read_only=False) as store:
