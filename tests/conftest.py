@@ -57,8 +57,9 @@ SLOW_MODULES = frozenset({
 """Modules (relative to ``tests/``) that ``pytest_collection_modifyitems`` marks ``slow``."""
 
 SUITE_DURATIONS = (
-    "the whole suite takes about 10 minutes on two cores (longer on a loaded machine); "
-    'pytest -m "not slow" is the quick subset (about three minutes): see docs/testing.md'
+    "the whole suite needs about 13 minutes of CPU: about 7 minutes with -n 4 on two idle cores "
+    '(longer on a loaded machine); pytest -m "not slow" is the quick subset (about three minutes '
+    "of CPU in one process): see docs/testing.md"
 )
 """What the run's header tells a user (docs/testing.md has the measurements)."""
 
