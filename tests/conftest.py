@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,12 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+
+# Cache bytecode even where the environment sets PYTHONDONTWRITEBYTECODE: otherwise every run
+# (and every xdist worker) rewrites the asserts of each test module again, about half of
+# collection's CPU, and each `evs` subprocess compiles the project from source. Subprocesses
+# still inherit the variable, but read the caches this process writes.
+sys.dont_write_bytecode = False
 
 SLOW_MODULES = frozenset({
     # Each runs `evs` in subprocesses or drives the in-process CLI on a real database per test:
@@ -50,8 +57,9 @@ SLOW_MODULES = frozenset({
 """Modules (relative to ``tests/``) that ``pytest_collection_modifyitems`` marks ``slow``."""
 
 SUITE_DURATIONS = (
-    "the whole suite takes about 10 minutes on two cores (longer on a loaded machine); "
-    'pytest -m "not slow" is the quick subset (about three minutes): see docs/testing.md'
+    "the whole suite needs about 11 minutes of CPU: 6 to 7 minutes with -n 4 on two idle cores "
+    '(longer on a loaded machine); pytest -m "not slow" is the quick subset (about three minutes '
+    "of CPU in one process): see docs/testing.md"
 )
 """What the run's header tells a user (docs/testing.md has the measurements)."""
 
