@@ -24,8 +24,10 @@ pytestmark = [
 
 CHILD = Path(__file__).with_name("_evs_child.py")
 KILLS = 18
+MIN_KILLS = 10
 BATCH = 4
 TIME_BUDGET = 40.0
+"""Past it the loop stops after ``MIN_KILLS`` kills (a loaded machine starts writers slowly)."""
 
 
 def _integrity(path: str) -> str:
@@ -56,7 +58,7 @@ async def test_crash_sigkill_never_loses_acknowledged_or_tears_batches(
     acked: set[str] = set()
     started = time.monotonic()
     kills = 0
-    while kills < KILLS and time.monotonic() - started < TIME_BUDGET:
+    while kills < KILLS and (kills < MIN_KILLS or time.monotonic() - started < TIME_BUDGET):
         delay = rng.choice([0.0, 0.001, 0.01]) + rng.random() * 0.25
         acked.update(await _run_and_kill(url, "crashy", f"k{kills}", delay))
         kills += 1
@@ -75,5 +77,4 @@ async def test_crash_sigkill_never_loses_acknowledged_or_tears_batches(
         finally:
             await store.aclose()
 
-    assert kills >= 10, f"only {kills} kills fit in the time budget"
     assert acked, "the writer never acknowledged a batch"

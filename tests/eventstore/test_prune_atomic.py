@@ -36,6 +36,28 @@ async def _populate(store: EventStore) -> dict[str, list[Event]]:
     return logs
 
 
+async def _settled(url: str) -> None:
+    """Wait until the killed child's work has ended on the server: on PostgreSQL a COMMIT it
+    sent before the kill may still be running (SQLite has nothing in flight after a kill)."""
+    if not url.startswith("postgresql"):
+        return
+    import asyncpg  # PostgreSQL targets only
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        for _ in range(200):
+            busy = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction', "
+                "'idle in transaction (aborted)')")
+            if busy == 0:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the killed child's transaction never ended on the server")
+    finally:
+        await conn.close()
+
+
 async def _check(store: EventStore, logs: dict[str, list[Event]], archive: Path) -> int:
     """Assert the invariant for every session; return how many are gone."""
     present = {s.id for s in (await store.list_sessions(limit=10_000)).sessions}
@@ -67,6 +89,7 @@ def test_prune_killed_leaves_each_session_intact_or_archived(sql_target: Backend
             for _ in range(KILLS):
                 out = await kill_after_ready([str(CHILD), sql_target.url, str(archive)],
                                              rng.uniform(0.1, 1.2), expect_killed=False)
+                await _settled(sql_target.url)
                 history.append((out.split(), await _check(store, logs, archive)))
             assert any(0 < gone < SESSIONS for _, gone in history), history  # killed mid-way
             report = await store.prune(older_than=86_400, archive=archive,
