@@ -147,6 +147,9 @@ def _method_calls() -> dict[str, Call]:
         "compact": lambda s: s.compact("s", upto=1, summary="the start"),
         "read_compacted": lambda s: s.read_compacted("s"),
         "session_key": lambda s: s.session_key("s"),
+        "import_session": lambda s: s.import_session(
+            app_name="app", user_id="u", session_id="imported", created_at=None,
+            pages=lambda: None),
         # Reads only on a keyed store (an unkeyed one has nothing to check): opened keyed below.
         "untrusted": lambda s: s.untrusted("s"),
     }

@@ -201,9 +201,8 @@ async def test_responses_compactor_calls_responses_compact(store: EventStore) ->
     assert asked[-1] == {"model": "gpt-4.1", "previous_response_id": "resp_9"}
 
 
-def test_evs_show_and_export_keep_the_compacted_items(backend_target: BackendTarget) -> None:
-    if not backend_target.persistent:
-        pytest.skip("the CLI opens the database itself")
+def test_evs_show_and_export_keep_the_compacted_items(sql_target: BackendTarget) -> None:
+    backend_target = sql_target  # the CLI opens the database itself: a file or a server
     session = EventStoreSession("chat", backend_target.url)
 
     async def scenario() -> None:

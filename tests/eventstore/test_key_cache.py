@@ -51,9 +51,6 @@ async def test_key_cache_never_writes_into_the_session_given_its_key(
     sql_factory: StoreFactory,
 ) -> None:
     first, other = await sql_factory(), await sql_factory()
-    if other.url.startswith("postgresql"):
-        pytest.skip("PostgreSQL's one-statement append does not check the owner (see "
-                    "Backend.append)")
     await first.create_session(app_name="app", user_id="alice", session_id="s")
     await first.append("s", _said("alice 1"), expected_version=0, app_name="app",
                        user_id="alice")

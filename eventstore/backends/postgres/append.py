@@ -65,8 +65,19 @@ WITH ins AS (
 )
 SELECT seq FROM ins
 """
-APPEND_SQL = "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, " \
-    "$5, $6, $7, $8, $9, $10, $11)"
+APPEND_SQL = (
+    # One row always (the group sender pairs rows with calls). The function is called only
+    # when the session stored under $1 belongs to ($12, $13) (NULL: anyone's); else status 2
+    # sends the append to the locked path, which checks the owner and says what is wrong. Its
+    # first argument comes from that row, so the planner cannot call it before the check.
+    "SELECT coalesce(r.status, 2), r.version, r.app_position, r.hashes "
+    "FROM (VALUES (1)) AS one(x) LEFT JOIN LATERAL ("
+    "SELECT a.status, a.version, a.app_position, a.hashes FROM ("
+    "SELECT session_id AS sid FROM evs_sessions WHERE session_id = $1 AND ($12::varchar IS NULL "
+    "OR (app_name = $12::varchar AND user_id = $13::varchar))) AS o "
+    "CROSS JOIN LATERAL evs_append(o.sid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS a"
+    ") AS r ON true"
+)
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
 _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
@@ -217,15 +228,18 @@ async def append_locked(
 
 
 def fast_args(session_id: str, events: Sequence[NewEvent],
-              expected_version: int | None) -> tuple[Any, ...]:
-    """The arguments of the ``evs_append`` call for this append (the client computes each
-    event's content digest; the server chains them, see ``eventstore._chain``)."""
+              expected_version: int | None,
+              owner: tuple[str, str] | None = None) -> tuple[Any, ...]:
+    """The arguments of ``APPEND_SQL`` for this append (the client computes each event's
+    content digest; the server chains them, see ``eventstore._chain``); ``owner`` (app,
+    user) the session stored under ``session_id`` must belong to."""
     return (
         session_id, lock_key(session_id), expected_version, [e.event_id for e in events],
         [e.kind for e in events], [e.invocation_id for e in events],
         [e.author for e in events], [e.timestamp for e in events],
         [e.schema_version for e in events], [e.payload for e in events],
         [content_digest(e) for e in events],
+        None if owner is None else owner[0], None if owner is None else owner[1],
     )
 
 

@@ -523,7 +523,7 @@ class PostgresBackend:
     ) -> list[StoredEvent]:
         check_batch_ids(session_id, events)
         if self.signing_key is None and not any(e.shared_state for e in events):
-            fast = await self._append_fast(session_id, events, expected_version)
+            fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
                 self._announce(session_id)
                 return fast
@@ -538,7 +538,8 @@ class PostgresBackend:
         return stored
 
     async def _append_fast(
-        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None
+        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent] | None:
         """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
         statement, committed together with the other sessions' appends sent at the same
@@ -549,7 +550,7 @@ class PostgresBackend:
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        args = fast_args(session_id, events, expected_version)
+        args = fast_args(session_id, events, expected_version, owner)
         try:
             status, version, position, hashes = await self._appends.run(args)
         except _DRIVER_ERRORS as exc:

@@ -825,6 +825,11 @@ class SQLiteBackend:
             if driver is not None:
                 await driver.stop()
         if self._checkpointer is not None:
-            await asyncio.to_thread(self._checkpointer.stop)
+            try:
+                await asyncio.to_thread(self._checkpointer.stop)
+            except RuntimeError:
+                # The interpreter is exiting (a store dropped unclosed is closed by its
+                # finalizer then) and no executor takes new work: stop it right here.
+                self._checkpointer.stop()
         self._wakeups.close()
 
