@@ -57,7 +57,7 @@ SLOW_MODULES = frozenset({
 """Modules (relative to ``tests/``) that ``pytest_collection_modifyitems`` marks ``slow``."""
 
 SUITE_DURATIONS = (
-    "the whole suite needs about 11 minutes of CPU: 6 to 7 minutes with -n 4 on two idle cores "
+    "the whole suite needs about 11 minutes of CPU: about 7.5 minutes with -n 4 on two cores "
     '(longer on a loaded machine); pytest -m "not slow" is the quick subset (about three minutes '
     "of CPU in one process): see docs/testing.md"
 )
