@@ -16,7 +16,7 @@ import orjson
 
 from eventstore import Content, Event, EventActions, FunctionCall, FunctionResponse, Part
 
-__all__ = ["compact_json", "realistic_event", "small_event"]
+__all__ = ["adk_conversation_event", "compact_json", "realistic_event", "small_event"]
 
 _CITIES = ("LIS", "NRT", "JFK", "CDG", "SFO", "GRU", "SYD", "FRA")
 
@@ -99,3 +99,28 @@ def compact_json(event: Event) -> bytes:
     raw = orjson.loads(orjson.dumps(event))
     raw.pop("seq", None)
     return orjson.dumps(_without_defaults(raw))
+
+
+def adk_conversation_event(i: int, *, timestamp: float | None = None) -> Any:
+    """The i-th event of an ADK agent conversation (a ``google.adk.events.Event``): a function
+    call, its response and the model's answer, in turn; ``timestamp`` set when given. Imports
+    google-adk only when called."""
+    from google.adk.events import Event as AdkEvent
+    from google.genai import types
+
+    call_id = f"adk-call-{i // 3}"
+    if i % 3 == 0:
+        part = types.Part(function_call=types.FunctionCall(
+            id=call_id, name="get_weather", args={"city": "Paris", "units": "metric"}))
+        role = "model"
+    elif i % 3 == 1:
+        part = types.Part(function_response=types.FunctionResponse(
+            id=call_id, name="get_weather",
+            response={"city": "Paris", "temperature_c": 22, "condition": "sunny"}))
+        role = "user"
+    else:
+        part = types.Part(text="It is 22 degrees and sunny in Paris today.")
+        role = "model"
+    extra = {} if timestamp is None else {"timestamp": timestamp}
+    return AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
+                    content=types.Content(role=role, parts=[part]), **extra)

@@ -43,11 +43,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _bench_events import adk_conversation_event
 from agents.memory import SQLiteSession
 from google.adk.events import Event as AdkEvent
 from google.adk.sessions import BaseSessionService, DatabaseSessionService
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
-from google.genai import types
 
 from eventstore import open_store
 from eventstore.integrations.adk import EventStoreSessionService
@@ -56,21 +56,8 @@ from eventstore.integrations.openai_agents import EventStoreSession
 
 def adk_event(i: int) -> AdkEvent:
     """The i-th event of an agent conversation: call, response, answer, in turn."""
-    call_id = f"adk-call-{i // 3}"
-    if i % 3 == 0:
-        part = types.Part(function_call=types.FunctionCall(
-            id=call_id, name="get_weather", args={"city": "Paris", "units": "metric"}))
-        role = "model"
-    elif i % 3 == 1:
-        part = types.Part(function_response=types.FunctionResponse(
-            id=call_id, name="get_weather",
-            response={"city": "Paris", "temperature_c": 22, "condition": "sunny"}))
-        role = "user"
-    else:
-        part = types.Part(text="It is 22 degrees and sunny in Paris today.")
-        role = "model"
-    return AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
-                    content=types.Content(role=role, parts=[part]))
+    event: AdkEvent = adk_conversation_event(i)
+    return event
 
 
 def oa_item(i: int) -> dict[str, Any]:

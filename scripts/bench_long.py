@@ -50,7 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _bench_events import realistic_event
+from _bench_events import adk_conversation_event, realistic_event
 
 from eventstore import Content, Event, EventStore, Part, open_store
 from runtime import build_contents
@@ -243,21 +243,7 @@ def _adk_history(size: int) -> list[Any]:
                         text="The user asked for the weather in Paris again and again; "
                              "it was 22 degrees and sunny each time.")])))))
             continue
-        call_id = f"adk-call-{i // 3}"
-        if i % 3 == 0:
-            part = types.Part(function_call=types.FunctionCall(
-                id=call_id, name="get_weather", args={"city": "Paris", "units": "metric"}))
-            role = "model"
-        elif i % 3 == 1:
-            part = types.Part(function_response=types.FunctionResponse(
-                id=call_id, name="get_weather",
-                response={"city": "Paris", "temperature_c": 22, "condition": "sunny"}))
-            role = "user"
-        else:
-            part = types.Part(text="It is 22 degrees and sunny in Paris today.")
-            role = "model"
-        events.append(AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
-                               timestamp=ts, content=types.Content(role=role, parts=[part])))
+        events.append(adk_conversation_event(i, timestamp=ts))
     return events
 
 
