@@ -15,12 +15,14 @@ back to Python (a ``KeyboardInterrupt`` it reports) once the command line is loa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
-__all__ = ["guard_startup", "main"]
+__all__ = ["guard_startup", "main", "run_then_exit"]
 
 _INTERRUPTED = 130  # runtime.cli's EXIT_INTERRUPTED (128 + SIGINT), which cannot be imported yet
 
@@ -32,7 +34,34 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("evs: interrupted.\n")
         raise SystemExit(_INTERRUPTED) from None
-    evs_main()
+    run_then_exit(evs_main)
+
+
+def run_then_exit(command: Callable[[], None]) -> None:
+    """Run ``command`` (a command line's ``main``, which ends by raising ``SystemExit`` with
+    its status) as this process's last work: once it has returned or raised, Ctrl-C is
+    ignored, so the status it chose is the process's. Only for a process about to exit."""
+    try:
+        command()
+    except SystemExit as exc:
+        if exc.code == _INTERRUPTED:
+            # Interrupted and reported: end now. Python may otherwise still end the process by
+            # SIGINT itself (status -2) when the KeyboardInterrupt passed through code it ran
+            # in a nested interpreter frame, and nothing is left to finish after a Ctrl-C.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _flush_standard_streams()
+            os._exit(_INTERRUPTED)
+        raise
+    finally:
+        # Python's finalization gives SIGINT its default action back, and a Ctrl-C landing
+        # then ends the process silently by the signal (status -2) after the command is done.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed or broken: nothing reaches it
+            stream.flush()
 
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:

@@ -92,9 +92,30 @@ def test_interrupted_while_importing_exits_130_without_traceback(
                                text=True)
     time.sleep(wait)
     if process.poll() is not None:
+        process.communicate()
         pytest.skip(f"evs finished within {wait:.2f} s, before the interrupt")
     code, err = _interrupt(process)
     assert "Traceback" not in err, err
     assert "KeyboardInterrupt" not in err, err
+    if (code, err) == (0, ""):
+        pytest.skip("evs had done its work when the interrupt landed (it exited as it was)")
     assert code == 130, (code, err)
     assert err.endswith("evs: interrupted.\n"), err
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_interrupt_after_the_command_is_done_keeps_its_status(status: int) -> None:
+    """Ctrl-C landing while the process exits (here: from an exit handler, the last Python code
+    to run) neither prints a traceback nor replaces the status the command chose."""
+    script = (
+        "import atexit, os, signal\n"
+        "from _evs_launcher import run_then_exit\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+        "def command():\n"
+        "    print('done', flush=True)\n"
+        f"    raise SystemExit({status})\n"
+        "run_then_exit(command)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (status, "done\n", "")
