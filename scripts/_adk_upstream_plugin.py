@@ -11,7 +11,8 @@ ADK's artifact tests (``tests/unittests/artifacts/test_artifact_service.py``) ha
 each test draws its service from a factory in the module. For those of its tests that take that
 factory, the plugin adds a backend parameter (the same ids) whose fixture swaps the module's
 ``InMemoryArtifactService`` for ``EventStoreArtifactService`` on that backend, so the in-memory
-cases run on ours (``run_adk_upstream_tests.py --artifacts`` selects them).
+cases run on ours. It does so only with ``EVS_ADK_ARTIFACTS`` set, which
+``run_adk_upstream_tests.py --artifacts`` sets (and selects those cases).
 
 ``EVS_ADK_BACKENDS`` (default ``memory,sqlite,postgres``) picks the backends;
 ``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one).
@@ -125,7 +126,7 @@ async def evs_artifact_backend(
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Give each ADK artifact test that draws its service from the module's factory a backend."""
-    if (metafunc.module.__name__ == _ARTIFACTS
+    if (os.environ.get("EVS_ADK_ARTIFACTS") and metafunc.module.__name__ == _ARTIFACTS
             and "artifact_service_factory" in metafunc.fixturenames):
         metafunc.parametrize("evs_artifact_backend", BACKENDS, indirect=True,
                              ids=lambda backend: backend.name)

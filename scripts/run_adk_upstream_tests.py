@@ -26,7 +26,8 @@ def main(argv: list[str]) -> int:
         return 2
     checkout = Path(argv[0]).resolve()
     rest = argv[1:]
-    if "--artifacts" in rest:
+    artifacts = "--artifacts" in rest
+    if artifacts:
         rest.remove("--artifacts")
         tests = ["tests/unittests/artifacts/test_artifact_service.py",
                  "-k", "(IN_MEMORY or in_memory) and evs_"]
@@ -36,6 +37,8 @@ def main(argv: list[str]) -> int:
     here = Path(__file__).resolve().parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]))
+    if artifacts:
+        env["EVS_ADK_ARTIFACTS"] = "1"
     command = [
         sys.executable, "-m", "pytest", "-p", "_adk_upstream_plugin", "-p", "no:cacheprovider",
         "--rootdir", str(checkout), "-o", "asyncio_mode=auto",
