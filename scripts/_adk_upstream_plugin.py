@@ -7,6 +7,13 @@ contract test runs on ``EventStoreSessionService`` over ``memory://``, a SQLite 
 fresh PostgreSQL database (ids ``evs_memory``, ``evs_sqlite``, ``evs_postgres``). ADK's code
 is not copied: the tests are read from the checkout given to ``run_adk_upstream_tests.py``.
 
+ADK's artifact tests (``tests/unittests/artifacts/test_artifact_service.py``) have no registry:
+each test draws its service from a factory in the module. For those of its tests that take that
+factory, the plugin adds a backend parameter (the same ids) whose fixture swaps the module's
+``InMemoryArtifactService`` for ``EventStoreArtifactService`` on that backend, so the in-memory
+cases run on ours. It does so only with ``EVS_ADK_ARTIFACTS`` set, which
+``run_adk_upstream_tests.py --artifacts`` sets (and selects those cases).
+
 ``EVS_ADK_BACKENDS`` (default ``memory,sqlite,postgres``) picks the backends;
 ``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one).
 """
@@ -26,6 +33,7 @@ from typing import Any
 import pytest
 
 _MODULE = "tests.unittests.sessions._conformance"
+_ARTIFACTS = "tests.unittests.artifacts.test_artifact_service"
 _POSTGRES = os.environ.get("EVS_TEST_POSTGRES_URL",
                            "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 
@@ -50,25 +58,32 @@ async def _admin(sql: str) -> None:
 
 
 @contextlib.asynccontextmanager
+async def _store_url(kind: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh store of ``kind`` for one test; a PostgreSQL database is dropped afterwards."""
+    if kind == "memory":
+        yield "memory://"
+        return
+    if kind == "sqlite":
+        yield str(tmp_path / "evs.db")
+        return
+    database = f"evs_adk_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    await _admin(f'CREATE DATABASE "{database}"')
+    try:
+        yield _POSTGRES.rsplit("/", 1)[0] + "/" + database
+    finally:
+        await _admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+@contextlib.asynccontextmanager
 async def _service(kind: str, tmp_path: Path) -> AsyncIterator[Any]:
     from eventstore.integrations.adk import EventStoreSessionService
 
-    database = None
-    if kind == "memory":
-        url = "memory://"
-    elif kind == "sqlite":
-        url = str(tmp_path / "evs.db")
-    else:
-        database = f"evs_adk_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        await _admin(f'CREATE DATABASE "{database}"')
-        url = _POSTGRES.rsplit("/", 1)[0] + "/" + database
-    service = EventStoreSessionService(url)
-    try:
-        yield service
-    finally:
-        await service.close()
-        if database is not None:
-            await _admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    async with _store_url(kind, tmp_path) as url:
+        service = EventStoreSessionService(url)
+        try:
+            yield service
+        finally:
+            await service.close()
 
 
 BACKENDS = [Backend(f"evs_{kind}") for kind in
@@ -80,6 +95,41 @@ async def session_service(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
     """Our session service on each backend in turn."""
     async with _service(request.param.name.removeprefix("evs_"), tmp_path) as service:
         yield service
+
+
+@pytest.fixture(autouse=True)
+async def evs_artifact_backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[None]:
+    """In ADK's artifact tests, ``InMemoryArtifactService()`` builds ours on the parameter's
+    backend; everywhere else (no parameter) this does nothing."""
+    backend: Backend | None = getattr(request, "param", None)
+    if backend is None:
+        yield
+        return
+    from eventstore.integrations.adk import EventStoreArtifactService
+
+    made: list[EventStoreArtifactService] = []
+    async with _store_url(backend.name.removeprefix("evs_"), tmp_path) as url:
+
+        def ours(*args: object, **kwargs: object) -> EventStoreArtifactService:
+            made.append(EventStoreArtifactService(url))
+            return made[-1]
+
+        monkeypatch.setattr(request.module, "InMemoryArtifactService", ours)
+        try:
+            yield
+        finally:
+            for service in made:
+                await service.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Give each ADK artifact test that draws its service from the module's factory a backend."""
+    if (os.environ.get("EVS_ADK_ARTIFACTS") and metafunc.module.__name__ == _ARTIFACTS
+            and "artifact_service_factory" in metafunc.fixturenames):
+        metafunc.parametrize("evs_artifact_backend", BACKENDS, indirect=True,
+                             ids=lambda backend: backend.name)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,6 +10,12 @@ or to the user for ``user:`` filenames and for saves without a session. How an A
 
 The marks live under the key ``_adk`` of the version's stored metadata and never show in
 ``custom_metadata``, which holds exactly what the caller gave.
+
+As ADK's own artifact services do, every call refuses with ``InputValidationError`` an app,
+user or session id that ADK's ``validate_path_segment`` refuses (empty, null bytes, absolute,
+drive-qualified, ``..``, reserved segments such as ``/sessions/``), a save refuses an
+``artifact://`` reference that is malformed or leaves the caller's app, user or session, and a
+load answers None for the part ADK's session rewind saves to remove an artifact.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from google.adk.artifacts.base_artifact_service import (
     BaseArtifactService,
     ensure_part,
 )
+from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 from typing_extensions import override
 
@@ -37,6 +44,32 @@ _MARK = "_adk"
 _MAX_DEPTH = 10
 _PART_MIME = "application/vnd.adk.part+json"
 """The stored MIME type of a part kept as JSON that names none itself (ADK shows none)."""
+_REWIND_MARK = types.Part(inline_data=types.Blob(mime_type="application/octet-stream", data=b""))
+"""What ADK's rewind saves over an artifact that did not exist at the rewind point; ADK's own
+services load it as absent."""
+
+
+def _check_ids(app_name: str, user_id: str, session_id: str | None, filename: str | None) -> None:
+    """Refuse the ids ADK's artifact services refuse, so that an id valid here is valid there
+    and the ``artifact://`` URIs that name it parse back to the same scope."""
+    artifact_util.validate_path_segment(app_name, "app_name")
+    artifact_util.validate_path_segment(user_id, "user_id")
+    if session_id is not None and not (filename or "").startswith("user:"):
+        artifact_util.validate_path_segment(session_id, "session_id")
+
+
+def _check_reference(part: types.Part, app_name: str, user_id: str,
+                     session_id: str | None) -> None:
+    """Refuse on save a reference ADK would refuse to follow on load, as its services do."""
+    if not artifact_util.is_artifact_ref(part):
+        return
+    assert part.file_data is not None
+    parsed = artifact_util.parse_artifact_uri(part.file_data.file_uri or "")
+    if parsed is None:
+        raise InputValidationError(f"Invalid artifact reference URI: {part.file_data.file_uri}")
+    artifact_util.validate_artifact_reference_scope(
+        app_name=app_name, user_id=user_id, session_id=session_id, parsed_uri=parsed
+    )
 
 
 def _encode(part: types.Part) -> tuple[bytes, str, dict[str, Any] | None]:
@@ -95,8 +128,11 @@ class EventStoreArtifactService(BaseArtifactService):
         session_id: str | None = None,
         custom_metadata: dict[str, Any] | None = None,
     ) -> int:
+        _check_ids(app_name, user_id, session_id, filename)
+        part = ensure_part(artifact)
+        _check_reference(part, app_name, user_id, session_id)
         store = await self._handle.get()
-        data, mime, mark = _encode(ensure_part(artifact))
+        data, mime, mark = _encode(part)
         metadata = dict(custom_metadata or {})
         if mark is not None:
             metadata[_MARK] = mark
@@ -115,6 +151,7 @@ class EventStoreArtifactService(BaseArtifactService):
         session_id: str | None = None,
         version: int | None = None,
     ) -> types.Part | None:
+        _check_ids(app_name, user_id, session_id, filename)
         store = await self._handle.get()
         for depth in range(_MAX_DEPTH, 0, -1):
             try:
@@ -125,7 +162,7 @@ class EventStoreArtifactService(BaseArtifactService):
                 return None
             part = _decode(found.data, found.mime_type, found.metadata.get(_MARK))
             if not artifact_util.is_artifact_ref(part):
-                return None if part == types.Part() else part
+                return None if part in (types.Part(), _REWIND_MARK) else part
             assert part.file_data is not None
             assert part.file_data.file_uri is not None
             target = artifact_util.resolve_artifact_reference(
@@ -140,6 +177,7 @@ class EventStoreArtifactService(BaseArtifactService):
     async def list_artifact_keys(
         self, *, app_name: str, user_id: str, session_id: str | None = None
     ) -> list[str]:
+        _check_ids(app_name, user_id, session_id, None)
         store = await self._handle.get()
         return list(await store.list_artifacts(session_id, app_name=app_name, user_id=user_id))
 
@@ -147,6 +185,7 @@ class EventStoreArtifactService(BaseArtifactService):
     async def delete_artifact(
         self, *, app_name: str, user_id: str, filename: str, session_id: str | None = None
     ) -> None:
+        _check_ids(app_name, user_id, session_id, filename)
         store = await self._handle.get()
         await store.delete_artifact(session_id, filename, app_name=app_name, user_id=user_id)
 
@@ -159,6 +198,7 @@ class EventStoreArtifactService(BaseArtifactService):
     async def _versions(
         self, app_name: str, user_id: str, filename: str, session_id: str | None
     ) -> list[StoreVersion]:
+        _check_ids(app_name, user_id, session_id, filename)
         store = await self._handle.get()
         return await store.artifact_versions(session_id, filename, app_name=app_name,
                                              user_id=user_id)

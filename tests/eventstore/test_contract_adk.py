@@ -4,6 +4,8 @@ staleness, ordering, deletion, artifacts (versions, metadata, user scope, delete
 
 from __future__ import annotations
 
+from typing import Any
+
 from _extras import require_extra
 
 adk = require_extra("google.adk", "adk")
@@ -249,7 +251,7 @@ async def test_events_round_trip_through_the_service(service: EventStoreSessionS
 
 
 async def test_artifact_versions_load_and_metadata(artifacts: EventStoreArtifactService) -> None:
-    scope = {"app_name": APP, "user_id": "u", "session_id": "s"}
+    scope: dict[str, Any] = {"app_name": APP, "user_id": "u", "session_id": "s"}
     png = types.Part(inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG"))
     text = types.Part(text="hello")
     assert await artifacts.save_artifact(filename="a", artifact=png,
@@ -276,7 +278,7 @@ async def test_artifact_versions_load_and_metadata(artifacts: EventStoreArtifact
 
 
 async def test_artifact_other_parts_round_trip(artifacts: EventStoreArtifactService) -> None:
-    scope = {"app_name": APP, "user_id": "u", "session_id": "s"}
+    scope: dict[str, Any] = {"app_name": APP, "user_id": "u", "session_id": "s"}
     file_part = types.Part(file_data=types.FileData(file_uri="gs://b/f.pdf",
                                                     mime_type="application/pdf"))
     named = types.Part(inline_data=types.Blob(mime_type="text/csv", data=b"a,b",
@@ -331,3 +333,101 @@ async def test_artifact_references_are_followed(artifacts: EventStoreArtifactSer
                                   artifact=ref)
     assert await artifacts.load_artifact(app_name=APP, user_id="u", session_id="s",
                                          filename="r") == blob
+
+
+async def test_artifact_rewound_away_loads_as_absent(
+    service: EventStoreSessionService, artifacts: EventStoreArtifactService
+) -> None:
+    # ADK's rewind cannot delete a version, so it saves its own marker part over an artifact
+    # that did not exist at the rewind point; every ADK service then loads that artifact as absent.
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import Runner
+
+    runner = Runner(app_name=APP, agent=LlmAgent(name="agent", model="gemini-2.0-flash"),
+                    session_service=service, artifact_service=artifacts)
+    session = await service.create_session(app_name=APP, user_id="u", session_id="s")
+    scope: dict[str, Any] = {"app_name": APP, "user_id": "u", "session_id": "s"}
+    first, second = types.Part(text="first"), types.Part(text="second")
+    await artifacts.save_artifact(filename="kept.txt", artifact=first, **scope)
+    await service.append_event(session, Event(invocation_id="inv1", author="agent",
+                                              actions=EventActions(artifact_delta={"kept.txt": 0})))
+    await artifacts.save_artifact(filename="kept.txt", artifact=second, **scope)
+    await artifacts.save_artifact(filename="late.txt", artifact=second, **scope)
+    await service.append_event(session, Event(
+        invocation_id="inv2", author="agent",
+        actions=EventActions(artifact_delta={"kept.txt": 1, "late.txt": 0}),
+    ))
+
+    await runner.rewind_async(user_id="u", session_id="s", rewind_before_invocation_id="inv2")
+
+    assert await artifacts.load_artifact(filename="late.txt", **scope) is None
+    assert await artifacts.load_artifact(filename="kept.txt", **scope) == first
+    assert await artifacts.list_versions(filename="late.txt", **scope) == [0, 1]
+    assert await artifacts.load_artifact(filename="late.txt", version=0, **scope) == second
+
+
+@pytest.mark.parametrize(("app_name", "user_id", "words"), [
+    ("other", "u", "same app and user scope"),
+    (APP, "v", "same app and user scope"),
+])
+async def test_artifact_reference_out_of_scope_is_refused_on_save(
+    artifacts: EventStoreArtifactService, app_name: str, user_id: str, words: str
+) -> None:
+    from google.adk.errors.input_validation_error import InputValidationError
+
+    await artifacts.save_artifact(app_name=app_name, user_id=user_id, filename="user:secret",
+                                  artifact=types.Part(text="secret"))
+    ref = types.Part(file_data=types.FileData(
+        file_uri=f"artifact://apps/{app_name}/users/{user_id}/artifacts/user:secret/versions/0",
+        mime_type="text/plain",
+    ))
+    scope: dict[str, Any] = {"app_name": APP, "user_id": "u", "session_id": "s"}
+    with pytest.raises(InputValidationError, match=words):
+        await artifacts.save_artifact(filename="ref", artifact=ref, **scope)
+    bad = types.Part(file_data=types.FileData(file_uri="artifact://apps/x/nothing"))
+    with pytest.raises(InputValidationError, match="Invalid artifact reference"):
+        await artifacts.save_artifact(filename="ref", artifact=bad, **scope)
+    assert await artifacts.list_versions(filename="ref", **scope) == []
+
+
+@pytest.mark.parametrize("field", ["app_name", "user_id", "session_id"])
+@pytest.mark.parametrize(("value", "words"), [
+    ("", "must not be empty"),
+    ("a\x00b", "null bytes"),
+    ("../up", "traversal"),
+    ("/root", "absolute path"),
+    ("C:drive", "drive-qualified"),
+    ("victim/sessions/s1", "reserved path segments"),
+])
+async def test_artifact_ids_adk_refuses_are_refused_by_every_call(
+    artifacts: EventStoreArtifactService, field: str, value: str, words: str
+) -> None:
+    from google.adk.errors.input_validation_error import InputValidationError
+
+    scope: dict[str, Any] = {"app_name": APP, "user_id": "u", "session_id": "s", field: value}
+    part = types.Part(text="x")
+    calls = [
+        artifacts.save_artifact(filename="f", artifact=part, **scope),
+        artifacts.load_artifact(filename="f", **scope),
+        artifacts.delete_artifact(filename="f", **scope),
+        artifacts.list_artifact_keys(**scope),
+        artifacts.list_versions(filename="f", **scope),
+        artifacts.list_artifact_versions(filename="f", **scope),
+        artifacts.get_artifact_version(filename="f", **scope),
+    ]
+    for call in calls:
+        with pytest.raises(InputValidationError, match=words):
+            await call
+
+
+async def test_artifact_namespaced_ids_adk_accepts_work(
+    artifacts: EventStoreArtifactService,
+) -> None:
+    scope: dict[str, Any] = {"app_name": "projects/1/locations/l/reasoningEngines/2",
+                             "user_id": "group/u1", "session_id": "s"}
+    assert await artifacts.save_artifact(filename="f", artifact=types.Part(text="x"),
+                                         **scope) == 0
+    assert await artifacts.load_artifact(filename="f", **scope) == types.Part(text="x")
+    # a user: artifact ignores the session id, as ADK's services do
+    assert await artifacts.save_artifact(filename="user:g", artifact=types.Part(text="y"),
+                                         app_name=APP, user_id="u", session_id="/ignored") == 0
