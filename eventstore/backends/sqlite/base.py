@@ -148,8 +148,10 @@ LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
 # One statement, so the session key and the rows come from one snapshot: a key freed by a
 # deleted session and taken by a new one can never mix two sessions' events.
-# The owner's variants judge the session's (app, user) in that same statement.
-_OWNED: Final = " AND app_name = ? AND user_id = ?"
+# The owner's variants judge the session's (app, user) in that same statement. The unary
+# ``+`` keeps SQLite on the primary key: through the (app, user) index it would no longer know
+# the session is one row, and would sort the events in a temporary B-tree (70 % slower).
+_OWNED: Final = " AND +app_name = ? AND +user_id = ?"
 _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events, "
     "(SELECT session_key << 32 AS base FROM evs_sessions WHERE session_id = ?{owned}) "
