@@ -422,9 +422,9 @@ class Backend(Protocol):
         ``owner`` (app, user): the session stored under ``session_id`` must be theirs, else
         SessionNotFoundError and nothing is written — a key the façade cached may have been
         given to another (app, user)'s session since another process deleted the one it
-        named. Checked in the append's own transaction on SQLite, in memory and on
-        PostgreSQL's locked path; PostgreSQL's one-statement path checks it in the same
-        statement, just before ``evs_append`` takes the session's lock.
+        named. Checked in the append's own transaction on SQLite and in memory, and on
+        PostgreSQL after the session's lock is taken, on both paths (``evs_append`` judges
+        it, revision 0019).
 
         Returns the stored envelopes. Re-appending events whose ids are all stored with identical
         payloads returns the stored envelopes and writes nothing. Raises SessionNotFoundError,

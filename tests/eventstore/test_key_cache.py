@@ -7,6 +7,8 @@ that was given the key."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from _evs_support import StoreFactory
 
@@ -17,6 +19,7 @@ from eventstore import (
     EventStore,
     Part,
     SessionNotFoundError,
+    open_store,
 )
 
 
@@ -202,3 +205,47 @@ async def test_backend_reads_judge_the_owner_in_the_read(store_factory: StoreFac
     assert await backend.load_cache("gone", "c") is None
     with pytest.raises(SessionNotFoundError):
         await backend.load_cache("gone", "c", owner=("app", "alice"))
+
+
+@pytest.mark.postgres
+async def test_key_cache_append_judges_the_owner_after_the_session_lock(
+    postgres_url: str,
+) -> None:
+    import asyncpg
+
+    from eventstore.backends.postgres.append import LOCK_SESSION, lock_key
+
+    first, other = await open_store(postgres_url), await open_store(postgres_url)
+    holder = await asyncpg.connect(postgres_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await first.create_session(app_name="app", user_id="alice", session_id="s")
+        # Hold the session's lock, so the one-statement append waits inside evs_append, past
+        # any check made before the lock.
+        lock = holder.transaction()
+        await lock.start()
+        await holder.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_SESSION,
+                             lock_key("s"))
+        append = asyncio.create_task(first.append("s", _said("alice's"), expected_version=None,
+                                                  **_ALICE))
+        for _ in range(500):
+            waiting = await holder.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = "
+                "current_database())")
+            if waiting:
+                break
+            await asyncio.sleep(0.01)
+        assert waiting, "the append never waited for the session's lock"
+        # Meanwhile another process deletes alice's "s"; bob's new "s" takes its key, alice's
+        # new one another.
+        await other.delete_session("s", **_ALICE)
+        await other.create_session(app_name="app", user_id="bob", session_id="s")
+        await other.create_session(app_name="app", user_id="alice", session_id="s")
+        await lock.rollback()
+        await asyncio.wait_for(append, 10)
+        assert await _texts(other, "bob") == []
+        assert await _texts(other, "alice") == ["alice's"]
+    finally:
+        await holder.close()
+        await first.aclose()
+        await other.aclose()

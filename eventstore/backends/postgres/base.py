@@ -3,8 +3,9 @@
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
   by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
   state, at the expected version, no id stored yet) is one round trip: the server-side function
-  ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
-  the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  ``evs_append`` (revisions 0007, 0008, 0010, 0019) does lock, head, owner, chain, insert in
+  one statement; the rest (conflicts, retries, duplicates, shared state) take the
+  multi-statement path below.
   Under load, the ``evs_append`` calls waiting at one moment share round trips and commits
   (``group``: groups of at most 8, several in flight); each is still judged alone.
   The append path's SQL and both paths live in ``append``.
@@ -542,7 +543,7 @@ class PostgresBackend:
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent] | None:
-        """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
+        """The common append in one round trip (``evs_append``, revisions 0010, 0019): one
         statement, committed together with the other sessions' appends sent at the same
         moment (``group``). Returns None when the case needs the slower path (a
         conflict, a retry or a duplicate to judge, a head record that disagrees with the
