@@ -1,9 +1,10 @@
 """The key a store keeps for an (app, user, id) it made or found goes stale when another store
 deletes that session and makes it again under another key: two stores on one database. A kept
 key that no longer names the session is dropped and looked up once more — the call acts on the
-session the address names today, never fails for a key it should not have trusted, and (where
-the backend checks the owner: SQLite, memory) never writes into the session of another user
-that was given the key."""
+session the address names today, never fails for a key it should not have trusted, and never
+reads or writes the events or caches of another user that was given the key: every backend
+judges the owner in the read's or write's own query (on PostgreSQL's one-statement append,
+after the session's lock: revision 0019)."""
 
 from __future__ import annotations
 
