@@ -471,8 +471,7 @@ class Backend(Protocol):
     ) -> list[EventRow]:
         """``read``'s events as ``EventRow`` tuples, for bulk readers that decode payloads
         themselves (no StoredEvent built per row). Raises SessionNotFoundError (``owner`` as
-        in ``read``), and
-        CorruptEventError for a row whose payload is not stored as bytes."""
+        in ``read``), and CorruptEventError for a row whose payload is not stored as bytes."""
         ...
 
     async def read_scope(
