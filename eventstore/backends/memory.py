@@ -92,10 +92,11 @@ class MemoryBackend:
         if self._closed:
             raise StoreClosedError()
 
-    def _session(self, session_id: str) -> _Session:
+    def _session(self, session_id: str, owner: tuple[str, str] | None = None) -> _Session:
         self._check_open()
         session = self._sessions.get(session_id)
-        if session is None:
+        if session is None or (owner is not None and (
+                session.record.app_name, session.record.user_id) != owner):
             raise SessionNotFoundError(session_id)
         return session
 
@@ -335,9 +336,7 @@ class MemoryBackend:
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """See ``Backend.append``."""
-        session = self._session(session_id)
-        if owner is not None and (session.record.app_name, session.record.user_id) != owner:
-            raise SessionNotFoundError(session_id)
+        session = self._session(session_id, owner)
         check_batch_ids(session_id, events)
         retried = check_retry(session_id, events, session.by_id)
         if retried is not None:
@@ -357,9 +356,10 @@ class MemoryBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """See ``Backend.read``."""
-        events = self._session(session_id).events
+        events = self._session(session_id, owner).events
         low = max(after or 0, 0)  # a negative slice start would count from the end
         high = len(events) if upto is None else min(upto, len(events))
         chosen = events[low:high] if high > low else []
@@ -375,10 +375,11 @@ class MemoryBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[EventRow]:
         """See ``Backend.read_rows``."""
         chosen = await self.read(session_id, after=after, upto=upto, backwards=backwards,
-                                 limit=limit)
+                                 limit=limit, owner=owner)
         out: list[EventRow] = []
         for e in chosen:
             if e.damage is not None:
@@ -453,16 +454,24 @@ class MemoryBackend:
             return []
         return [link for link in session.imported if link.seq > after][:limit]
 
-    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+    async def load_cache(
+        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
+    ) -> tuple[int, bytes] | None:
         """See ``Backend.load_cache``."""
+        if owner is not None:
+            return self._session(session_id, owner).caches.get(name)
         self._check_open()
         session = self._sessions.get(session_id)
         return None if session is None else session.caches.get(name)
 
-    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        owner: tuple[str, str] | None = None,
+    ) -> None:
         """See ``Backend.save_cache``."""
         self._check_open()
-        session = self._sessions.get(session_id)
+        session = (self._session(session_id, owner) if owner is not None
+                   else self._sessions.get(session_id))
         if session is not None:
             session.caches[name] = (seq, bytes(data))
 
@@ -591,10 +600,11 @@ class MemoryBackend:
         return len(self._artifacts.pop((app_name, user_id, session_id, filename), []))
 
     async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """See ``Backend.read_since``."""
-        events = self._session(session_id).events
+        events = self._session(session_id, owner).events
         high = len(events) if upto is None else min(max(upto, 0), len(events))
         chosen = [e for e in events[:high] if e.timestamp >= timestamp]
         if newest is not None:

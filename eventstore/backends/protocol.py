@@ -422,9 +422,9 @@ class Backend(Protocol):
         ``owner`` (app, user): the session stored under ``session_id`` must be theirs, else
         SessionNotFoundError and nothing is written — a key the façade cached may have been
         given to another (app, user)'s session since another process deleted the one it
-        named. Checked in the append's own transaction on SQLite, in memory and on
-        PostgreSQL's locked path; PostgreSQL's one-statement path checks it in the same
-        statement, just before ``evs_append`` takes the session's lock.
+        named. Checked in the append's own transaction on SQLite and in memory, and on
+        PostgreSQL after the session's lock is taken, on both paths (``evs_append`` judges
+        it, revision 0019).
 
         Returns the stored envelopes. Re-appending events whose ids are all stored with identical
         payloads returns the stored envelopes and writes nothing. Raises SessionNotFoundError,
@@ -441,9 +441,14 @@ class Backend(Protocol):
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """Return events with ``after < seq <= upto``, oldest first (newest first when
-        ``backwards``), at most ``limit`` of them. Raises SessionNotFoundError."""
+        ``backwards``), at most ``limit`` of them. Raises SessionNotFoundError, also when
+        ``owner`` (app, user) is given and the session stored under ``session_id`` is not
+        theirs: checked in the same query as the read, so a key the façade cached and that
+        another process gave to another (app, user)'s session since never reads that
+        session's events (``append``'s ``owner``)."""
         ...
 
     async def read_imported(
@@ -462,10 +467,11 @@ class Backend(Protocol):
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[EventRow]:
         """``read``'s events as ``EventRow`` tuples, for bulk readers that decode payloads
-        themselves (no StoredEvent built per row). Raises SessionNotFoundError, and
-        CorruptEventError for a row whose payload is not stored as bytes."""
+        themselves (no StoredEvent built per row). Raises SessionNotFoundError (``owner`` as
+        in ``read``), and CorruptEventError for a row whose payload is not stored as bytes."""
         ...
 
     async def read_scope(
@@ -507,14 +513,22 @@ class Backend(Protocol):
         return how many were dropped."""
         ...
 
-    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
+    async def load_cache(
+        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
+    ) -> tuple[int, bytes] | None:
         """Return the session's cache ``name`` as ``(seq, data)``, or None when there is none
-        (or no such session)."""
+        (or no such session). With ``owner`` (app, user): SessionNotFoundError when there is
+        no session of theirs under ``session_id`` (checked in the same query)."""
         ...
 
-    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        owner: tuple[str, str] | None = None,
+    ) -> None:
         """Store (or replace) the session's cache ``name`` at ``seq`` (a cache: may be dropped;
-        nothing is stored for a missing session or by a read-only store)."""
+        nothing is stored for a missing session or by a read-only store). With ``owner`` (app,
+        user): SessionNotFoundError, nothing stored, when there is no session of theirs under
+        ``session_id`` (a read-only store stores nothing and checks nothing)."""
         ...
 
     async def save_artifact(
@@ -588,10 +602,12 @@ class Backend(Protocol):
         ...
 
     async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         """Return the events with ``seq <= upto`` whose timestamp is ``>= timestamp``, oldest
-        first — only the newest ``newest`` of them when given. Raises SessionNotFoundError."""
+        first — only the newest ``newest`` of them when given. Raises SessionNotFoundError
+        (``owner`` as in ``read``)."""
         ...
 
     async def list_sessions_by_update(

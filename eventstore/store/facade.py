@@ -626,20 +626,22 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             since = check_number(since, "since", positive=False)
         record = await self._record(session_id, app_name=app_name, user_id=user_id)
         key = record.session_id
+        # Judged again by the read: the session may be made again under another key between.
+        owner = (record.app_name, record.user_id)
         if since is not None:
             rows = await self._backend.read_since(
-                key, timestamp=since, upto=record.version, newest=last
+                key, timestamp=since, upto=record.version, newest=last, owner=owner
             )
             if after is not None:
                 rows = [r for r in rows if r.seq > after]
         elif last is not None:
             rows = await self._backend.read(
-                key, after=after, upto=record.version, backwards=True, limit=last
+                key, after=after, upto=record.version, backwards=True, limit=last, owner=owner
             )
             rows.reverse()
         else:
             rows = await self._backend.read(
-                key, after=after, upto=record.version, backwards=False, limit=None
+                key, after=after, upto=record.version, backwards=False, limit=None, owner=owner
             )
         return Session(
             id=record.id,
@@ -854,7 +856,7 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
 
         async def page(key: str, owner: tuple[str, str]) -> list[Event]:
             return await self._read_key(key, after=after, upto=upto, backwards=backwards,
-                                        limit=limit)
+                                        limit=limit, owner=owner)
 
         return await self._keyed(check_lookup(session_id), app_name, user_id, page)
 
@@ -866,14 +868,15 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         upto: int | None = None,
         backwards: bool = False,
         limit: int | None = None,
+        owner: tuple[str, str] | None = None,
     ) -> list[Event]:
-        """``read`` of the session stored under ``key``."""
+        """``read`` of the session stored under ``key`` (``owner``'s: see ``Backend.read``)."""
         backend = self._open_backend()
         after = check_seq_bound(after, "after")
         upto = check_seq_bound(upto, "upto")
         backwards = check_bool(backwards, "backwards")
         rows = await backend.read(key, after=after, upto=upto, backwards=backwards,
-                                  limit=check_seq_bound(limit, "limit", minimum=0))
+                                  limit=check_seq_bound(limit, "limit", minimum=0), owner=owner)
         return decode_all(in_seq_order(key, rows, after=after, upto=upto, backwards=backwards))
 
     async def iter_backwards(
@@ -967,7 +970,8 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         low, high = check_seq_bound(after, "after"), check_seq_bound(upto, "upto")
 
         async def check(sid: str, owner: tuple[str, str]) -> dict[int, SignatureProblem]:
-            rows = await backend.read(sid, after=low, upto=high, backwards=False, limit=None)
+            rows = await backend.read(sid, after=low, upto=high, backwards=False, limit=None,
+                                      owner=owner)
             return signature_problems(sid, rows, key)
 
         return await self._keyed(check_lookup(session_id), app_name, user_id, check)
@@ -990,16 +994,19 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         """Yield the session's events after ``after`` and then new ones as they are appended.
 
         Never skips or repeats an event: it re-reads from its cursor after every wake-up (a
-        notification or ``poll_interval`` seconds). Ends when the session is deleted.
+        notification or ``poll_interval`` seconds). Ends when the session is deleted (even
+        when another session of another user is given its key then). Raises
+        SessionNotFoundError when there is no such session to start with.
         """
         cursor = check_seq_bound(after, "after") or 0
         check_number(poll_interval, "poll_interval")
-        key = await self._key(check_lookup(session_id), app_name, user_id)
+
+        async def first(key: str, owner: tuple[str, str]
+                        ) -> tuple[str, tuple[str, str], list[Event]]:
+            return key, owner, await self._read_key(key, after=cursor, limit=500, owner=owner)
+
+        key, owner, page = await self._keyed(check_lookup(session_id), app_name, user_id, first)
         while True:
-            try:
-                page = await self._read_key(key, after=cursor, limit=500)
-            except SessionNotFoundError:
-                return
             for event in page:
                 yield event
                 cursor = event.seq if event.seq is not None else cursor
@@ -1010,6 +1017,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
                     )
                 except SessionNotFoundError:
                     return  # deleted between the read and the wait
+            try:
+                page = await self._read_key(key, after=cursor, limit=500, owner=owner)
+            except SessionNotFoundError:
+                return
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -1072,11 +1083,14 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         (e.g. the id of the event at ``seq``) and ignore it otherwise."""
         backend = self._open_backend()
         name = _check_cache_name(name)
+
+        async def load(key: str, owner: tuple[str, str]) -> tuple[int, bytes] | None:
+            return await backend.load_cache(key, name, owner=owner)
+
         try:
-            key = await self._key(check_lookup(session_id), app_name, user_id)
+            return await self._keyed(check_lookup(session_id), app_name, user_id, load)
         except SessionNotFoundError:
             return None
-        return await backend.load_cache(key, name)
 
     async def save_cache(
         self, session_id: str, name: str, seq: int, data: bytes, *,
@@ -1095,8 +1109,11 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         seq = check_int(seq, "seq", minimum=0, maximum=(1 << 31) - 1)
         if not isinstance(data, bytes):
             raise StoreUsageError(f"data must be bytes, not {type(data).__name__}.")
+
+        async def save(key: str, owner: tuple[str, str]) -> None:
+            await backend.save_cache(key, name, seq, data, owner=owner)
+
         try:
-            key = await self._key(session_id, app_name, user_id)
+            await self._keyed(session_id, app_name, user_id, save)
         except SessionNotFoundError:
             return
-        await backend.save_cache(key, name, seq, data)

@@ -114,7 +114,7 @@ class MappingReads:
         async def read(key: str, owner: tuple[str, str]) -> list[Any]:
             return await self._read_mappings(backend, key, convert, after=after, upto=upto,
                                              backwards=backwards, limit=limit, since=since,
-                                             compact=compact)
+                                             compact=compact, owner=owner)
 
         return await self._keyed(given, app_name, user_id, read)
 
@@ -130,26 +130,30 @@ class MappingReads:
         limit: int | None,
         since: float | None,
         compact: bool,
+        owner: tuple[str, str] | None = None,
     ) -> list[Any]:
-        """``_mappings`` of the session stored under the key ``session_id``."""
+        """``_mappings`` of the session stored under the key ``session_id`` (``owner``'s:
+        see ``Backend.read``)."""
         if since is None:
             # Plain rows first (no StoredEvent per row: a third of the read); a log holding
             # events of an older schema version is read again as StoredEvents, which upcast.
             plain = await backend.read_rows(
-                session_id, after=after, upto=upto, backwards=backwards, limit=limit
+                session_id, after=after, upto=upto, backwards=backwards, limit=limit,
+                owner=owner
             )
             plain = in_seq_order(session_id, plain, after=after, upto=upto, backwards=backwards)
             decoded = decode_row_mappings(session_id, plain, compact=compact, convert=convert)
             if decoded is not None:
                 return decoded
             rows = await backend.read(
-                session_id, after=after, upto=upto, backwards=backwards, limit=limit
+                session_id, after=after, upto=upto, backwards=backwards, limit=limit,
+                owner=owner
             )
             rows = in_seq_order(session_id, rows, after=after, upto=upto, backwards=backwards)
             return decode_mappings(rows, compact=compact, convert=convert)
         rows = await backend.read_since(
             session_id, timestamp=since, upto=upto,
-            newest=limit if backwards and after is None else None,
+            newest=limit if backwards and after is None else None, owner=owner,
         )
         rows = in_seq_order(session_id, rows, upto=upto)
         if after is not None:

@@ -24,9 +24,11 @@ import typer
 from eventstore import ConcurrencyError, Content, Event, EventStore, Part, open_store
 from eventstore.cli import (
     DEFAULT_DB,
+    AppOption,
     CliError,
     DbOption,
     JsonOption,
+    UserOption,
     analyze,
     confirm_command,
     console,
@@ -35,6 +37,7 @@ from eventstore.cli import (
     print_json,
     prog,
     run,
+    shared_address,
 )
 from eventstore.cli._common import refuse_directory
 from runtime import AgentRuntimeError, CallAlreadyAnsweredError, Model, RunResult
@@ -64,11 +67,12 @@ OUTLOOK = {"city": "Paris", "outlook": "warmer than usual for the next 30 days",
 class _Printer:
     """Prints events as they land, pairing them with everything printed before."""
 
-    def __init__(self, *, db: str, session_id: str, json: bool, seen: list[Event]) -> None:
+    def __init__(self, *, db: str, session_id: str, json: bool, seen: list[Event],
+                 address: str = "") -> None:
         self.out = console()
         self.json = json
         self.seen = seen
-        self.confirm = confirm_command(db, session_id)
+        self.confirm = confirm_command(db, session_id, address=address)
 
     def event(self, event: Event) -> None:
         self.seen.append(event)
@@ -82,11 +86,11 @@ class _Printer:
 
 
 async def _drive(
-    store: EventStore, printer: _Printer, session_id: str, model: Model | None
+    store: EventStore, printer: _Printer, session_id: str, user_id: str, model: Model | None
 ) -> RunResult:
     runner = demo_runner(store, printer.seen, app_name=DEMO_APP, model=model)
     try:
-        result = await runner.run(session_id=session_id, user_id=DEMO_USER)
+        result = await runner.run(session_id=session_id, user_id=user_id)
     except AgentRuntimeError as exc:
         raise CliError(command_words(" ".join(str(exc).split()))) from exc
     for event in result.events:
@@ -94,11 +98,12 @@ async def _drive(
     return result
 
 
-async def _catch_up(store: EventStore, printer: _Printer, session_id: str, why: str) -> None:
+async def _catch_up(store: EventStore, printer: _Printer, session_id: str, user_id: str,
+                    why: str) -> None:
     """Another process wrote to the session: print what it wrote, so the log on screen stays
     the log in the store."""
     newest = printer.seen[-1].seq if printer.seen else 0
-    fresh = await store.read(session_id, after=newest, app_name=DEMO_APP, user_id=DEMO_USER)
+    fresh = await store.read(session_id, after=newest, app_name=DEMO_APP, user_id=user_id)
     printer.note(f"{why}; continuing from the log ({len(fresh)} new event(s)).", style="yellow")
     for event in fresh:
         printer.event(event)
@@ -117,13 +122,20 @@ def demo(
                                                "confirm).")] = None,
     json: JsonOption = False,
     model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
+    app: AppOption = None,
+    user: UserOption = None,
 ) -> None:
     """Run the weather agent demo on the store (its schema is created or upgraded as needed).
 
     Every run status ends the command with its reason; --json prints one JSON object (session
-    id, status, reason, the events appended, pending confirmation ids, the next command)."""
+    id, status, reason, the events appended, pending confirmation ids, the next command).
+    --app/--user pick the session --resume names when other apps or users hold its id too."""
     me = prog()
     flag = "" if db == DEFAULT_DB else f" --db {shlex.quote(db)}"
+    if resume is None and (app is not None or user is not None):
+        raise typer.BadParameter("--app and --user pick the session of --resume; a new demo "
+                                 f"session is always {DEMO_APP!r}'s, of user {DEMO_USER!r}.",
+                                 param_hint="--app/--user")
 
     async def main() -> dict[str, Any]:
         refuse_directory(db)
@@ -137,6 +149,7 @@ def demo(
 
     async def session(live: Model | None) -> dict[str, Any]:
         async with await open_store(db, auto_upgrade=True) as store:
+            user_id, address = DEMO_USER, ""
             if resume is None:
                 session_id = f"demo-{uuid.uuid4().hex[:8]}"
                 # Session and question land together: a crash right after creating the session
@@ -151,10 +164,13 @@ def demo(
                     printer.event(event)
             else:
                 session_id = resume
-                info = await store.session_info(session_id)
+                info = await store.session_info(session_id, app_name=app, user_id=user)
                 if info.app_name != DEMO_APP:
                     raise CliError(f"Session {session_id!r} is not a demo session (its app is "
                                    f"{info.app_name!r}).")
+                user_id = info.user_id
+                # Commands printed for an id others hold too must name this session.
+                address = await shared_address(store, info)
                 # Resuming answers the session (confirmation, long-running result, model
                 # turns): the same refusal as evs confirm on a log evs verify flags.
                 await refuse_damaged_log(store, session_id, command="demo",
@@ -165,7 +181,8 @@ def demo(
                     raise CliError(f"Demo session {session_id!r} has no user message (it was "
                                    "created by an older evs that was stopped before the "
                                    f"question landed); start a new one with: {me} demo{flag}")
-                printer = _Printer(db=db, session_id=session_id, json=json, seen=seen)
+                printer = _Printer(db=db, session_id=session_id, json=json, seen=seen,
+                                   address=address)
                 printer.note(f"Session {session_id} in {store.url}")
             start = 0 if resume is None else len(seen)
 
@@ -189,7 +206,8 @@ def demo(
                     for item in report.confirmations:
                         printer.note(f"  {printer.confirm} {item.confirmation_id} --yes",
                                      style="bold")
-                    resume_command = f"{me} demo{flag} --resume {shlex.quote(session_id)}"
+                    resume_command = (f"{me} demo{flag}{address} "
+                                      f"--resume {shlex.quote(session_id)}")
                     printer.note(f"then continue with: {resume_command}   (add --approve to "
                                  "approve and continue in one go)", style="")
                     return outcome("paused_for_confirmation",
@@ -202,9 +220,10 @@ def demo(
                         try:
                             printer.event(await answer_confirmation(
                                 store, session_id=session_id,
-                                confirmation_id=item.confirmation_id, confirmed=True))
+                                confirmation_id=item.confirmation_id, confirmed=True,
+                                app_name=DEMO_APP, user_id=user_id))
                         except (CallAlreadyAnsweredError, ConcurrencyError):
-                            await _catch_up(store, printer, session_id,
+                            await _catch_up(store, printer, session_id, user_id,
                                             f"Another process answered {item.confirmation_id} "
                                             "first")
                             break
@@ -215,30 +234,30 @@ def demo(
                         try:
                             printer.event(await submit_response(
                                 store, session_id=session_id, call_id=item.call.id,
-                                response=OUTLOOK))
+                                response=OUTLOOK, app_name=DEMO_APP, user_id=user_id))
                         except (CallAlreadyAnsweredError, ConcurrencyError):
-                            await _catch_up(store, printer, session_id,
+                            await _catch_up(store, printer, session_id, user_id,
                                             f"Another process answered {item.call.id} first")
                             break
                 elif report.in_doubt:
                     raise CliError(f"Session {session_id!r} has calls in doubt; see: {me} "
-                                   f"pending{flag} {shlex.quote(session_id)}")
+                                   f"pending{flag}{address} {shlex.quote(session_id)}")
                 elif (model_turns(printer.seen) >= len(script()) if live is None
                       else finished(printer.seen)):
-                    show_command = f"{me} show{flag} {shlex.quote(session_id)}"
+                    show_command = f"{me} show{flag}{address} {shlex.quote(session_id)}"
                     printer.note(f"Done: session {session_id} is complete. Inspect it with "
                                  f"{show_command}", style="bold green")
                     return outcome("completed", "The agent gave its final answer.",
                                    show_command)
                 elif live is not None and rounds >= _LIVE_ROUNDS:
-                    show_command = f"{me} show{flag} {shlex.quote(session_id)}"
+                    show_command = f"{me} show{flag}{address} {shlex.quote(session_id)}"
                     raise CliError(f"The model did not finish session {session_id!r} in "
                                    f"{rounds} runs; see: {show_command}")
-                result = await _drive(store, printer, session_id, live)
+                result = await _drive(store, printer, session_id, user_id, live)
                 rounds += 1
                 if result.status == "stale":
-                    await _catch_up(store, printer, session_id, "Another process answered "
-                                    "this run's calls first")
+                    await _catch_up(store, printer, session_id, user_id, "Another process "
+                                    "answered this run's calls first")
                     continue
                 if result.status in ("paused_by_planner", "step_limit") or (
                     len(printer.seen) == before
@@ -248,7 +267,7 @@ def demo(
                     reason = " ".join((result.pause_reason or
                                        f"the run ended ({result.status}) without appending "
                                        "anything").split())
-                    pending_command = f"{me} pending{flag} {shlex.quote(session_id)}"
+                    pending_command = f"{me} pending{flag}{address} {shlex.quote(session_id)}"
                     printer.note(f"Stopped: {reason} See: {pending_command}",
                                  style="bold yellow")
                     return outcome(result.status, reason, pending_command)

@@ -256,3 +256,45 @@ def test_demo_final_answer_follows_the_human_answer(tmp_path: Path) -> None:
     assert "you declined the paid 7-day forecast" in answer
     assert "stays dry" not in answer
     assert "The report I loaded says" not in answer
+
+
+def test_demo_resume_picks_the_session_by_app_and_user(db: Path) -> None:
+    paused = invoke("demo", "--db", str(db), "--json")
+    assert paused.exit_code == 0, paused.stderr
+    sid = orjson.loads(paused.stdout)["session_id"]
+    # Another app's session and another demo user's session take the same id.
+    make_session(str(db), [], session_id=sid, app_name="weather", user_id="ada")
+    make_session(str(db), [], session_id=sid, app_name="weather-demo", user_id="eve")
+
+    refused = invoke("demo", "--db", str(db), "--resume", sid)
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert f"Session id {sid!r} is held by 3 sessions" in refused.stderr
+    assert "--app weather-demo --user demo-user" in refused.stderr
+
+    # The printed commands name the session, so each runs as printed.
+    again = invoke("demo", "--db", str(db), "--resume", sid, "--app", "weather-demo",
+                   "--user", "demo-user", "--json")
+    assert again.exit_code == 0, again.stderr
+    summary = orjson.loads(again.stdout)
+    assert summary["status"] == "paused_for_confirmation"
+    assert "--app weather-demo --user demo-user --resume" in summary["next_command"]
+
+    done = invoke("demo", "--db", str(db), "--resume", sid, "--approve", "--app",
+                  "weather-demo", "--user", "demo-user")
+    assert done.exit_code == 0, done.stderr
+    assert f"Done: session {sid} is complete" in done.stdout
+    assert f"show --db {db} --app weather-demo --user demo-user {sid}" in done.stdout
+    for app, user in (("weather", "ada"), ("weather-demo", "eve")):
+        shown = invoke("show", sid, "--app", app, "--user", user, "--db", str(db), "--json")
+        assert orjson.loads(shown.stdout)["events"] == [], (app, user)
+    # The other demo user's session has no question: resuming it says so.
+    empty = invoke("demo", "--db", str(db), "--resume", sid, "--user", "eve")
+    assert empty.exit_code == 1
+    assert "has no user message" in empty.stderr
+
+
+def test_demo_app_and_user_need_resume(db: Path) -> None:
+    result = invoke("demo", "--db", str(db), "--user", "eve")
+    assert result.exit_code == 2
+    assert "--resume" in result.stderr
+    assert not db.exists()

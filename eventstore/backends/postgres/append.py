@@ -1,7 +1,7 @@
 """The PostgreSQL backend's appends: the one-statement common case and the locked transaction.
 
 ``fast_args`` / ``fast_result`` frame the common append (no ``user:``/``app:`` state, unkeyed)
-as one call of the server-side function ``evs_append`` (revisions 0007, 0008, 0010), which
+as one call of the server-side function ``evs_append`` (revisions 0007, 0008, 0010, 0019), which
 ``group`` sends grouped with other sessions' calls. ``append_locked`` is every other
 append, in a transaction of its own: the session's advisory lock, its head (version, whether an
 id is stored, the app's position, the head record) read after the lock, then either a judged
@@ -66,17 +66,10 @@ WITH ins AS (
 SELECT seq FROM ins
 """
 APPEND_SQL = (
-    # One row always (the group sender pairs rows with calls). The function is called only
-    # when the session stored under $1 belongs to ($12, $13) (NULL: anyone's); else status 2
-    # sends the append to the locked path, which checks the owner and says what is wrong. Its
-    # first argument comes from that row, so the planner cannot call it before the check.
-    "SELECT coalesce(r.status, 2), r.version, r.app_position, r.hashes "
-    "FROM (VALUES (1)) AS one(x) LEFT JOIN LATERAL ("
-    "SELECT a.status, a.version, a.app_position, a.hashes FROM ("
-    "SELECT session_id AS sid FROM evs_sessions WHERE session_id = $1 AND ($12::varchar IS NULL "
-    "OR (app_name = $12::varchar AND user_id = $13::varchar))) AS o "
-    "CROSS JOIN LATERAL evs_append(o.sid, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) AS a"
-    ") AS r ON true"
+    # $12, $13: the owner (app, user; NULL: anyone's), judged by the function on the session's
+    # row it reads after taking the session's lock (revision 0019).
+    "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, $5, $6, $7, "
+    "$8, $9, $10, $11, $12::varchar, $13::varchar)"
 )
 _APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
 _SET_APP_POSITION_SQL = (

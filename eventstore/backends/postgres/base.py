@@ -3,8 +3,9 @@
 - **Appends** run in one transaction that first takes a transaction-scoped advisory lock keyed
   by the session id (``pg_advisory_xact_lock``). The common append (no ``user:``/``app:``
   state, at the expected version, no id stored yet) is one round trip: the server-side function
-  ``evs_append`` (revisions 0007, 0008, 0010) does lock, head, chain, insert in one statement;
-  the rest (conflicts, retries, duplicates, shared state) take the multi-statement path below.
+  ``evs_append`` (revisions 0007, 0008, 0010, 0019) does lock, head, owner, chain, insert in
+  one statement; the rest (conflicts, retries, duplicates, shared state) take the
+  multi-statement path below.
   Under load, the ``evs_append`` calls waiting at one moment share round trips and commits
   (``group``: groups of at most 8, several in flight); each is still judged alone.
   The append path's SQL and both paths live in ``append``.
@@ -121,6 +122,7 @@ _READ_SQL = (
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
+_OWNED_KEY_SQL = _KEY_SQL + " AND app_name = $2 AND user_id = $3"
 _SCOPE_SQL = (
     "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
     "ON s.session_id = e.session_id WHERE e.session_id = $1 "
@@ -541,7 +543,7 @@ class PostgresBackend:
         self, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent] | None:
-        """The common append in one round trip (``evs_append``, revisions 0008, 0010): one
+        """The common append in one round trip (``evs_append``, revisions 0010, 0019): one
         statement, committed together with the other sessions' appends sent at the same
         moment (``group``). Returns None when the case needs the slower path (a
         conflict, a retry or a duplicate to judge, a head record that disagrees with the
@@ -566,10 +568,11 @@ class PostgresBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         sql = _READ_SQL.format(order="DESC" if backwards else "ASC")
         return await self._read_range(session_id, sql, stored_events, after=after, upto=upto,
-                                      limit=limit)
+                                      limit=limit, owner=owner)
 
     async def read_rows(
         self,
@@ -579,10 +582,11 @@ class PostgresBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[EventRow]:
         sql = _ROWS_SQL.format(order="DESC" if backwards else "ASC")
         return await self._read_range(session_id, sql, event_rows, after=after, upto=upto,
-                                      limit=limit)
+                                      limit=limit, owner=owner)
 
     async def _read_range(
         self,
@@ -593,13 +597,16 @@ class PostgresBackend:
         after: int | None,
         upto: int | None,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[T]:
         """Run one of the range reads (row keys ``low..high``, ``limit``) and ``build`` its
-        rows; raises SessionNotFoundError for a missing session."""
+        rows; raises SessionNotFoundError for a missing session (or one not ``owner``'s: the
+        key's lookup judges it)."""
         low, high = seq_bound(after or 0), seq_bound(upto)
 
         async def job(conn: Any) -> list[T]:
-            key = await conn.fetchval(_KEY_SQL, session_id)
+            key = await (conn.fetchval(_KEY_SQL, session_id) if owner is None
+                         else conn.fetchval(_OWNED_KEY_SQL, session_id, *owner))
             if key is None:
                 raise SessionNotFoundError(session_id)
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
@@ -652,12 +659,18 @@ class PostgresBackend:
 
         return await self._run(job, what=f"read the imported chain of session {session_id!r}")
 
-    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
-        return await self._run(lambda conn: snapshots.load_cache(conn, session_id, name),
+    async def load_cache(
+        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
+    ) -> tuple[int, bytes] | None:
+        return await self._run(lambda conn: snapshots.load_cache(conn, session_id, name, owner),
                                what=f"load cache {name!r} of session {session_id!r}")
 
-    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
-        await self._run(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data),
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        owner: tuple[str, str] | None = None,
+    ) -> None:
+        await self._run(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data,
+                                                          owner),
                         what=f"save cache {name!r} of session {session_id!r}",
                         session_id=session_id)
 
@@ -771,11 +784,12 @@ class PostgresBackend:
     # -- cold-path reads (framework adapters) ----------------------------------------------------
 
     async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         return await self._run(
             lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
-                                            newest=newest),
+                                            newest=newest, owner=owner),
             what=f"read session {session_id!r}",
         )
 

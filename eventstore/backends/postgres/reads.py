@@ -54,12 +54,17 @@ _E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
 
 
 async def read_since(
-    conn: Any, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+    conn: Any, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
+    owner: tuple[str, str] | None = None,
 ) -> list[StoredEvent]:
-    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N)."""
-    key = await conn.fetchval(
-        "SELECT session_key FROM evs_sessions WHERE session_id = $1", session_id
-    )
+    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N);
+    SessionNotFoundError when the session is missing (or not ``owner``'s)."""
+    sql = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
+    if owner is None:
+        key = await conn.fetchval(sql, session_id)
+    else:
+        key = await conn.fetchval(sql + " AND app_name = $2 AND user_id = $3", session_id,
+                                  *owner)
     if key is None:
         raise SessionNotFoundError(session_id)
     base = int(key) << SEQ_BITS

@@ -51,24 +51,41 @@ async def drop_all(conn: Any) -> int:
     return dropped
 
 
-async def load_cache(conn: Any, session_id: str, name: str) -> tuple[int, bytes] | None:
-    """Return ``(seq, data)`` of the session's cache ``name``, or None."""
-    row = await conn.fetchrow(
-        "SELECT seq, data FROM evs_session_caches WHERE session_id = $1 AND name = $2",
-        session_id, name,
-    )
-    return None if row is None else (int(row[0]), bytes(row[1]))
+async def load_cache(conn: Any, session_id: str, name: str,
+                     owner: tuple[str, str] | None = None) -> tuple[int, bytes] | None:
+    """Return ``(seq, data)`` of the session's cache ``name``, or None; SessionNotFoundError
+    when ``owner`` is given and holds no session under ``session_id``."""
+    if owner is None:
+        row = await conn.fetchrow(
+            "SELECT seq, data FROM evs_session_caches WHERE session_id = $1 AND name = $2",
+            session_id, name,
+        )
+    else:
+        row = await conn.fetchrow(
+            "SELECT c.seq, c.data FROM evs_sessions s LEFT JOIN evs_session_caches c "
+            "ON c.session_id = s.session_id AND c.name = $2 "
+            "WHERE s.session_id = $1 AND s.app_name = $3 AND s.user_id = $4",
+            session_id, name, *owner,
+        )
+        if row is None:
+            raise SessionNotFoundError(session_id)
+    return None if row is None or row[0] is None else (int(row[0]), bytes(row[1]))
 
 
-async def save_cache(conn: Any, session_id: str, name: str, seq: int, data: bytes) -> None:
-    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
-    await conn.execute(
+async def save_cache(conn: Any, session_id: str, name: str, seq: int, data: bytes,
+                     owner: tuple[str, str] | None = None) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone
+    (SessionNotFoundError then, and when it is not ``owner``'s, if ``owner`` is given)."""
+    whose = "" if owner is None else " AND app_name = $5 AND user_id = $6"
+    status = await conn.execute(
         "INSERT INTO evs_session_caches (session_id, name, seq, data) "
         "SELECT $1::varchar, $2::varchar, $3::integer, $4::bytea "
-        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1) "
+        f"WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = $1{whose}) "
         "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
-        session_id, name, seq, data,
+        session_id, name, seq, data, *(owner or ()),
     )
+    if owner is not None and status.endswith(" 0"):
+        raise SessionNotFoundError(session_id)
 
 
 async def load_shared(

@@ -148,13 +148,22 @@ LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
 """
 # One statement, so the session key and the rows come from one snapshot: a key freed by a
 # deleted session and taken by a new one can never mix two sessions' events.
+# The owner's variants judge the session's (app, user) in that same statement. The unary
+# ``+`` keeps SQLite on the primary key: through the (app, user) index it would no longer know
+# the session is one row, and would sort the events in a temporary B-tree (70 % slower).
+_OWNED: Final = " AND +app_name = ? AND +user_id = ?"
 _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events, "
-    "(SELECT session_key << 32 AS base FROM evs_sessions WHERE session_id = ?) "
+    "(SELECT session_key << 32 AS base FROM evs_sessions WHERE session_id = ?{owned}) "
     "WHERE row_key > base + ? AND row_key <= base + ? ORDER BY row_key {order} LIMIT ?"
 )
-_READ_FORWARD_SQL = _READ_SQL.format(order="ASC")
-_READ_BACKWARD_SQL = _READ_SQL.format(order="DESC")
+_RANGE_SQL: Final = {
+    (rows, backwards, owned): _READ_SQL.format(
+        order="DESC" if backwards else "ASC", owned=_OWNED if owned else ""
+    ).replace(EVENT_COLUMNS, ROW_COLUMNS if rows else EVENT_COLUMNS, 1)
+    for rows in (False, True) for backwards in (False, True) for owned in (False, True)
+}
+"""(plain rows?, backwards?, owner checked?) -> the range read's statement."""
 _STREAM_SQL: Final = (
     f"SELECT {SCOPE_COLUMNS} FROM evs_scope_entries WHERE app_name = ? AND user_id = ? "
     "AND stream_seq > ? AND position <= ? ORDER BY stream_seq"
@@ -162,8 +171,6 @@ _STREAM_SQL: Final = (
 _STREAM_HEADS_SQL: Final = (
     f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
 )
-_ROWS_FORWARD_SQL = _READ_FORWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
-_ROWS_BACKWARD_SQL = _READ_BACKWARD_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
 _SCOPE_SQL = (
     "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
@@ -537,10 +544,10 @@ class SQLiteBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
-        sql = _READ_BACKWARD_SQL if backwards else _READ_FORWARD_SQL
-        return await self._read_range(session_id, sql, stored_events, after=after, upto=upto,
-                                      limit=limit)
+        return await self._read_range(session_id, False, backwards, stored_events, after=after,
+                                      upto=upto, limit=limit, owner=owner)
 
     async def read_rows(
         self,
@@ -550,29 +557,35 @@ class SQLiteBackend:
         upto: int | None,
         backwards: bool,
         limit: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[EventRow]:
-        sql = _ROWS_BACKWARD_SQL if backwards else _ROWS_FORWARD_SQL
-        return await self._read_range(session_id, sql, event_rows, after=after, upto=upto,
-                                      limit=limit)
+        return await self._read_range(session_id, True, backwards, event_rows, after=after,
+                                      upto=upto, limit=limit, owner=owner)
 
     async def _read_range(
         self,
         session_id: str,
-        sql: str,
+        plain: bool,
+        backwards: bool,
         build: Callable[[str, list[Any]], list[T]],
         *,
         after: int | None,
         upto: int | None,
         limit: int | None,
+        owner: tuple[str, str] | None,
     ) -> list[T]:
-        """Run one of the range reads (``session_id, low, high, count``) and ``build`` its
-        rows; raises SessionNotFoundError when nothing came back for a missing session."""
+        """Run one of the range reads (``_RANGE_SQL``) and ``build`` its rows; raises
+        SessionNotFoundError when nothing came back for a missing session (or one not of
+        ``owner``'s)."""
         low, high = seq_bound(after or 0), seq_bound(upto)
         count = -1 if limit is None else limit
+        sql = _RANGE_SQL[plain, backwards, owner is not None]
+        whose: tuple[str, ...] = (session_id,) if owner is None else (session_id, *owner)
 
         def job(conn: sqlite3.Connection) -> list[T]:
-            rows = conn.execute(sql, (session_id, low, high, count)).fetchall()
-            if not rows and conn.execute(_KEY_SQL, (session_id,)).fetchone() is None:
+            rows = conn.execute(sql, (*whose, low, high, count)).fetchall()
+            if not rows and conn.execute(
+                    _KEY_SQL if owner is None else _KEY_SQL + _OWNED, whose).fetchone() is None:
                 raise SessionNotFoundError(session_id)
             return build(session_id, rows)
 
@@ -620,14 +633,20 @@ class SQLiteBackend:
 
         return await self._read(job, what=f"read the imported chain of session {session_id!r}")
 
-    async def load_cache(self, session_id: str, name: str) -> tuple[int, bytes] | None:
-        return await self._read(lambda conn: snapshots.load_cache(conn, session_id, name),
+    async def load_cache(
+        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
+    ) -> tuple[int, bytes] | None:
+        return await self._read(lambda conn: snapshots.load_cache(conn, session_id, name, owner),
                                 what=f"load cache {name!r} of session {session_id!r}")
 
-    async def save_cache(self, session_id: str, name: str, seq: int, data: bytes) -> None:
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        owner: tuple[str, str] | None = None,
+    ) -> None:
         if self._read_only:
             return  # a cache; a read-only store simply does not keep one
-        await self._write(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data),
+        await self._write(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data,
+                                                            owner),
                           what=f"save cache {name!r} of session {session_id!r}",
                           session_id=session_id, keeps_heads=True)
 
@@ -736,11 +755,12 @@ class SQLiteBackend:
     # -- cold-path reads (framework adapters) ----------------------------------------------------
 
     async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None
+        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
+        owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
         return await self._read(
             lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
-                                            newest=newest),
+                                            newest=newest, owner=owner),
             what=f"read session {session_id!r}",
         )
 

@@ -60,11 +60,14 @@ def read_since(
     timestamp: float,
     upto: int | None,
     newest: int | None,
+    owner: tuple[str, str] | None = None,
 ) -> list[StoredEvent]:
-    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N)."""
-    row = conn.execute(
-        "SELECT session_key FROM evs_sessions WHERE session_id = ?", (session_id,)
-    ).fetchone()
+    """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N);
+    SessionNotFoundError when the session is missing (or not ``owner``'s)."""
+    sql = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
+    if owner is not None:
+        sql += " AND app_name = ? AND user_id = ?"
+    row = conn.execute(sql, (session_id,) if owner is None else (session_id, *owner)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
     base = int(row[0]) << SEQ_BITS

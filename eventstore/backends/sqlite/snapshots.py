@@ -58,13 +58,26 @@ def drop_all(conn: sqlite3.Connection) -> int:
             + conn.execute("DELETE FROM evs_session_caches").rowcount)
 
 
-def load_cache(conn: sqlite3.Connection, session_id: str, name: str) -> tuple[int, bytes] | None:
+def load_cache(conn: sqlite3.Connection, session_id: str, name: str,
+               owner: tuple[str, str] | None = None) -> tuple[int, bytes] | None:
     """Return ``(seq, data)`` of the session's cache ``name``, or None; raises
-    CorruptSnapshotError when its data is not stored as bytes."""
-    row = conn.execute(
-        "SELECT seq, data FROM evs_session_caches WHERE session_id = ? AND name = ?",
-        (session_id, name),
-    ).fetchone()
+    CorruptSnapshotError when its data is not stored as bytes, and SessionNotFoundError when
+    ``owner`` is given and holds no session under ``session_id``."""
+    if owner is None:
+        row = conn.execute(
+            "SELECT seq, data FROM evs_session_caches WHERE session_id = ? AND name = ?",
+            (session_id, name),
+        ).fetchone()
+    else:
+        found = conn.execute(
+            "SELECT c.seq, c.data FROM evs_sessions s LEFT JOIN evs_session_caches c "
+            "ON c.session_id = s.session_id AND c.name = ? "
+            "WHERE s.session_id = ? AND s.app_name = ? AND s.user_id = ?",
+            (name, session_id, *owner),
+        ).fetchone()
+        if found is None:
+            raise SessionNotFoundError(session_id)
+        row = None if found[0] is None else found
     if row is None:
         return None
     if not isinstance(row[1], bytes):
@@ -74,14 +87,18 @@ def load_cache(conn: sqlite3.Connection, session_id: str, name: str) -> tuple[in
 
 
 def save_cache(conn: sqlite3.Connection, session_id: str, name: str, seq: int,
-               data: bytes) -> None:
-    """Store (or replace) the session's cache ``name``; nothing when the session is gone."""
-    conn.execute(
+               data: bytes, owner: tuple[str, str] | None = None) -> None:
+    """Store (or replace) the session's cache ``name``; nothing when the session is gone
+    (SessionNotFoundError then, and when it is not ``owner``'s, if ``owner`` is given)."""
+    whose = "" if owner is None else " AND app_name = ? AND user_id = ?"
+    stored = conn.execute(
         "INSERT INTO evs_session_caches (session_id, name, seq, data) SELECT ?, ?, ?, ? "
-        "WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = ?) "
+        f"WHERE EXISTS (SELECT 1 FROM evs_sessions WHERE session_id = ?{whose}) "
         "ON CONFLICT (session_id, name) DO UPDATE SET seq = excluded.seq, data = excluded.data",
-        (session_id, name, seq, data, session_id),
-    )
+        (session_id, name, seq, data, session_id, *(owner or ())),
+    ).rowcount
+    if owner is not None and stored == 0:
+        raise SessionNotFoundError(session_id)
 
 
 def load_shared(
