@@ -56,11 +56,9 @@ from ._common import (
     sqlite_path,
 )
 from ._exchange import ExportedArtifact, ExportFormatError
-from ._maintain import _forget_bodies
+from ._log_check import LogCheck
 from ._progress import Tracker, progress
-from ._timeline import Timeline
-from ._timeline import analyze as analyze_timeline
-from ._verify import Finding, check_artifacts, check_events
+from ._verify import Finding, check_artifacts
 
 __all__ = ["IMPORT_PAGE", "import_"]
 
@@ -179,10 +177,7 @@ class _Reader:
         self._force = force
         self._artifact_lines = artifact_lines
         self._tracker = tracker
-        # The hash of each event id read (not the id: a long log's ids would be most of what
-        # the import keeps); a hash seen before sends the reader back to look for the id.
-        self._seen: set[int] = set()
-        self._timeline = Timeline()
+        self._check = LogCheck(target)
         self._findings: list[Finding] = []  # artifact_missing, in seq order
         self._chain_findings: list[Finding] = []
         self._pending: list[StoredEvent] = []  # the previous page, for the chain check
@@ -204,24 +199,34 @@ class _Reader:
         header = self._header
         events: list[Event] = []
         prepared: list[NewEvent] = []
+        numbers: list[int] = []
+        failed: ExportFormatError | None = None
         while len(events) < IMPORT_PAGE and (item := self._lines.next()) is not None:
             number, line = item
-            parsed = parse_line(number, line, header, encodable=False)
+            try:
+                parsed = parse_line(number, line, header, encodable=False)
+            except ExportFormatError as exc:
+                failed = exc  # raised after a repeated id on an earlier line, if any
+                break
             if isinstance(parsed, ExportedArtifact):
                 continue  # read by the first pass
-            digest = hash(parsed.id)
-            if digest in self._seen:
-                prior = self._find(parsed.id, before=number)
-                if prior is not None:
-                    raise ExportFormatError(number, f"event id {parsed.id!r} already appears "
-                                            f"on line {prior}.")
-            self._seen.add(digest)
+            events.append(parsed)
+            numbers.append(number)
             try:
                 prepared.append(EventStore._prepare(parsed)[1])
             except EventStoreError as exc:
                 reason = " ".join(str(exc).split())
-                raise ExportFormatError(number, f"not a valid event: {reason}") from exc
-            events.append(parsed)
+                failed = ExportFormatError(number, f"not a valid event: {reason}")
+                failed.__cause__ = exc
+                break
+        places = self._check.first_places([(e.id, n) for e, n in zip(events, numbers,
+                                                                     strict=True)])
+        for event, number in zip(events, numbers, strict=True):
+            if places[event.id] != number:
+                raise ExportFormatError(number, f"event id {event.id!r} already appears on "
+                                        f"line {places[event.id]}.")
+        if failed is not None:
+            raise failed
         first = self._count + 1
         self._count += len(events)
         seqd = [with_seq(e, n) for n, e in enumerate(events, start=first)]
@@ -240,29 +245,13 @@ class _Reader:
         self._finish()
         return ImportBatch(events=prepared, imported_chain=links, artifacts=self._artifacts)
 
-    def _find(self, event_id: str, *, before: int) -> int | None:
-        """The number of the event line before line ``before`` whose id is ``event_id``, or
-        None (two ids with the same hash); the file is read again from the start, then left
-        where it was."""
-        file = self._lines.file
-        where = file.tell()
-        try:
-            file.seek(0)
-            lines = _Numbered(file)
-            lines.next()  # the header
-            while (item := lines.next()) is not None and item[0] < before:
-                number, line = item
-                parsed = parse_line(number, line, self._header, encodable=False)
-                if isinstance(parsed, Event) and parsed.id == event_id:
-                    return number
-            return None
-        finally:
-            file.seek(where)
+    def close(self) -> None:
+        """Delete what the reader kept on disk (blocking)."""
+        self._check.close()
 
     def _check_page(self, first: int, prepared: list[NewEvent], seqd: list[Event]) -> None:
         header, target = self._header, self._target
-        analyze_timeline(seqd, into=self._timeline)
-        _forget_bodies(self._timeline, seqd)
+        self._check.add(seqd)
         self._findings += check_artifacts(target, seqd, self._stored)
         if self._chain_broken:
             return
@@ -304,8 +293,7 @@ class _Reader:
         if self._pending and not self._chain_broken:
             self._chain_part(self._pending, following=None)
         self._pending = []
-        findings = (self._chain_findings + check_events(self._target, [], self._timeline)
-                    + self._findings)
+        findings = self._chain_findings + self._check.findings() + self._findings
         if findings and not self._force:
             first = findings[0]
             where = f"seq {first.seq}" if first.seq is not None else "the session"
@@ -401,9 +389,12 @@ async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
                 reader = _Reader(source, name=str(file), header=header, target=target,
                                  artifacts=artifacts, stored=stored, force=force,
                                  artifact_lines=artifact_lines, tracker=tracker)
-                count = await store.import_session(
-                    app_name=header.app_name, user_id=header.user_id, session_id=target,
-                    created_at=header.created_at, pages=reader, copy_of=counted_in)
+                try:
+                    count = await store.import_session(
+                        app_name=header.app_name, user_id=header.user_id, session_id=target,
+                        created_at=header.created_at, pages=reader, copy_of=counted_in)
+                finally:
+                    await asyncio.to_thread(reader.close)
         except SessionExistsError as exc:
             raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
                            "imported (choose another id with --session-id).") from exc
