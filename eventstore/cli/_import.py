@@ -4,9 +4,10 @@ The file is read twice, a page at a time, never whole: first for its header and 
 lines (they follow the events), then for the events, which are checked and written page by
 page (``EventStore.import_session``) in one transaction with the artifact versions: a failing
 line, a log ``evs verify`` would flag (unless ``--force`` keeps it as evidence) or a killed
-import leaves the whole session or no trace of it. Memory holds one page of events, what
-``evs verify`` keeps across pages (a hash of each event id, each call's record), the chain the
-header carries (32 bytes an event) and the artifacts.
+import leaves the whole session or no trace of it. Memory holds one page of events and the
+artifacts; what ``evs verify`` keeps across pages (each event id, each call's record:
+``LogCheck``) and the chain the header carries (``read_header``) go to temporary files, so
+memory does not grow with the log.
 
 ``user:``/``app:`` changes count once (docs/operations.md, "Import and shared state"): when
 the target's streams already hold an entry of one of the exported session's events, the
@@ -21,6 +22,7 @@ import asyncio
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated
 
@@ -38,11 +40,11 @@ from .._exchange import (
     ExportHeader,
     check_artifact_versions,
     check_counts,
-    parse_header,
     parse_line,
 )
 from .._open import open_store
 from .._state import touches_shared_keys
+from ._carried import CarriedChain, read_header
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -87,15 +89,41 @@ class _Numbered:
         return None
 
 
-def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int, set[str]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Scanned:
+    """What the first pass over an export read."""
+
+    header: ExportHeader
+    """The header, without the chain it carries (``chain``)."""
+    chain: CarriedChain | None
+    """The chain the header carries, None when it carries none (closed by the caller)."""
+    body: tuple[int, int]
+    """Where the line after the header starts: (byte offset, number of the header line)."""
+    artifacts: list[ExportedArtifact]
+    """The artifact versions, by filename and version."""
+    artifact_lines: int
+    """How many artifact lines the file has."""
+    shared: set[str]
+    """The ids of the events that change ``user:``/``app:`` state."""
+
+
+def _prescan(file: IO[bytes]) -> _Scanned:
     """Read the header and the artifact lines (event lines are only skipped, but for those
-    that may change shared state); return them, how many artifact lines there are and the
-    ids of the events that change ``user:``/``app:`` state. Raises ExportFormatError."""
+    that may change shared state). Raises ExportFormatError."""
+    header, chain, number = read_header(file)
+    try:
+        return _scan_body(file, header, chain, number)
+    except BaseException:
+        if chain is not None:
+            chain.close()
+        raise
+
+
+def _scan_body(file: IO[bytes], header: ExportHeader, chain: CarriedChain | None,
+               number: int) -> _Scanned:
+    body = (file.tell(), number)
     lines = _Numbered(file)
-    first = lines.next()
-    if first is None:
-        raise ExportFormatError(1, "the file is empty; expected a header line.")
-    header = parse_header(*first)
+    lines.number = lines.last = number
     found: list[tuple[int, ExportedArtifact]] = []
     shared: set[str] = set()
     while (item := lines.next()) is not None:
@@ -107,7 +135,9 @@ def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int
                 found.append((number, parsed))
             elif touches_shared_keys(parsed.actions):
                 shared.add(parsed.id)
-    return header, check_artifact_versions(found), len(found), shared
+    return _Scanned(header=header, chain=chain, body=body,
+                    artifacts=check_artifact_versions(found), artifact_lines=len(found),
+                    shared=shared)
 
 
 async def _counted_in(store: EventStore, header: ExportHeader, shared: set[str]) -> str | None:
@@ -166,11 +196,13 @@ class _Reader:
     unless ``force``, the import is refused by raising CliError (nothing is written)."""
 
     def __init__(self, file: IO[bytes], *, name: str, header: ExportHeader,
-                 target: str, artifacts: list[Artifact], stored: dict[str, list[int]],
-                 force: bool, artifact_lines: int, tracker: Tracker) -> None:
+                 chain: CarriedChain | None, body: tuple[int, int], target: str,
+                 artifacts: list[Artifact], stored: dict[str, list[int]], force: bool,
+                 artifact_lines: int, tracker: Tracker) -> None:
         self._lines = _Numbered(file)
         self._name = name
         self._header = header
+        self._chain = chain
         self._target = target
         self._artifacts = artifacts
         self._stored = stored
@@ -182,10 +214,11 @@ class _Reader:
         self._chain_findings: list[Finding] = []
         self._pending: list[StoredEvent] = []  # the previous page, for the chain check
         self._prev = GENESIS
-        self._chain_broken = header.chain is None
+        self._chain_broken = chain is None
         self._count = 0
         self._done = False
-        self._lines.next()  # the header, parsed already
+        file.seek(body[0])  # after the header, parsed already
+        self._lines.number = self._lines.last = body[1]
 
     def __call__(self) -> ImportBatch | None:
         try:
@@ -234,11 +267,11 @@ class _Reader:
         self._tracker.advance(len(events))
         last = len(events) < IMPORT_PAGE
         links: list[ImportedLink] = []
-        if self._force and header.chain is not None:
-            links = [ImportedLink(seq=seq, chain_hash=header.chain_hash(seq),
-                                  signature=header.signature(seq),
+        if self._force and self._chain is not None:
+            links = [ImportedLink(seq=seq, chain_hash=chain_hash, signature=signature,
                                   origin_session_id=header.session_id)
-                     for seq in range(first, self._count + 1)]
+                     for seq, (chain_hash, signature) in enumerate(
+                         self._chain.page(first, self._count), start=first)]
         if not last:
             return ImportBatch(events=prepared, imported_chain=links)
         self._done = True
@@ -249,8 +282,16 @@ class _Reader:
         """Delete what the reader kept on disk (blocking)."""
         self._check.close()
 
+    def _carried(self, first: int, count: int) -> list[tuple[bytes, bytes | None]]:
+        """The carried links of ``count`` events from seq ``first``; an event past the
+        carried chain's end (the header announced fewer) gets an empty hash, which no check
+        accepts (``check_counts`` refuses such a file anyway)."""
+        assert self._chain is not None
+        links = self._chain.page(first, first + count - 1)
+        return links + [(b"", None)] * (count - len(links))
+
     def _check_page(self, first: int, prepared: list[NewEvent], seqd: list[Event]) -> None:
-        header, target = self._header, self._target
+        target = self._target
         self._check.add(seqd)
         self._findings += check_artifacts(target, seqd, self._stored)
         if self._chain_broken:
@@ -259,8 +300,9 @@ class _Reader:
             session_id=target, seq=seq, position=0, event_id=new.event_id, kind=new.kind,
             invocation_id=new.invocation_id, author=new.author, timestamp=new.timestamp,
             shared_state=new.shared_state, schema_version=new.schema_version,
-            payload=new.payload, chain_hash=header.chain_hash(seq))
-            for seq, new in enumerate(prepared, start=first)]
+            payload=new.payload, chain_hash=chain_hash)
+            for seq, (new, (chain_hash, _)) in enumerate(
+                zip(prepared, self._carried(first, len(prepared)), strict=True), start=first)]
         # A page is checked once the next one is read: a break at its last row is classified
         # by the row after it (``check_chain``), as in the whole log.
         if self._pending:
@@ -274,7 +316,7 @@ class _Reader:
             head = SessionRecord(session_id=self._target, app_name=self._header.app_name,
                                  user_id=self._header.user_id, created_at=0.0,
                                  head_seq=count,
-                                 head_hash=self._header.chain_hash(count) if count else None)
+                                 head_hash=self._carried(count, 1)[0][0] if count else None)
         chained = [*rows, following] if following is not None else rows
         broken = check_chain(chained, head=head, first_seq=rows[0].seq, prev=self._prev)
         if broken is not None and following is not None and broken.seq == following.seq:
@@ -342,12 +384,15 @@ def import_(
             shutil.copyfileobj(sys.stdin.buffer, source, 1 << 20)
         source.seek(0)
         try:
-            header, exported, artifact_lines, shared = _prescan(source)
+            scanned = _prescan(source)
         except ExportFormatError as exc:
             fail(f"{file}: {exc}")
-        target = session_id if session_id is not None else header.session_id
-        count, artifacts = run(_import(source, file, db, header, exported, artifact_lines,
-                                       shared, target, force=force))
+        try:
+            target = session_id if session_id is not None else scanned.header.session_id
+            count, artifacts = run(_import(source, file, db, scanned, target, force=force))
+        finally:
+            if scanned.chain is not None:
+                scanned.chain.close()
     if json:
         print_json({"session_id": target, "events": count, "artifacts": artifacts})
     else:
@@ -362,9 +407,9 @@ def _opened(file: Path) -> IO[bytes]:
         fail(f"Cannot read {file}: {exc.strerror}.")
 
 
-async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
-                  exported: list[ExportedArtifact], artifact_lines: int, shared: set[str],
-                  target: str, *, force: bool) -> tuple[int, int]:
+async def _import(source: IO[bytes], file: Path, db: str, scanned: _Scanned, target: str, *,
+                  force: bool) -> tuple[int, int]:
+    header, exported, shared = scanned.header, scanned.artifacts, scanned.shared
     path = sqlite_path(db)
     if path is not None and not path.exists():
         store = await open_store(db, auto_upgrade=True)
@@ -382,13 +427,13 @@ async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
                      data=a.data, created_at=a.created_at)
             for a in (*own, *user_artifacts)
         ]
-        await asyncio.to_thread(source.seek, 0)
         try:
             with progress(f"Importing {header.events} events", total=header.events,
                           size=header.events) as tracker:
-                reader = _Reader(source, name=str(file), header=header, target=target,
-                                 artifacts=artifacts, stored=stored, force=force,
-                                 artifact_lines=artifact_lines, tracker=tracker)
+                reader = await asyncio.to_thread(
+                    _Reader, source, name=str(file), header=header, chain=scanned.chain,
+                    body=scanned.body, target=target, artifacts=artifacts, stored=stored,
+                    force=force, artifact_lines=scanned.artifact_lines, tracker=tracker)
                 try:
                     count = await store.import_session(
                         app_name=header.app_name, user_id=header.user_id, session_id=target,
