@@ -19,7 +19,7 @@ from .._exchange import ExportFormatError, ExportHeader, parse_header
 
 __all__ = ["HEADER_CHUNK", "CarriedChain", "read_header"]
 
-HEADER_CHUNK = 1 << 20
+HEADER_CHUNK = 1 << 16
 """Bytes of the header line read at a time; a shorter header line is parsed whole."""
 
 _MARKER = b',"chain":{"hashes":['
