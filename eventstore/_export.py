@@ -3,7 +3,8 @@ writes and what ``EventStore.prune`` archives, from one writer.
 
 The log is read a page at a time up to the version the caller's record names, so an export
 describes exactly that version however many events are appended meanwhile; memory stays flat in
-the log's length (only each event's chain hash and signature are kept, for the header).
+the log's length: the event lines and the chain the header carries (each event's hash and
+signature, as the header's JSON) go to temporary files until the header can be written.
 """
 
 from __future__ import annotations
@@ -86,11 +87,11 @@ async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO, 
     temporary file while the log is read and follow the header once it is known. Raises
     SessionNotFoundError when the session is deleted meanwhile."""
     sid, version = record.session_id, record.version
-    chain: list[tuple[bytes, bytes | None]] = []
-    chained = True
+    chained, links = True, 0
     referenced: dict[str, int] = {}
     count = 0
-    with tempfile.TemporaryFile() as body:
+    with tempfile.TemporaryFile() as body, tempfile.TemporaryFile() as hashes, \
+            tempfile.TemporaryFile() as signatures:
         after = 0
         while after < version:
             rows = await backend.read(sid, after=after, upto=version, backwards=False,
@@ -102,11 +103,20 @@ async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO, 
                 referenced[name] = max(number, referenced.get(name, number))
             # The chain is worth carrying only when an importer re-encoding the events gets
             # the stored bytes back: every row in the current encoding, every row hashed.
+            hash_items: list[bytes] = []
+            signature_items: list[bytes] = []
             for row in rows:
                 if row.chain_hash is None or row.schema_version != STORED_SCHEMA_VERSION:
                     chained = False
                 elif chained:
-                    chain.append((row.chain_hash, row.signature))
+                    hash_items.append(b'"%s"' % row.chain_hash.hex().encode())
+                    signature_items.append(b"null" if row.signature is None
+                                           else b'"%s"' % row.signature.hex().encode())
+            if chained and hash_items:
+                comma = b"," if links else b""
+                await asyncio.to_thread(hashes.write, comma + b",".join(hash_items))
+                await asyncio.to_thread(signatures.write, comma + b",".join(signature_items))
+                links += len(hash_items)
             if seen is not None:
                 seen.events += events
                 seen.chain_hashes += [row.chain_hash for row in rows]
@@ -120,15 +130,26 @@ async def write_export(backend: Backend, record: SessionRecord, sink: BinaryIO, 
         header = dump_header(app_name=record.app_name, user_id=record.user_id,
                              session_id=record.id, events=count,
                              created_at=record.created_at,
-                             artifacts=len(artifacts),
-                             chain=chain if chained and len(chain) == count else None)
-        await asyncio.to_thread(_assemble, sink, header, body, artifacts)
+                             artifacts=len(artifacts))
+        carried = (hashes, signatures) if chained and links == count else None
+        await asyncio.to_thread(_assemble, sink, header, carried, body, artifacts)
     return count
 
 
-def _assemble(sink: BinaryIO, header: bytes, body: BinaryIO,
-              artifacts: list[ExportedArtifact]) -> None:
-    sink.write(header + b"\n")
+def _assemble(sink: BinaryIO, header: bytes, chain: tuple[BinaryIO, BinaryIO] | None,
+              body: BinaryIO, artifacts: list[ExportedArtifact]) -> None:
+    if chain is None:
+        sink.write(header + b"\n")
+    else:
+        # What ``dump_header(chain=…)`` writes: the chain is the header's last key.
+        hashes, signatures = chain
+        sink.write(header[:-1] + b',"chain":{"hashes":[')
+        hashes.seek(0)
+        shutil.copyfileobj(hashes, sink, 1 << 20)
+        sink.write(b'],"signatures":[')
+        signatures.seek(0)
+        shutil.copyfileobj(signatures, sink, 1 << 20)
+        sink.write(b"]}}\n")
     body.seek(0)
     shutil.copyfileobj(body, sink, 1 << 20)
     for artifact in artifacts:

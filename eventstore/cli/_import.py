@@ -4,9 +4,10 @@ The file is read twice, a page at a time, never whole: first for its header and 
 lines (they follow the events), then for the events, which are checked and written page by
 page (``EventStore.import_session``) in one transaction with the artifact versions: a failing
 line, a log ``evs verify`` would flag (unless ``--force`` keeps it as evidence) or a killed
-import leaves the whole session or no trace of it. Memory holds one page of events, what
-``evs verify`` keeps across pages (a hash of each event id, each call's record), the chain the
-header carries (32 bytes an event) and the artifacts.
+import leaves the whole session or no trace of it. Memory holds one page of events and the
+artifacts; what ``evs verify`` keeps across pages (each event id, each call's record:
+``LogCheck``) and the chain the header carries (``read_header``) go to temporary files, so
+memory does not grow with the log.
 
 ``user:``/``app:`` changes count once (docs/operations.md, "Import and shared state"): when
 the target's streams already hold an entry of one of the exported session's events, the
@@ -21,6 +22,7 @@ import asyncio
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated
 
@@ -38,11 +40,11 @@ from .._exchange import (
     ExportHeader,
     check_artifact_versions,
     check_counts,
-    parse_header,
     parse_line,
 )
 from .._open import open_store
 from .._state import touches_shared_keys
+from ._carried import CarriedChain, read_header
 from ._common import (
     DEFAULT_DB,
     CliError,
@@ -56,11 +58,9 @@ from ._common import (
     sqlite_path,
 )
 from ._exchange import ExportedArtifact, ExportFormatError
-from ._maintain import _forget_bodies
+from ._log_check import LogCheck
 from ._progress import Tracker, progress
-from ._timeline import Timeline
-from ._timeline import analyze as analyze_timeline
-from ._verify import Finding, check_artifacts, check_events
+from ._verify import Finding, check_artifacts
 
 __all__ = ["IMPORT_PAGE", "import_"]
 
@@ -89,15 +89,41 @@ class _Numbered:
         return None
 
 
-def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int, set[str]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Scanned:
+    """What the first pass over an export read."""
+
+    header: ExportHeader
+    """The header, without the chain it carries (``chain``)."""
+    chain: CarriedChain | None
+    """The chain the header carries, None when it carries none (closed by the caller)."""
+    body: tuple[int, int]
+    """Where the line after the header starts: (byte offset, number of the header line)."""
+    artifacts: list[ExportedArtifact]
+    """The artifact versions, by filename and version."""
+    artifact_lines: int
+    """How many artifact lines the file has."""
+    shared: set[str]
+    """The ids of the events that change ``user:``/``app:`` state."""
+
+
+def _prescan(file: IO[bytes]) -> _Scanned:
     """Read the header and the artifact lines (event lines are only skipped, but for those
-    that may change shared state); return them, how many artifact lines there are and the
-    ids of the events that change ``user:``/``app:`` state. Raises ExportFormatError."""
+    that may change shared state). Raises ExportFormatError."""
+    header, chain, number = read_header(file)
+    try:
+        return _scan_body(file, header, chain, number)
+    except BaseException:
+        if chain is not None:
+            chain.close()
+        raise
+
+
+def _scan_body(file: IO[bytes], header: ExportHeader, chain: CarriedChain | None,
+               number: int) -> _Scanned:
+    body = (file.tell(), number)
     lines = _Numbered(file)
-    first = lines.next()
-    if first is None:
-        raise ExportFormatError(1, "the file is empty; expected a header line.")
-    header = parse_header(*first)
+    lines.number = lines.last = number
     found: list[tuple[int, ExportedArtifact]] = []
     shared: set[str] = set()
     while (item := lines.next()) is not None:
@@ -109,7 +135,9 @@ def _prescan(file: IO[bytes]) -> tuple[ExportHeader, list[ExportedArtifact], int
                 found.append((number, parsed))
             elif touches_shared_keys(parsed.actions):
                 shared.add(parsed.id)
-    return header, check_artifact_versions(found), len(found), shared
+    return _Scanned(header=header, chain=chain, body=body,
+                    artifacts=check_artifact_versions(found), artifact_lines=len(found),
+                    shared=shared)
 
 
 async def _counted_in(store: EventStore, header: ExportHeader, shared: set[str]) -> str | None:
@@ -168,29 +196,29 @@ class _Reader:
     unless ``force``, the import is refused by raising CliError (nothing is written)."""
 
     def __init__(self, file: IO[bytes], *, name: str, header: ExportHeader,
-                 target: str, artifacts: list[Artifact], stored: dict[str, list[int]],
-                 force: bool, artifact_lines: int, tracker: Tracker) -> None:
+                 chain: CarriedChain | None, body: tuple[int, int], target: str,
+                 artifacts: list[Artifact], stored: dict[str, list[int]], force: bool,
+                 artifact_lines: int, tracker: Tracker) -> None:
         self._lines = _Numbered(file)
         self._name = name
         self._header = header
+        self._chain = chain
         self._target = target
         self._artifacts = artifacts
         self._stored = stored
         self._force = force
         self._artifact_lines = artifact_lines
         self._tracker = tracker
-        # The hash of each event id read (not the id: a long log's ids would be most of what
-        # the import keeps); a hash seen before sends the reader back to look for the id.
-        self._seen: set[int] = set()
-        self._timeline = Timeline()
+        self._check = LogCheck(target)
         self._findings: list[Finding] = []  # artifact_missing, in seq order
         self._chain_findings: list[Finding] = []
         self._pending: list[StoredEvent] = []  # the previous page, for the chain check
         self._prev = GENESIS
-        self._chain_broken = header.chain is None
+        self._chain_broken = chain is None
         self._count = 0
         self._done = False
-        self._lines.next()  # the header, parsed already
+        file.seek(body[0])  # after the header, parsed already
+        self._lines.number = self._lines.last = body[1]
 
     def __call__(self) -> ImportBatch | None:
         try:
@@ -204,24 +232,34 @@ class _Reader:
         header = self._header
         events: list[Event] = []
         prepared: list[NewEvent] = []
+        numbers: list[int] = []
+        failed: ExportFormatError | None = None
         while len(events) < IMPORT_PAGE and (item := self._lines.next()) is not None:
             number, line = item
-            parsed = parse_line(number, line, header, encodable=False)
+            try:
+                parsed = parse_line(number, line, header, encodable=False)
+            except ExportFormatError as exc:
+                failed = exc  # raised after a repeated id on an earlier line, if any
+                break
             if isinstance(parsed, ExportedArtifact):
                 continue  # read by the first pass
-            digest = hash(parsed.id)
-            if digest in self._seen:
-                prior = self._find(parsed.id, before=number)
-                if prior is not None:
-                    raise ExportFormatError(number, f"event id {parsed.id!r} already appears "
-                                            f"on line {prior}.")
-            self._seen.add(digest)
+            events.append(parsed)
+            numbers.append(number)
             try:
                 prepared.append(EventStore._prepare(parsed)[1])
             except EventStoreError as exc:
                 reason = " ".join(str(exc).split())
-                raise ExportFormatError(number, f"not a valid event: {reason}") from exc
-            events.append(parsed)
+                failed = ExportFormatError(number, f"not a valid event: {reason}")
+                failed.__cause__ = exc
+                break
+        places = self._check.first_places([(e.id, n) for e, n in zip(events, numbers,
+                                                                     strict=True)])
+        for event, number in zip(events, numbers, strict=True):
+            if places[event.id] != number:
+                raise ExportFormatError(number, f"event id {event.id!r} already appears on "
+                                        f"line {places[event.id]}.")
+        if failed is not None:
+            raise failed
         first = self._count + 1
         self._count += len(events)
         seqd = [with_seq(e, n) for n, e in enumerate(events, start=first)]
@@ -229,40 +267,32 @@ class _Reader:
         self._tracker.advance(len(events))
         last = len(events) < IMPORT_PAGE
         links: list[ImportedLink] = []
-        if self._force and header.chain is not None:
-            links = [ImportedLink(seq=seq, chain_hash=header.chain_hash(seq),
-                                  signature=header.signature(seq),
+        if self._force and self._chain is not None:
+            links = [ImportedLink(seq=seq, chain_hash=chain_hash, signature=signature,
                                   origin_session_id=header.session_id)
-                     for seq in range(first, self._count + 1)]
+                     for seq, (chain_hash, signature) in enumerate(
+                         self._chain.page(first, self._count), start=first)]
         if not last:
             return ImportBatch(events=prepared, imported_chain=links)
         self._done = True
         self._finish()
         return ImportBatch(events=prepared, imported_chain=links, artifacts=self._artifacts)
 
-    def _find(self, event_id: str, *, before: int) -> int | None:
-        """The number of the event line before line ``before`` whose id is ``event_id``, or
-        None (two ids with the same hash); the file is read again from the start, then left
-        where it was."""
-        file = self._lines.file
-        where = file.tell()
-        try:
-            file.seek(0)
-            lines = _Numbered(file)
-            lines.next()  # the header
-            while (item := lines.next()) is not None and item[0] < before:
-                number, line = item
-                parsed = parse_line(number, line, self._header, encodable=False)
-                if isinstance(parsed, Event) and parsed.id == event_id:
-                    return number
-            return None
-        finally:
-            file.seek(where)
+    def close(self) -> None:
+        """Delete what the reader kept on disk (blocking)."""
+        self._check.close()
+
+    def _carried(self, first: int, count: int) -> list[tuple[bytes, bytes | None]]:
+        """The carried links of ``count`` events from seq ``first``; an event past the
+        carried chain's end (the header announced fewer) gets an empty hash, which no check
+        accepts (``check_counts`` refuses such a file anyway)."""
+        assert self._chain is not None
+        links = self._chain.page(first, first + count - 1)
+        return links + [(b"", None)] * (count - len(links))
 
     def _check_page(self, first: int, prepared: list[NewEvent], seqd: list[Event]) -> None:
-        header, target = self._header, self._target
-        analyze_timeline(seqd, into=self._timeline)
-        _forget_bodies(self._timeline, seqd)
+        target = self._target
+        self._check.add(seqd)
         self._findings += check_artifacts(target, seqd, self._stored)
         if self._chain_broken:
             return
@@ -270,8 +300,9 @@ class _Reader:
             session_id=target, seq=seq, position=0, event_id=new.event_id, kind=new.kind,
             invocation_id=new.invocation_id, author=new.author, timestamp=new.timestamp,
             shared_state=new.shared_state, schema_version=new.schema_version,
-            payload=new.payload, chain_hash=header.chain_hash(seq))
-            for seq, new in enumerate(prepared, start=first)]
+            payload=new.payload, chain_hash=chain_hash)
+            for seq, (new, (chain_hash, _)) in enumerate(
+                zip(prepared, self._carried(first, len(prepared)), strict=True), start=first)]
         # A page is checked once the next one is read: a break at its last row is classified
         # by the row after it (``check_chain``), as in the whole log.
         if self._pending:
@@ -285,7 +316,7 @@ class _Reader:
             head = SessionRecord(session_id=self._target, app_name=self._header.app_name,
                                  user_id=self._header.user_id, created_at=0.0,
                                  head_seq=count,
-                                 head_hash=self._header.chain_hash(count) if count else None)
+                                 head_hash=self._carried(count, 1)[0][0] if count else None)
         chained = [*rows, following] if following is not None else rows
         broken = check_chain(chained, head=head, first_seq=rows[0].seq, prev=self._prev)
         if broken is not None and following is not None and broken.seq == following.seq:
@@ -304,8 +335,7 @@ class _Reader:
         if self._pending and not self._chain_broken:
             self._chain_part(self._pending, following=None)
         self._pending = []
-        findings = (self._chain_findings + check_events(self._target, [], self._timeline)
-                    + self._findings)
+        findings = self._chain_findings + self._check.findings() + self._findings
         if findings and not self._force:
             first = findings[0]
             where = f"seq {first.seq}" if first.seq is not None else "the session"
@@ -354,12 +384,15 @@ def import_(
             shutil.copyfileobj(sys.stdin.buffer, source, 1 << 20)
         source.seek(0)
         try:
-            header, exported, artifact_lines, shared = _prescan(source)
+            scanned = _prescan(source)
         except ExportFormatError as exc:
             fail(f"{file}: {exc}")
-        target = session_id if session_id is not None else header.session_id
-        count, artifacts = run(_import(source, file, db, header, exported, artifact_lines,
-                                       shared, target, force=force))
+        try:
+            target = session_id if session_id is not None else scanned.header.session_id
+            count, artifacts = run(_import(source, file, db, scanned, target, force=force))
+        finally:
+            if scanned.chain is not None:
+                scanned.chain.close()
     if json:
         print_json({"session_id": target, "events": count, "artifacts": artifacts})
     else:
@@ -374,9 +407,9 @@ def _opened(file: Path) -> IO[bytes]:
         fail(f"Cannot read {file}: {exc.strerror}.")
 
 
-async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
-                  exported: list[ExportedArtifact], artifact_lines: int, shared: set[str],
-                  target: str, *, force: bool) -> tuple[int, int]:
+async def _import(source: IO[bytes], file: Path, db: str, scanned: _Scanned, target: str, *,
+                  force: bool) -> tuple[int, int]:
+    header, exported, shared = scanned.header, scanned.artifacts, scanned.shared
     path = sqlite_path(db)
     if path is not None and not path.exists():
         store = await open_store(db, auto_upgrade=True)
@@ -394,16 +427,19 @@ async def _import(source: IO[bytes], file: Path, db: str, header: ExportHeader,
                      data=a.data, created_at=a.created_at)
             for a in (*own, *user_artifacts)
         ]
-        await asyncio.to_thread(source.seek, 0)
         try:
             with progress(f"Importing {header.events} events", total=header.events,
                           size=header.events) as tracker:
-                reader = _Reader(source, name=str(file), header=header, target=target,
-                                 artifacts=artifacts, stored=stored, force=force,
-                                 artifact_lines=artifact_lines, tracker=tracker)
-                count = await store.import_session(
-                    app_name=header.app_name, user_id=header.user_id, session_id=target,
-                    created_at=header.created_at, pages=reader, copy_of=counted_in)
+                reader = await asyncio.to_thread(
+                    _Reader, source, name=str(file), header=header, chain=scanned.chain,
+                    body=scanned.body, target=target, artifacts=artifacts, stored=stored,
+                    force=force, artifact_lines=scanned.artifact_lines, tracker=tracker)
+                try:
+                    count = await store.import_session(
+                        app_name=header.app_name, user_id=header.user_id, session_id=target,
+                        created_at=header.created_at, pages=reader, copy_of=counted_in)
+                finally:
+                    await asyncio.to_thread(reader.close)
         except SessionExistsError as exc:
             raise CliError(f"Session {target!r} already exists in {store.url}; nothing was "
                            "imported (choose another id with --session-id).") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import sys
@@ -11,14 +12,14 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 
-from eventstore.backends.protocol import StoredEvent
+from eventstore.backends.protocol import SessionRecord, StoredEvent
 from eventstore.store.facade import EventStore
 
 from .._chain import GENESIS
 from .._chain_check import CHAIN_CODES, check_chain
-from .._events import Event, FunctionResponse
 from .._exceptions import CorruptSnapshotError, SessionNotFoundError
 from .._export import write_export
+from .._fork import ForkLink
 from .._open import resolve_url
 from .._scopes import APP_SCOPE
 from .._state import USER_PREFIX, apply_actions
@@ -44,13 +45,12 @@ from ._common import (
     run,
     sqlite_path,
 )
+from ._log_check import LogCheck
 from ._progress import LARGE, progress
-from ._timeline import Timeline, analyze
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
 from ._verify import (
     Finding,
     check_artifacts,
-    check_events,
     check_rows,
     check_scope,
     snapshot_finding,
@@ -109,8 +109,8 @@ async def _snapshots(
 VERIFY_PAGE = 1000
 """Rows read and checked per step of ``evs verify``: the chain is checked page by page (each
 page linked to the stored hash of the row before it and to the row after it), and what is
-kept across pages is small per event (its id; each call's record for the pairing; the running
-fold for the snapshots), never the events."""
+kept across pages (each event's id, each call's record for the pairing: ``LogCheck``) is in
+a temporary file, not in memory, so memory does not grow with the log."""
 
 
 async def verify_session(
@@ -138,9 +138,24 @@ async def verify_session(
     if head is not None and streams is None:
         streams = await StreamCheck.read(
             store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
+    check = LogCheck(session_id)
+    try:
+        return await _verify_pages(store, session_id, given, check, streams, alone=alone,
+                                   version=version, head=head, origin=origin,
+                                   pending=pending, stored_artifacts=stored_artifacts) + damaged
+    finally:
+        await asyncio.to_thread(check.close)
+
+
+async def _verify_pages(
+    store: EventStore, session_id: str, given: str, check: LogCheck,
+    streams: StreamCheck | None, *, alone: bool, version: int, head: SessionRecord | None,
+    origin: ForkLink | None, pending: list[tuple[int, Any]],
+    stored_artifacts: dict[str, list[int]],
+) -> list[Finding]:
+    """The page-by-page part of ``verify_session``: ``check`` judges across pages what
+    needs more than one page (ids and calls), off the event loop."""
     findings: list[Finding] = []
-    timeline = Timeline()
-    seen_ids: dict[str, int] = {}
     folded: dict[str, Any] = {}
     shared_before: list[StoredEvent] = []
     mismatches = await store.backend.scope_mismatches(session_id) if head is not None else []
@@ -155,6 +170,8 @@ async def verify_session(
     while rows:
         following = await page_after(rows[-1].seq) if len(rows) == VERIFY_PAGE \
             else []
+        seen_ids = await asyncio.to_thread(check.first_places,
+                                           [(r.event_id, r.seq) for r in rows])
         last = not following
         found, events = check_rows(
             session_id, rows, version=version if last else None, decode=store.decode,
@@ -168,8 +185,7 @@ async def verify_session(
             imported_prev, problem = await _imported_chain(store, session_id, rows,
                                                            first_seq=first, prev=imported_prev)
             findings += problem
-        analyze(events, into=timeline)
-        _forget_bodies(timeline, events)
+        await asyncio.to_thread(check.add, events)
         for event in events:
             while pending and event.seq is not None and pending[0][0] < event.seq:
                 seq, snapshot = pending.pop(0)
@@ -193,25 +209,11 @@ async def verify_session(
                                signing_key=store.backend.signing_key)[0]
     for seq, snapshot in pending:
         findings += filter(None, [snapshot_finding(session_id, seq, folded, snapshot)])
-    findings += check_events(session_id, [], timeline)
+    findings += await asyncio.to_thread(check.findings)
     if alone and streams is not None:
         findings += streams.streams(signing_key=store.backend.signing_key,
                                     checked_sessions={session_id})
-    return findings + damaged
-
-
-def _forget_bodies(timeline: Timeline, events: list[Event]) -> None:
-    """Drop the bodies of the answers ``events`` added to ``timeline``: the checks across the
-    log need each answer's place and kind only, so memory does not grow with tool results."""
-    for event in events:
-        for response in event.function_responses():
-            record = timeline.calls.get(response.id)
-            if record is not None:
-                record.answers = [
-                    a if not a.response.response else replace(
-                        a, response=FunctionResponse(id=a.response.id, name=a.response.name,
-                                                     response={}))
-                    for a in record.answers]
+    return findings
 
 
 async def _imported_chain(

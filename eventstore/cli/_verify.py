@@ -15,14 +15,16 @@ from eventstore.backends.protocol import SessionRecord, StoredEvent
 from .._chain import GENESIS
 from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
-from .._events import Event
+from .._events import Event, FunctionCall, FunctionResponse
 from .._exceptions import CorruptEventError
 from .._state import apply_actions, touches_shared_keys
 from ._timeline import Timeline, analyze
 
 __all__ = [
-    "Finding", "check_artifacts", "check_events", "check_log", "check_rows", "check_scope",
-    "check_snapshots", "snapshot_finding",
+    "Finding", "answered_twice_message", "check_artifacts", "check_events", "check_log",
+    "check_rows", "check_scope", "check_snapshots", "confirmation_mismatch_message",
+    "confirmation_unknown_message", "duplicate_call_message", "orphan_message",
+    "snapshot_finding",
 ]
 
 
@@ -193,32 +195,60 @@ def check_events(session_id: str, events: Sequence[Event],
 
     timeline = analyze(events) if timeline is None else timeline
     for seq, response in timeline.orphan_responses:
-        found(seq, "response_without_call",
-              f"response {response.id!r} ({response.name}) answers no earlier call.")
+        found(seq, "response_without_call", orphan_message(response))
     for seq, call in timeline.duplicate_calls:
-        first = timeline.calls[call.id].seq
-        found(seq, "duplicate_call_id", f"call id {call.id!r} was already used at seq {first}.")
+        found(seq, "duplicate_call_id", duplicate_call_message(call, timeline.calls[call.id].seq))
     for record in timeline.calls.values():
         finals = [a for a in record.answers if not a.requests_confirmation]
         # Long-running calls may receive progress updates before their result.
         if len(finals) > 1 and not record.long_running:
-            found(finals[1].seq, "answered_twice",
-                  f"call {record.call.id!r} ({record.call.name}, seq {record.seq}) is answered "
-                  f"at seq {finals[0].seq} and again at seq {finals[1].seq}.")
+            found(finals[1].seq, "answered_twice", answered_twice_message(
+                record.call.id, record.call.name, record.seq, finals[0].seq, finals[1].seq))
     for confirmation in timeline.confirmations.values():
         original = confirmation.original
         cid = confirmation.confirmation_id
         target = timeline.calls.get(str(original.get("id")))
         if target is None or target.seq >= confirmation.seq:
             found(confirmation.seq, "confirmation_unknown_call",
-                  f"confirmation {cid!r} is about call {original.get('id')!r}, which no earlier "
-                  "event made.")
+                  confirmation_unknown_message(cid, original))
         elif target.call.name != original.get("name") or target.call.args != original.get("args"):
-            found(confirmation.seq, "confirmation_call_mismatch",
-                  f"confirmation {cid!r} records call {target.call.id!r} as "
-                  f"{original.get('name')}({original.get('args')}) but the log has "
-                  f"{target.call.name}({target.call.args}) at seq {target.seq}.")
+            found(confirmation.seq, "confirmation_call_mismatch", confirmation_mismatch_message(
+                cid, original, target.call.id, target.call.name, target.call.args, target.seq))
     return findings
+
+
+def orphan_message(response: FunctionResponse) -> str:
+    """The message of ``response_without_call``."""
+    return f"response {response.id!r} ({response.name}) answers no earlier call."
+
+
+def duplicate_call_message(call: FunctionCall, first_seq: int) -> str:
+    """The message of ``duplicate_call_id``: ``call`` reuses the id of the call at
+    ``first_seq``."""
+    return f"call id {call.id!r} was already used at seq {first_seq}."
+
+
+def answered_twice_message(call_id: str, name: str, seq: int, first: int, second: int) -> str:
+    """The message of ``answered_twice``: the call at ``seq`` has final answers at ``first``
+    and ``second``."""
+    return (f"call {call_id!r} ({name}, seq {seq}) is answered at seq {first} and again at "
+            f"seq {second}.")
+
+
+def confirmation_unknown_message(confirmation_id: str, original: Mapping[str, Any]) -> str:
+    """The message of ``confirmation_unknown_call`` (``original``: the call as the request
+    records it)."""
+    return (f"confirmation {confirmation_id!r} is about call {original.get('id')!r}, which no "
+            "earlier event made.")
+
+
+def confirmation_mismatch_message(confirmation_id: str, original: Mapping[str, Any],
+                                  call_id: str, name: str, args: Any, seq: int) -> str:
+    """The message of ``confirmation_call_mismatch``: the request records ``original`` but the
+    call at ``seq`` is ``name(args)``."""
+    return (f"confirmation {confirmation_id!r} records call {call_id!r} as "
+            f"{original.get('name')}({original.get('args')}) but the log has "
+            f"{name}({args}) at seq {seq}.")
 
 
 def check_snapshots(
