@@ -2,10 +2,11 @@
 memory that does not grow with the log.
 
 What a check across pages needs of each event — the place each event id first appeared, and of
-each call its seq, name, arguments and first two final answers — lives in a private temporary
-SQLite file (stdlib ``sqlite3``, page cache capped at ``CACHE_KIB``; the file is deleted when
-the check closes), looked up a page at a time. The findings are those of ``check_events`` on the
-whole log, in the same order, with the same messages (``_verify``'s message functions).
+each call its seq, name, arguments and first two final answers — lives in a temporary file
+(``backends.sqlite.scratch.ScratchIndex``, its memory capped at ``CACHE_KIB``; the file is
+deleted when the check closes), looked up a page at a time. The findings are those of
+``check_events`` on the whole log, in the same order, with the same messages (``_verify``'s
+message functions).
 
 Blocking (a file): call it off the event loop.
 """
@@ -13,12 +14,12 @@ Blocking (a file): call it off the event loop.
 from __future__ import annotations
 
 import pickle
-import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
+from ..backends.sqlite.scratch import CACHE_KIB, ScratchIndex
 from ._verify import (
     Finding,
     answered_twice_message,
@@ -29,21 +30,6 @@ from ._verify import (
 )
 
 __all__ = ["CACHE_KIB", "LogCheck"]
-
-CACHE_KIB = 4096
-"""The scratch file's page cache (KiB): what the check keeps in memory at most, whatever the
-log's length."""
-
-_LOOKUP = 500
-"""Ids per ``IN (…)`` look-up (below SQLite's bound on parameters)."""
-
-_SCHEMA = (
-    "CREATE TABLE ids (id TEXT PRIMARY KEY, place INTEGER NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE calls (id TEXT PRIMARY KEY, n INTEGER NOT NULL, seq INTEGER NOT NULL, "
-    "name TEXT NOT NULL, long INTEGER NOT NULL, final1 INTEGER, final2 INTEGER) WITHOUT ROWID",
-    "CREATE TABLE args (n INTEGER PRIMARY KEY, args BLOB NOT NULL)",
-)
-
 
 @dataclass(slots=True)
 class _Call:
@@ -70,31 +56,16 @@ class LogCheck:
 
     def __init__(self, session_id: str) -> None:
         self._session_id = session_id
-        self._conn: sqlite3.Connection | None = None
+        self._index = ScratchIndex()
         self._count = 0
         self._orphans: list[Finding] = []
         self._duplicates: list[Finding] = []
         self._answered: list[tuple[int, Finding]] = []
         self._confirmations: list[Finding] = []
 
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            # "": a private on-disk database SQLite deletes on close.
-            conn = sqlite3.connect("", check_same_thread=False, isolation_level=None)
-            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            conn.execute("PRAGMA journal_mode = OFF")
-            conn.execute("PRAGMA synchronous = OFF")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            conn.execute("BEGIN")
-            self._conn = conn
-        return self._conn
-
     def close(self) -> None:
         """Delete the scratch file (the check cannot be fed afterwards)."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._index.close()
 
     def __enter__(self) -> LogCheck:
         return self
@@ -102,27 +73,17 @@ class LogCheck:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _lookup(self, sql: str, keys: Iterable[Any]) -> list[Any]:
-        db, wanted = self._db(), list(keys)
-        found: list[Any] = []
-        for start in range(0, len(wanted), _LOOKUP):
-            chunk = wanted[start:start + _LOOKUP]
-            marks = ",".join("?" * len(chunk))
-            found += db.execute(sql.format(marks=marks), chunk).fetchall()
-        return found
-
     def first_places(self, ids: Sequence[tuple[str, int]]) -> dict[str, int]:
         """For the ``(event id, place)`` pairs of one page, in log order: each id's first
         place (its own unless an earlier page or an earlier pair had the id), and record them.
         A place is whatever the caller counts in (a seq, a line number)."""
-        places: dict[str, int] = dict(self._lookup(
-            "SELECT id, place FROM ids WHERE id IN ({marks})", {i for i, _ in ids}))
+        places = self._index.places({i for i, _ in ids})
         new: list[tuple[str, int]] = []
         for event_id, place in ids:
             if event_id not in places:
                 places[event_id] = place
                 new.append((event_id, place))
-        self._db().executemany("INSERT INTO ids VALUES (?, ?)", new)
+        self._index.add_places(new)
         return places
 
     def add(self, events: Sequence[Event]) -> None:
@@ -138,10 +99,8 @@ class LogCheck:
                         wanted.add(str(original.get("id")))
             wanted.update(r.id for r in event.function_responses())
         known: dict[str, _Call] = {
-            row[0]: _Call(n=row[1], seq=row[2], name=row[3], long_running=bool(row[4]),
-                          final1=row[5], final2=row[6])
-            for row in self._lookup("SELECT id, n, seq, name, long, final1, final2 FROM calls "
-                                    "WHERE id IN ({marks})", wanted)
+            call_id: _Call(n=n, seq=seq, name=name, long_running=long, final1=f1, final2=f2)
+            for call_id, n, seq, name, long, f1, f2 in self._index.calls(wanted)
         }
         for event in events:
             self._add_event(event, known)
@@ -196,8 +155,7 @@ class LogCheck:
                 message=confirmation_unknown_message(confirmation_id, original)))
             return
         if target.args is None:
-            (blob,), = self._db().execute("SELECT args FROM args WHERE n = ?", (target.n,))
-            target.args = pickle.loads(blob)
+            target.args = pickle.loads(self._index.args(target.n))
         if target.name != original.get("name") or target.args != original.get("args"):
             self._confirmations.append(Finding(
                 session_id=sid, seq=seq, code="confirmation_call_mismatch",
@@ -206,16 +164,15 @@ class LogCheck:
                     target.args, target.seq)))
 
     def _store(self, known: dict[str, _Call]) -> None:
-        db = self._db()
         new = [(i, c) for i, c in known.items() if not c.stored]
-        db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?, ?, ?, ?)", [
-            (i, c.n, c.seq, c.name, int(c.long_running), c.final1, c.final2) for i, c in new])
         # Pickle, not JSON: the arguments come back as the same Python values, so comparing
-        # them with a confirmation's record is the comparison of the events themselves.
-        db.executemany("INSERT INTO args VALUES (?, ?)", [
-            (c.n, pickle.dumps(c.args, protocol=pickle.HIGHEST_PROTOCOL)) for _, c in new])
-        db.executemany("UPDATE calls SET final1 = ?, final2 = ? WHERE id = ?", [
-            (c.final1, c.final2, i) for i, c in known.items() if c.stored and c.changed])
+        # them with a confirmation's record is the comparison of the events themselves (the
+        # index holds only what this process wrote).
+        self._index.add_calls(
+            [(i, c.n, c.seq, c.name, c.long_running, c.final1, c.final2) for i, c in new],
+            [(c.n, pickle.dumps(c.args, protocol=pickle.HIGHEST_PROTOCOL)) for _, c in new])
+        self._index.set_finals(
+            [(c.final1, c.final2, i) for i, c in known.items() if c.stored and c.changed])
 
     def findings(self) -> list[Finding]:
         """What ``check_events`` finds in the whole log fed so far, in its order."""
