@@ -121,6 +121,8 @@ def adk_conversation_event(i: int, *, timestamp: float | None = None) -> Any:
     else:
         part = types.Part(text="It is 22 degrees and sunny in Paris today.")
         role = "model"
-    extra = {} if timestamp is None else {"timestamp": timestamp}
-    return AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
-                    content=types.Content(role=role, parts=[part]), **extra)
+    event = AdkEvent(invocation_id=f"inv-{i // 3}", author="weather_agent",
+                     content=types.Content(role=role, parts=[part]))
+    if timestamp is not None:
+        event.timestamp = timestamp
+    return event
