@@ -242,6 +242,7 @@ def _peak(work: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # three commands on two logs under tracemalloc: about 20 s of CPU
 def test_export_verify_and_import_memory_does_not_grow_with_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
