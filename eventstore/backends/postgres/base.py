@@ -121,8 +121,6 @@ _READ_SQL = (
     "ORDER BY row_key {order} LIMIT $3"
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
-_KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
-_OWNED_KEY_SQL = _KEY_SQL + " AND app_name = $2 AND user_id = $3"
 _SCOPE_SQL = (
     "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
     "ON s.session_id = e.session_id WHERE e.session_id = $1 "
@@ -605,10 +603,7 @@ class PostgresBackend:
         low, high = seq_bound(after or 0), seq_bound(upto)
 
         async def job(conn: Any) -> list[T]:
-            key = await (conn.fetchval(_KEY_SQL, session_id) if owner is None
-                         else conn.fetchval(_OWNED_KEY_SQL, session_id, *owner))
-            if key is None:
-                raise SessionNotFoundError(session_id)
+            key = await queries.session_key(conn, session_id, owner)
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
             return build(session_id, rows)
 

@@ -53,21 +53,27 @@ __all__ = [
 _E_COLUMNS = ", ".join("e." + c.strip() for c in EVENT_COLUMNS.split(","))
 
 
+_KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
+_OWNED_KEY_SQL = _KEY_SQL + " AND app_name = $2 AND user_id = $3"
+
+
+async def session_key(conn: Any, session_id: str, owner: tuple[str, str] | None) -> int:
+    """The key of the session stored under ``session_id``; SessionNotFoundError when there
+    is none (or it is not ``owner``'s, when given)."""
+    key = await (conn.fetchval(_KEY_SQL, session_id) if owner is None
+                 else conn.fetchval(_OWNED_KEY_SQL, session_id, *owner))
+    if key is None:
+        raise SessionNotFoundError(session_id)
+    return int(key)
+
+
 async def read_since(
     conn: Any, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
     owner: tuple[str, str] | None = None,
 ) -> list[StoredEvent]:
     """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N);
     SessionNotFoundError when the session is missing (or not ``owner``'s)."""
-    sql = "SELECT session_key FROM evs_sessions WHERE session_id = $1"
-    if owner is None:
-        key = await conn.fetchval(sql, session_id)
-    else:
-        key = await conn.fetchval(sql + " AND app_name = $2 AND user_id = $3", session_id,
-                                  *owner)
-    if key is None:
-        raise SessionNotFoundError(session_id)
-    base = int(key) << SEQ_BITS
+    base = await session_key(conn, session_id, owner) << SEQ_BITS
     rows = await conn.fetch(
         f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
         "AND timestamp >= $3 ORDER BY row_key DESC LIMIT $4",
