@@ -570,16 +570,6 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
                 return self._keys[(app, user, session_id)], (app, user)
         return None
 
-    async def _key(
-        self, session_id: str, app_name: str | None, user_id: str | None
-    ) -> str:
-        """The key of the session ``_record`` finds; a fully addressed session this store
-        made or found before costs no lookup."""
-        cached = self._cached(session_id, app_name, user_id)
-        if cached is not None:
-            return cached[0]
-        return (await self._record(session_id, app_name=app_name, user_id=user_id)).session_id
-
     async def _keyed(
         self, session_id: str, app_name: str | None, user_id: str | None,
         work: Callable[[str, tuple[str, str]], Awaitable[T]],
