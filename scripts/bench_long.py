@@ -269,8 +269,7 @@ async def _build_adk_ours(path: str, events: list[Any]) -> Any:
     """Our EventStoreSessionService with the same history: the events before the compaction
     through the store's batch append of the adapter's own conversion (``from_adk_event``),
     the compaction through ``append_event`` (which makes it native), the rest batched."""
-    from eventstore.integrations._adk_sessions import from_adk_event
-    from eventstore.integrations.adk import EventStoreSessionService
+    from eventstore.integrations.adk import EventStoreSessionService, from_adk_event
 
     service = EventStoreSessionService(path)
     await service.create_session(app_name="bench", user_id="u", session_id="adk")

@@ -20,12 +20,18 @@ The rules:
    (``eventstore.recall.service``), the CLI or the integrations, directly or through the modules
    it imports. Skipped while ``eventstore/backends`` does not exist (the flat layout);
 4. an integration (``eventstore.integrations.*``) imports of ``eventstore`` only its public API:
-   ``eventstore`` itself, the ``eventstore.integrations`` package and the integrations' own
-   private helpers ``eventstore.integrations._*``. One exception is judged honest:
-   ``eventstore._gcpause``, which pauses the garbage collector around a bulk decode. It is a
-   process tool, not part of the store's API (exporting it from ``eventstore`` would be the
+   ``eventstore`` itself, the ``eventstore.integrations`` package, its own framework's package
+   (``eventstore.integrations.adk`` and its rooms for ADK's) and the rooms every door shares,
+   ``eventstore.integrations._*`` (``_handle``: the store's home loop). One exception is judged
+   honest: ``eventstore._gcpause``, which pauses the garbage collector around a bulk decode. It
+   is a process tool, not part of the store's API (exporting it from ``eventstore`` would be the
    dishonest choice), and it is a leaf: it imports nothing of ``eventstore``, which the test
-   checks, so the exception cannot grow into a back door to the store's internals.
+   checks, so the exception cannot grow into a back door to the store's internals;
+5. no integration imports another framework's package, and the shared rooms import none: a
+   framework's door changes without touching another's;
+6. each framework is one package under ``eventstore.integrations`` (no flat family of prefixed
+   modules beside it): the only plain modules there are the shared rooms (``_*``) and the import
+   paths of earlier releases kept as aliases of one package (``COMPAT_ALIASES``).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ FACADE = ("eventstore", "eventstore.store", "eventstore.recall.service", "events
           "eventstore.integrations")
 """What a backend must not reach: each name and every module under it (the root only itself)."""
 INTEGRATIONS = "eventstore.integrations"
+COMPAT_ALIASES = {"eventstore.integrations.adk_memory": "eventstore.integrations.adk"}
+"""Old import paths kept as modules that re-export one framework package's names."""
 INTEGRATION_EXCEPTIONS = {"eventstore._gcpause"}
 """Private eventstore modules an integration may import (see the module docstring)."""
 
@@ -236,17 +244,64 @@ def test_import_layout_backends_never_reach_the_facade() -> None:
     assert breaches == []
 
 
+def _door(name: str) -> str | None:
+    """The framework package an integration module belongs to (None for the shared rooms and
+    the ``eventstore.integrations`` package itself)."""
+    if name in COMPAT_ALIASES:
+        return COMPAT_ALIASES[name]
+    parts = name.split(".")
+    if len(parts) < 3 or parts[2].startswith("_"):
+        return None
+    return ".".join(parts[:3])
+
+
 def test_import_layout_integrations_use_the_public_api() -> None:
     graph = _graph("anywhere")
     integrations = sorted(name for name in MODULES if _within(name, INTEGRATIONS))
     assert len(integrations) > 5, integrations
-    private = sorted(
-        f"{name} imports {target}"
-        for name in integrations
-        for target in graph[name]
-        if _within(target, "eventstore") and target != "eventstore"
-        and not _within(target, INTEGRATIONS) and target not in INTEGRATION_EXCEPTIONS
+    private = []
+    for name in integrations:
+        door = _door(name)
+        for target in graph[name]:
+            if not _within(target, "eventstore") or target in ("eventstore", INTEGRATIONS):
+                continue
+            if target in INTEGRATION_EXCEPTIONS:
+                continue
+            if _within(target, INTEGRATIONS) and _door(target) in (None, door):
+                continue
+            private.append(f"{name} imports {target}")
+    assert private == [], (
+        "an integration uses only eventstore's public API, its own package and the shared "
+        "rooms: " + ", ".join(sorted(private))
     )
-    assert private == [], "an integration uses only eventstore's public API: " + ", ".join(private)
     for exception in sorted(INTEGRATION_EXCEPTIONS):
         assert {t for t in graph[exception] if _within(t, "eventstore")} == set(), exception
+
+
+def test_import_layout_no_integration_imports_another_framework() -> None:
+    graph = _graph("anywhere")
+    crossings = sorted(
+        f"{name} imports {target}"
+        for name in MODULES if _within(name, INTEGRATIONS)
+        for target in graph[name]
+        if _within(target, INTEGRATIONS) and _door(target) is not None
+        and _door(target) != _door(name)
+    )
+    assert crossings == [], "a framework's door imports another's: " + ", ".join(crossings)
+
+
+def test_import_layout_each_framework_is_a_package() -> None:
+    doors = sorted(name for name in MODULES
+                   if name.count(".") == 2 and _within(name, INTEGRATIONS))
+    assert {"eventstore.integrations.adk", "eventstore.integrations.langgraph",
+            "eventstore.integrations.openai_agents"} <= set(doors), doors
+    flat = sorted(
+        name for name in doors
+        if not MODULES[name].is_package and not name.rpartition(".")[2].startswith("_")
+        and name not in COMPAT_ALIASES
+    )
+    assert flat == [], "a framework's door is a package, not a module beside them: " + str(flat)
+    for alias, package in COMPAT_ALIASES.items():
+        assert MODULES[package].is_package, package
+        assert {t for t in _graph("anywhere")[alias] if _within(t, "eventstore")} <= {
+            t for t in MODULES if _within(t, package)}, alias

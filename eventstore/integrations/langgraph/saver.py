@@ -8,27 +8,10 @@ session (its id is the ``thread_id``, its app ``app_name``); each checkpoint and
 pending writes is one event, appended and never rewritten, in the hash chain ``evs verify``
 checks. A checkpoint stores only what changed since its parent, and a list channel (messages)
 only the elements it appended, so a thread's bytes grow with its history, not its square. How
-events are laid out: ``eventstore.integrations._langgraph_log``; the guide: ``docs/langgraph.md``.
+events are laid out: ``eventstore.integrations.langgraph.log``; the guide: ``docs/langgraph.md``.
 """
 
 from __future__ import annotations
-
-try:
-    from langgraph.checkpoint.base import (
-        WRITES_IDX_MAP,
-        BaseCheckpointSaver,
-        ChannelVersions,
-        Checkpoint,
-        CheckpointMetadata,
-        CheckpointTuple,
-        get_checkpoint_id,
-        get_checkpoint_metadata,
-    )
-    from langgraph.checkpoint.serde.base import SerializerProtocol
-except ImportError as exc:  # pragma: no cover - exercised on machines without the extra
-    raise ImportError(
-        "eventstore.integrations.langgraph needs langgraph: install agent-eventstore[langgraph]"
-    ) from exc
 
 import asyncio
 import builtins
@@ -41,6 +24,17 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventstore import (
     Content,
@@ -52,84 +46,24 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._handle import StoreHandle
-from ._langgraph_log import (
+from .._handle import StoreHandle
+from .checkpoints import checkpoint_tuple, config_of, thread_of
+from .log import (
     METADATA_KEY,
-    MISSING,
-    CorruptThreadError,
     Entry,
     ThreadIndex,
     decode_blob,
     encode_blob,
     extends,
 )
-from ._langgraph_loop import Home
+from .loop import Home
+from .preview import preview, task_node
 
-__all__ = ["METADATA_KEY", "CorruptThreadError", "EventStoreSaver"]
+__all__ = ["EventStoreSaver"]
 
 _USER: Final = "langgraph"
 _MAX_THREADS: Final = 1024
 _PAGE: Final = 1000
-_PREVIEW: Final = 120
-
-
-def _ids(config: RunnableConfig) -> tuple[str, str]:
-    configurable = config.get("configurable") or {}
-    thread_id = configurable.get("thread_id")
-    if thread_id is None or thread_id == "":
-        raise StoreUsageError(
-            f"A LangGraph config needs configurable.thread_id; got {configurable!r}."
-        )
-    return str(thread_id), str(configurable.get("checkpoint_ns") or "")
-
-
-def _config(thread_id: str, ns: str, cid: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-
-
-def _preview(typed: tuple[str, bytes], value: Any) -> str:
-    # An encrypting serializer's type carries a suffix ("msgpack+aes"): show nothing of it.
-    if "+" in typed[0]:
-        return "(encrypted)"
-    text = _short(value, 2)
-    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
-
-
-def _short(value: Any, depth: int) -> str:
-    """A cheap readable sketch of a value (``repr`` of a langchain message costs more than
-    the whole write): scalars as repr, the first items of containers, messages by content."""
-    if value is None or isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value[:_PREVIEW])
-    if isinstance(value, list | tuple):
-        if depth == 0:
-            return f"[{len(value)} items]"
-        inner = ", ".join(_short(v, depth - 1) for v in value[:3])
-        more = ", …" if len(value) > 3 else ""
-        if isinstance(value, list):
-            return f"[{inner}{more}]"
-        return f"({inner}{more}{',' if len(value) == 1 else ''})"
-    if isinstance(value, dict):
-        if depth == 0:
-            return f"{{{len(value)} keys}}"
-        items = ", ".join(f"{k!r}: {_short(v, depth - 1)}" for k, v in list(value.items())[:3])
-        return f"{{{items}{', …' if len(value) > 3 else ''}}}"
-    content = getattr(value, "content", None)
-    if isinstance(content, str):
-        return f"{type(value).__name__}({content[:_PREVIEW]!r})"
-    inner_value = getattr(value, "value", None)
-    if inner_value is not None and depth:
-        return f"{type(value).__name__}({_short(inner_value, depth - 1)})"
-    return type(value).__name__
-
-
-def _node(task_path: str) -> str:
-    # LangGraph's task paths start with the kind of task and the node's name.
-    parts = str(task_path).split(", ")
-    if len(parts) >= 2 and parts[0] in ("~__pregel_pull", "~__pregel_push"):
-        return f"{parts[1]} "
-    return ""
 
 
 class EventStoreSaver(BaseCheckpointSaver[str]):
@@ -433,39 +367,14 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
 
     # -- operations (on the store's loop) -----------------------------------------------------
 
-    def _tuple(self, thread_id: str, index: ThreadIndex, entry: Entry,
-               serde: SerializerProtocol, memo: dict[tuple[str, tuple[str, str]], Any] | None,
-               *, hot: bool) -> CheckpointTuple:
-        loads = serde.loads_typed
-        checkpoint = loads(decode_blob(entry.cp))
-        checkpoint["channel_versions"] = dict(entry.cv)
-        values: dict[str, Any] = {}
-        for channel, version in entry.cv.items():
-            value = index.resolve(entry, channel, loads, memo)
-            if value is MISSING:
-                continue
-            values[channel] = value
-            if hot and type(value) is list:
-                index.keep_hot(entry.ns, entry.id, channel, version, tuple(value))
-        checkpoint["channel_values"] = values
-        return CheckpointTuple(
-            config=_config(thread_id, entry.ns, entry.id),
-            checkpoint=checkpoint,
-            metadata=loads(decode_blob(entry.md)),
-            parent_config=(None if entry.parent is None
-                           else _config(thread_id, entry.ns, entry.parent)),
-            pending_writes=[(task, channel, loads(decode_blob(blob)))
-                            for task, channel, blob, _ in index.pending(entry.ns, entry.id)],
-        )
-
     async def _get_tuple(self, config: RunnableConfig,
                          serde: SerializerProtocol) -> CheckpointTuple | None:
-        thread_id, ns = _ids(config)
+        thread_id, ns = thread_of(config)
         index = await self._refreshed(thread_id)
         entry = index.entry(ns, get_checkpoint_id(config))
         if entry is None:
             return None
-        return self._tuple(thread_id, index, entry, serde, None, hot=True)
+        return checkpoint_tuple(thread_id, index, entry, serde, None, hot=True)
 
     async def _thread_ids(self) -> builtins.list[str]:
         store = await self._store()
@@ -484,7 +393,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if config is None:
             thread_ids, ns, cid = await self._thread_ids(), None, None
         else:
-            thread_id, _ = _ids(config)
+            thread_id, _ = thread_of(config)
             configurable = config["configurable"]
             raw_ns = configurable.get("checkpoint_ns")
             thread_ids, ns = [thread_id], (None if raw_ns is None else str(raw_ns))
@@ -503,13 +412,13 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                     metadata = serde.loads_typed(decode_blob(entry.md))
                     if not all(metadata.get(k) == v for k, v in filter.items()):
                         continue
-                out.append(self._tuple(thread_id, index, entry, serde, memo, hot=False))
+                out.append(checkpoint_tuple(thread_id, index, entry, serde, memo, hot=False))
         return out
 
     async def _put(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions,
                    serde: SerializerProtocol) -> RunnableConfig:
-        thread_id, ns = _ids(config)
+        thread_id, ns = thread_of(config)
         parent = config["configurable"].get("checkpoint_id")
         index = await self._loaded(thread_id)
         dumps = serde.dumps_typed
@@ -562,11 +471,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if self._threads.get(thread_id) is index:
             for channel, (version, value) in keep.items():
                 index.keep_hot(ns, cid, channel, version, value)
-        return _config(thread_id, ns, cid)
+        return config_of(thread_id, ns, cid)
 
     async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str, serde: SerializerProtocol) -> None:
-        thread_id, ns = _ids(config)
+        thread_id, ns = thread_of(config)
         cid = config["configurable"].get("checkpoint_id")
         if not cid:
             raise StoreUsageError(
@@ -583,13 +492,13 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 continue  # kept as first written (LangGraph's savers do the same)
             typed = serde.dumps_typed(value)
             rows.append([idx, channel, *encode_blob(typed)])
-            shown.append(f"{channel}={_preview(typed, value)}")
+            shown.append(f"{channel}={preview(typed, value)}")
         if not rows:
             return
         meaning = {"t": "writes", "ns": ns, "cp": str(cid), "task": str(task_id),
                    "path": str(task_path), "w": rows}
         where = f" in {ns}" if ns else ""
-        text = (f"writes of {_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
+        text = (f"writes of {task_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
                 + "; ".join(shown))
         await self._append(thread_id, index, meaning, text, None)
 

@@ -29,13 +29,13 @@ from eventstore import (  # noqa: E402
     StoreUsageError,
 )
 from eventstore.cli._verify import check_events  # noqa: E402
-from eventstore.integrations import openai_agents  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     CACHE_NAME,
     METADATA_KEY,
     EventStoreSession,
     mirrored_call_id,
 )
+from eventstore.integrations.openai_agents import session as openai_session  # noqa: E402
 
 
 def _msg(role: str, text: str) -> dict[str, Any]:
@@ -276,7 +276,7 @@ async def test_the_cache_at_head_equals_a_rebuild_from_the_log(
     ops: list[Any], save_after: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # save_after: fresh objects read (and save) the store's cache of the items at head.
-    monkeypatch.setattr(openai_agents, "_SAVE_AFTER", save_after)
+    monkeypatch.setattr(openai_session, "_SAVE_AFTER", save_after)
     store = EventStore(MemoryBackend())
     sessions = {"reader": EventStoreSession("s", store), "writer": EventStoreSession("s", store)}
     counter = 0
@@ -320,7 +320,7 @@ async def test_got_items_are_copies(store: EventStore) -> None:
 async def test_a_fresh_object_answers_from_the_saved_cache_checked_against_the_log(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(openai_agents, "_SAVE_AFTER", 3)
+    monkeypatch.setattr(openai_session, "_SAVE_AFTER", 3)
     writer = EventStoreSession("s", store)
     items = [_msg("user", f"m{i}") for i in range(6)]
     await writer.add_items(items[:2])

@@ -22,7 +22,7 @@ How ADK's promises map onto the store:
   ``user:``/``app:`` keys are shared by the user's / the app's sessions. ``None`` is a value,
   as in ADK: ``{"k": None}`` keeps ``"k"`` in a reloaded session's state (the store deletes a
   key only through an event's ``state_deletions``, which ADK never writes).
-- **Events** round-trip exactly (``_adk_events``). ``GetSessionConfig``: ``num_recent_events``
+- **Events** round-trip exactly (``events``). ``GetSessionConfig``: ``num_recent_events``
   keeps exactly the newest N (0: none), ``after_timestamp`` events with ``timestamp >=`` it,
   both read bounded in the backend. Session ids are stripped of surrounding whitespace on
   create, and a padded id reaches the same session on get and delete.
@@ -63,10 +63,10 @@ from eventstore import (
     StoreUsageError,
 )
 
-from ._adk_build import build_adk_event_compact, build_adk_events
-from ._adk_compaction import compacted_adk_events, with_native_compaction
-from ._adk_events import EXTENSION_KEY, event_from_adk_json
-from ._handle import StoreHandle
+from .._handle import StoreHandle
+from .build import build_adk_event_compact, build_adk_events
+from .compaction import compacted_adk_events, with_native_compaction
+from .events import EXTENSION_KEY, event_from_adk_json
 
 __all__ = ["EventStoreSessionService", "from_adk_event", "to_adk_events"]
 

@@ -20,18 +20,18 @@ from hypothesis import strategies as st  # noqa: E402
 from eventstore import EventKind, event_kind  # noqa: E402
 from eventstore._codec import decode_event, decode_trusted, encode_event  # noqa: E402
 from eventstore._stored import compact_fields, encode_compact  # noqa: E402
-from eventstore.integrations._adk_build import _fast  # noqa: E402
-from eventstore.integrations._adk_events import (  # noqa: E402
-    apply_patch,
-    diff,
-    event_to_adk_json,
-)
-from eventstore.integrations._adk_sessions import _DEFAULTS, adk_event_or_none  # noqa: E402
 from eventstore.integrations.adk import (  # noqa: E402
     EXTENSION_KEY,
     from_adk_event,
     to_adk_events,
 )
+from eventstore.integrations.adk.build import _fast  # noqa: E402
+from eventstore.integrations.adk.events import (  # noqa: E402
+    apply_patch,
+    diff,
+    event_to_adk_json,
+)
+from eventstore.integrations.adk.sessions import _DEFAULTS, adk_event_or_none  # noqa: E402
 
 _keys = st.text(min_size=1, max_size=6)
 _json: st.SearchStrategy[Any] = st.recursive(

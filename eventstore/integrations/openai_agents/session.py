@@ -15,30 +15,22 @@ calls, ids used again after ``clear_session``) while the log's must not, so a ca
 under ``<SDK id>@<event id>`` (``mirrored_call_id``) and its output as the response to that id;
 the items keep the SDK's ids exactly.
 
-The items at head are read newest first and the read stops at the newest *clear* or once
-``limit`` items are found: a read costs what it returns (plus the pops it skips), never a replay
-of the whole log. A full ``get_items()`` also keeps the items at head in memory, as their JSON
-bytes, with the seq and id of the newest event it has seen (``HeadCache``): the next read asks
-the log only for the events after that seq (plus that event, to check the cache still describes
-this log — a deleted and re-created session does not match) and applies them. The cache is only
-ever derived from the log: folding the events after its seq onto it gives what a fresh read of
-the log gives (``tests/eventstore/test_contract_openai_agents.py`` checks it).
+The items at head are read newest first and the read stops at the newest *clear* or once ``limit``
+items are found: a read costs what it returns (plus the pops it skips), never a replay of the whole
+log. A full ``get_items()`` also keeps the items at head in memory, as their JSON bytes, with the
+seq and id of the newest event it has seen (``HeadCache``): the next read asks the log only for the
+events after that seq (plus that event, to check the cache still describes this log — a deleted and
+re-created session does not match) and applies them. The cache is only ever derived from the log:
+folding the events after its seq onto it gives what a fresh read of the log gives
+(``tests/eventstore/integrations/openai_agents/test_contract_openai_agents.py`` checks it).
 
-Compaction without deleting anything (``_openai_compaction``): ``run_compaction`` (the SDK's
+Compaction without deleting anything (``compaction``): ``run_compaction`` (the SDK's
 ``OpenAIResponsesCompactionAwareSession`` protocol, which the Runner calls after each turn) and
 ``compact`` record a compaction event followed by the summary items; reads stop at it as at a
 clear, so the items at head are the summary plus what came after, and the log keeps the rest.
 """
 
 from __future__ import annotations
-
-try:
-    from agents.memory.session_settings import SessionSettings, resolve_session_limit
-except ImportError as exc:  # pragma: no cover - exercised on machines without the extra
-    raise ImportError(
-        "eventstore.integrations.openai_agents needs openai-agents: install "
-        "agent-eventstore[openai-agents]"
-    ) from exc
 
 import contextlib
 import dataclasses
@@ -52,6 +44,7 @@ from agents.memory.openai_responses_compaction_session import (
     default_should_trigger_compaction,
     select_compaction_candidate_items,
 )
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
 from agents.run_internal.items import normalize_input_items_for_api
 
 from eventstore import (
@@ -67,15 +60,14 @@ from eventstore import (
     new_event_id,
 )
 
-from ._handle import StoreHandle
-from ._openai_compaction import (
+from .._handle import StoreHandle
+from .compaction import (
     CompactionRequest,
     Compactor,
-    ResponsesCompactor,
     summary_content,
     unanswered_calls,
 )
-from ._openai_items import (
+from .items import (
     CACHE_NAME,
     METADATA_KEY,
     HeadCache,
@@ -86,10 +78,7 @@ from ._openai_items import (
     plain_item,
 )
 
-__all__ = [
-    "CACHE_NAME", "METADATA_KEY", "CompactionRequest", "Compactor", "EventStoreSession",
-    "ResponsesCompactor", "SessionItemError", "mirrored_call_id",
-]
+__all__ = ["EventStoreSession"]
 
 logger = logging.getLogger("eventstore.integrations.openai_agents")
 

@@ -11,13 +11,13 @@ is exact), and the extension's ``"compaction"`` entry adds what loading needs:
   the responses to them. ADK puts back a call whose response arrives after the compaction
   (``_recover_compacted_function_calls``), so that call must be loaded.
 
-``get_session`` (without a ``GetSessionConfig``) then reads backwards to the newest compaction
-and follows the ``previous`` links one row each. It stops at a compaction that starts at the
-session's first event, since every older one lies inside it. It returns those compaction
-events, the kept events, the events before the first compaction's range, and the events after
-the newest one's range. ADK's contents processor builds the same request from that as from the
-whole history (``tests/eventstore/test_adk_compaction.py`` checks it), and the events it does
-not need are never read.
+``get_session`` (without a ``GetSessionConfig``) then reads backwards to the newest compaction and
+follows the ``previous`` links one row each. It stops at a compaction that starts at the session's
+first event, since every older one lies inside it. It returns those compaction events, the kept
+events, the events before the first compaction's range, and the events after the newest one's range.
+ADK's contents processor builds the same request from that as from the whole history
+(``tests/eventstore/integrations/adk/test_adk_compaction.py`` checks it), and the events it does not
+need are never read.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any, Protocol
 from google.adk.events import Event as AdkEvent
 
 from eventstore import Compaction, Content, Event, EventStore, Part
+from eventstore._gcpause import pause as pause_collector
+from eventstore._gcpause import resume as resume_collector
 
-from .._gcpause import pause as pause_collector
-from .._gcpause import resume as resume_collector
-from ._adk_events import EXTENSION_KEY
+from .events import EXTENSION_KEY
 
 __all__ = ["compacted_adk_events", "with_native_compaction"]
 

@@ -17,7 +17,7 @@ from eventstore import (  # noqa: E402
     Part,
     SessionNotFoundError,
 )
-from eventstore.integrations.adk_memory import EventStoreMemoryService  # noqa: E402
+from eventstore.integrations.adk import EventStoreMemoryService  # noqa: E402
 
 
 async def _stored(store: EventStore, sid: str, user: str, *texts: str) -> AdkSession:

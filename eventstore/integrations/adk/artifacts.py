@@ -36,7 +36,7 @@ from typing_extensions import override
 from eventstore import ArtifactNotFoundError, EventStore
 from eventstore import ArtifactVersion as StoreVersion
 
-from ._handle import StoreHandle
+from .._handle import StoreHandle
 
 __all__ = ["EventStoreArtifactService"]
 

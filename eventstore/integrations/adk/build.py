@@ -8,7 +8,7 @@ from the native fields, which the store's codec checked when they were written; 
 extension field holds goes through validation, one small value at a time (a usage-metadata
 object, a thought part). An event whose extension patches nested objects is validated whole:
 the slow but always-correct path. Both paths give equal events
-(``tests/eventstore/test_adk_events.py`` checks it over generated events).
+(``tests/eventstore/integrations/adk/test_adk_events.py`` checks it over generated events).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from eventstore import (
     Part,
     ToolConfirmation,
 )
+from eventstore._gcpause import pause as pause_collector
+from eventstore._gcpause import resume as resume_collector
 
-from .._gcpause import pause as pause_collector
-from .._gcpause import resume as resume_collector
-from ._adk_events import EXTENSION_KEY, apply_patch, event_to_adk_json
+from .events import EXTENSION_KEY, apply_patch, event_to_adk_json
 
 __all__ = [
     "build_adk_event_compact",
