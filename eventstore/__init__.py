@@ -4,6 +4,17 @@ Open a store with ``open_store(url)``; append events with ``expected_version``; 
 backward and live; state is the fold of the log; artifacts are versioned.
 """
 
+from ._calls import (
+    CLAIMED_BY_KEY,
+    RERUN_DECISION_KEY,
+    CallDecision,
+    CallLedger,
+    CallRecord,
+    claim_event,
+    idempotency_key,
+    is_placeholder_response,
+    rerun_call_ids,
+)
 from ._chain import sign_event
 from ._codec import (
     MAX_JSON_DEPTH,
@@ -66,10 +77,12 @@ from .recall.service import MemoryEntry, MemoryRebuild, MemoryService
 from .store.facade import Artifact, ArtifactVersion, EventStore, Session, SessionInfo, SessionPage
 
 __all__ = [
+    "CLAIMED_BY_KEY",
     "DEFAULT_URL",
     "MAX_JSON_DEPTH",
     "PARENT_LINK_KEY",
     "REQUEST_CONFIRMATION_FUNCTION",
+    "RERUN_DECISION_KEY",
     "SCHEMA_VERSION",
     "AmbiguousSessionError",
     "ArchiveError",
@@ -80,6 +93,9 @@ __all__ = [
     "ArtifactRef",
     "ArtifactVersion",
     "Backend",
+    "CallDecision",
+    "CallLedger",
+    "CallRecord",
     "CompactedHistory",
     "Compaction",
     "ConcurrencyError",
@@ -125,12 +141,16 @@ __all__ = [
     "apply_delta",
     "check_json_value",
     "child_session_id",
+    "claim_event",
     "event_kind",
     "fold_state",
+    "idempotency_key",
+    "is_placeholder_response",
     "new_event_id",
     "open_store",
     "parent_link",
     "register_upcaster",
+    "rerun_call_ids",
     "resolve_url",
     "sign_event",
 ]

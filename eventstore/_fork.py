@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from ._calls import CONFIRMATION_REQUIRED_KIND, is_placeholder_response
 from ._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from ._state import USER_PREFIX
 
@@ -47,11 +47,6 @@ __all__ = [
     "StepScan",
     "artifact_versions",
 ]
-
-CONFIRMATION_REQUIRED_KIND = "confirmation_required"
-"""The error kind of the placeholder response a call gets while it waits for a confirmation
-(docs/protocol.md §5): the log's vocabulary, as the runtime stores it."""
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForkLink:
@@ -101,11 +96,6 @@ class ForkPlan:
     """Session-scoped artifact filename -> copy its versions ``<=`` this."""
     forked_at: float
     """Recorded with the link."""
-
-
-def _placeholder(response: Mapping[str, Any]) -> bool:
-    error = response.get("error")
-    return isinstance(error, Mapping) and error.get("kind") == CONFIRMATION_REQUIRED_KIND
 
 
 @dataclass(slots=True)
@@ -159,7 +149,7 @@ class StepScan:
         for response in event.function_responses():
             if response.name == REQUEST_CONFIRMATION_FUNCTION:
                 self._requests.pop(response.id, None)
-            elif _placeholder(response.response):
+            elif is_placeholder_response(response.response):
                 found = self._calls.get(response.id)
                 if found is not None:
                     found.waiting_confirmation = True

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from eventstore import Compaction, Event, EventActions, ToolConfirmation
+from eventstore import Compaction, Event, EventActions, ToolConfirmation, idempotency_key
 from runtime._exceptions import ToolContextError
 
 __all__ = [
@@ -27,20 +26,6 @@ __all__ = [
     "ToolContext",
     "idempotency_key",
 ]
-
-_IDEMPOTENCY_KEY_LENGTH = 32
-
-
-def idempotency_key(session_id: str, call_id: str) -> str:
-    """Return the stable idempotency key of one function call in one session.
-
-    The key is the first 32 hex digits of SHA-256 over both ids (length-prefixed, so no two
-    different id pairs share an input). It is the same in every process and after every resume,
-    so external systems can deduplicate side effects of a re-run call.
-    """
-    material = f"{len(session_id)}:{session_id}|{len(call_id)}:{call_id}".encode()
-    return hashlib.sha256(material).hexdigest()[:_IDEMPOTENCY_KEY_LENGTH]
-
 
 @runtime_checkable
 class ArtifactService(Protocol):

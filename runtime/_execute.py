@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import socket
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,14 +20,14 @@ from eventstore import (
     FunctionCall,
     Part,
     apply_delta,
+    claim_event,
 )
-from runtime._context import ToolContext, idempotency_key
+from runtime._context import ToolContext
 from runtime._exceptions import InvalidToolArgumentsError, SessionConflictError
 from runtime._invocation import InvocationContext, PlannedCall
 from runtime._live import LiveStreams
 from runtime._merge import MergedResponses, merge_outcomes
 from runtime._plugins import plugin_tool_callbacks
-from runtime.replay import CLAIMED_BY_KEY
 from runtime.tools import (
     CallOutcome,
     SkipSummarizationResultDisplayer,
@@ -44,7 +41,6 @@ __all__ = [
     "ClaimedCalls",
     "StepExecution",
     "claim_calls",
-    "claimant",
     "confirmation_request_event",
     "execute_calls",
     "run_claimed",
@@ -80,16 +76,6 @@ class StepExecution:
     """Some answered call set ``escalate``: the invocation ends after this step."""
 
 
-def claimant(invocation_id: str) -> dict[str, Any]:
-    """Return the ``claimed_by`` record of a claim made now by this process."""
-    return {
-        "invocation_id": invocation_id,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "at": time.time(),
-    }
-
-
 def _as_planned(call: PlannedCall | FunctionCall) -> PlannedCall:
     return call if isinstance(call, PlannedCall) else PlannedCall(call=call)
 
@@ -118,10 +104,12 @@ async def claim_calls(
     planned = tuple(_as_planned(c) for c in calls)
     if not planned:
         return ClaimedCalls(calls=(), claim=None)
-    keys = {p.call.id: idempotency_key(ctx.session_id, p.call.id) for p in planned}
-    claim = ctx.new_event(
-        started_call_ids=tuple(keys),
-        custom_metadata={"idempotency_keys": keys, CLAIMED_BY_KEY: claimant(ctx.invocation_id)},
+    claim = claim_event(
+        session_id=ctx.session_id,
+        call_ids=[p.call.id for p in planned],
+        author=ctx.agent.name,
+        invocation_id=ctx.invocation_id,
+        branch=ctx.branch,
     )
     (stored,) = await ctx.append(claim)
     return ClaimedCalls(calls=planned, claim=stored)

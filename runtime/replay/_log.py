@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import orjson
 
 from eventstore import (
+    CLAIMED_BY_KEY,
     PARENT_LINK_KEY,
     REQUEST_CONFIRMATION_FUNCTION,
     Event,
@@ -19,6 +20,7 @@ from eventstore import (
     FunctionCall,
     ToolConfirmation,
     child_session_id,
+    is_placeholder_response,
 )
 
 __all__ = [
@@ -44,15 +46,8 @@ LIVE_STREAM_ENDED_KEY = "live_stream_ended"
 """``custom_metadata`` key of the event recording that a live stream ended (bookkeeping the
 model never sees, so the log's head is read past it)."""
 
-CLAIMED_BY_KEY = "claimed_by"
-"""``custom_metadata`` key of a claim event (docs/protocol.md §3): who claimed the calls and when
-(``invocation_id``, ``host``, ``pid``, wall-clock ``at`` in seconds since the epoch)."""
-
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""
-
-CONFIRMATION_REQUIRED_KIND = "confirmation_required"
-"""``ToolErrorKind.CONFIRMATION_REQUIRED`` as stored (the log's vocabulary, not an import)."""
 
 _ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
 
@@ -136,13 +131,6 @@ def is_user_message(event: Event) -> bool:
     if event.author != USER_AUTHOR or event.content is None:
         return False
     return any(p.text for p in event.content.parts)
-
-
-def is_placeholder_response(response: Mapping[str, Any]) -> bool:
-    """True for the ``confirmation_required`` error a call gets while it waits for a human
-    (docs/protocol.md §5): the call did not run, so it is not settled."""
-    error = response.get("error")
-    return isinstance(error, Mapping) and error.get("kind") == CONFIRMATION_REQUIRED_KIND
 
 
 def settled_response_ids(event: Event) -> Iterator[str]:

@@ -31,10 +31,12 @@ from typing import Literal
 
 from eventstore import (
     REQUEST_CONFIRMATION_FUNCTION,
+    RERUN_DECISION_KEY,
     Event,
     EventActions,
     FunctionCall,
     ToolConfirmation,
+    rerun_call_ids,
 )
 
 from ._confirmations import ConfirmationScan, Refusal
@@ -57,20 +59,6 @@ __all__ = [
 
 ResumeReason = Literal["not_started", "confirmed", "rejected", "idempotent_rerun", "rerun_decided"]
 """Why a call is executed on resume (stable strings)."""
-
-RERUN_DECISION_KEY = "rerun_call_ids"
-"""``custom_metadata`` key of a resume-decision event (docs/protocol.md §9): the in-doubt call ids
-a human allowed to run again. Such an event has no content; it counts only if it is newer than
-the call's last claim, so every decision allows one more execution."""
-
-
-def rerun_call_ids(event: Event) -> tuple[str, ...]:
-    """Return the call ids a resume-decision event allows to re-run (empty for other events)."""
-    ids = event.custom_metadata.get(RERUN_DECISION_KEY)
-    if not isinstance(ids, list):
-        return ()
-    return tuple(i for i in ids if isinstance(i, str))
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeCall:

@@ -7,6 +7,15 @@ import inspect
 import eventstore
 
 PUBLIC = {
+    "CLAIMED_BY_KEY",
+    "RERUN_DECISION_KEY",
+    "CallDecision",
+    "CallLedger",
+    "CallRecord",
+    "claim_event",
+    "idempotency_key",
+    "is_placeholder_response",
+    "rerun_call_ids",
     "DEFAULT_URL",
     "REQUEST_CONFIRMATION_FUNCTION",
     "MAX_JSON_DEPTH",

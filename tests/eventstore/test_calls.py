@@ -1,0 +1,126 @@
+"""The call ledger: what the log says of each call, and what a resumer owes it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eventstore import (
+    CLAIMED_BY_KEY,
+    RERUN_DECISION_KEY,
+    CallLedger,
+    Content,
+    Event,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    claim_event,
+    idempotency_key,
+)
+
+
+def _turn(*call_ids: str) -> Event:
+    parts = tuple(
+        Part(function_call=FunctionCall(id=c, name="charge", args={"n": i}))
+        for i, c in enumerate(call_ids)
+    )
+    return Event(author="agent", content=Content(role="model", parts=parts))
+
+
+def _answer(call_id: str, response: dict[str, object]) -> Event:
+    part = Part(function_response=FunctionResponse(id=call_id, name="charge", response=response))
+    return Event(author="agent", content=Content(role="user", parts=(part,)))
+
+
+def _claim(*call_ids: str) -> Event:
+    return claim_event(session_id="s", call_ids=call_ids, author="agent", invocation_id="i")
+
+
+def _rerun(*call_ids: str) -> Event:
+    return Event(author="user", custom_metadata={RERUN_DECISION_KEY: list(call_ids)})
+
+
+PLACEHOLDER = {"error": {"kind": "confirmation_required", "tool": "charge", "message": "wait"}}
+
+
+@pytest.mark.parametrize(
+    ("events", "idempotent", "decision"),
+    [
+        pytest.param([_turn("c")], False, "run", id="never-claimed"),
+        pytest.param([_turn("c"), _claim("c")], False, "in_doubt", id="claimed-no-response"),
+        pytest.param([_turn("c"), _claim("c")], True, "rerun", id="idempotent-may-rerun"),
+        pytest.param(
+            [_turn("c"), _claim("c"), _answer("c", {"ok": 1})], False, "settled", id="answered"
+        ),
+        pytest.param(
+            [_turn("c"), _claim("c"), _rerun("c")], False, "rerun", id="rerun-decided"
+        ),
+        pytest.param(
+            [_turn("c"), _claim("c"), _rerun("c"), _claim("c")],
+            False,
+            "in_doubt",
+            id="decision-used-by-a-newer-claim",
+        ),
+        pytest.param(
+            [_turn("c"), _rerun("c"), _claim("c")], False, "in_doubt", id="decision-before-claim"
+        ),
+        pytest.param(
+            [_turn("c"), _answer("c", PLACEHOLDER)], False, "waits_for_confirmation",
+            id="placeholder",
+        ),
+        pytest.param(
+            [_turn("c"), _answer("c", PLACEHOLDER), _claim("c"), _answer("c", {"ok": 1})],
+            False,
+            "settled",
+            id="confirmed-then-run",
+        ),
+    ],
+)
+def test_calls_decision(events: list[Event], idempotent: bool, decision: str) -> None:
+    assert CallLedger.of(events).get("c").decision(idempotent=idempotent) == decision
+
+
+def test_calls_first_response_wins() -> None:
+    events = [_turn("c"), _claim("c"), _answer("c", {"n": 1}), _answer("c", {"n": 2})]
+    ledger = CallLedger.of(events)
+    assert ledger.get("c").response == {"n": 1}
+
+
+def test_calls_claim_event_carries_keys_and_claimant() -> None:
+    claim = _claim("a", "b")
+    assert claim.started_call_ids == ("a", "b")
+    assert claim.custom_metadata["idempotency_keys"] == {
+        "a": idempotency_key("s", "a"),
+        "b": idempotency_key("s", "b"),
+    }
+    assert set(claim.custom_metadata[CLAIMED_BY_KEY]) == {"invocation_id", "host", "pid", "at"}
+
+
+def test_calls_runtime_uses_the_same_objects() -> None:
+    import eventstore
+    import runtime
+    import runtime.replay
+
+    assert runtime.idempotency_key is eventstore.idempotency_key
+    assert runtime.replay.CLAIMED_BY_KEY == eventstore.CLAIMED_BY_KEY
+
+
+_steps = st.lists(
+    st.sampled_from(["claim", "answer", "placeholder", "rerun"]), max_size=8
+)
+
+
+@given(_steps)
+def test_calls_ledger_is_a_function_of_the_log(steps: list[str]) -> None:
+    make = {
+        "claim": lambda: _claim("c"),
+        "answer": lambda: _answer("c", {"ok": True}),
+        "placeholder": lambda: _answer("c", PLACEHOLDER),
+        "rerun": lambda: _rerun("c"),
+    }
+    events = [_turn("c"), *(make[s]() for s in steps)]
+    first, second = CallLedger.of(events).get("c"), CallLedger.of(list(events)).get("c")
+    assert first == second
+    if "answer" in steps:
+        assert first.decision() == "settled"
