@@ -262,9 +262,10 @@ async def upgrade(url: str, revision: str = "head") -> None:
     def run() -> None:
         with _UPGRADE_LOCK, _file_lock(url):
             if path is not None:
-                # Read under the lock: outside it, another process's upgrade may be half done
-                # (SQLite DDL is not in alembic's transaction, so its tables can be visible
-                # before alembic_version is written) and look like an unversioned database.
+                # Read under the lock: outside it, another process's upgrade may be under way.
+                # (Its DDL is inside the upgrade's one transaction — migrations/env.py — so
+                # an upgrade killed midway leaves nothing; a database made before that, or
+                # by hand, can still hold tables without a revision.)
                 current, unversioned = sqlite_revision(str(path))
                 if unversioned:
                     raise SchemaError(unversioned_message(url))

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
-from sqlalchemy import pool, text
+from sqlalchemy import event, pool, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from eventstore._open import DEFAULT_URL, resolve_url
 from eventstore._schema import described_by_models, metadata
@@ -51,6 +52,9 @@ def _configure(connection: Connection | None = None, url: str | None = None) -> 
         render_as_batch=(url or str(connection.engine.url if connection else "")).startswith(
             "sqlite"
         ),
+        # One transaction for the whole upgrade on every backend (SQLite's DDL made
+        # transactional by _transactional_sqlite_ddl): it commits whole or not at all.
+        transactional_ddl=True,
     )
 
 
@@ -69,8 +73,28 @@ def _run_sync(connection: Connection) -> None:
         context.run_migrations()
 
 
+def _transactional_sqlite_ddl(engine: AsyncEngine) -> None:
+    """Make SQLite's DDL part of the migration's one transaction.
+
+    Python's sqlite3 driver opens a transaction only before DML, so each CREATE TABLE would
+    commit on its own: a process killed mid-upgrade (a first ``open_store(auto_upgrade=True)``
+    included) would leave tables without their ``alembic_version`` row, a database no later
+    upgrade can open. With the driver's own BEGIN off and ours emitted, the upgrade commits
+    whole or not at all."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _no_driver_begin(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
 async def _run_online(url: str) -> None:
     engine = create_async_engine(url, poolclass=pool.NullPool)
+    if engine.dialect.name == "sqlite":
+        _transactional_sqlite_ddl(engine)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run_sync)
