@@ -136,6 +136,11 @@ _STREAM_HEADS_SQL = (
 _SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
+CONNECT_TIMEOUT = 10.0
+"""Seconds a connection attempt may take before it fails (retryably): the bound on how long an
+append waits for a server that does not answer."""
+
+
 def _dsn(url: str) -> str:
     return url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
@@ -258,6 +263,9 @@ class PostgresBackend:
         try:
             pool = await asyncpg.create_pool(
                 _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
+                # A new connection (the pool's first, or one replacing a broken one) gives up
+                # after this long: an append during an outage fails within it, retryably.
+                timeout=CONNECT_TIMEOUT,
                 # evs_append runs as its own transaction and must see, after the session's
                 # lock, what the lock's previous holder committed, whatever the server default.
                 server_settings={"default_transaction_isolation": "read committed"},
@@ -269,7 +277,7 @@ class PostgresBackend:
     @staticmethod
     async def _revision(url: str, shown: str) -> str | None:
         try:
-            conn = await asyncpg.connect(_dsn(url), timeout=10)
+            conn = await asyncpg.connect(_dsn(url), timeout=CONNECT_TIMEOUT)
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
         try:

@@ -95,11 +95,15 @@ class AppendGroups:
                         self._pending[:0] = group
                         group = []
         except BaseException as exc:
-            # No connection, a broken one, or this task was cancelled: its group fails with it,
-            # and so do the queued calls when no other sender is left to take them (a later
-            # call starts a sender of its own).
+            # No connection, a broken one, or this task was cancelled: its group fails with it.
+            # A connection's failure meets every queued call alike (the server is down or
+            # unreachable): they fail now too, each caller told to retry, rather than wait for
+            # senders that cannot connect either — a failed sender starting the next one would
+            # loop on the outage without answering anyone. A cancelled sender leaves the queue
+            # to the other senders unless it was the last. A later call starts a sender of its
+            # own.
             unanswered = group
-            if self._senders == 1:
+            if isinstance(exc, Exception) or self._senders == 1:
                 unanswered += self._pending
                 self._pending = []
             for _, future in unanswered:
