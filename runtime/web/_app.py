@@ -2,18 +2,22 @@
 
 Reads go through a read-only store opened at start; every write (approve, reject, a result,
 a fork) goes through the same functions as ``evs confirm``/``respond``/``fork`` and only when
-the app was started with writes allowed. Then every POST must carry the per-start token (form
-field ``token`` or header ``X-EVS-Token``) and come from the app's own origin, so no cross-site
-request can answer a confirmation. GET never writes. Every value shown is escaped (Jinja2
-autoescape); a row that cannot be decoded is shown with its problem, never a 500.
+the app was started with writes allowed. Every request first passes the Host/Origin check
+(``runtime._host_check``: 421 for a name the server was not started for, so a page that
+rebinds its name to this machine reads nothing). A POST then needs the session cookie that
+the printed URL's token sets and the form's CSRF value derived from it (``_access``; or the
+token in ``X-EVS-Token``), and must come from the page's own origin; no page embeds the
+token. Bound to a non-loopback address, reads need the cookie (or the token) too. GET never
+writes. Every value shown is escaped (Jinja2 autoescape); a row that cannot be decoded is
+shown with its problem, never a 500.
 """
 
 from __future__ import annotations
 
-import hmac
-import io
+import asyncio
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,9 +29,11 @@ from urllib.parse import urlencode
 import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -48,12 +54,15 @@ from eventstore import (
     parent_link,
 )
 from eventstore._codec import EventKind
+from eventstore._export import write_export
 from eventstore.cli import CliError, open_existing
 from eventstore.cli._common import sqlite_path
-from eventstore.cli._maintain import _write_export
 from eventstore.cli._render import short_json
 from eventstore.cli._verify import check_log
 
+from .._host_check import HostCheck, HostPolicy, is_loopback
+from ..cli._words import command_words
+from ._access import TOKEN_HEADER, Access
 from ._view import (
     FOLD_BUDGET,
     LOOKAROUND,
@@ -61,7 +70,9 @@ from ._view import (
     Filters,
     Row,
     decode_rows,
+    expandable,
     own_changes,
+    page_words,
     pair,
     pretty_json,
 )
@@ -71,6 +82,10 @@ __all__ = ["WebConfig", "create_app"]
 _HERE = Path(__file__).parent
 PAGE_SIZES = (25, 50, 100, 200)
 AUTO_VERIFY_LIMIT = 5_000
+EXPORT_CHUNK = 1 << 20
+"""Bytes of the export sent per chunk of the download."""
+_FORM_KINDS = ("long_running", "in_doubt", "idempotency_unknown")
+"""Pending kinds the page answers with a result form (a confirmation gets buttons)."""
 """Sessions up to this many events are verified on every view; longer ones on request."""
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _SECURITY_HEADERS = {
@@ -90,9 +105,26 @@ class WebConfig:
     allow_writes: bool = False
     """Whether write actions are offered at all (``--allow-writes``)."""
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    """The per-start token every POST must carry."""
+    """The per-start token the printed URL carries once (``/?token=…``); it sets the session
+    cookie that writes (and, on a non-loopback host, reads) need."""
+    host: str = "127.0.0.1"
+    """The address the server binds (``--host``): its name is answered, and anything but a
+    loopback address makes reads need the token too."""
+    allowed_hosts: tuple[str, ...] = ()
+    """More ``Host`` names to answer (``--allowed-host``: ``NAME`` or ``NAME:PORT``)."""
     poll_interval: float = 0.5
     """Seconds between polls of a live session."""
+
+    @property
+    def remote(self) -> bool:
+        """Whether the server binds more than this machine's loopback (reads need the
+        token)."""
+        return not is_loopback(self.host)
+
+    @property
+    def needs_token(self) -> bool:
+        """Whether the printed URL carries the token (writes allowed, or a remote host)."""
+        return self.allow_writes or self.remote
 
 
 def _writable(db: str) -> tuple[bool, str]:
@@ -119,16 +151,23 @@ def create_app(config: WebConfig) -> Starlette:
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["json"] = pretty_json
     env.filters["short"] = lambda v, n=120: short_json(v, limit=n)
+    env.filters["expandable"] = lambda v, n=120: expandable(v, limit=n)
+    env.filters["page_words"] = page_words
+    env.filters["command_words"] = command_words
     env.filters["stamp"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
     env.filters["clean"] = _clean
     env.filters["q"] = _q
     env.filters["at"] = _at
     holder: dict[str, EventStore] = {}
+    access = Access(token=config.token)
+    policy = HostPolicy.for_server(config.host, allowed=config.allowed_hosts)
     writable, why_not = _writable(config.db)
     writes = config.allow_writes and writable
     writes_note = ("" if writes else
                    f"Writes are disabled: {why_not}." if config.allow_writes else
                    "Read-only: start evs web with --allow-writes to answer or fork.")
+    sign_in_note = ("Not signed in, so nothing can be answered or forked here: open the URL "
+                    "evs web printed in its terminal (it carries the token once).")
 
     def store() -> EventStore:
         return holder["store"]
@@ -153,10 +192,29 @@ def create_app(config: WebConfig) -> Starlette:
         return page(request, "choose.html", status=300, sid=exc.session_id, links=links)
 
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        # Forms only for a browser holding the session cookie: they carry its CSRF value,
+        # never the token.
+        cookie = access.session(request)
+        forms = writes and cookie is not None
         html = env.get_template(template).render(
-            request=request, writes=writes, writes_note=writes_note, token=config.token,
-            db=config.db, **values)
-        return HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
+            request=request, writes=forms, writes_note=sign_in_note if writes and not forms
+            else writes_note, csrf=access.csrf(cookie), db=config.db, **values)
+        return HTMLResponse(html, status_code=status,
+                            headers={**_SECURITY_HEADERS, "Cache-Control": "no-store"})
+
+    def gate(request: Request) -> Response | None:
+        """The answer to a request before its page: the sign-in redirect of ``?token=``, or
+        the refusal of a remote server's read without the cookie (plain text: it names
+        nothing of the store)."""
+        signing_in = access.sign_in(request)
+        if signing_in is not None:
+            return signing_in
+        if config.remote and not access.signed_in(request):
+            return PlainTextResponse(
+                "Refused: this evs web serves other machines, so every page needs the token: "
+                "open the URL it printed in its terminal (it carries the token once).\n",
+                status_code=403, headers=_SECURITY_HEADERS)
+        return None
 
     def failure(request: Request, status: int, message: str) -> HTMLResponse:
         return page(request, "error.html", status=status, message=message)
@@ -164,6 +222,9 @@ def create_app(config: WebConfig) -> Starlette:
     def guarded(handler: Callable[[Request], Awaitable[Response]]
                 ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
+            stopped = gate(request)
+            if stopped is not None:
+                return stopped
             try:
                 return await handler(request)
             except _Refused as exc:
@@ -177,20 +238,27 @@ def create_app(config: WebConfig) -> Starlette:
         return run
 
     async def check_post(request: Request) -> dict[str, str]:
-        """Refuse a POST without writes, from another origin, or without the token."""
+        """Refuse a POST without writes, from another origin, or without the session cookie
+        and its CSRF value (or the token in ``X-EVS-Token``). The Host (and any Origin) was
+        already found to be one the server was started for (``HostCheck``)."""
         if not writes:
             raise _Refused(403, writes_note)
         origin = request.headers.get("origin")
         host = request.headers.get("host", "")
-        if origin is not None and origin.split("://", 1)[-1] != host:
+        if origin is not None and origin.partition("://")[2].lower() != host.lower():
             raise _Refused(403, f"Refused a request from another origin ({origin}).")
         if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
             raise _Refused(403, "Refused a cross-site request.")
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        given = request.headers.get("x-evs-token") or form.get("token", "")
-        if not hmac.compare_digest(given.encode(), config.token.encode()):
-            raise _Refused(403, "Refused: the token is missing or wrong (it is printed in the "
-                                "terminal where evs web was started).")
+        if access.token_ok(request.headers.get(TOKEN_HEADER)):
+            return form
+        if access.session(request) is None:
+            raise _Refused(403, "Refused: this browser is not signed in to evs web (no valid "
+                                "session cookie): open the URL it printed in its terminal "
+                                "(it carries the token once), then answer from the page.")
+        if not access.csrf_ok(request, form.get("csrf")):
+            raise _Refused(403, "Refused: the form's CSRF value is missing or wrong (reload "
+                                "the page and try again).")
         return form
 
     async def sessions(request: Request) -> Response:
@@ -363,9 +431,13 @@ def create_app(config: WebConfig) -> Starlette:
 
         sid = request.path_params["sid"]
         info, _ = await lookup(request, sid)
-        payload = await pending_payload(store(), sid, db=config.db, **where_kw(info))
+        # The runtime's own words: the page says "the buttons below" where a form answers
+        # the item, and the evs command where none does (page_words / command_words).
+        payload = await pending_payload(store(), sid, db=config.db, words=str,
+                                        **where_kw(info))
         return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
-                    addr=_at(info), message=request.query_params.get("done", ""))
+                    addr=_at(info), message=request.query_params.get("done", ""),
+                    form_kinds=_FORM_KINDS)
 
     async def answer(request: Request) -> Response:
         from runtime.cli._answer import _answer
@@ -455,14 +527,33 @@ def create_app(config: WebConfig) -> Starlette:
                                  if kind in _IMAGE_TYPES else "attachment"})
 
     async def export(request: Request) -> Response:
+        """The file ``evs export`` writes (``write_export``), built in a temporary file and
+        streamed from it in chunks: memory stays flat however long the session."""
         sid = request.path_params["sid"]
-        info, _ = await lookup(request, sid)
-        sink = io.BytesIO()
-        await _write_export(store(), sid, sink, app_name=info.app_name, user_id=info.user_id)
+        _, key = await lookup(request, sid)
+        record = await store().backend.get_session(key)
+        if record is None:
+            raise SessionNotFoundError(sid)
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the stream's end
+        try:
+            await write_export(store().backend, record, spool)
+            size = spool.tell()
+            spool.seek(0)
+        except BaseException:
+            spool.close()
+            raise
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                while chunk := await asyncio.to_thread(spool.read, EXPORT_CHUNK):
+                    yield chunk
+            finally:
+                spool.close()
+
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)[:80] or "session"
-        return Response(sink.getvalue(), media_type="application/x-ndjson",
-                        headers={"Content-Disposition": f'attachment; filename="{name}.jsonl"',
-                                 **_SECURITY_HEADERS})
+        return StreamingResponse(chunks(), media_type="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="{name}.jsonl"',
+            "Content-Length": str(size), **_SECURITY_HEADERS})
 
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -494,7 +585,7 @@ def create_app(config: WebConfig) -> Starlette:
                                  headers={"Cache-Control": "no-store", **_SECURITY_HEADERS})
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return failure(request, 404, "No such page.")
+        return gate(request) or failure(request, 404, "No such page.")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -517,7 +608,8 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/s/{sid:path}", guarded(session)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found},
+                     middleware=[Middleware(HostCheck, policy=policy)])
 
 
 class _Address(TypedDict):

@@ -38,9 +38,14 @@ class Server:
     url: str
     """Its base URL."""
     token: str
-    """The write token it printed."""
+    """The token of the URL it printed."""
     process: subprocess.Popen[str]
     """The process."""
+
+    @property
+    def sign_in_url(self) -> str:
+        """The URL it printed (with the token), which signs a browser in."""
+        return f"{self.url}/?token={self.token}"
 
 
 def _free_port() -> int:
@@ -64,8 +69,8 @@ def web_server(db: Path, *, prefix: Sequence[str] = ()) -> Iterator[Server]:
         deadline = time.monotonic() + WAIT
         while not token and time.monotonic() < deadline:
             line = process.stderr.readline()
-            if line.startswith("write token: "):
-                token = line.split(": ", 1)[1].strip()
+            if line.startswith("evs web: http") and "?token=" in line:
+                token = line.split("?token=", 1)[1].split()[0]
             elif not line and process.poll() is not None:
                 break
         assert token, f"evs web printed no token: {process.stderr.read()}"

@@ -15,7 +15,7 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
-from test_http import client  # noqa: E402
+from test_http import client, sign_in  # noqa: E402
 
 from eventstore import (  # noqa: E402
     REQUEST_CONFIRMATION_FUNCTION,
@@ -122,8 +122,9 @@ def test_web_answer_lands_in_the_session_its_page_showed(tmp_path: Path) -> None
     db = _db(tmp_path)
     http, config = client(db, writes=True)
     with http:
+        csrf = sign_in(http, config, "/pending/s1?app=weather&user=bob")
         before = _versions(db)
-        bare = http.post("/answer/s1", data={"token": config.token, "call_id": "confirm-1",
+        bare = http.post("/answer/s1", data={"csrf": csrf, "call_id": "confirm-1",
                                              "action": "approve"}, follow_redirects=False)
         assert bare.status_code == 300
         assert _versions(db) == before
@@ -131,7 +132,7 @@ def test_web_answer_lands_in_the_session_its_page_showed(tmp_path: Path) -> None
         form = re.search(r'<form method="post" action="([^"]+)" class="answer">', page)
         assert form is not None
         done = http.post(unescape(form.group(1)), data={
-            "token": config.token, "call_id": "confirm-1", "action": "approve"},
+            "csrf": csrf, "call_id": "confirm-1", "action": "approve"},
             follow_redirects=False)
         assert done.status_code == 303, done.text
         assert "user=bob" in done.headers["location"]
