@@ -15,16 +15,12 @@ shown with its problem, never a 500.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
-from urllib.parse import urlencode
+from typing import Any
 
 import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -46,7 +42,6 @@ from eventstore import (
     ArtifactNotFoundError,
     EventStore,
     EventStoreError,
-    Session,
     SessionInfo,
     SessionNotFoundError,
     StoreUsageError,
@@ -56,13 +51,24 @@ from eventstore import (
 from eventstore._codec import EventKind
 from eventstore._export import write_export
 from eventstore.cli import CliError, open_existing
-from eventstore.cli._common import sqlite_path
 from eventstore.cli._render import short_json
 from eventstore.cli._verify import check_log
 
-from .._host_check import HostCheck, HostPolicy, is_loopback
+from .._host_check import HostCheck, HostPolicy
 from ..cli._words import command_words
 from ._access import TOKEN_HEADER, Access
+from ._config import WebConfig, writable
+from ._params import (
+    Refused,
+    address,
+    address_query,
+    clean,
+    page_size,
+    page_url,
+    quote_id,
+    to_number,
+    where_kw,
+)
 from ._view import (
     FOLD_BUDGET,
     LOOKAROUND,
@@ -80,13 +86,12 @@ from ._view import (
 __all__ = ["WebConfig", "create_app"]
 
 _HERE = Path(__file__).parent
-PAGE_SIZES = (25, 50, 100, 200)
 AUTO_VERIFY_LIMIT = 5_000
+"""Sessions up to this many events are verified on every view; longer ones on request."""
 EXPORT_CHUNK = 1 << 20
 """Bytes of the export sent per chunk of the download."""
 _FORM_KINDS = ("long_running", "in_doubt", "idempotency_unknown")
 """Pending kinds the page answers with a result form (a confirmation gets buttons)."""
-"""Sessions up to this many events are verified on every view; longer ones on request."""
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
@@ -94,55 +99,6 @@ _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
-
-
-@dataclass(kw_only=True)
-class WebConfig:
-    """How the app was started."""
-
-    db: str
-    """Database URL (as ``--db`` takes it)."""
-    allow_writes: bool = False
-    """Whether write actions are offered at all (``--allow-writes``)."""
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    """The per-start token the printed URL carries once (``/?token=…``); it sets the session
-    cookie that writes (and, on a non-loopback host, reads) need."""
-    host: str = "127.0.0.1"
-    """The address the server binds (``--host``): its name is answered, and anything but a
-    loopback address makes reads need the token too."""
-    allowed_hosts: tuple[str, ...] = ()
-    """More ``Host`` names to answer (``--allowed-host``: ``NAME`` or ``NAME:PORT``)."""
-    poll_interval: float = 0.5
-    """Seconds between polls of a live session."""
-
-    @property
-    def remote(self) -> bool:
-        """Whether the server binds more than this machine's loopback (reads need the
-        token)."""
-        return not is_loopback(self.host)
-
-    @property
-    def needs_token(self) -> bool:
-        """Whether the printed URL carries the token (writes allowed, or a remote host)."""
-        return self.allow_writes or self.remote
-
-
-def _writable(db: str) -> tuple[bool, str]:
-    """Whether the database can be written, and why not."""
-    path = sqlite_path(db)
-    if path is not None and not os.access(path, os.W_OK):
-        return False, f"the database file {path} is read-only"
-    if path is not None and not os.access(path.parent, os.W_OK):
-        return False, f"the folder of {path} is read-only (SQLite needs it for its journal)"
-    return True, ""
-
-
-class _Refused(Exception):
-    """A request the app refuses, with its HTTP status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def create_app(config: WebConfig) -> Starlette:
@@ -155,14 +111,14 @@ def create_app(config: WebConfig) -> Starlette:
     env.filters["page_words"] = page_words
     env.filters["command_words"] = command_words
     env.filters["stamp"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    env.filters["clean"] = _clean
-    env.filters["q"] = _q
-    env.filters["at"] = _at
+    env.filters["clean"] = clean
+    env.filters["q"] = quote_id
+    env.filters["at"] = address_query
     holder: dict[str, EventStore] = {}
     access = Access(token=config.token)
     policy = HostPolicy.for_server(config.host, allowed=config.allowed_hosts)
-    writable, why_not = _writable(config.db)
-    writes = config.allow_writes and writable
+    can_write, why_not = writable(config.db)
+    writes = config.allow_writes and can_write
     writes_note = ("" if writes else
                    f"Writes are disabled: {why_not}." if config.allow_writes else
                    "Read-only: start evs web with --allow-writes to answer or fork.")
@@ -186,7 +142,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     def choices(request: Request, exc: AmbiguousSessionError) -> HTMLResponse:
         """The page of a bare id several (app, user) hold: a link to each one's page."""
-        links = [(app_name, user_id, _url(request.url.path, {
+        links = [(app_name, user_id, page_url(request.url.path, {
             **dict(request.query_params), "app": app_name, "user": user_id}))
             for app_name, user_id in exc.choices]
         return page(request, "choose.html", status=300, sid=exc.session_id, links=links)
@@ -227,7 +183,7 @@ def create_app(config: WebConfig) -> Starlette:
                 return stopped
             try:
                 return await handler(request)
-            except _Refused as exc:
+            except Refused as exc:
                 return failure(request, exc.status, str(exc))
             except AmbiguousSessionError as exc:
                 return choices(request, exc)
@@ -242,56 +198,56 @@ def create_app(config: WebConfig) -> Starlette:
         and its CSRF value (or the token in ``X-EVS-Token``). The Host (and any Origin) was
         already found to be one the server was started for (``HostCheck``)."""
         if not writes:
-            raise _Refused(403, writes_note)
+            raise Refused(403, writes_note)
         origin = request.headers.get("origin")
         host = request.headers.get("host", "")
         if origin is not None and origin.partition("://")[2].lower() != host.lower():
-            raise _Refused(403, f"Refused a request from another origin ({origin}).")
+            raise Refused(403, f"Refused a request from another origin ({origin}).")
         if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
-            raise _Refused(403, "Refused a cross-site request.")
+            raise Refused(403, "Refused a cross-site request.")
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
         if access.token_ok(request.headers.get(TOKEN_HEADER)):
             return form
         if access.session(request) is None:
-            raise _Refused(403, "Refused: this browser is not signed in to evs web (no valid "
+            raise Refused(403, "Refused: this browser is not signed in to evs web (no valid "
                                 "session cookie): open the URL it printed in its terminal "
                                 "(it carries the token once), then answer from the page.")
         if not access.csrf_ok(request, form.get("csrf")):
-            raise _Refused(403, "Refused: the form's CSRF value is missing or wrong (reload "
+            raise Refused(403, "Refused: the form's CSRF value is missing or wrong (reload "
                                 "the page and try again).")
         return form
 
     async def sessions(request: Request) -> Response:
         q = request.query_params
         app_name, user, text = q.get("app", ""), q.get("user", ""), q.get("q", "")
-        since = _number(q.get("since"), "since")
+        since = to_number(q.get("since"), "since")
         after = q.get("after") or None
-        limit = _page_size(q.get("limit"))
+        limit = page_size(q.get("limit"))
         try:
             listing = await store().list_sessions_newest(
                 app_name=app_name or None, user_id=user or None, id_contains=text or None,
                 updated_since=since, after=after, limit=limit)
         except StoreUsageError as exc:
-            raise _Refused(400, f"This is not a page of the sessions list: {exc}") from exc
+            raise Refused(400, f"This is not a page of the sessions list: {exc}") from exc
         base = {"app": app_name, "user": user, "q": text, "since": q.get("since", ""),
                 "limit": str(limit)}
         return page(request, "sessions.html", sessions=listing.sessions, filters=base,
                     first_page=after is None,
-                    next_url=_url("/", base, after=listing.next_cursor)
+                    next_url=page_url("/", base, after=listing.next_cursor)
                     if listing.next_cursor is not None else None,
-                    newest_url=_url("/", base) if after is not None else None)
+                    newest_url=page_url("/", base) if after is not None else None)
 
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         q = request.query_params
         info, key = await lookup(request, sid)
-        where = _where(info)
+        where = address(info)
         filters = Filters(kind=q.get("kind", ""), author=q.get("author", ""),
                           tool=q.get("tool", ""), errors=q.get("errors") == "1",
                           text=q.get("q", ""))
-        limit = _page_size(q.get("limit"))
+        limit = page_size(q.get("limit"))
         raw_after = q.get("after")
-        after = int(_number(raw_after, "after") or 0) if raw_after else None
+        after = int(to_number(raw_after, "after") or 0) if raw_after else None
         if after is None and not filters.active and q.get("from") != "start":
             after = max(0, info.version - limit)  # the newest page by default
         after = after or 0
@@ -354,15 +310,15 @@ def create_app(config: WebConfig) -> Starlette:
             info=info, rows=picked, filters=filters, limit=limit,
             horizon=horizon, at_head=horizon >= info.version, scanned_to=scanned_to,
             session_findings=by_seq.get(None, []), findings=findings, verified=verified,
-            next_url=_url(f"/s/{_q(sid)}", base, after=scanned_to) if more else None,
-            prev_url=_url(f"/s/{_q(sid)}", base, after=prev_after)
+            next_url=page_url(f"/s/{quote_id(sid)}", base, after=scanned_to) if more else None,
+            prev_url=page_url(f"/s/{quote_id(sid)}", base, after=prev_after)
             if prev_after is not None else None,
-            first_url=_url(f"/s/{_q(sid)}", base, **{"from": "start"}),
-            verify_url=_url(f"/s/{_q(sid)}", {**base, "verify": "1"},
+            first_url=page_url(f"/s/{quote_id(sid)}", base, **{"from": "start"}),
+            verify_url=page_url(f"/s/{quote_id(sid)}", {**base, "verify": "1"},
                             after=after if raw_after else None),
             forks=forks, kinds=sorted(EventKind.ALL),
             live=not filters.active and scanned_to >= info.version,
-            quoted=_q(sid), addr=_at(info))
+            quoted=quote_id(sid), addr=address_query(info))
 
     async def _children(sid: str, rows: list[Row], info: SessionInfo) -> dict[str, str]:
         """Call id -> the child session of that call (an agent run as a tool), for the calls
@@ -394,12 +350,12 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def event_detail(request: Request) -> Response:
         sid = request.path_params["sid"]
-        seq = int(_number(request.path_params["seq"], "seq") or 0)
+        seq = int(to_number(request.path_params["seq"], "seq") or 0)
         info, key = await lookup(request, sid)
         rows = await store().backend.read(key, after=seq - 1, upto=seq, backwards=False,
                                           limit=1)
         if not rows:
-            raise _Refused(404, f"Session {sid!r} has no event at seq {seq}.")
+            raise Refused(404, f"Session {sid!r} has no event at seq {seq}.")
         [row] = decode_rows(rows, store().decode)
         around = await store().backend.read(key, after=max(0, seq - 1 - LOOKAROUND),
                                             upto=seq + LOOKAROUND, backwards=False, limit=None)
@@ -424,7 +380,7 @@ def create_app(config: WebConfig) -> Starlette:
         diff = own_changes(row.event, before_state, after_state) if row.event is not None else []
         return page(request, "event.html", info=info, row=row, stored=stored,
                     state=after_state, diff=diff, state_error=state_error, unfolded=unfolded,
-                    fold_budget=FOLD_BUDGET, quoted=_q(sid), addr=_at(info))
+                    fold_budget=FOLD_BUDGET, quoted=quote_id(sid), addr=address_query(info))
 
     async def pending_view(request: Request) -> Response:
         from runtime.cli._pending import pending_payload
@@ -435,8 +391,8 @@ def create_app(config: WebConfig) -> Starlette:
         # the item, and the evs command where none does (page_words / command_words).
         payload = await pending_payload(store(), sid, db=config.db, words=str,
                                         **where_kw(info))
-        return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
-                    addr=_at(info), message=request.query_params.get("done", ""),
+        return page(request, "pending.html", info=info, payload=payload, quoted=quote_id(sid),
+                    addr=address_query(info), message=request.query_params.get("done", ""),
                     form_kinds=_FORM_KINDS)
 
     async def answer(request: Request) -> Response:
@@ -462,9 +418,9 @@ def create_app(config: WebConfig) -> Starlette:
             try:
                 value = orjson.loads(form.get("result", ""))
             except orjson.JSONDecodeError as exc:
-                raise _Refused(400, f"The result is not valid JSON: {exc}.") from exc
+                raise Refused(400, f"The result is not valid JSON: {exc}.") from exc
             if not isinstance(value, dict):
-                raise _Refused(400, 'The result must be a JSON object; wrap a plain value as '
+                raise Refused(400, 'The result must be a JSON object; wrap a plain value as '
                                     '{"result": ...}.')
             event = await _answer(config.db, sid, call_id, command="respond",
                                   app_name=app_name, user_id=user_id,
@@ -473,21 +429,21 @@ def create_app(config: WebConfig) -> Starlette:
                                       app_name=app, user_id=user))
             done = f"Result of call {call_id} recorded (seq {event.seq})."
         else:
-            raise _Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
+            raise Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
         where = {"app": app_name or "", "user": user_id or ""}
-        return RedirectResponse(_url(f"/pending/{_q(sid)}", {**where, "done": done}),
+        return RedirectResponse(page_url(f"/pending/{quote_id(sid)}", {**where, "done": done}),
                                 status_code=303)
 
     async def fork(request: Request) -> Response:
         sid = request.path_params["sid"]
         form = await check_post(request)
-        at = int(_number(form.get("at"), "at") or 0)
+        at = int(to_number(form.get("at"), "at") or 0)
         new_id = form.get("new_id") or None
         async with await open_existing(config.db, read_only=False) as writer:
             made = await writer.fork(sid, at=at, new_session_id=new_id,
                                      app_name=request.query_params.get("app") or None,
                                      user_id=request.query_params.get("user") or None)
-        return RedirectResponse(_url(f"/s/{_q(made.id)}", _where(made)), status_code=303)
+        return RedirectResponse(page_url(f"/s/{quote_id(made.id)}", address(made)), status_code=303)
 
     async def artifacts(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -500,24 +456,24 @@ def create_app(config: WebConfig) -> Starlette:
         chosen = None
         name = request.query_params.get("name")
         if name is not None:
-            number = _number(request.query_params.get("version"), "version")
+            number = to_number(request.query_params.get("version"), "version")
             try:
                 chosen = await store().load_artifact(
                     sid, name, version=None if number is None else int(number),
                     **where_kw(info))
             except ArtifactNotFoundError as exc:
-                raise _Refused(404, str(exc)) from exc
+                raise Refused(404, str(exc)) from exc
         text = None
         if chosen is not None and not chosen.mime_type.startswith("image/"):
             text = chosen.data.decode("utf-8", "replace")
         return page(request, "artifacts.html", info=info, versions=versions, chosen=chosen,
                     text=text, image=chosen is not None and chosen.mime_type in _IMAGE_TYPES,
-                    quoted=_q(sid), q=_q, addr=_at(info))
+                    quoted=quote_id(sid), q=quote_id, addr=address_query(info))
 
     async def artifact_raw(request: Request) -> Response:
         sid = request.path_params["sid"]
         info, _ = await lookup(request, sid)
-        number = _number(request.query_params.get("version"), "version")
+        number = to_number(request.query_params.get("version"), "version")
         found = await store().load_artifact(sid, request.query_params.get("name", ""),
                                             version=None if number is None else int(number),
                                             **where_kw(info))
@@ -557,7 +513,7 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
-        after = int(_number(request.query_params.get("after"), "after") or 0)
+        after = int(to_number(request.query_params.get("after"), "after") or 0)
         info, key = await lookup(request, sid)
         template = env.get_template("_row.html")
 
@@ -574,8 +530,8 @@ def create_app(config: WebConfig) -> Starlette:
                     backwards=False, limit=None)
                 pair(decoded, decode_rows(context, store().decode))
                 for row in decoded:
-                    html = template.render(row=row, quoted=_q(sid), at_head=True,
-                                           horizon=row.seq, addr=_at(info))
+                    html = template.render(row=row, quoted=quote_id(sid), at_head=True,
+                                           horizon=row.seq, addr=address_query(info))
                     data = "".join(f"data: {line}\n" for line in html.splitlines())
                     yield f"id: {row.seq}\nevent: row\n{data}\n".encode()
                 if await request.is_disconnected():
@@ -610,65 +566,3 @@ def create_app(config: WebConfig) -> Starlette:
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found},
                      middleware=[Middleware(HostCheck, policy=policy)])
-
-
-class _Address(TypedDict):
-    """The store methods' keywords that address one session (with its id)."""
-
-    app_name: str
-    user_id: str
-
-
-def where_kw(info: SessionInfo) -> _Address:
-    """The store methods' keywords that address the session ``info`` describes."""
-    return {"app_name": info.app_name, "user_id": info.user_id}
-
-
-def _where(info: SessionInfo | Session) -> dict[str, str]:
-    """The query parameters that address the session ``info`` describes (every link to a
-    session page carries them: an id may be held by several apps or users)."""
-    return {"app": info.app_name, "user": info.user_id}
-
-
-def _at(info: SessionInfo) -> str:
-    """``_where`` as a query string (``app=…&user=…``), for the templates' links."""
-    return urlencode(_where(info))
-
-
-def _q(value: str) -> str:
-    from urllib.parse import quote
-
-    return quote(value, safe="")
-
-
-def _clean(value: Any) -> str:
-    """Text with control characters shown as escapes (ids may hold any character)."""
-    text = str(value)
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
-
-
-def _number(raw: str | None, name: str) -> float | None:
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise _Refused(400, f"{name} must be a number, not {raw!r}.") from exc
-    if value != value or value < 0 or value > 1e15:
-        raise _Refused(400, f"{name} must be a number from 0 up, not {raw!r}.")
-    return value
-
-
-def _page_size(raw: str | None) -> int:
-    size = int(_number(raw, "limit") or 50)
-    if size not in PAGE_SIZES:
-        raise _Refused(400, f"limit must be one of {', '.join(map(str, PAGE_SIZES))}, "
-                            f"not {raw!r}.")
-    return size
-
-
-def _url(path: str, params: dict[str, str], **extra: Any) -> str:
-    merged = {**{k: v for k, v in params.items() if v}, **{k: str(v) for k, v in extra.items()
-                                                            if v is not None}}
-    return f"{path}?{urlencode(merged)}" if merged else path
-
