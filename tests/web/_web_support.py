@@ -14,8 +14,46 @@ from pathlib import Path
 
 import orjson
 
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    ToolConfirmation,
+)
+
 WAIT = 20.0
 """Seconds any wait for the server or a page may take."""
+AGENT = "weather_agent"
+"""The agent of ``paused_log``."""
+
+
+def paused_log(user: str) -> list[Event]:
+    """A log paused on confirmation ``confirm-1`` (at #5) of call c1 (at #2) of
+    ``paid_lookup`` (docs/protocol.md §5, §6), as the runtime writes it."""
+    call = FunctionCall(id="c1", name="paid_lookup", args={"city": f"city of {user}"})
+    return [
+        Event(author="user", content=Content(role="user", parts=(Part(text=f"hi {user}"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(Part(function_call=call),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+        Event(author=AGENT, content=Content(role="user", parts=(Part(
+            function_response=FunctionResponse(id="c1", name="paid_lookup", response={
+                "error": {"kind": "confirmation_required", "tool": "paid_lookup",
+                          "message": "needs confirmation"}})),)),
+              actions=EventActions(requested_tool_confirmations={
+                  "c1": ToolConfirmation(hint=f"Costs {user} $0.10.")})),
+        Event(author=AGENT, long_running_tool_ids=("confirm-1",),
+              content=Content(role="model", parts=(Part(function_call=FunctionCall(
+                  id="confirm-1", name=REQUEST_CONFIRMATION_FUNCTION, args={
+                      "originalFunctionCall": {"id": "c1", "name": "paid_lookup",
+                                               "args": call.args},
+                      "toolConfirmation": {"hint": f"Costs {user} $0.10.",
+                                           "confirmed": False, "payload": None}})),))),
+    ]
 
 
 def evs(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -4,10 +4,10 @@ the cookie, and remote mode (reads need the token; writes need ``--allow-remote`
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
-import orjson
 import pytest
 from _extras import require_extra
 
@@ -15,12 +15,13 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
-from _web_support import evs  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 from test_http import client, sign_in  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
+from eventstore import open_store  # noqa: E402
 from runtime.cli import app  # noqa: E402
+from runtime.replay import session_pending  # noqa: E402
 from runtime.web import WebConfig, create_app  # noqa: E402
 
 
@@ -30,18 +31,24 @@ def _pages(sid: str) -> list[str]:
 
 
 def _waiting(db: Path, sid: str) -> str:
-    """The confirmation id the demo session waits for (asked of ``evs pending``)."""
-    [item] = orjson.loads(evs("pending", sid, "--db", str(db), "--json").stdout)["pending"]
-    assert item["kind"] == "confirmation"
-    return str(item["confirmation_id"])
+    """The confirmation id the demo session waits for (``session_pending``, in process)."""
+
+    async def work() -> str:
+        async with await open_store(str(db)) as store:
+            [item] = list(await session_pending(store, sid))
+        assert item.kind == "confirmation"
+        assert item.confirmation_id is not None
+        return item.confirmation_id
+
+    return asyncio.run(work())
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8765", "127.0.0.1.evil.example",
                                   "localhost.evil.example:8765", ""])
 def test_web_refuses_a_host_it_was_not_started_for_with_421_and_no_data(
-    paused_demo: tuple[Path, str], host: str
+    paused: tuple[Path, str], host: str
 ) -> None:
-    db, sid = paused_demo
+    db, sid = paused
     http, _ = client(db)
     with http:
         for path in [*_pages(sid), f"/live/{sid}", "/static/evs.js"]:
@@ -56,11 +63,11 @@ def test_web_refuses_a_host_it_was_not_started_for_with_421_and_no_data(
 
 
 def test_web_a_rebound_page_cannot_read_the_token_or_answer(
-    paused_demo: tuple[Path, str]
+    paused: tuple[Path, str]
 ) -> None:
     """The attack of the issue: evil.example rebinds its name to 127.0.0.1; the browser then
     sends evil.example as Host and as Origin, which agree with each other."""
-    db, sid = paused_demo
+    db, sid = paused
     config = WebConfig(db=str(db), allow_writes=True)
     confirmation = _waiting(db, sid)
     with TestClient(create_app(config), base_url="http://evil.example:8765") as rebound:
@@ -75,8 +82,8 @@ def test_web_a_rebound_page_cannot_read_the_token_or_answer(
     assert _waiting(db, sid) == confirmation
 
 
-def test_web_refuses_an_origin_it_was_not_started_for(paused_demo: tuple[Path, str]) -> None:
-    db, sid = paused_demo
+def test_web_refuses_an_origin_it_was_not_started_for(paused: tuple[Path, str]) -> None:
+    db, sid = paused
     http, config = client(db, writes=True)
     with http:
         for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:8765"):
@@ -86,8 +93,8 @@ def test_web_refuses_an_origin_it_was_not_started_for(paused_demo: tuple[Path, s
     assert _waiting(db, sid)
 
 
-def test_web_an_allowed_host_is_answered(paused_demo: tuple[Path, str]) -> None:
-    db, _ = paused_demo
+def test_web_an_allowed_host_is_answered(paused: tuple[Path, str]) -> None:
+    db, _ = paused
     http, _ = client(db, allowed=("proxy.example", "other.example:9000"))
     with http:
         assert http.get("/", headers={"Host": "proxy.example"}).status_code == 200
@@ -96,8 +103,8 @@ def test_web_an_allowed_host_is_answered(paused_demo: tuple[Path, str]) -> None:
         assert http.get("/", headers={"Host": "other.example:9001"}).status_code == 421
 
 
-def test_web_no_page_embeds_the_token(paused_demo: tuple[Path, str]) -> None:
-    db, sid = paused_demo
+def test_web_no_page_embeds_the_token(paused: tuple[Path, str]) -> None:
+    db, sid = paused
     http, config = client(db, writes=True)
     with http:
         sign_in(http, config)
@@ -110,9 +117,9 @@ def test_web_no_page_embeds_the_token(paused_demo: tuple[Path, str]) -> None:
 
 
 def test_web_the_printed_url_sets_the_cookie_and_drops_the_token(
-    paused_demo: tuple[Path, str]
+    paused: tuple[Path, str]
 ) -> None:
-    db, sid = paused_demo
+    db, sid = paused
     http, config = client(db, writes=True)
     with http:
         wrong = http.get(f"/pending/{sid}?token=forged", follow_redirects=False)
@@ -120,10 +127,10 @@ def test_web_the_printed_url_sets_the_cookie_and_drops_the_token(
         assert "set-cookie" not in wrong.headers
         assert 'class="approve"' not in http.get(f"/pending/{sid}").text
         assert "open the URL evs web printed" in http.get(f"/pending/{sid}").text
-        opened = http.get(f"/pending/{sid}?app=weather-demo&token={config.token}",
+        opened = http.get(f"/pending/{sid}?app=weather&token={config.token}",
                           follow_redirects=False)
         assert opened.status_code == 303
-        assert opened.headers["location"] == f"/pending/{sid}?app=weather-demo"
+        assert opened.headers["location"] == f"/pending/{sid}?app=weather"
         cookie = opened.headers["set-cookie"]
         for attribute in ("HttpOnly", "SameSite=strict", "Path=/"):
             assert attribute.lower() in cookie.lower()
@@ -138,8 +145,8 @@ def test_web_the_printed_url_sets_the_cookie_and_drops_the_token(
         assert "approved" in done.text
 
 
-def test_web_a_csrf_value_without_its_cookie_is_refused(paused_demo: tuple[Path, str]) -> None:
-    db, sid = paused_demo
+def test_web_a_csrf_value_without_its_cookie_is_refused(paused: tuple[Path, str]) -> None:
+    db, sid = paused
     base = "http://127.0.0.1:8765"
     config = WebConfig(db=str(db), allow_writes=True)
     confirmation = _waiting(db, sid)
@@ -168,9 +175,9 @@ def test_web_a_csrf_value_without_its_cookie_is_refused(paused_demo: tuple[Path,
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::"])
 def test_web_a_remote_host_needs_the_token_for_reads(
-    paused_demo: tuple[Path, str], host: str
+    paused: tuple[Path, str], host: str
 ) -> None:
-    db, sid = paused_demo
+    db, sid = paused
     http, config = client(db, host=host)
     with http:
         for path in _pages(sid):
@@ -188,9 +195,9 @@ def test_web_a_remote_host_needs_the_token_for_reads(
 
 
 def test_web_every_address_bind_answers_address_literals_not_names(
-    paused_demo: tuple[Path, str]
+    paused: tuple[Path, str]
 ) -> None:
-    db, _ = paused_demo
+    db, _ = paused
     http, config = client(db, host="0.0.0.0")
     with http:
         headers = {"X-EVS-Token": config.token}
@@ -210,9 +217,9 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
 
 
 def test_web_writes_on_a_remote_host_need_allow_remote(
-    paused_demo: tuple[Path, str], no_server: list[dict[str, object]]
+    paused: tuple[Path, str], no_server: list[dict[str, object]]
 ) -> None:
-    db, _ = paused_demo
+    db, _ = paused
     runner = CliRunner()
     refused = runner.invoke(app, ["web", "--db", str(db), "--host", "0.0.0.0",
                                   "--allow-writes"])
@@ -229,9 +236,9 @@ def test_web_writes_on_a_remote_host_need_allow_remote(
 
 
 def test_web_prints_the_token_only_in_the_url_and_only_when_needed(
-    paused_demo: tuple[Path, str], no_server: list[dict[str, object]]
+    paused: tuple[Path, str], no_server: list[dict[str, object]]
 ) -> None:
-    db, _ = paused_demo
+    db, _ = paused
     runner = CliRunner()
     reading = runner.invoke(app, ["web", "--db", str(db), "--port", "9"])
     assert reading.exit_code == 0, reading.output

@@ -60,25 +60,26 @@ def test_web_timeline_shows_the_whole_error_text(tmp_path: Path) -> None:
     assert len(shown) <= 120  # the line stays one line; the rest opens on a click
 
 
-def test_web_confirmation_row_links_to_its_call(paused_demo: tuple[Path, str]) -> None:
-    db, sid = paused_demo
+def test_web_confirmation_row_links_to_its_call(paused: tuple[Path, str]) -> None:
+    db, sid = paused
     http, _ = client(db)
     with http:
         page = http.get(f"/s/{sid}", params={"from": "start"}).text
-        row = page.split('id="seq-8"')[1].split("</li>")[0]
+        row = page.split('id="seq-5"')[1].split("</li>")[0]
         link = re.search(r'class="call-link" href="([^"]+)">#(\d+)</a>', row)
         assert link is not None
         seq = link.group(2)
         assert unescape(link.group(1)).endswith(f"#seq-{seq}")
-        assert "call-forecast" in row
+        assert seq == "2"
+        assert "c1" in row
         target = http.get(unescape(link.group(1)).split("#")[0]).text
         call_row = target.split(f'id="seq-{seq}"')[1].split("</li>")[0]
-        assert "paid_forecast" in call_row
-        assert "[call-forecast]" in call_row
+        assert "paid_lookup" in call_row
+        assert "[c1]" in call_row
 
 
-def test_web_pending_page_words_its_own_buttons(paused_demo: tuple[Path, str]) -> None:
-    db, sid = paused_demo
+def test_web_pending_page_words_its_own_buttons(paused: tuple[Path, str]) -> None:
+    db, sid = paused
     http, config = client(db, writes=True)
     with http:
         sign_in(http, config)
