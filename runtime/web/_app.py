@@ -122,8 +122,8 @@ def create_app(config: WebConfig) -> Starlette:
     writes_note = ("" if writes else
                    f"Writes are disabled: {why_not}." if config.allow_writes else
                    "Read-only: start evs web with --allow-writes to answer or fork.")
-    sign_in_note = ("Not signed in, so nothing can be answered or forked here: open the URL "
-                    "evs web printed in its terminal (it carries the token once).")
+    sign_in_note = ("Not signed in: to answer or fork, open the URL evs web printed in its "
+                    "terminal (it carries the token once).")
 
     def store() -> EventStore:
         return holder["store"]

@@ -74,7 +74,9 @@ def test_browser_session_pairs_calls_filters_and_shows_the_diff(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     assert paused_demo[1]
-    browser.get(server.url + "/")
+    browser.get(server.sign_in_url)  # the printed URL: it lands on the sessions, signed in
+    WebDriverWait(browser, WAIT).until(lambda d: d.current_url == server.url + "/")
+    assert "writes allowed" in browser.find_element(By.TAG_NAME, "header").text
     _shot(browser, "sessions")
     browser.find_element(By.CSS_SELECTOR, "a.session-link").click()
     _wait_text(browser, "#seq-2 .call", "answered at #4")
