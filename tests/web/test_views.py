@@ -158,3 +158,20 @@ def test_web_export_download_streams_in_flat_memory(
     assert max(chunks) <= 1 << 20
     # Held whole, the export alone costs its size (twice, with the copy sent).
     assert peak < size / 2, f"peak {peak / 1e6:.1f} MB for a {size / 1e6:.1f} MB export"
+
+
+@pytest.mark.parametrize(("reason", "said"), [
+    pytest.param("answer with answer_confirmation(confirmation_id='x').",
+                 "answer with the approve / reject buttons below.", id="confirmation"),
+    pytest.param("is waiting for its result; supply it with submit_response().",
+                 "is waiting for its result; supply it with the result form below.",
+                 id="long-running"),
+    pytest.param("decide with rerun_call() or supply its result with submit_response().",
+                 "decide with evs rerun or supply its result with the result form below.",
+                 id="in-doubt"),
+])
+def test_web_page_words_name_the_page_s_forms(reason: str, said: str) -> None:
+    from eventstore.cli import prog
+    from runtime.web._view import page_words
+
+    assert page_words(reason) == said.replace("evs rerun", f"{prog()} rerun")
