@@ -9,6 +9,8 @@ import typer
 from eventstore.cli import DEFAULT_DB, CliError, DbOption, open_existing, run
 from eventstore.cli._common import name_program
 
+from ._web import AllowedHostOption, allowed_policy
+
 __all__ = ["mcp_server"]
 
 
@@ -19,14 +21,17 @@ def mcp_server(
         help="Serve streamable HTTP on this port (path /mcp) instead of stdio.")] = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on with --port.")]
     = "127.0.0.1",
+    allowed_host: AllowedHostOption = None,
 ) -> None:
     """Serve sessions, show, state, pending and verify as MCP tools (read-only: the database
     is opened read-only and never written). Stdio by default, for assistants that start the
-    server themselves; --port serves streamable HTTP."""
+    server themselves; --port serves streamable HTTP, answering only requests for this
+    machine's loopback names, --host and --allowed-host (421 otherwise)."""
     try:
         from runtime.mcp._evs_server import serve_http, serve_stdio
     except ImportError as exc:
         raise CliError(f"evs mcp-server: {exc}") from exc
+    policy = allowed_policy(host, allowed_host)
 
     # The commands in its answers are for the assistant's user, who runs ``evs``, not for
     # whatever launched this server.
@@ -37,6 +42,6 @@ def mcp_server(
             if port is None:
                 await serve_stdio(store, db=db)
             else:
-                await serve_http(store, db=db, host=host, port=port)
+                await serve_http(store, db=db, host=host, port=port, policy=policy)
 
     run(main())

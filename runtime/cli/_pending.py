@@ -12,6 +12,7 @@ The database is opened read-only.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Annotated, Any
 
@@ -145,17 +146,19 @@ def pending(
 async def pending_payload(
     store: EventStore, session_id: str, *, db: str, idempotent: list[str] | None = None,
     app_name: str | None = None, user_id: str | None = None,
+    words: Callable[[str], str] = command_words,
 ) -> dict[str, Any]:
     """What ``evs pending --json`` prints for ``session_id`` (of ``app_name``'s ``user_id``
     when given): ``runtime.replay.session_pending`` — the session's items and those of its
     paused children — each with the command that answers it (naming ``--app``/``--user`` when
-    other sessions hold the id too), and the next run."""
+    other sessions hold the id too), and the next run. ``words`` rewrites each item's reason
+    (by default the runtime's functions become ``evs`` commands; ``evs web`` words its own)."""
     info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     knowledge = _tool_knowledge(info.app_name, idempotent)
     report = await session_pending(store, session_id, idempotent_tools=knowledge,
                                    app_name=info.app_name, user_id=info.user_id)
     items = _pending_items(report, db=db, session_id=session_id,
-                           address=await shared_address(store, info))
+                           address=await shared_address(store, info), words=words)
     next_run = {
         "executes": list(report.next_run.executes),
         "step": report.next_run.step,
@@ -167,8 +170,8 @@ async def pending_payload(
             "untrusted": untrusted}
 
 
-def _pending_items(report: PendingReport, *, db: str, session_id: str,
-                   address: str) -> list[dict[str, Any]]:
+def _pending_items(report: PendingReport, *, db: str, session_id: str, address: str,
+                   words: Callable[[str], str] = command_words) -> list[dict[str, Any]]:
     """The runtime's pending report (``runtime.replay.pending``) as JSON-ready mappings, each
     with the ``evs`` command that unblocks it (``address``: ``address_flags``)."""
     flag = ("" if db == DEFAULT_DB else f" --db {shlex.quote(db)}") + address
@@ -197,7 +200,7 @@ def _pending_items(report: PendingReport, *, db: str, session_id: str,
             "args": entry.call.args,
             "confirmation_id": entry.confirmation_id,
             "hint": entry.hint,
-            "reason": command_words(entry.reason),
+            "reason": words(entry.reason),
             "command": command,
             "claim": entry.claim,
         })

@@ -7,10 +7,11 @@ submit_response()"); a person at a terminal answers with ``evs`` commands instea
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from eventstore.cli import prog
 
-__all__ = ["command_words"]
+__all__ = ["command_words", "function_words"]
 
 _FUNCTIONS = {
     "answer_confirmation": "confirm",
@@ -20,8 +21,14 @@ _FUNCTIONS = {
 _CALL = re.compile(r"\b(" + "|".join(_FUNCTIONS) + r")\([^()]*\)")
 
 
+def function_words(text: str, words: Callable[[str], str]) -> str:
+    """Return ``text`` with each runtime function call it names (``submit_response(…)``)
+    replaced by ``words(name)``."""
+    return _CALL.sub(lambda m: words(m.group(1)), text)
+
+
 def command_words(text: str) -> str:
     """Return ``text`` with each runtime function it names (``submit_response()``) replaced by
     the ``evs`` command that does the same (``evs respond``), under the program's name as
     invoked."""
-    return _CALL.sub(lambda m: f"{prog()} {_FUNCTIONS[m.group(1)]}", text)
+    return function_words(text, lambda name: f"{prog()} {_FUNCTIONS[name]}")

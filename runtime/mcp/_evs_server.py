@@ -9,7 +9,7 @@ per app and user: the tools that take one also take ``app`` and ``user``, and an
 (app, user) hold without them is such a result, listing who holds it.
 
 Transports: stdio (the default, for assistants that start the server themselves) and streamable
-HTTP on ``host:port`` (path ``/mcp``).
+HTTP on ``host:port`` (path ``/mcp``), behind the Host/Origin check of ``runtime._host_check``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from mcp.server.lowlevel import Server
 
 from eventstore import AmbiguousSessionError, EventStore, EventStoreError
 
-__all__ = ["EVS_TOOLS", "build_evs_server", "serve_http", "serve_stdio"]
+from .._host_check import HostCheck, HostPolicy
+
+__all__ = ["EVS_TOOLS", "build_evs_server", "http_app", "serve_http", "serve_stdio"]
 
 _Handler = Callable[[EventStore, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 _READ_ONLY = types.ToolAnnotations(
@@ -308,10 +310,28 @@ async def serve_stdio(store: EventStore, *, db: str) -> None:
         await stdin.aclose()
 
 
-async def serve_http(store: EventStore, *, db: str, host: str, port: int) -> None:
-    """Serve ``evs mcp-server`` over streamable HTTP at ``http://host:port/mcp`` until stopped."""
+def http_app(store: EventStore, *, db: str, host: str,
+             policy: HostPolicy | None = None) -> HostCheck:
+    """The ASGI app of ``evs mcp-server`` over streamable HTTP (path ``/mcp``) for a server
+    bound to ``host``, behind the Host/Origin check ``evs web`` uses too (``policy``; by
+    default the loopback names and ``host``): 421 for any other ``Host``, so a page that
+    rebinds its name to this machine reaches no tool, whatever address is bound."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    # The SDK's own check covers loopback binds only and knows no --allowed-host: the one
+    # check, HostCheck, replaces it.
+    app = build_evs_server(store, db=db).streamable_http_app(
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return HostCheck(app, policy=policy or HostPolicy.for_server(host))
+
+
+async def serve_http(store: EventStore, *, db: str, host: str, port: int,
+                     policy: HostPolicy | None = None) -> None:
+    """Serve ``evs mcp-server`` over streamable HTTP at ``http://host:port/mcp`` until stopped
+    (``http_app``)."""
     import uvicorn
 
-    app = build_evs_server(store, db=db).streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    config = uvicorn.Config(http_app(store, db=db, host=host, policy=policy), host=host,
+                            port=port, log_level="warning")
     await uvicorn.Server(config).serve()

@@ -2,32 +2,34 @@
 
 Reads go through a read-only store opened at start; every write (approve, reject, a result,
 a fork) goes through the same functions as ``evs confirm``/``respond``/``fork`` and only when
-the app was started with writes allowed. Then every POST must carry the per-start token (form
-field ``token`` or header ``X-EVS-Token``) and come from the app's own origin, so no cross-site
-request can answer a confirmation. GET never writes. Every value shown is escaped (Jinja2
-autoescape); a row that cannot be decoded is shown with its problem, never a 500.
+the app was started with writes allowed. Every request first passes the Host/Origin check
+(``runtime._host_check``: 421 for a name the server was not started for, so a page that
+rebinds its name to this machine reads nothing). A POST then needs the session cookie that
+the printed URL's token sets and the form's CSRF value derived from it (``_access``; or the
+token in ``X-EVS-Token``), and must come from the page's own origin; no page embeds the
+token. Bound to a non-loopback address, reads need the cookie (or the token) too. GET never
+writes. Every value shown is escaped (Jinja2 autoescape); a row that cannot be decoded is
+shown with its problem, never a 500.
 """
 
 from __future__ import annotations
 
-import hmac
-import io
-import os
-import secrets
+import asyncio
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
-from urllib.parse import urlencode
+from typing import Any
 
 import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -40,7 +42,6 @@ from eventstore import (
     ArtifactNotFoundError,
     EventStore,
     EventStoreError,
-    Session,
     SessionInfo,
     SessionNotFoundError,
     StoreUsageError,
@@ -48,12 +49,26 @@ from eventstore import (
     parent_link,
 )
 from eventstore._codec import EventKind
+from eventstore._export import write_export
 from eventstore.cli import CliError, open_existing
-from eventstore.cli._common import sqlite_path
-from eventstore.cli._maintain import _write_export
 from eventstore.cli._render import short_json
 from eventstore.cli._verify import check_log
 
+from .._host_check import HostCheck, HostPolicy
+from ..cli._words import command_words
+from ._access import TOKEN_HEADER, Access
+from ._config import WebConfig, writable
+from ._params import (
+    Refused,
+    address,
+    address_query,
+    clean,
+    page_size,
+    page_url,
+    quote_id,
+    to_number,
+    where_kw,
+)
 from ._view import (
     FOLD_BUDGET,
     LOOKAROUND,
@@ -61,7 +76,9 @@ from ._view import (
     Filters,
     Row,
     decode_rows,
+    expandable,
     own_changes,
+    page_words,
     pair,
     pretty_json,
 )
@@ -69,9 +86,12 @@ from ._view import (
 __all__ = ["WebConfig", "create_app"]
 
 _HERE = Path(__file__).parent
-PAGE_SIZES = (25, 50, 100, 200)
 AUTO_VERIFY_LIMIT = 5_000
 """Sessions up to this many events are verified on every view; longer ones on request."""
+EXPORT_CHUNK = 1 << 20
+"""Bytes of the export sent per chunk of the download."""
+_FORM_KINDS = ("long_running", "in_doubt", "idempotency_unknown")
+"""Pending kinds the page answers with a result form (a confirmation gets buttons)."""
 _IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self'; style-src 'self'; "
@@ -81,54 +101,29 @@ _SECURITY_HEADERS = {
 }
 
 
-@dataclass(kw_only=True)
-class WebConfig:
-    """How the app was started."""
-
-    db: str
-    """Database URL (as ``--db`` takes it)."""
-    allow_writes: bool = False
-    """Whether write actions are offered at all (``--allow-writes``)."""
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    """The per-start token every POST must carry."""
-    poll_interval: float = 0.5
-    """Seconds between polls of a live session."""
-
-
-def _writable(db: str) -> tuple[bool, str]:
-    """Whether the database can be written, and why not."""
-    path = sqlite_path(db)
-    if path is not None and not os.access(path, os.W_OK):
-        return False, f"the database file {path} is read-only"
-    if path is not None and not os.access(path.parent, os.W_OK):
-        return False, f"the folder of {path} is read-only (SQLite needs it for its journal)"
-    return True, ""
-
-
-class _Refused(Exception):
-    """A request the app refuses, with its HTTP status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def create_app(config: WebConfig) -> Starlette:
     """Build the app for ``config``; the store is opened at startup and closed at shutdown."""
     env = Environment(loader=FileSystemLoader(_HERE / "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["json"] = pretty_json
     env.filters["short"] = lambda v, n=120: short_json(v, limit=n)
+    env.filters["expandable"] = lambda v, n=120: expandable(v, limit=n)
+    env.filters["page_words"] = page_words
+    env.filters["command_words"] = command_words
     env.filters["stamp"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
-    env.filters["clean"] = _clean
-    env.filters["q"] = _q
-    env.filters["at"] = _at
+    env.filters["clean"] = clean
+    env.filters["q"] = quote_id
+    env.filters["at"] = address_query
     holder: dict[str, EventStore] = {}
-    writable, why_not = _writable(config.db)
-    writes = config.allow_writes and writable
+    access = Access(token=config.token)
+    policy = HostPolicy.for_server(config.host, allowed=config.allowed_hosts)
+    can_write, why_not = writable(config.db)
+    writes = config.allow_writes and can_write
     writes_note = ("" if writes else
                    f"Writes are disabled: {why_not}." if config.allow_writes else
                    "Read-only: start evs web with --allow-writes to answer or fork.")
+    sign_in_note = ("Not signed in: to answer or fork, open the URL evs web printed in its "
+                    "terminal (it carries the token once).")
 
     def store() -> EventStore:
         return holder["store"]
@@ -147,16 +142,35 @@ def create_app(config: WebConfig) -> Starlette:
 
     def choices(request: Request, exc: AmbiguousSessionError) -> HTMLResponse:
         """The page of a bare id several (app, user) hold: a link to each one's page."""
-        links = [(app_name, user_id, _url(request.url.path, {
+        links = [(app_name, user_id, page_url(request.url.path, {
             **dict(request.query_params), "app": app_name, "user": user_id}))
             for app_name, user_id in exc.choices]
         return page(request, "choose.html", status=300, sid=exc.session_id, links=links)
 
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        # Forms only for a browser holding the session cookie: they carry its CSRF value,
+        # never the token.
+        cookie = access.session(request)
+        forms = writes and cookie is not None
         html = env.get_template(template).render(
-            request=request, writes=writes, writes_note=writes_note, token=config.token,
-            db=config.db, **values)
-        return HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
+            request=request, writes=forms, writes_note=sign_in_note if writes and not forms
+            else writes_note, csrf=access.csrf(cookie), db=config.db, **values)
+        return HTMLResponse(html, status_code=status,
+                            headers={**_SECURITY_HEADERS, "Cache-Control": "no-store"})
+
+    def gate(request: Request) -> Response | None:
+        """The answer to a request before its page: the sign-in redirect of ``?token=``, or
+        the refusal of a remote server's read without the cookie (plain text: it names
+        nothing of the store)."""
+        signing_in = access.sign_in(request)
+        if signing_in is not None:
+            return signing_in
+        if config.remote and not access.signed_in(request):
+            return PlainTextResponse(
+                "Refused: this evs web serves other machines, so every page needs the token: "
+                "open the URL it printed in its terminal (it carries the token once).\n",
+                status_code=403, headers=_SECURITY_HEADERS)
+        return None
 
     def failure(request: Request, status: int, message: str) -> HTMLResponse:
         return page(request, "error.html", status=status, message=message)
@@ -164,9 +178,12 @@ def create_app(config: WebConfig) -> Starlette:
     def guarded(handler: Callable[[Request], Awaitable[Response]]
                 ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
+            stopped = gate(request)
+            if stopped is not None:
+                return stopped
             try:
                 return await handler(request)
-            except _Refused as exc:
+            except Refused as exc:
                 return failure(request, exc.status, str(exc))
             except AmbiguousSessionError as exc:
                 return choices(request, exc)
@@ -177,53 +194,60 @@ def create_app(config: WebConfig) -> Starlette:
         return run
 
     async def check_post(request: Request) -> dict[str, str]:
-        """Refuse a POST without writes, from another origin, or without the token."""
+        """Refuse a POST without writes, from another origin, or without the session cookie
+        and its CSRF value (or the token in ``X-EVS-Token``). The Host (and any Origin) was
+        already found to be one the server was started for (``HostCheck``)."""
         if not writes:
-            raise _Refused(403, writes_note)
+            raise Refused(403, writes_note)
         origin = request.headers.get("origin")
         host = request.headers.get("host", "")
-        if origin is not None and origin.split("://", 1)[-1] != host:
-            raise _Refused(403, f"Refused a request from another origin ({origin}).")
+        if origin is not None and origin.partition("://")[2].lower() != host.lower():
+            raise Refused(403, f"Refused a request from another origin ({origin}).")
         if request.headers.get("sec-fetch-site") not in (None, "same-origin", "none"):
-            raise _Refused(403, "Refused a cross-site request.")
+            raise Refused(403, "Refused a cross-site request.")
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        given = request.headers.get("x-evs-token") or form.get("token", "")
-        if not hmac.compare_digest(given.encode(), config.token.encode()):
-            raise _Refused(403, "Refused: the token is missing or wrong (it is printed in the "
-                                "terminal where evs web was started).")
+        if access.token_ok(request.headers.get(TOKEN_HEADER)):
+            return form
+        if access.session(request) is None:
+            raise Refused(403, "Refused: this browser is not signed in to evs web (no valid "
+                                "session cookie): open the URL it printed in its terminal "
+                                "(it carries the token once), then answer from the page.")
+        if not access.csrf_ok(request, form.get("csrf")):
+            raise Refused(403, "Refused: the form's CSRF value is missing or wrong (reload "
+                                "the page and try again).")
         return form
 
     async def sessions(request: Request) -> Response:
         q = request.query_params
         app_name, user, text = q.get("app", ""), q.get("user", ""), q.get("q", "")
-        since = _number(q.get("since"), "since")
+        since = to_number(q.get("since"), "since")
         after = q.get("after") or None
-        limit = _page_size(q.get("limit"))
+        limit = page_size(q.get("limit"))
         try:
             listing = await store().list_sessions_newest(
                 app_name=app_name or None, user_id=user or None, id_contains=text or None,
                 updated_since=since, after=after, limit=limit)
         except StoreUsageError as exc:
-            raise _Refused(400, f"This is not a page of the sessions list: {exc}") from exc
+            raise Refused(400, f"This is not a page of the sessions list: {exc}") from exc
         base = {"app": app_name, "user": user, "q": text, "since": q.get("since", ""),
                 "limit": str(limit)}
         return page(request, "sessions.html", sessions=listing.sessions, filters=base,
                     first_page=after is None,
-                    next_url=_url("/", base, after=listing.next_cursor)
+                    next_url=page_url("/", base, after=listing.next_cursor)
                     if listing.next_cursor is not None else None,
-                    newest_url=_url("/", base) if after is not None else None)
+                    newest_url=page_url("/", base) if after is not None else None)
 
     async def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         q = request.query_params
         info, key = await lookup(request, sid)
-        where = _where(info)
+        where = address(info)
         filters = Filters(kind=q.get("kind", ""), author=q.get("author", ""),
                           tool=q.get("tool", ""), errors=q.get("errors") == "1",
                           text=q.get("q", ""))
-        limit = _page_size(q.get("limit"))
+        limit = page_size(q.get("limit"))
         raw_after = q.get("after")
-        after = int(_number(raw_after, "after") or 0) if raw_after else None
+        after = int(to_number(raw_after, "after") or 0) if raw_after else None
         if after is None and not filters.active and q.get("from") != "start":
             after = max(0, info.version - limit)  # the newest page by default
         after = after or 0
@@ -286,15 +310,15 @@ def create_app(config: WebConfig) -> Starlette:
             info=info, rows=picked, filters=filters, limit=limit,
             horizon=horizon, at_head=horizon >= info.version, scanned_to=scanned_to,
             session_findings=by_seq.get(None, []), findings=findings, verified=verified,
-            next_url=_url(f"/s/{_q(sid)}", base, after=scanned_to) if more else None,
-            prev_url=_url(f"/s/{_q(sid)}", base, after=prev_after)
+            next_url=page_url(f"/s/{quote_id(sid)}", base, after=scanned_to) if more else None,
+            prev_url=page_url(f"/s/{quote_id(sid)}", base, after=prev_after)
             if prev_after is not None else None,
-            first_url=_url(f"/s/{_q(sid)}", base, **{"from": "start"}),
-            verify_url=_url(f"/s/{_q(sid)}", {**base, "verify": "1"},
+            first_url=page_url(f"/s/{quote_id(sid)}", base, **{"from": "start"}),
+            verify_url=page_url(f"/s/{quote_id(sid)}", {**base, "verify": "1"},
                             after=after if raw_after else None),
             forks=forks, kinds=sorted(EventKind.ALL),
             live=not filters.active and scanned_to >= info.version,
-            quoted=_q(sid), addr=_at(info))
+            quoted=quote_id(sid), addr=address_query(info))
 
     async def _children(sid: str, rows: list[Row], info: SessionInfo) -> dict[str, str]:
         """Call id -> the child session of that call (an agent run as a tool), for the calls
@@ -326,12 +350,12 @@ def create_app(config: WebConfig) -> Starlette:
 
     async def event_detail(request: Request) -> Response:
         sid = request.path_params["sid"]
-        seq = int(_number(request.path_params["seq"], "seq") or 0)
+        seq = int(to_number(request.path_params["seq"], "seq") or 0)
         info, key = await lookup(request, sid)
         rows = await store().backend.read(key, after=seq - 1, upto=seq, backwards=False,
                                           limit=1)
         if not rows:
-            raise _Refused(404, f"Session {sid!r} has no event at seq {seq}.")
+            raise Refused(404, f"Session {sid!r} has no event at seq {seq}.")
         [row] = decode_rows(rows, store().decode)
         around = await store().backend.read(key, after=max(0, seq - 1 - LOOKAROUND),
                                             upto=seq + LOOKAROUND, backwards=False, limit=None)
@@ -356,16 +380,20 @@ def create_app(config: WebConfig) -> Starlette:
         diff = own_changes(row.event, before_state, after_state) if row.event is not None else []
         return page(request, "event.html", info=info, row=row, stored=stored,
                     state=after_state, diff=diff, state_error=state_error, unfolded=unfolded,
-                    fold_budget=FOLD_BUDGET, quoted=_q(sid), addr=_at(info))
+                    fold_budget=FOLD_BUDGET, quoted=quote_id(sid), addr=address_query(info))
 
     async def pending_view(request: Request) -> Response:
         from runtime.cli._pending import pending_payload
 
         sid = request.path_params["sid"]
         info, _ = await lookup(request, sid)
-        payload = await pending_payload(store(), sid, db=config.db, **where_kw(info))
-        return page(request, "pending.html", info=info, payload=payload, quoted=_q(sid),
-                    addr=_at(info), message=request.query_params.get("done", ""))
+        # The runtime's own words: the page says "the buttons below" where a form answers
+        # the item, and the evs command where none does (page_words / command_words).
+        payload = await pending_payload(store(), sid, db=config.db, words=str,
+                                        **where_kw(info))
+        return page(request, "pending.html", info=info, payload=payload, quoted=quote_id(sid),
+                    addr=address_query(info), message=request.query_params.get("done", ""),
+                    form_kinds=_FORM_KINDS)
 
     async def answer(request: Request) -> Response:
         from runtime.cli._answer import _answer
@@ -390,9 +418,9 @@ def create_app(config: WebConfig) -> Starlette:
             try:
                 value = orjson.loads(form.get("result", ""))
             except orjson.JSONDecodeError as exc:
-                raise _Refused(400, f"The result is not valid JSON: {exc}.") from exc
+                raise Refused(400, f"The result is not valid JSON: {exc}.") from exc
             if not isinstance(value, dict):
-                raise _Refused(400, 'The result must be a JSON object; wrap a plain value as '
+                raise Refused(400, 'The result must be a JSON object; wrap a plain value as '
                                     '{"result": ...}.')
             event = await _answer(config.db, sid, call_id, command="respond",
                                   app_name=app_name, user_id=user_id,
@@ -401,21 +429,21 @@ def create_app(config: WebConfig) -> Starlette:
                                       app_name=app, user_id=user))
             done = f"Result of call {call_id} recorded (seq {event.seq})."
         else:
-            raise _Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
+            raise Refused(400, f"Unknown action {action!r}: approve, reject or respond.")
         where = {"app": app_name or "", "user": user_id or ""}
-        return RedirectResponse(_url(f"/pending/{_q(sid)}", {**where, "done": done}),
+        return RedirectResponse(page_url(f"/pending/{quote_id(sid)}", {**where, "done": done}),
                                 status_code=303)
 
     async def fork(request: Request) -> Response:
         sid = request.path_params["sid"]
         form = await check_post(request)
-        at = int(_number(form.get("at"), "at") or 0)
+        at = int(to_number(form.get("at"), "at") or 0)
         new_id = form.get("new_id") or None
         async with await open_existing(config.db, read_only=False) as writer:
             made = await writer.fork(sid, at=at, new_session_id=new_id,
                                      app_name=request.query_params.get("app") or None,
                                      user_id=request.query_params.get("user") or None)
-        return RedirectResponse(_url(f"/s/{_q(made.id)}", _where(made)), status_code=303)
+        return RedirectResponse(page_url(f"/s/{quote_id(made.id)}", address(made)), status_code=303)
 
     async def artifacts(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -428,24 +456,24 @@ def create_app(config: WebConfig) -> Starlette:
         chosen = None
         name = request.query_params.get("name")
         if name is not None:
-            number = _number(request.query_params.get("version"), "version")
+            number = to_number(request.query_params.get("version"), "version")
             try:
                 chosen = await store().load_artifact(
                     sid, name, version=None if number is None else int(number),
                     **where_kw(info))
             except ArtifactNotFoundError as exc:
-                raise _Refused(404, str(exc)) from exc
+                raise Refused(404, str(exc)) from exc
         text = None
         if chosen is not None and not chosen.mime_type.startswith("image/"):
             text = chosen.data.decode("utf-8", "replace")
         return page(request, "artifacts.html", info=info, versions=versions, chosen=chosen,
                     text=text, image=chosen is not None and chosen.mime_type in _IMAGE_TYPES,
-                    quoted=_q(sid), q=_q, addr=_at(info))
+                    quoted=quote_id(sid), q=quote_id, addr=address_query(info))
 
     async def artifact_raw(request: Request) -> Response:
         sid = request.path_params["sid"]
         info, _ = await lookup(request, sid)
-        number = _number(request.query_params.get("version"), "version")
+        number = to_number(request.query_params.get("version"), "version")
         found = await store().load_artifact(sid, request.query_params.get("name", ""),
                                             version=None if number is None else int(number),
                                             **where_kw(info))
@@ -455,18 +483,37 @@ def create_app(config: WebConfig) -> Starlette:
                                  if kind in _IMAGE_TYPES else "attachment"})
 
     async def export(request: Request) -> Response:
+        """The file ``evs export`` writes (``write_export``), built in a temporary file and
+        streamed from it in chunks: memory stays flat however long the session."""
         sid = request.path_params["sid"]
-        info, _ = await lookup(request, sid)
-        sink = io.BytesIO()
-        await _write_export(store(), sid, sink, app_name=info.app_name, user_id=info.user_id)
+        _, key = await lookup(request, sid)
+        record = await store().backend.get_session(key)
+        if record is None:
+            raise SessionNotFoundError(sid)
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the stream's end
+        try:
+            await write_export(store().backend, record, spool)
+            size = spool.tell()
+            spool.seek(0)
+        except BaseException:
+            spool.close()
+            raise
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                while chunk := await asyncio.to_thread(spool.read, EXPORT_CHUNK):
+                    yield chunk
+            finally:
+                spool.close()
+
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in sid)[:80] or "session"
-        return Response(sink.getvalue(), media_type="application/x-ndjson",
-                        headers={"Content-Disposition": f'attachment; filename="{name}.jsonl"',
-                                 **_SECURITY_HEADERS})
+        return StreamingResponse(chunks(), media_type="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="{name}.jsonl"',
+            "Content-Length": str(size), **_SECURITY_HEADERS})
 
     async def live(request: Request) -> Response:
         sid = request.path_params["sid"]
-        after = int(_number(request.query_params.get("after"), "after") or 0)
+        after = int(to_number(request.query_params.get("after"), "after") or 0)
         info, key = await lookup(request, sid)
         template = env.get_template("_row.html")
 
@@ -483,8 +530,8 @@ def create_app(config: WebConfig) -> Starlette:
                     backwards=False, limit=None)
                 pair(decoded, decode_rows(context, store().decode))
                 for row in decoded:
-                    html = template.render(row=row, quoted=_q(sid), at_head=True,
-                                           horizon=row.seq, addr=_at(info))
+                    html = template.render(row=row, quoted=quote_id(sid), at_head=True,
+                                           horizon=row.seq, addr=address_query(info))
                     data = "".join(f"data: {line}\n" for line in html.splitlines())
                     yield f"id: {row.seq}\nevent: row\n{data}\n".encode()
                 if await request.is_disconnected():
@@ -494,7 +541,7 @@ def create_app(config: WebConfig) -> Starlette:
                                  headers={"Cache-Control": "no-store", **_SECURITY_HEADERS})
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return failure(request, 404, "No such page.")
+        return gate(request) or failure(request, 404, "No such page.")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -517,66 +564,5 @@ def create_app(config: WebConfig) -> Starlette:
         Route("/s/{sid:path}", guarded(session)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
-
-
-class _Address(TypedDict):
-    """The store methods' keywords that address one session (with its id)."""
-
-    app_name: str
-    user_id: str
-
-
-def where_kw(info: SessionInfo) -> _Address:
-    """The store methods' keywords that address the session ``info`` describes."""
-    return {"app_name": info.app_name, "user_id": info.user_id}
-
-
-def _where(info: SessionInfo | Session) -> dict[str, str]:
-    """The query parameters that address the session ``info`` describes (every link to a
-    session page carries them: an id may be held by several apps or users)."""
-    return {"app": info.app_name, "user": info.user_id}
-
-
-def _at(info: SessionInfo) -> str:
-    """``_where`` as a query string (``app=…&user=…``), for the templates' links."""
-    return urlencode(_where(info))
-
-
-def _q(value: str) -> str:
-    from urllib.parse import quote
-
-    return quote(value, safe="")
-
-
-def _clean(value: Any) -> str:
-    """Text with control characters shown as escapes (ids may hold any character)."""
-    text = str(value)
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
-
-
-def _number(raw: str | None, name: str) -> float | None:
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise _Refused(400, f"{name} must be a number, not {raw!r}.") from exc
-    if value != value or value < 0 or value > 1e15:
-        raise _Refused(400, f"{name} must be a number from 0 up, not {raw!r}.")
-    return value
-
-
-def _page_size(raw: str | None) -> int:
-    size = int(_number(raw, "limit") or 50)
-    if size not in PAGE_SIZES:
-        raise _Refused(400, f"limit must be one of {', '.join(map(str, PAGE_SIZES))}, "
-                            f"not {raw!r}.")
-    return size
-
-
-def _url(path: str, params: dict[str, str], **extra: Any) -> str:
-    merged = {**{k: v for k, v in params.items() if v}, **{k: str(v) for k, v in extra.items()
-                                                            if v is not None}}
-    return f"{path}?{urlencode(merged)}" if merged else path
-
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found},
+                     middleware=[Middleware(HostCheck, policy=policy)])

@@ -15,8 +15,10 @@ import orjson
 
 from eventstore import CorruptEventError, Event
 from eventstore.backends.protocol import StoredEvent
-from eventstore.cli import analyze, event_entry
+from eventstore.cli import analyze, event_entry, prog
 from eventstore.cli._timeline import Timeline, is_error_response
+
+from ..cli._words import function_words
 
 __all__ = [
     "LOOKAROUND",
@@ -25,7 +27,9 @@ __all__ = [
     "Filters",
     "Row",
     "decode_rows",
+    "expandable",
     "own_changes",
+    "page_words",
     "pretty_json",
 ]
 
@@ -43,6 +47,27 @@ state around it; farther from a snapshot it shows the event's own changes and of
 def pretty_json(value: Any) -> str:
     """Indented JSON of ``value`` (non-string keys allowed), for display."""
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+
+
+def expandable(value: Any, *, limit: int = 120) -> str:
+    """The whole of ``value`` as indented JSON when its one-line form (``short_json``) is cut
+    at ``limit`` characters, else empty: the page then offers it behind a ``<details>``, so an
+    error's cause is never lost to the cut."""
+    whole = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return pretty_json(value) if len(whole) > limit else ""
+
+
+_PAGE_WORDS = {
+    "answer_confirmation": "the approve / reject buttons below",
+    "submit_response": "the result form below",
+}
+
+
+def page_words(text: str) -> str:
+    """Return a pending item's reason (the runtime's words) as the pending page says it where
+    a form below answers the item: the buttons or the result form for the functions the page
+    does, the ``evs`` command for the one it does not (``rerun_call``: ``evs rerun``)."""
+    return function_words(text, lambda name: _PAGE_WORDS.get(name, f"{prog()} rerun"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,7 +161,20 @@ def pair(rows: list[Row], context: Sequence[Row]) -> Timeline:
     for row in rows:
         if row.event is not None:
             row.entry = event_entry(row.event, timeline)
+            for call in row.entry["calls"]:
+                confirmation = call.get("confirmation")
+                if confirmation is not None:
+                    confirmation["call_seq"] = _call_seq(timeline,
+                                                         confirmation["original_call"])
     return timeline
+
+
+def _call_seq(timeline: Timeline, original: Any) -> int | None:
+    """The seq of the call a confirmation request is about, when the window holds it (the
+    row links to it)."""
+    call_id = original.get("id") if isinstance(original, Mapping) else None
+    record = timeline.calls.get(call_id) if isinstance(call_id, str) else None
+    return record.seq if record is not None and not record.is_confirmation else None
 
 
 def own_changes(event: Event, before: Mapping[str, Any] | None,

@@ -14,8 +14,46 @@ from pathlib import Path
 
 import orjson
 
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    Content,
+    Event,
+    EventActions,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    ToolConfirmation,
+)
+
 WAIT = 20.0
 """Seconds any wait for the server or a page may take."""
+AGENT = "weather_agent"
+"""The agent of ``paused_log``."""
+
+
+def paused_log(user: str) -> list[Event]:
+    """A log paused on confirmation ``confirm-1`` (at #5) of call c1 (at #2) of
+    ``paid_lookup`` (docs/protocol.md §5, §6), as the runtime writes it."""
+    call = FunctionCall(id="c1", name="paid_lookup", args={"city": f"city of {user}"})
+    return [
+        Event(author="user", content=Content(role="user", parts=(Part(text=f"hi {user}"),))),
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(Part(function_call=call),))),
+        Event(author=AGENT, started_call_ids=("c1",)),
+        Event(author=AGENT, content=Content(role="user", parts=(Part(
+            function_response=FunctionResponse(id="c1", name="paid_lookup", response={
+                "error": {"kind": "confirmation_required", "tool": "paid_lookup",
+                          "message": "needs confirmation"}})),)),
+              actions=EventActions(requested_tool_confirmations={
+                  "c1": ToolConfirmation(hint=f"Costs {user} $0.10.")})),
+        Event(author=AGENT, long_running_tool_ids=("confirm-1",),
+              content=Content(role="model", parts=(Part(function_call=FunctionCall(
+                  id="confirm-1", name=REQUEST_CONFIRMATION_FUNCTION, args={
+                      "originalFunctionCall": {"id": "c1", "name": "paid_lookup",
+                                               "args": call.args},
+                      "toolConfirmation": {"hint": f"Costs {user} $0.10.",
+                                           "confirmed": False, "payload": None}})),))),
+    ]
 
 
 def evs(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -38,9 +76,14 @@ class Server:
     url: str
     """Its base URL."""
     token: str
-    """The write token it printed."""
+    """The token of the URL it printed."""
     process: subprocess.Popen[str]
     """The process."""
+
+    @property
+    def sign_in_url(self) -> str:
+        """The URL it printed (with the token), which signs a browser in."""
+        return f"{self.url}/?token={self.token}"
 
 
 def _free_port() -> int:
@@ -64,8 +107,8 @@ def web_server(db: Path, *, prefix: Sequence[str] = ()) -> Iterator[Server]:
         deadline = time.monotonic() + WAIT
         while not token and time.monotonic() < deadline:
             line = process.stderr.readline()
-            if line.startswith("write token: "):
-                token = line.split(": ", 1)[1].strip()
+            if line.startswith("evs web: http") and "?token=" in line:
+                token = line.split("?token=", 1)[1].split()[0]
             elif not line and process.poll() is not None:
                 break
         assert token, f"evs web printed no token: {process.stderr.read()}"

@@ -15,46 +15,12 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
-from test_http import client  # noqa: E402
+from _web_support import paused_log  # noqa: E402
+from test_http import client, sign_in  # noqa: E402
 
-from eventstore import (  # noqa: E402
-    REQUEST_CONFIRMATION_FUNCTION,
-    Content,
-    Event,
-    EventActions,
-    FunctionCall,
-    FunctionResponse,
-    Part,
-    ToolConfirmation,
-    open_store,
-)
+from eventstore import open_store  # noqa: E402
 
-AGENT = "weather_agent"
 USERS = ("ada", "bob")
-
-
-def _paused(user: str) -> list[Event]:
-    """A log paused on confirmation ``confirm-1`` of call c1 (docs/protocol.md §5, §6)."""
-    call = FunctionCall(id="c1", name="paid_lookup", args={"city": f"city of {user}"})
-    return [
-        Event(author="user", content=Content(role="user", parts=(Part(text=f"hi {user}"),))),
-        Event(author=AGENT, turn_complete=True,
-              content=Content(role="model", parts=(Part(function_call=call),))),
-        Event(author=AGENT, started_call_ids=("c1",)),
-        Event(author=AGENT, content=Content(role="user", parts=(Part(
-            function_response=FunctionResponse(id="c1", name="paid_lookup", response={
-                "error": {"kind": "confirmation_required", "tool": "paid_lookup",
-                          "message": "needs confirmation"}})),)),
-              actions=EventActions(requested_tool_confirmations={
-                  "c1": ToolConfirmation(hint=f"Costs {user} $0.10.")})),
-        Event(author=AGENT, long_running_tool_ids=("confirm-1",),
-              content=Content(role="model", parts=(Part(function_call=FunctionCall(
-                  id="confirm-1", name=REQUEST_CONFIRMATION_FUNCTION, args={
-                      "originalFunctionCall": {"id": "c1", "name": "paid_lookup",
-                                               "args": call.args},
-                      "toolConfirmation": {"hint": f"Costs {user} $0.10.",
-                                           "confirmed": False, "payload": None}})),))),
-    ]
 
 
 def _db(tmp_path: Path) -> Path:
@@ -64,7 +30,7 @@ def _db(tmp_path: Path) -> Path:
         async with await open_store(str(db), auto_upgrade=True) as store:
             for user in USERS:
                 await store.create_session(app_name="weather", user_id=user, session_id="s1",
-                                           events=_paused(user))
+                                           events=paused_log(user))
 
     asyncio.run(work())
     return db
@@ -122,8 +88,9 @@ def test_web_answer_lands_in_the_session_its_page_showed(tmp_path: Path) -> None
     db = _db(tmp_path)
     http, config = client(db, writes=True)
     with http:
+        csrf = sign_in(http, config, "/pending/s1?app=weather&user=bob")
         before = _versions(db)
-        bare = http.post("/answer/s1", data={"token": config.token, "call_id": "confirm-1",
+        bare = http.post("/answer/s1", data={"csrf": csrf, "call_id": "confirm-1",
                                              "action": "approve"}, follow_redirects=False)
         assert bare.status_code == 300
         assert _versions(db) == before
@@ -131,7 +98,7 @@ def test_web_answer_lands_in_the_session_its_page_showed(tmp_path: Path) -> None
         form = re.search(r'<form method="post" action="([^"]+)" class="answer">', page)
         assert form is not None
         done = http.post(unescape(form.group(1)), data={
-            "token": config.token, "call_id": "confirm-1", "action": "approve"},
+            "csrf": csrf, "call_id": "confirm-1", "action": "approve"},
             follow_redirects=False)
         assert done.status_code == 303, done.text
         assert "user=bob" in done.headers["location"]

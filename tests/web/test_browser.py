@@ -74,7 +74,9 @@ def test_browser_session_pairs_calls_filters_and_shows_the_diff(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     assert paused_demo[1]
-    browser.get(server.url + "/")
+    browser.get(server.sign_in_url)  # the printed URL: it lands on the sessions, signed in
+    WebDriverWait(browser, WAIT).until(lambda d: d.current_url == server.url + "/")
+    assert "writes allowed" in browser.find_element(By.TAG_NAME, "header").text
     _shot(browser, "sessions")
     browser.find_element(By.CSS_SELECTOR, "a.session-link").click()
     _wait_text(browser, "#seq-2 .call", "answered at #4")
@@ -95,7 +97,10 @@ def test_browser_approve_and_the_run_continues(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     db, sid = paused_demo
+    browser.get(server.sign_in_url)  # the URL evs web printed: it signs this browser in
+    WebDriverWait(browser, WAIT).until(lambda d: "token=" not in d.current_url)
     browser.get(f"{server.url}/pending/{sid}")
+    assert server.token not in browser.page_source
     _shot(browser, "pending")
     browser.find_element(By.CSS_SELECTOR, "button.approve").click()
     _wait_text(browser, "#done", "approved")
@@ -106,15 +111,19 @@ def test_browser_approve_and_the_run_continues(
     _wait_text(browser, "#nothing", "Nothing is pending")
 
 
-def test_browser_answer_without_the_token_is_refused(
+def test_browser_without_the_printed_url_cannot_answer(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     _, sid = paused_demo
     browser.get(f"{server.url}/pending/{sid}")
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.approve")
+    assert "open the URL evs web printed" in browser.page_source
+    browser.get(server.sign_in_url)
+    browser.get(f"{server.url}/pending/{sid}")
     browser.execute_script(
-        "document.querySelectorAll('input[name=token]').forEach(e => e.value = 'forged')")
+        "document.querySelectorAll('input[name=csrf]').forEach(e => e.value = 'forged')")
     browser.find_element(By.CSS_SELECTOR, "button.approve").click()
-    _wait_text(browser, "#error", "token is missing or wrong")
+    _wait_text(browser, "#error", "CSRF value is missing or wrong")
     browser.get(f"{server.url}/pending/{sid}")
     assert browser.find_elements(By.CSS_SELECTOR, "button.approve")
 
@@ -123,6 +132,7 @@ def test_browser_fork_from_a_seq(
     server: Server, browser: WebDriver, paused_demo: tuple[Path, str]
 ) -> None:
     _, sid = paused_demo
+    browser.get(server.sign_in_url)
     browser.get(f"{server.url}/e/4/{sid}")
     browser.find_element(By.NAME, "new_id").send_keys("forked-in-browser")
     browser.find_element(By.ID, "fork").click()

@@ -1,5 +1,6 @@
 """The web UI at the HTTP level (Starlette's TestClient over real SQLite files): pages, paging,
-filters, escaping, the write token and origin checks, read-only databases, damaged rows."""
+filters, escaping, the sign-in, CSRF and origin checks of writes, read-only databases, damaged
+rows. The Host check, the cookie flow and remote mode are in test_access.py."""
 
 from __future__ import annotations
 
@@ -38,9 +39,21 @@ from eventstore import (  # noqa: E402
 from runtime.web import WebConfig, create_app  # noqa: E402
 
 
-def client(db: Path, *, writes: bool = False) -> tuple[TestClient, WebConfig]:
-    config = WebConfig(db=str(db), allow_writes=writes, poll_interval=0.05)
+def client(db: Path, *, writes: bool = False, host: str = "127.0.0.1",
+           allowed: tuple[str, ...] = ()) -> tuple[TestClient, WebConfig]:
+    config = WebConfig(db=str(db), allow_writes=writes, poll_interval=0.05, host=host,
+                       allowed_hosts=allowed)
     return TestClient(create_app(config), base_url="http://127.0.0.1:8765"), config
+
+
+def sign_in(http: TestClient, config: WebConfig, path: str = "/") -> str:
+    """Open ``path`` with the printed URL's token, as the user does, and return the CSRF value
+    the signed-in pages' forms carry."""
+    opened = http.get(f"{path}{'&' if '?' in path else '?'}token={config.token}")
+    assert opened.status_code == 200, opened.text
+    assert "token=" not in str(opened.url)
+    found = re.search(r'name="csrf" value="([^"]+)"', http.get(path).text)
+    return found.group(1) if found else ""
 
 
 @pytest.fixture
@@ -258,30 +271,36 @@ def _confirmation_id(http: TestClient, sid: str) -> str:
     return found.group(1)
 
 
-def test_web_approve_needs_the_token_and_same_origin(paused_demo: tuple[Path, str]) -> None:
+def test_web_approve_needs_the_cookie_its_csrf_and_same_origin(
+    paused_demo: tuple[Path, str]
+) -> None:
     db, sid = paused_demo
     http, config = client(db, writes=True)
     with http:
+        csrf = sign_in(http, config, f"/pending/{sid}")
+        assert csrf
         confirmation = _confirmation_id(http, sid)
         form = {"call_id": confirmation, "action": "approve"}
         for refused in (
             http.post(f"/answer/{sid}", data=form),
-            http.post(f"/answer/{sid}", data={**form, "token": "wrong"}),
-            http.post(f"/answer/{sid}", data={**form, "token": config.token},
+            http.post(f"/answer/{sid}", data={**form, "csrf": "wrong"}),
+            http.post(f"/answer/{sid}", data={**form, "token": config.token}),
+            http.post(f"/answer/{sid}", data={**form, "csrf": csrf},
                       headers={"Origin": "http://evil.example"}),
-            http.post(f"/answer/{sid}", data={**form, "token": config.token},
+            http.post(f"/answer/{sid}", data={**form, "csrf": csrf},
+                      headers={"Origin": "http://localhost:8765"}),  # allowed, not this page's
+            http.post(f"/answer/{sid}", data={**form, "csrf": csrf},
                       headers={"Sec-Fetch-Site": "cross-site"}),
         ):
             assert refused.status_code == 403
         assert "confirmation" in http.get(f"/pending/{sid}").text
         assert '"kind": "confirmation"' in evs("pending", sid, "--db", str(db), "--json").stdout
-        done = http.post(f"/answer/{sid}", data=form,
-                         headers={"X-EVS-Token": config.token,
-                                  "Origin": "http://127.0.0.1:8765"})
+        done = http.post(f"/answer/{sid}", data={**form, "csrf": csrf},
+                         headers={"Origin": "http://127.0.0.1:8765"})
         assert done.status_code == 200  # after the redirect to the pending page
         assert "approved" in done.text
         # The same refusal as evs confirm for a second answer.
-        again = http.post(f"/answer/{sid}", data={**form, "token": config.token})
+        again = http.post(f"/answer/{sid}", data={**form, "csrf": csrf})
         assert again.status_code == 400
         assert "already" in again.text
     resumed = evs("demo", "--db", str(db), "--resume", sid)
@@ -289,13 +308,28 @@ def test_web_approve_needs_the_token_and_same_origin(paused_demo: tuple[Path, st
     assert f"Done: session {sid} is complete" in resumed.stdout
 
 
+def test_web_a_script_may_send_the_token_in_a_header(paused_demo: tuple[Path, str]) -> None:
+    db, sid = paused_demo
+    http, config = client(db, writes=True)
+    with http:
+        [waiting] = orjson.loads(evs("pending", sid, "--db", str(db), "--json").stdout)[
+            "pending"]
+        form = {"call_id": waiting["confirmation_id"], "action": "reject"}
+        wrong = http.post(f"/answer/{sid}", data=form, headers={"X-EVS-Token": "forged"})
+        assert wrong.status_code == 403
+        done = http.post(f"/answer/{sid}", data=form, headers={"X-EVS-Token": config.token})
+        assert done.status_code == 200
+        assert "rejected" in done.text
+
+
 def test_web_writes_are_off_without_allow_writes(paused_demo: tuple[Path, str]) -> None:
     db, sid = paused_demo
     http, config = client(db)
     with http:
+        sign_in(http, config)
         assert 'class="approve"' not in http.get(f"/pending/{sid}").text
-        refused = http.post(f"/answer/{sid}", data={"token": config.token,
-                                                       "call_id": "x", "action": "approve"})
+        refused = http.post(f"/answer/{sid}", data={"call_id": "x", "action": "approve"},
+                            headers={"X-EVS-Token": config.token})
         assert refused.status_code == 403
         assert "--allow-writes" in refused.text
 
@@ -332,7 +366,8 @@ def test_web_read_only_database_disables_writes(paused_demo: tuple[Path, str]) -
             assert "read-only" in page.text
             assert 'class="approve"' not in page.text
             refused = http.post(f"/answer/{sid}", data={
-                "token": server.token, "action": "approve", "call_id": confirmation})
+                "action": "approve", "call_id": confirmation},
+                headers={"X-EVS-Token": server.token})
             assert refused.status_code == 403
             assert "Writes are disabled" in refused.text
             assert http.get(f"/s/{sid}").status_code == 200
@@ -346,10 +381,10 @@ def test_web_fork_follows_the_fork_rule(paused_demo: tuple[Path, str]) -> None:
     db, sid = paused_demo
     http, config = client(db, writes=True)
     with http:
-        inside = http.post(f"/fork/{sid}", data={"token": config.token, "at": "2"})
+        csrf = sign_in(http, config, f"/e/4/{sid}")
+        inside = http.post(f"/fork/{sid}", data={"csrf": csrf, "at": "2"})
         assert inside.status_code == 400  # #2 calls get_weather, answered only at #4
-        made = http.post(f"/fork/{sid}", data={"token": config.token, "at": "4",
-                                                  "new_id": "fork-1"})
+        made = http.post(f"/fork/{sid}", data={"csrf": csrf, "at": "4", "new_id": "fork-1"})
         assert made.status_code == 200
         assert made.url.path == "/s/fork-1"
         assert "Forked from" in made.text
