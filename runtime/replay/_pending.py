@@ -412,6 +412,15 @@ class _Report:
             )
         if d.pause_reason is not None:
             return NextRun(executes=executes, step="pauses", reason=d.pause_reason)
+        head = self._head()
+        if executes and head.status == "paused_for_confirmation":
+            return NextRun(
+                executes=executes,
+                step="waits",
+                reason=f"The next run executes {', '.join(executes)}, then waits for "
+                f"{', '.join(head.waiting)} (confirmations of the same request, not answered "
+                "yet): the agent continues once every one is answered.",
+            )
         if executes:
             return NextRun(
                 executes=executes,
@@ -419,7 +428,6 @@ class _Report:
                 reason=f"The next run executes {', '.join(executes)}, then asks the model "
                 "(unless a call asks for a confirmation or has no result yet).",
             )
-        head = self._head()
         if head.status == "completed":
             return NextRun(step="completed", reason="The agent gave its final answer and "
                            "nothing new arrived since; the next run ends without a model call.")
@@ -427,8 +435,11 @@ class _Report:
             return NextRun(step="escalated", reason=f"{head.reason} Nothing new arrived since; "
                            "the next run ends without a model call.")
         if head.status is not None:
+            since = (f"{', '.join(head.answered)} of the same request were answered and acted "
+                     "on, and the agent continues once every one is answered."
+                     if head.answered else "nothing new arrived since.")
             return NextRun(step="waits", reason=f"The next run waits for "
-                           f"{', '.join(head.waiting)}; nothing new arrived since.")
+                           f"{', '.join(head.waiting)}; {since}")
         return NextRun(step="calls_model", reason="The next run asks the model.")
 
     def _head(self) -> HeadStatus:

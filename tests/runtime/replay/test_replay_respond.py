@@ -301,3 +301,35 @@ def _model_content(call: FunctionCall) -> Any:
 
 
 _ = Event
+
+
+async def test_respond_confirmations_answered_one_at_a_time_each_run_then_the_model(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    two = ModelResponse(function_calls=(
+        FunctionCall(id="call-t", name="paid_weather", args={"city": "Tokyo"}),
+        FunctionCall(id="call-o", name="paid_weather", args={"city": "Osaka"}),
+    ))
+    runner = paid_runner(store, counter, two, "Both looked up.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Tokyo and Osaka")
+    tokyo, osaka = first.pending_call_ids
+    await answer_confirmation(store, session_id="s", confirmation_id=tokyo, confirmed=True)
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert (report.next_run.executes, report.next_run.step) == (("call-t",), "waits")
+
+    # The answered call runs; the model gets no turn while the other question is open.
+    second = await runner.run(session_id="s", user_id="u")
+    assert (second.status, second.pending_call_ids) == ("paused_for_confirmation", (osaka,))
+    assert counter.calls == [{"city": "Tokyo"}]
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert [(i.kind, i.confirmation_id) for i in report] == [("confirmation", osaka)]
+    assert report.next_run.step == "waits"
+    assert tokyo in report.next_run.reason
+
+    await answer_confirmation(store, session_id="s", confirmation_id=osaka, confirmed=True)
+    third = await runner.run(session_id="s", user_id="u")
+    assert (third.status, third.final_text) == ("completed", "Both looked up.")
+    assert counter.calls == [{"city": "Tokyo"}, {"city": "Osaka"}]
