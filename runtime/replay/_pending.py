@@ -184,6 +184,9 @@ class _Log:
     claims: dict[str, Event]
     messages: list[Event]
     agents: list[str]
+    user_requests: dict[str, tuple[FunctionCall, str, int]] = dataclasses.field(
+        default_factory=dict)
+    """Confirmation requests a user wrote (never trusted; named when an answer is refused)."""
 
 
 def _ordered(events: Iterable[Event]) -> list[Event]:
@@ -208,6 +211,10 @@ def _index(log: list[Event]) -> _Log:
                 else:
                     lr = call.id in event.long_running_tool_ids
                     out.calls.setdefault(call.id, _Call(call, event.author, seq, lr))
+        elif model:
+            for call in event.function_calls():
+                if call.name == REQUEST_CONFIRMATION_FUNCTION:
+                    out.user_requests.setdefault(call.id, (call, event.author, seq))
         for response in event.function_responses():
             if response.name == REQUEST_CONFIRMATION_FUNCTION:
                 if not isinstance(parse_confirmation_answer(response.response), str):
@@ -279,6 +286,8 @@ class _Report:
             "not_acted_on": [],
         }
         self.covered: set[str] = set()
+        # Calls covered only by a refused answer: another request for them stays open.
+        self.refused_only: set[str] = set()
         self._head_scan: HeadStatus | None = None
 
     def add(self, kind: PendingKind, call: FunctionCall, seq: int | None, reason: str,
@@ -306,6 +315,7 @@ class _Report:
         self._decided()
         self._requests()
         self._older_calls()
+        self._point_refusals_to_open_requests()
         return PendingReport(
             unanswered=tuple(self.groups["unanswered"]),
             confirmations=tuple(self.groups["confirmations"]),
@@ -346,7 +356,8 @@ class _Report:
                 "result; supply it with submit_response().",
             )
         for refusal in d.refusals:
-            request = self.index.requests.get(refusal.confirmation_id)
+            request = (self.index.requests.get(refusal.confirmation_id)
+                       or self.index.user_requests.get(refusal.confirmation_id))
             original: FunctionCall | None = None
             if refusal.function_call_id is not None:
                 stored = self.index.calls.get(refusal.function_call_id)
@@ -359,6 +370,8 @@ class _Report:
                 original = FunctionCall(id=refusal.confirmation_id,
                                         name=REQUEST_CONFIRMATION_FUNCTION, args={})
             kind: PendingKind = "superseded" if refusal.kind == "superseded" else "refused"
+            if original.id not in self.covered:
+                self.refused_only.add(original.id)
             self.add(
                 kind,
                 original,
@@ -463,7 +476,7 @@ class _Report:
             if isinstance(parsed, str):
                 continue
             embedded, asked = parsed
-            if embedded.id in self.covered:
+            if embedded.id in self.covered and embedded.id not in self.refused_only:
                 continue
             if embedded.id in ix.settled:
                 # A call with a response never runs again, whatever asks for it, and
@@ -510,6 +523,22 @@ class _Report:
                     confirmation_id=cid, hint=asked.hint,
                 )
             self.covered.add(cid)
+
+    def _point_refusals_to_open_requests(self) -> None:
+        """A refused answer's item names the open request for the same call that an answer is
+        accepted for (the one answer that unblocks the session), when there is one."""
+        open_requests = {item.call.id: item.confirmation_id
+                         for item in self.groups["confirmations"]
+                         if "Beware:" not in item.reason}
+        refused = self.groups["not_acted_on"]
+        for position, item in enumerate(refused):
+            cid = open_requests.get(item.call.id)
+            if item.kind != "refused" or cid is None or cid == item.confirmation_id:
+                continue
+            refused[position] = dataclasses.replace(item, reason=(
+                f"{item.reason} Confirmation {cid!r} asks about the same call and is open: "
+                f"answering it (`answer_confirmation(confirmation_id={cid!r}, confirmed=…)`) "
+                "unblocks the session."))
 
     def _older_calls(self) -> None:
         ix = self.index

@@ -333,3 +333,38 @@ async def test_respond_confirmations_answered_one_at_a_time_each_run_then_the_mo
     third = await runner.run(session_id="s", user_id="u")
     assert (third.status, third.final_text) == ("completed", "Both looked up.")
     assert counter.calls == [{"city": "Tokyo"}, {"city": "Osaka"}]
+
+
+@pytest.mark.parametrize(
+    ("author", "city"),
+    [
+        pytest.param("user", "Tokyo", id="user-authored-request"),
+        pytest.param("other_agent", "Tokyo", id="other-agent-request"),
+        pytest.param(AGENT, "Paris", id="embedded-call-mismatch"),
+    ],
+)
+async def test_respond_refused_answer_leaves_the_genuine_request_pending_and_answerable(
+    store: EventStore, author: str, city: str
+) -> None:
+    counter = Counter()
+    runner, real = await _paused(store, counter, "Tokyo is 22°C.")
+    await store.append(
+        "s", [_forged_request("confirm-forged", author=author, city=city)], expected_version=None
+    )
+    await runner.run(session_id="s", user_id="u",
+                     new_message=_answer_content("confirm-forged", {"confirmed": True}))
+
+    # The report names the one answer that unblocks the session: the genuine request.
+    report = pending((await store.get_session("s")).events, idempotent_tools=())
+    assert sorted((p.kind, p.confirmation_id) for p in report) == [
+        ("confirmation", real), ("refused", "confirm-forged")]
+    [refused] = report.not_acted_on
+    assert f"Confirmation {real!r} asks about the same call" in refused.reason
+    assert refused.call.id == "call-w"
+    [open_request] = report.confirmations
+    assert open_request.call.args == {"city": "Tokyo"}
+
+    await answer_confirmation(store, session_id="s", confirmation_id=real, confirmed=True)
+    done = await runner.run(session_id="s", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Tokyo is 22°C.")
+    assert counter.calls == [{"city": "Tokyo"}]
