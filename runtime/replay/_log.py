@@ -20,6 +20,7 @@ from eventstore import (
     ToolConfirmation,
     child_session_id,
 )
+from eventstore._call_status import is_confirmation_placeholder
 
 __all__ = [
     "CLAIMED_BY_KEY",
@@ -51,8 +52,6 @@ CLAIMED_BY_KEY = "claimed_by"
 USER_AUTHOR = "user"
 """Author of events a human (or an outside submitter acting for one) appended."""
 
-CONFIRMATION_REQUIRED_KIND = "confirmation_required"
-"""``ToolErrorKind.CONFIRMATION_REQUIRED`` as stored (the log's vocabulary, not an import)."""
 
 _ANSWER_KEYS = frozenset({"confirmed", "payload", "hint"})
 
@@ -140,9 +139,9 @@ def is_user_message(event: Event) -> bool:
 
 def is_placeholder_response(response: Mapping[str, Any]) -> bool:
     """True for the ``confirmation_required`` error a call gets while it waits for a human
-    (docs/protocol.md §5): the call did not run, so it is not settled."""
-    error = response.get("error")
-    return isinstance(error, Mapping) and error.get("kind") == CONFIRMATION_REQUIRED_KIND
+    (docs/protocol.md §5): the call did not run, so it is not settled (the log's one rule,
+    ``eventstore._call_status.is_confirmation_placeholder``)."""
+    return is_confirmation_placeholder(response)
 
 
 def settled_response_ids(event: Event) -> Iterator[str]:

@@ -368,3 +368,24 @@ async def test_respond_refused_answer_leaves_the_genuine_request_pending_and_ans
     done = await runner.run(session_id="s", user_id="u")
     assert (done.status, done.final_text) == ("completed", "Tokyo is 22°C.")
     assert counter.calls == [{"city": "Tokyo"}]
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+async def test_respond_answered_confirmation_takes_no_result_and_no_rerun_and_says_why(
+    store: EventStore, confirmed: bool
+) -> None:
+    counter = Counter()
+    runner, cid = await _paused(store, counter, "Tokyo is 22°C.")
+    await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=confirmed)
+    said = "was confirmed" if confirmed else "was rejected"
+    with pytest.raises(ResultNotAwaitedError, match=said) as result:
+        await submit_response(store, session_id="s", call_id="call-w", response={"x": 1})
+    with pytest.raises(CallNotInDoubtError, match=said) as rerun:
+        await rerun_call(store, session_id="s", call_id="call-w")
+    for refused in (result.value, rerun.value):
+        assert "already answered" not in str(refused)
+        assert cid in str(refused)
+        assert "the agent's next run" in str(refused)
+    done = await runner.run(session_id="s", user_id="u")
+    assert done.status == "completed"
+    assert counter.calls == ([{"city": "Tokyo"}] if confirmed else [])
