@@ -17,8 +17,11 @@ from typing import Any
 from .._call_status import (
     CallFacts,
     CallStatus,
+    RequestFacts,
+    UserTurns,
     call_status,
     confirmation_answer,
+    deciding_request,
     is_confirmation_placeholder,
 )
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, FunctionResponse
@@ -103,6 +106,8 @@ class ConfirmationRecord:
     it: a malformed answer answers nothing)."""
     confirmed: bool | None = None
     """The answer, if answered and readable."""
+    answers: list[tuple[int, bool | None]] = field(default_factory=list)
+    """Every answer, oldest first: (seq, approved / rejected / ``None`` when malformed)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -119,6 +124,8 @@ class Timeline:
     """Calls whose id was already used by an earlier call: (seq, call)."""
     messages: list[int] = field(default_factory=list)
     """Seqs of the user messages (user events with text), in log order."""
+    turns: UserTurns = field(default_factory=UserTurns)
+    """The log's user turns (which answers a run acts on)."""
     read_from: int = 1
     """The lowest seq the analysed events cover: 1 for a reading from the log's start; above
     1 when only a part was read (``evs show`` of a window), so a call made before it is not
@@ -138,35 +145,29 @@ class Timeline:
         """Return where the call stands: ``call_status`` of what the timeline knows of it."""
         return call_status(self.facts(call_id))
 
-    def confirmation_of(self, call_id: str) -> tuple[ConfirmationRecord, bool] | None:
-        """The confirmation request about the call that decides its status, and whether an
-        answer to it is acted on: the newest its own agent made with the call as stored, else
-        the newest any agent made; ``None`` when no agent asked."""
-        record = self.calls[call_id]
-        asked = [self.confirmations[c] for c in record.confirmation_ids
-                 if c in self.confirmations and self.confirmations[c].author != "user"]
-        for request in reversed(asked):
-            if (request.author == record.author
-                    and request.original.get("name") == record.call.name
-                    and request.original.get("args", {}) == record.call.args):
-                return request, True
-        return (asked[-1], False) if asked else None
+    def confirmation_of(self, call_id: str) -> ConfirmationRecord | None:
+        """The confirmation request the call's status is read from (``deciding_request``):
+        the one to answer, or that was answered; ``None`` when no agent asked."""
+        request = deciding_request(self.facts(call_id))
+        return self.confirmations[request.confirmation_id] if request else None
 
     def facts(self, call_id: str) -> CallFacts:
         """What the timeline knows of the call, as ``call_status`` takes it."""
         record = self.calls[call_id]
-        found = self.confirmation_of(call_id)
-        request = found[0] if found else None
+        requests = [self.confirmations[c] for c in record.confirmation_ids
+                    if c in self.confirmations and self.confirmations[c].author != "user"]
         return CallFacts(
             settled=record.final_answer is not None,
             long_running=record.long_running,
             claim_seq=record.last_started_seq,
-            request_seq=request.seq if request else None,
-            request_trusted=found[1] if found else True,
-            confirmation_id=request.confirmation_id if request else None,
-            answer_seq=request.answer_seq if request else None,
-            confirmed=request.confirmed if request else None,
-            message_seqs=[m for m in self.messages if request and m > request.seq],
+            requests=[RequestFacts(
+                seq=r.seq, confirmation_id=r.confirmation_id, answers=r.answers,
+                trusted=(r.author == record.author
+                         and r.original.get("name") == record.call.name
+                         and r.original.get("args", {}) == record.call.args),
+            ) for r in requests],
+            message_seqs=[m for m in self.messages if m > record.seq],
+            turns=self.turns,
         )
 
     def open_calls(self) -> list[CallRecord]:
@@ -232,10 +233,14 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
                 Answer(seq=seq, response=response, requests_confirmation=placeholder)
             )
             confirmation = timeline.confirmations.get(response.id)
-            if confirmation is not None and confirmation.confirmed is None:
-                confirmation.answer_seq = seq
-                confirmation.confirmed = confirmation_answer(response.response)
+            if confirmation is not None:
+                decision = confirmation_answer(response.response)
+                confirmation.answers.append((seq, decision))
+                if confirmation.confirmed is None:
+                    confirmation.answer_seq = seq
+                    confirmation.confirmed = decision
         if event.author == "user" and event.content is not None and any(
                 p.text for p in event.content.parts):
             timeline.messages.append(seq)
+        timeline.turns.feed(event)
     return timeline

@@ -138,7 +138,7 @@ def _check_target(events: list[Event], *, db: str, session_id: str, call_id: str
     # Where the call stands is the one classification ``evs show`` and ``evs pending`` use.
     status = timeline.status(call_id)
     found = timeline.confirmation_of(call_id)
-    asked = found[0].confirmation_id if found else None
+    asked = found.confirmation_id if found else None
     want = "result" if command == "respond" else "re-run decision"
     see = f"See: {prog()} pending{flag} {s}"
     if status == "awaiting_confirmation":

@@ -286,8 +286,9 @@ class _Report:
             "not_acted_on": [],
         }
         self.covered: set[str] = set()
-        # Calls covered only by a refused answer: another request for them stays open.
-        self.refused_only: set[str] = set()
+        # Calls covered only by items about a request (a refused answer, a superseded or open
+        # request): another request for the same call is reported on its own.
+        self.request_only: set[str] = set()
         self._head_scan: HeadStatus | None = None
 
     def add(self, kind: PendingKind, call: FunctionCall, seq: int | None, reason: str,
@@ -371,7 +372,7 @@ class _Report:
                                         name=REQUEST_CONFIRMATION_FUNCTION, args={})
             kind: PendingKind = "superseded" if refusal.kind == "superseded" else "refused"
             if original.id not in self.covered:
-                self.refused_only.add(original.id)
+                self.request_only.add(original.id)
             self.add(
                 kind,
                 original,
@@ -476,7 +477,7 @@ class _Report:
             if isinstance(parsed, str):
                 continue
             embedded, asked = parsed
-            if embedded.id in self.covered and embedded.id not in self.refused_only:
+            if embedded.id in self.covered and embedded.id not in self.request_only:
                 continue
             if embedded.id in ix.settled:
                 # A call with a response never runs again, whatever asks for it, and
@@ -495,6 +496,8 @@ class _Report:
                 continue
             stored = ix.calls.get(embedded.id)
             original = stored.call if stored is not None and stored.agent == agent else embedded
+            if original.id not in self.covered:
+                self.request_only.add(original.id)
             answered = ix.answers.get(cid)
             newer = [m for m in ix.messages if (m.seq or 0) > seq]
             if answered is None and not newer:

@@ -29,8 +29,11 @@ from eventstore import (
 from eventstore._call_status import (
     CallFacts,
     CallStatus,
+    RequestFacts,
+    UserTurns,
     call_status,
     confirmation_answer,
+    deciding_request,
 )
 from runtime._exceptions import (
     CallAlreadyAnsweredError,
@@ -79,12 +82,14 @@ class _Lookup:
     author: str | None = None
     long_running: bool = False
     requests: list[tuple[int, str, str, FunctionCall]] = field(default_factory=list)
-    answers: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    answers: dict[str, list[tuple[int, bool | None]]] = field(default_factory=dict)
     messages: list[int] = field(default_factory=list)
+    turns: UserTurns = field(default_factory=lambda: UserTurns(newest_first=True))
 
     def feed(self, event: Event) -> bool:
         self.position += 1
         self._note_confirmations(event)
+        self.turns.feed(event)
         for response in event.function_responses():
             if response.id != self.call_id:
                 continue
@@ -118,9 +123,8 @@ class _Lookup:
         seq = event.seq or 0
         for response in event.function_responses():
             if response.name == REQUEST_CONFIRMATION_FUNCTION:
-                decision = confirmation_answer(response.response)
-                if decision is not None:
-                    self.answers[response.id] = (seq, decision)  # newest first: ends the first
+                self.answers.setdefault(response.id, []).insert(
+                    0, (seq, confirmation_answer(response.response)))  # read newest first
         if event.author == USER_AUTHOR or event.content is None:
             return
         for call in event.function_calls():
@@ -130,38 +134,31 @@ class _Lookup:
             if not isinstance(parsed, str) and parsed[0].id == self.call_id:
                 self.requests.append((seq, call.id, event.author, parsed[0]))
 
-    def status(self) -> CallStatus:
-        """Where the call stands: ``call_status`` of what the scan found (the one rule every
-        command and view uses). Only meaningful once the call was found."""
-        found = self._request()
-        answer = self.answers.get(found[1]) if found is not None else None
-        return call_status(CallFacts(
+    def facts(self) -> CallFacts:
+        """What the scan found about the call, as ``call_status`` (the one rule every command
+        and view uses) takes it. Only meaningful once the call was found."""
+        call = self.call
+        return CallFacts(
             settled=self.settled_at is not None,
             long_running=self.long_running,
             claim_seq=self.claim.seq if self.claim is not None else None,
-            request_seq=found[0] if found else None,
-            request_trusted=found[2] if found else True,
-            confirmation_id=found[1] if found else None,
-            answer_seq=answer[0] if answer else None,
-            confirmed=answer[1] if answer else None,
+            requests=[RequestFacts(
+                seq=seq, confirmation_id=cid, answers=self.answers.get(cid, ()),
+                trusted=(call is not None and author == self.author
+                         and embedded.name == call.name and embedded.args == call.args),
+            ) for seq, cid, author, embedded in reversed(self.requests)],
             message_seqs=self.messages,
-        ))
+            turns=self.turns,
+        )
 
-    def _request(self) -> tuple[int, str, bool] | None:
-        """(seq, id, trusted) of the request that decides the status, as
-        ``Timeline.confirmation_of`` picks it: the newest its agent made with the call as
-        stored, else the newest (``requests`` is newest first)."""
-        call = self.call
-        for seq, cid, author, embedded in self.requests:
-            if (call is not None and author == self.author and embedded.name == call.name
-                    and embedded.args == call.args):
-                return seq, cid, True
-        return (self.requests[0][0], self.requests[0][1], False) if self.requests else None
+    def status(self) -> CallStatus:
+        """Where the call stands (``call_status``)."""
+        return call_status(self.facts())
 
     def confirmation_id(self) -> str | None:
-        """The id of the request that decides the status, if any."""
-        found = self._request()
-        return found[1] if found else None
+        """The id of the request the status is read from, if any (``deciding_request``)."""
+        request = deciding_request(self.facts())
+        return request.confirmation_id if request else None
 
     @property
     def pending(self) -> bool:
