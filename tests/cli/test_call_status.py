@@ -23,10 +23,9 @@ def _show_entry(db: Path, call_id: str) -> dict[str, object]:
 
 
 def _web_status(db: Path, call_id: str) -> str:
-    from runtime.web._view import Row, pair
-
     from eventstore import open_store
     from eventstore.cli import run
+    from runtime.web._view import Row, pair
 
     async def read() -> list[Event]:
         async with await open_store(str(db)) as store:
