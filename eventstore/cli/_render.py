@@ -97,6 +97,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         if record is not None and record.seq == event.seq:
             final = record.final_answer
             entry["status"] = timeline.status(call.id)
+            entry["status_text"] = STATUS_TEXT[entry["status"]]
             entry["answered_at"] = final.seq if final else None
             entry["long_running"] = record.long_running
             entry["confirmation_ids"] = list(record.confirmation_ids)

@@ -22,7 +22,7 @@ def _show_entry(db: Path, call_id: str) -> dict[str, object]:
     return entry
 
 
-def _web_status(db: Path, call_id: str) -> str:
+def _web_status(db: Path, call_id: str) -> tuple[str, str]:
     from eventstore import open_store
     from eventstore.cli import run
     from runtime.web._view import Row, pair
@@ -34,9 +34,9 @@ def _web_status(db: Path, call_id: str) -> str:
     rows = [Row(seq=e.seq or 0, stored=None, event=e)  # type: ignore[arg-type]
             for e in run(read())]
     pair(rows, rows)
-    [status] = [c["status"] for r in rows for c in r.entry["calls"]
+    [status] = [(c["status"], c["status_text"]) for r in rows for c in r.entry["calls"]
                 if c["id"] == call_id and "status" in c]
-    return str(status)
+    return tuple(status)
 
 
 @pytest.mark.parametrize(("answer", "status", "kind"), [
@@ -50,12 +50,15 @@ def test_answered_confirmation_reads_the_same_everywhere(
     pending = orjson.loads(invoke("pending", "s1", "--db", str(paused_db), "--json").stdout)
     assert [p["kind"] for p in pending["pending"] if p["call_id"] == "c3"] == [kind]
 
-    assert _show_entry(paused_db, "c3")["status"] == status
+    entry = _show_entry(paused_db, "c3")
+    assert entry["status"] == status
     shown = invoke("show", "s1", "--db", str(paused_db)).stdout
     assert "in doubt" not in shown
-    assert ("confirmed, not run yet" if answer == "--yes" else "rejected: the agent's next run "
-            "answers it with the rejection") in shown
-    assert _web_status(paused_db, "c3") == status
+    words = ("confirmed, not run yet" if answer == "--yes" else "rejected: the agent's next run "
+             "answers it with the rejection")
+    assert words in shown
+    assert words in str(entry["status_text"])
+    assert _web_status(paused_db, "c3") == (status, entry["status_text"])
 
     rerun = invoke("rerun", "s1", "c3", "--force", "--db", str(paused_db))
     respond = invoke("respond", "s1", "c3", "--result", "{}", "--db", str(paused_db))
