@@ -80,3 +80,12 @@ def test_open_confirmation_is_answered_with_evs_confirm(paused_db: Path) -> None
         assert refused.exit_code == 1
         assert f"evs confirm --db {paused_db} s1 confirm-1 --yes" in refused.stderr
         assert not _FUNCTION.search(refused.stderr), refused.stderr
+
+
+def test_library_sentences_become_whole_commands() -> None:
+    from runtime.cli._words import command_words
+
+    said = command_words("It did not run: answer it with answer_confirmation(session_id='s 1', "
+                         "confirmation_id='confirm-1', confirmed=…). Or rerun_call(call_id='c').")
+    assert said == ("It did not run: answer it with `evs confirm 's 1' confirm-1 --yes|--no`. "
+                    "Or evs rerun.")
