@@ -573,7 +573,10 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
     ending.pending = head.waiting
     ending.reason = (
         f"Session {ctx.session_id!r} still waits for the answer to "
-        f"{', '.join(head.waiting)}; nothing new arrived since."
+        f"{', '.join(head.waiting)}; "
+        + (f"confirmation(s) {', '.join(head.answered)} of the same request were answered and "
+           "acted on, and the agent continues once every one is answered."
+           if head.answered else "nothing new arrived since.")
     )
     return True
 

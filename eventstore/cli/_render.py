@@ -18,10 +18,11 @@ from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Compaction, Event
 from .._links import parent_link
 from ._common import printable
-from ._timeline import Timeline, is_error_response
+from ._timeline import CallStatus, Timeline, is_error_response
 
 __all__ = [
     "PROVIDER_CALL_IDS_KEY",
+    "STATUS_TEXT",
     "compaction_text",
     "event_entry",
     "print_event",
@@ -44,13 +45,18 @@ def provider_call_id(event: Event, call_id: str) -> str | None:
     return given if isinstance(given, str) and given else None
 
 
-_STATUS_TEXT = {
+STATUS_TEXT: Mapping[CallStatus, str] = {
     "answered": "answered",
     "awaiting_confirmation": "awaiting confirmation",
+    "confirmed_not_run": "confirmed, not run yet: the agent's next run executes it",
+    "rejected_not_run": "rejected: the agent's next run answers it with the rejection",
+    "superseded": "not run: a newer user message superseded its confirmation",
+    "refused": "not run: the answer to its confirmation is refused (see evs pending)",
     "long_running": "pending (long-running: its result is submitted later)",
     "in_doubt": "in doubt (execution started, no response: the process may have crashed)",
     "not_started": "pending (not started)",
 }
+"""How ``evs show`` and ``evs web`` word each ``CallStatus`` (``Timeline.status``)."""
 
 
 def short_json(value: Any, *, limit: int = 160) -> str:
@@ -91,6 +97,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         if record is not None and record.seq == event.seq:
             final = record.final_answer
             entry["status"] = timeline.status(call.id)
+            entry["status_text"] = STATUS_TEXT[entry["status"]]
             entry["answered_at"] = final.seq if final else None
             entry["long_running"] = record.long_running
             entry["confirmation_ids"] = list(record.confirmation_ids)
@@ -217,7 +224,7 @@ def print_event(
         elif status is not None:
             unread = ("" if timeline.read_to is None
                       else f" (no answer up to #{timeline.read_to}; not read further)")
-            tail = (f"  {_STATUS_TEXT[status]}{unread}", "yellow")
+            tail = (f"  {STATUS_TEXT[status]}{unread}", "yellow")
         else:
             tail = ("  (call id used before)", "red")
         given = provider_call_id(event, call.id)

@@ -2,18 +2,28 @@
 the call it is about, and what is still open.
 
 ``analyze(events)`` is a function of the events alone (no I/O), shared by ``evs show``,
-``evs tail``, ``evs verify`` and the live timeline of ``evs demo``. What the *runtime* will do
-next (``evs pending``) is ``runtime.replay.pending``'s to say, not this module's.
+``evs tail``, ``evs verify`` and the live timeline of ``evs demo``. Where a call stands
+(``Timeline.status``) is ``eventstore._call_status.call_status``'s one classification, the one
+the answer commands and ``evs pending`` use too. What the *runtime* will do next (``evs
+pending``) is ``runtime.replay.pending``'s to say, not this module's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import orjson
-
+from .._call_status import (
+    CallFacts,
+    CallStatus,
+    RequestFacts,
+    UserTurns,
+    call_status,
+    confirmation_answer,
+    deciding_request,
+)
+from .._calls import is_placeholder_response
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, FunctionResponse
 
 __all__ = [
@@ -26,13 +36,6 @@ __all__ = [
     "is_error_response",
 ]
 
-CallStatus = Literal[
-    "answered", "awaiting_confirmation", "long_running", "in_doubt", "not_started"
-]
-"""Where a call stands: answered (its final response is in the log), awaiting_confirmation (a
-confirmation request for it is unanswered), long_running (its result will be submitted later),
-in_doubt (execution was claimed but no response followed: a crash), not_started (no claim, no
-response: a resume runs it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +64,8 @@ class CallRecord:
     """The calling event marked the call long-running."""
     started_seq: int | None = None
     """Seq of the execution-started claim, if any."""
+    last_started_seq: int | None = None
+    """Seq of the newest execution-started claim, if any."""
     answers: list[Answer] = field(default_factory=list)
     """Responses with this call's id, oldest first."""
     confirmation_ids: list[str] = field(default_factory=list)
@@ -94,10 +99,15 @@ class ConfirmationRecord:
     """What the tool asked the human."""
     payload: Any
     """Payload of the request."""
+    author: str = ""
+    """Author of the event that asked."""
     answer_seq: int | None = None
-    """Seq of the answer, if answered."""
+    """Seq of the answer, if answered (a well-formed answer after a malformed one replaces
+    it: a malformed answer answers nothing)."""
     confirmed: bool | None = None
     """The answer, if answered and readable."""
+    answers: list[tuple[int, bool | None]] = field(default_factory=list)
+    """Every answer, oldest first: (seq, approved / rejected / ``None`` when malformed)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -112,6 +122,10 @@ class Timeline:
     """Responses whose call id appears in no earlier call: (seq, response)."""
     duplicate_calls: list[tuple[int, FunctionCall]] = field(default_factory=list)
     """Calls whose id was already used by an earlier call: (seq, call)."""
+    messages: list[int] = field(default_factory=list)
+    """Seqs of the user messages (user events with text), in log order."""
+    turns: UserTurns = field(default_factory=UserTurns)
+    """The log's user turns (which answers a run acts on)."""
     read_from: int = 1
     """The lowest seq the analysed events cover: 1 for a reading from the log's start; above
     1 when only a part was read (``evs show`` of a window), so a call made before it is not
@@ -128,21 +142,33 @@ class Timeline:
         return f"call before #{self.read_from}, not read"
 
     def status(self, call_id: str) -> CallStatus:
-        """Return where the call stands (see CallStatus)."""
+        """Return where the call stands: ``call_status`` of what the timeline knows of it."""
+        return call_status(self.facts(call_id))
+
+    def confirmation_of(self, call_id: str) -> ConfirmationRecord | None:
+        """The confirmation request the call's status is read from (``deciding_request``):
+        the one to answer, or that was answered; ``None`` when no agent asked."""
+        request = deciding_request(self.facts(call_id))
+        return self.confirmations[request.confirmation_id] if request else None
+
+    def facts(self, call_id: str) -> CallFacts:
+        """What the timeline knows of the call, as ``call_status`` takes it."""
         record = self.calls[call_id]
-        if record.final_answer is not None:
-            return "answered"
-        if any(
-            self.confirmations[c].answer_seq is None
-            for c in record.confirmation_ids
-            if c in self.confirmations
-        ):
-            return "awaiting_confirmation"
-        if record.long_running:
-            return "long_running"
-        if record.started_seq is not None:
-            return "in_doubt"
-        return "not_started"
+        requests = [self.confirmations[c] for c in record.confirmation_ids
+                    if c in self.confirmations and self.confirmations[c].author != "user"]
+        return CallFacts(
+            settled=record.final_answer is not None,
+            long_running=record.long_running,
+            claim_seq=record.last_started_seq,
+            requests=[RequestFacts(
+                seq=r.seq, confirmation_id=r.confirmation_id, answers=r.answers,
+                trusted=(r.author == record.author
+                         and r.original.get("name") == record.call.name
+                         and r.original.get("args", {}) == record.call.args),
+            ) for r in requests],
+            message_seqs=[m for m in self.messages if m > record.seq],
+            turns=self.turns,
+        )
 
     def open_calls(self) -> list[CallRecord]:
         """Return the calls without a final answer, oldest first (confirmation requests too)."""
@@ -154,19 +180,6 @@ def is_error_response(response: Mapping[str, Any]) -> bool:
     return "error" in response and response.get("error") not in (None, "", {})
 
 
-def _confirmed(response: Mapping[str, Any]) -> bool | None:
-    value = response.get("confirmed")
-    if isinstance(value, bool):
-        return value
-    raw = response.get("response")
-    if isinstance(raw, str):
-        try:
-            decoded = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        if isinstance(decoded, dict) and isinstance(decoded.get("confirmed"), bool):
-            return bool(decoded["confirmed"])
-    return None
 
 
 def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timeline:
@@ -193,6 +206,7 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
                 timeline.confirmations[call.id] = ConfirmationRecord(
                     confirmation_id=call.id,
                     seq=seq,
+                    author=event.author,
                     original=original,
                     hint=str(request.get("hint") or ""),
                     payload=request.get("payload"),
@@ -202,19 +216,31 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
                     target.confirmation_ids.append(call.id)
         for call_id in event.started_call_ids:
             record = timeline.calls.get(call_id)
-            if record is not None and record.started_seq is None:
-                record.started_seq = seq
+            if record is not None:
+                if record.started_seq is None:
+                    record.started_seq = seq
+                record.last_started_seq = seq
         asked = event.actions.requested_tool_confirmations
         for response in event.function_responses():
             record = timeline.calls.get(response.id)
             if record is None:
                 timeline.orphan_responses.append((seq, response))
                 continue
+            placeholder = response.id in asked or (
+                response.name != REQUEST_CONFIRMATION_FUNCTION
+                and is_placeholder_response(response.response))
             record.answers.append(
-                Answer(seq=seq, response=response, requests_confirmation=response.id in asked)
+                Answer(seq=seq, response=response, requests_confirmation=placeholder)
             )
             confirmation = timeline.confirmations.get(response.id)
-            if confirmation is not None and confirmation.answer_seq is None:
-                confirmation.answer_seq = seq
-                confirmation.confirmed = _confirmed(response.response)
+            if confirmation is not None:
+                decision = confirmation_answer(response.response)
+                confirmation.answers.append((seq, decision))
+                if confirmation.confirmed is None:
+                    confirmation.answer_seq = seq
+                    confirmation.confirmed = decision
+        if event.author == "user" and event.content is not None and any(
+                p.text for p in event.content.parts):
+            timeline.messages.append(seq)
+        timeline.turns.feed(event)
     return timeline

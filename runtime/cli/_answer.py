@@ -133,11 +133,31 @@ def _check_target(events: list[Event], *, db: str, session_id: str, call_id: str
                 f" Record its result with {prog()} respond{flag} {s} {call_id} --result "
                 "'{...}'.")
         raise CliError(f"{call_id!r} is a function call, not a confirmation request.{hint}")
-    if command != "confirm" and timeline.status(call_id) == "awaiting_confirmation":
-        [open_id] = [c for c in record.confirmation_ids
-                     if timeline.confirmations[c].answer_seq is None][:1]
+    if command == "confirm" or record.is_confirmation:
+        return
+    # Where the call stands is the one classification ``evs show`` and ``evs pending`` use.
+    status = timeline.status(call_id)
+    found = timeline.confirmation_of(call_id)
+    asked = found.confirmation_id if found else None
+    want = "result" if command == "respond" else "re-run decision"
+    see = f"See: {prog()} pending{flag} {s}"
+    if status == "awaiting_confirmation":
         raise CliError(f"Call {call_id!r} waits for a human's confirmation, not for a "
-                       f"result: {prog()} confirm{flag} {s} {open_id} --yes (or --no).")
+                       f"{want}: {prog()} confirm{flag} {s} {asked} --yes (or --no).")
+    if status == "confirmed_not_run":
+        raise CliError(f"Call {call_id!r} was confirmed (confirmation {asked}) and has not run "
+                       f"yet: the agent's next run executes it, so it takes no {want}. {see}")
+    if status == "rejected_not_run":
+        raise CliError(f"Call {call_id!r} was rejected (confirmation {asked}): the agent's next "
+                       f"run answers it with the rejection and does not run the tool, so it "
+                       f"takes no {want}. {see}")
+    if status == "superseded":
+        raise CliError(f"Call {call_id!r} does not run: a newer user message superseded its "
+                       f"confirmation {asked}, so it takes no {want}. {see}")
+    if status == "refused":
+        raise CliError(f"Call {call_id!r} does not run: the answer to confirmation {asked} is "
+                       "refused (the request is not its agent's, or embeds other arguments than "
+                       f"the call as stored), so it takes no {want}. {see}")
 
 
 def confirm(

@@ -7,6 +7,7 @@ submit_response()"); a person at a terminal answers with ``evs`` commands instea
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 
 from eventstore.cli import prog
@@ -21,6 +22,10 @@ _FUNCTIONS = {
 _CALL = re.compile(r"\b(" + "|".join(_FUNCTIONS) + r")\([^()]*\)")
 
 
+_ARG = re.compile(r"(\w+)='([^']*)'")
+_TAILS = {"confirm": " --yes|--no", "respond": " --result JSON", "rerun": ""}
+
+
 def function_words(text: str, words: Callable[[str], str]) -> str:
     """Return ``text`` with each runtime function call it names (``submit_response(…)``)
     replaced by ``words(name)``."""
@@ -30,5 +35,18 @@ def function_words(text: str, words: Callable[[str], str]) -> str:
 def command_words(text: str) -> str:
     """Return ``text`` with each runtime function it names (``submit_response()``) replaced by
     the ``evs`` command that does the same (``evs respond``), under the program's name as
-    invoked."""
-    return function_words(text, lambda name: f"{prog()} {_FUNCTIONS[name]}")
+    invoked; a call that names its session and call (``answer_confirmation(session_id='s',
+    confirmation_id='c', confirmed=…)``) becomes the whole command (``evs confirm s c
+    --yes|--no``)."""
+
+    def command(match: re.Match[str]) -> str:
+        name = _FUNCTIONS[match.group(1)]
+        args = dict(_ARG.findall(match.group(0)))
+        session = args.get("session_id")
+        target = args.get("confirmation_id") or args.get("call_id")
+        if session is None or target is None:
+            return f"{prog()} {name}"
+        return (f"`{prog()} {name} {shlex.quote(session)} {shlex.quote(target)}"
+                f"{_TAILS[name]}`")
+
+    return _CALL.sub(command, text)

@@ -184,8 +184,7 @@ def _next_run(parent: NextRun, children: list[tuple[str, str, PendingReport]]) -
     waiting = [
         (call_id, child, sub.next_run)
         for call_id, child, sub in children
-        if call_id in parent.executes
-        and not sub.next_run.executes and sub.next_run.step in ("waits", "pauses")
+        if call_id in parent.executes and sub.next_run.step in ("waits", "pauses")
     ]
     if not waiting or parent.step == "unknown":
         return parent

@@ -166,7 +166,7 @@ class ConfirmationScan:
                 assert_never(kind)
         if self._phase == "older":
             self._note_older(event)
-        if self._phase != "newer" and self._resolved():
+        if self._phase == "older" and self._resolved():  # a turn is read whole
             self._phase = "done"
         return self._phase != "done"
 
@@ -293,7 +293,7 @@ class ConfirmationScan:
         s.requests[cid] = _Request(
             original=original, requested=requested, order=(-self._position, index)
         )
-        if original.id in s.responded:
+        if original.id in s.settled:  # a placeholder is no response: the call did not run
             s.handled.add(cid)
 
     def _awaited_originals(self) -> set[str]:

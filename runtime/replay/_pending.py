@@ -184,6 +184,9 @@ class _Log:
     claims: dict[str, Event]
     messages: list[Event]
     agents: list[str]
+    user_requests: dict[str, tuple[FunctionCall, str, int]] = dataclasses.field(
+        default_factory=dict)
+    """Confirmation requests a user wrote (never trusted; named when an answer is refused)."""
 
 
 def _ordered(events: Iterable[Event]) -> list[Event]:
@@ -208,6 +211,10 @@ def _index(log: list[Event]) -> _Log:
                 else:
                     lr = call.id in event.long_running_tool_ids
                     out.calls.setdefault(call.id, _Call(call, event.author, seq, lr))
+        elif model:
+            for call in event.function_calls():
+                if call.name == REQUEST_CONFIRMATION_FUNCTION:
+                    out.user_requests.setdefault(call.id, (call, event.author, seq))
         for response in event.function_responses():
             if response.name == REQUEST_CONFIRMATION_FUNCTION:
                 if not isinstance(parse_confirmation_answer(response.response), str):
@@ -279,6 +286,9 @@ class _Report:
             "not_acted_on": [],
         }
         self.covered: set[str] = set()
+        # Calls covered only by items about a request (a refused answer, a superseded or open
+        # request): another request for the same call is reported on its own.
+        self.request_only: set[str] = set()
         self._head_scan: HeadStatus | None = None
 
     def add(self, kind: PendingKind, call: FunctionCall, seq: int | None, reason: str,
@@ -306,6 +316,7 @@ class _Report:
         self._decided()
         self._requests()
         self._older_calls()
+        self._point_refusals_to_open_requests()
         return PendingReport(
             unanswered=tuple(self.groups["unanswered"]),
             confirmations=tuple(self.groups["confirmations"]),
@@ -346,7 +357,8 @@ class _Report:
                 "result; supply it with submit_response().",
             )
         for refusal in d.refusals:
-            request = self.index.requests.get(refusal.confirmation_id)
+            request = (self.index.requests.get(refusal.confirmation_id)
+                       or self.index.user_requests.get(refusal.confirmation_id))
             original: FunctionCall | None = None
             if refusal.function_call_id is not None:
                 stored = self.index.calls.get(refusal.function_call_id)
@@ -359,6 +371,8 @@ class _Report:
                 original = FunctionCall(id=refusal.confirmation_id,
                                         name=REQUEST_CONFIRMATION_FUNCTION, args={})
             kind: PendingKind = "superseded" if refusal.kind == "superseded" else "refused"
+            if original.id not in self.covered:
+                self.request_only.add(original.id)
             self.add(
                 kind,
                 original,
@@ -412,6 +426,15 @@ class _Report:
             )
         if d.pause_reason is not None:
             return NextRun(executes=executes, step="pauses", reason=d.pause_reason)
+        head = self._head()
+        if executes and head.status == "paused_for_confirmation":
+            return NextRun(
+                executes=executes,
+                step="waits",
+                reason=f"The next run executes {', '.join(executes)}, then waits for "
+                f"{', '.join(head.waiting)} (confirmations of the same request, not answered "
+                "yet): the agent continues once every one is answered.",
+            )
         if executes:
             return NextRun(
                 executes=executes,
@@ -419,7 +442,6 @@ class _Report:
                 reason=f"The next run executes {', '.join(executes)}, then asks the model "
                 "(unless a call asks for a confirmation or has no result yet).",
             )
-        head = self._head()
         if head.status == "completed":
             return NextRun(step="completed", reason="The agent gave its final answer and "
                            "nothing new arrived since; the next run ends without a model call.")
@@ -427,8 +449,11 @@ class _Report:
             return NextRun(step="escalated", reason=f"{head.reason} Nothing new arrived since; "
                            "the next run ends without a model call.")
         if head.status is not None:
+            since = (f"{', '.join(head.answered)} of the same request were answered and acted "
+                     "on, and the agent continues once every one is answered."
+                     if head.answered else "nothing new arrived since.")
             return NextRun(step="waits", reason=f"The next run waits for "
-                           f"{', '.join(head.waiting)}; nothing new arrived since.")
+                           f"{', '.join(head.waiting)}; {since}")
         return NextRun(step="calls_model", reason="The next run asks the model.")
 
     def _head(self) -> HeadStatus:
@@ -452,7 +477,7 @@ class _Report:
             if isinstance(parsed, str):
                 continue
             embedded, asked = parsed
-            if embedded.id in self.covered:
+            if embedded.id in self.covered and embedded.id not in self.request_only:
                 continue
             if embedded.id in ix.settled:
                 # A call with a response never runs again, whatever asks for it, and
@@ -471,6 +496,8 @@ class _Report:
                 continue
             stored = ix.calls.get(embedded.id)
             original = stored.call if stored is not None and stored.agent == agent else embedded
+            if original.id not in self.covered:
+                self.request_only.add(original.id)
             answered = ix.answers.get(cid)
             newer = [m for m in ix.messages if (m.seq or 0) > seq]
             if answered is None and not newer:
@@ -499,6 +526,22 @@ class _Report:
                     confirmation_id=cid, hint=asked.hint,
                 )
             self.covered.add(cid)
+
+    def _point_refusals_to_open_requests(self) -> None:
+        """A refused answer's item names the open request for the same call that an answer is
+        accepted for (the one answer that unblocks the session), when there is one."""
+        open_requests = {item.call.id: item.confirmation_id
+                         for item in self.groups["confirmations"]
+                         if "Beware:" not in item.reason}
+        refused = self.groups["not_acted_on"]
+        for position, item in enumerate(refused):
+            cid = open_requests.get(item.call.id)
+            if item.kind != "refused" or cid is None or cid == item.confirmation_id:
+                continue
+            refused[position] = dataclasses.replace(item, reason=(
+                f"{item.reason} Confirmation {cid!r} asks about the same call and is open: "
+                f"answering it (`answer_confirmation(confirmation_id={cid!r}, confirmed=…)`) "
+                "unblocks the session."))
 
     def _older_calls(self) -> None:
         ix = self.index

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, assert_never
 
 from eventstore import (
     REQUEST_CONFIRMATION_FUNCTION,
@@ -25,6 +25,15 @@ from eventstore import (
     FunctionCall,
     FunctionResponse,
     Part,
+)
+from eventstore._call_status import (
+    CallFacts,
+    CallStatus,
+    RequestFacts,
+    UserTurns,
+    call_status,
+    confirmation_answer,
+    deciding_request,
 )
 from runtime._exceptions import (
     CallAlreadyAnsweredError,
@@ -70,9 +79,17 @@ class _Lookup:
     claim_at: int | None = None
     claim: Event | None = None
     message: Event | None = None
+    author: str | None = None
+    long_running: bool = False
+    requests: list[tuple[int, str, str, FunctionCall]] = field(default_factory=list)
+    answers: dict[str, list[tuple[int, bool | None]]] = field(default_factory=dict)
+    messages: list[int] = field(default_factory=list)
+    turns: UserTurns = field(default_factory=lambda: UserTurns(newest_first=True))
 
     def feed(self, event: Event) -> bool:
         self.position += 1
+        self._note_confirmations(event)
+        self.turns.feed(event)
         for response in event.function_responses():
             if response.id != self.call_id:
                 continue
@@ -92,11 +109,56 @@ class _Lookup:
         if model and event.author != USER_AUTHOR:
             for call in event.function_calls():
                 if call.id == self.call_id:
-                    self.call = call
+                    self.call, self.author = call, event.author
+                    self.long_running = call.id in event.long_running_tool_ids
                     return False
         if is_user_message(event):
             self.message = event  # read newest first: ends as the closest message after the call
+            if event.seq is not None:
+                self.messages.append(event.seq)
         return True
+
+    def _note_confirmations(self, event: Event) -> None:
+        """The confirmation requests about the call and their answers (``call_status``)."""
+        seq = event.seq or 0
+        for response in event.function_responses():
+            if response.name == REQUEST_CONFIRMATION_FUNCTION:
+                self.answers.setdefault(response.id, []).insert(
+                    0, (seq, confirmation_answer(response.response)))  # read newest first
+        if event.author == USER_AUTHOR or event.content is None:
+            return
+        for call in event.function_calls():
+            if call.name != REQUEST_CONFIRMATION_FUNCTION:
+                continue
+            parsed = parse_confirmation_request(call)
+            if not isinstance(parsed, str) and parsed[0].id == self.call_id:
+                self.requests.append((seq, call.id, event.author, parsed[0]))
+
+    def facts(self) -> CallFacts:
+        """What the scan found about the call, as ``call_status`` (the one rule every command
+        and view uses) takes it. Only meaningful once the call was found."""
+        call = self.call
+        return CallFacts(
+            settled=self.settled_at is not None,
+            long_running=self.long_running,
+            claim_seq=self.claim.seq if self.claim is not None else None,
+            requests=[RequestFacts(
+                seq=seq, confirmation_id=cid, answers=self.answers.get(cid, ()),
+                trusted=(call is not None and author == self.author
+                         and embedded.name == call.name and embedded.args == call.args),
+            ) for seq, cid, author, embedded in reversed(self.requests)],
+            message_seqs=self.messages,
+            turns=self.turns,
+        )
+
+    def status(self) -> CallStatus:
+        """Where the call stands (``call_status``)."""
+        return call_status(self.facts())
+
+    def confirmation_id(self) -> str | None:
+        """The id of the request the status is read from, if any (``deciding_request``)."""
+        request = deciding_request(self.facts())
+        return request.confirmation_id if request else None
 
     @property
     def pending(self) -> bool:
@@ -166,24 +228,43 @@ async def _check_confirmation(
         )
 
 
+def _not_awaited(session_id: str, lookup: _Lookup, *, want: str) -> str | None:
+    """Why a call of status other than started-and-unanswered takes no ``want`` (a result, a
+    re-run decision), or ``None`` when it is such a call or already answered (said apart)."""
+    status = lookup.status()
+    where = f"Call {lookup.call_id!r} of session {session_id!r}"
+    asked = lookup.confirmation_id()
+    if status == "long_running" or status == "in_doubt" or status == "answered":
+        return None
+    if status == "awaiting_confirmation":
+        return (f"{where} did not run: it waits for a confirmation ({asked!r}), not for a "
+                f"{want}: answer it with answer_confirmation(session_id={session_id!r}, "
+                f"confirmation_id={asked!r}, confirmed=…).")
+    if status == "confirmed_not_run":
+        return (f"{where} was confirmed (confirmation {asked!r}) and has not run yet: the "
+                f"agent's next run executes it, so it takes no {want}.")
+    if status == "rejected_not_run":
+        return (f"{where} was rejected (confirmation {asked!r}): the agent's next run answers it "
+                f"with the rejection and does not run the tool, so it takes no {want}.")
+    if status == "superseded":
+        return (f"{where} does not run: a newer user message superseded its confirmation "
+                f"{asked!r}, so it takes no {want}.")
+    if status == "refused":
+        return (f"{where} does not run: the answer to confirmation {asked!r} is refused (the "
+                "request is not its agent's, or embeds other arguments than the call as "
+                f"stored), so it takes no {want}.")
+    if status == "not_started":
+        return (f"{where} was never started, so it takes no {want}: the next run executes it "
+                "(after a confirmation when its tool needs one). A result is accepted only for a "
+                "started, unanswered call (long-running or in doubt).")
+    assert_never(status)
+
+
 def _check_result_awaited(session_id: str, lookup: _Lookup) -> None:
-    cid = lookup.call_id
-    if lookup.response_at is not None and lookup.placeholder and not lookup.pending:
-        raise ResultNotAwaitedError(
-            f"Call {cid!r} of session {session_id!r} did not run: it waits for a confirmation "
-            "(see pending()); answer that with answer_confirmation(). A result is accepted only "
-            "for a started, unanswered call.",
-            session_id=session_id,
-            function_call_id=cid,
-        )
-    if lookup.claim_at is None and lookup.pending:
-        raise ResultNotAwaitedError(
-            f"Call {cid!r} of session {session_id!r} was never started, so no result is awaited: "
-            "the next run executes it (after a confirmation when its tool needs one). A result "
-            "is accepted only for a started, unanswered call (long-running or in doubt).",
-            session_id=session_id,
-            function_call_id=cid,
-        )
+    why = _not_awaited(session_id, lookup, want="result")
+    if why is not None:
+        raise ResultNotAwaitedError(why, session_id=session_id,
+                                    function_call_id=lookup.call_id)
 
 
 def _check_claim_age(session_id: str, lookup: _Lookup, min_claim_age: float | None) -> None:
@@ -247,6 +328,10 @@ async def _append_checked(
             )
         if result:
             _check_result_awaited(session_id, lookup)
+        if in_doubt_only and not is_confirmation:
+            why = _not_awaited(session_id, lookup, want="re-run decision")
+            if why is not None:
+                raise CallNotInDoubtError(why, session_id=session_id, function_call_id=call_id)
         if not lookup.pending and not await _unsigned_answer(store, session_id, lookup, where):
             at = lookup.response_at[1] if lookup.response_at else None
             raise CallAlreadyAnsweredError(

@@ -41,7 +41,14 @@ from eventstore import (
 
 from ._confirmations import ConfirmationScan, Refusal
 from ._escalation import escalation_reason_from_event
-from ._log import LIVE_STREAM_ENDED_KEY, feed_all, is_model_turn, tool_calls
+from ._log import (
+    LIVE_STREAM_ENDED_KEY,
+    USER_AUTHOR,
+    feed_all,
+    is_model_turn,
+    parse_confirmation_answer,
+    tool_calls,
+)
 
 __all__ = [
     "RERUN_DECISION_KEY",
@@ -291,7 +298,10 @@ class HeadStatus:
     ``status`` is ``"completed"`` when the agent's newest event is its final text answer,
     ``"paused_for_confirmation"`` / ``"paused_long_running"`` when its newest turn hands back
     only confirmation requests or long-running calls that are still unanswered; ``None`` when
-    anything newer (a message, a result, an answer) gives the model something to see.
+    anything newer (a message, a result) gives the model something to see. Confirmations
+    answered one at a time do not give the model a turn while others of the same request are
+    open: past the answers (and the agent's responses to the calls they answered) the head still
+    waits, ``paused_for_confirmation`` with the ids not answered yet.
     """
 
     status: (
@@ -303,6 +313,9 @@ class HeadStatus:
     """The final answer, when completed."""
     waiting: tuple[str, ...] = ()
     """The unanswered ids the head waits for, when paused."""
+    answered: tuple[str, ...] = ()
+    """When ``paused_for_confirmation`` past answers: the confirmation ids of the same request
+    answered since (acted on by the run that follows them), in request order."""
     reason: str = ""
     """Who escalated and why, when escalated."""
 
@@ -317,6 +330,7 @@ class HeadScan:
     def __init__(self, *, agent_name: str) -> None:
         self._agent = agent_name
         self._status: HeadStatus | None = None
+        self._answered: set[str] | None = None  # set: walking back past answers to a request
 
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
@@ -328,8 +342,39 @@ class HeadScan:
             return True
         if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
             return True  # a live stream's end: bookkeeping, nothing for the model
-        self._status = self._decide(event)
+        answers = _confirmation_answers(event)
+        if answers is not None:
+            self._answered = {*(self._answered or ()), *answers}
+            return True
+        if self._responses_only(event) and (
+            self._answered is not None or escalation_reason_from_event(event) is None
+        ):
+            # The agent's responses to calls run (or rejected) on an answer: what matters is
+            # whether the request they answered still has open confirmations.
+            self._answered = self._answered if self._answered is not None else set()
+            return True
+        if self._answered is not None:
+            self._status = self._past_answers(event, self._answered)
+        else:
+            self._status = self._decide(event)
         return False
+
+    def _responses_only(self, event: Event) -> bool:
+        content = event.content
+        return (event.author == self._agent and content is not None and content.role != "model"
+                and bool(content.parts)
+                and all(p.function_response is not None for p in content.parts))
+
+    def _past_answers(self, event: Event, answered: set[str]) -> HeadStatus:
+        """The head status when only answers and responses to them are newer than ``event``."""
+        status = self._decide(event)
+        if status.status != "paused_for_confirmation":
+            return HeadStatus()
+        waiting = tuple(i for i in status.waiting if i not in answered)
+        if not waiting:
+            return HeadStatus()
+        return HeadStatus(status="paused_for_confirmation", waiting=waiting,
+                          answered=tuple(i for i in status.waiting if i in answered))
 
     def _decide(self, event: Event) -> HeadStatus:
         if event.author != self._agent or event.content is None:
@@ -354,3 +399,20 @@ class HeadScan:
     def result(self) -> HeadStatus:
         """Return the status from the events fed so far (an empty log gives the model a turn)."""
         return self._status if self._status is not None else HeadStatus()
+
+
+def _confirmation_answers(event: Event) -> list[str] | None:
+    """The confirmation ids a user event answers when it holds only well-formed confirmation
+    answers (``answer_confirmation``'s shape), else ``None`` (a message, a result, anything
+    else gives the model something new)."""
+    content = event.content
+    if event.author != USER_AUTHOR or content is None or not content.parts:
+        return None
+    ids: list[str] = []
+    for part in content.parts:
+        response = part.function_response
+        if (response is None or response.name != REQUEST_CONFIRMATION_FUNCTION
+                or isinstance(parse_confirmation_answer(response.response), str)):
+            return None
+        ids.append(response.id)
+    return ids

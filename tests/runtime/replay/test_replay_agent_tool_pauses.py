@@ -452,3 +452,53 @@ async def test_agent_tool_grandchild_confirmation_pauses_the_root_for_it(
     await answer_confirmation(store, session_id="trip", confirmation_id=cid, confirmed=True)
     done = await runner.run(session_id="trip", user_id="u")
     assert (done.status, done.final_text, booked) == ("completed", "Done.", ["Nara"])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "booked_cities"),
+    [
+        pytest.param(True, True, ["Kyoto", "Osaka"], id="approve-then-approve"),
+        pytest.param(False, True, ["Osaka"], id="reject-then-approve"),
+        pytest.param(True, False, ["Kyoto"], id="approve-then-reject"),
+    ],
+)
+async def test_agent_tool_child_confirmations_answered_one_run_apart_each_stay_pending(
+    store: EventStore, first: bool, second: bool, booked_cities: list[str]
+) -> None:
+    booked: list[str] = []
+    tool = _booker(
+        store,
+        booked,
+        _calls(("c-kyoto", "book", {"city": "Kyoto"}), ("c-osaka", "book", {"city": "Osaka"})),
+        "Booked what you allowed.",
+    )
+    runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Book both"})), "Done.")
+    await runner.create_session(user_id="u", session_id="trip")
+    paused = await runner.run(session_id="trip", user_id="u", new_message="Book")
+    kyoto, osaka = paused.pending_call_ids
+
+    await answer_confirmation(store, session_id="trip", confirmation_id=kyoto, confirmed=first)
+    again = await runner.run(session_id="trip", user_id="u")
+    # The child acted on the answer it got and did not complete past the open confirmation.
+    assert (again.status, again.pending_call_ids) == ("paused_for_confirmation", (osaka,))
+    assert booked == (["Kyoto"] if first else [])
+    report = await session_pending(store, "trip")
+    child = child_session_id("trip", "p-1")
+    assert [(i.kind, i.confirmation_id, i.session_id) for i in report] == [
+        ("confirmation", osaka, child)]
+    assert report.next_run.step == "waits"
+    assert [(i.kind, i.confirmation_id) for i in pending(await store.read(child))] == [
+        ("confirmation", osaka)]
+
+    await answer_confirmation(store, session_id="trip", confirmation_id=osaka, confirmed=second)
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Done.")
+    assert booked == booked_cities
+    assert not await session_pending(store, "trip")
+    answers = {r.id: r.response for e in await store.read(child) for r in e.function_responses()
+               if r.id in ("c-kyoto", "c-osaka")}
+    assert {cid: "error" not in answer for cid, answer in answers.items()} == {
+        "c-kyoto": first, "c-osaka": second}
+    parent_answer = [r.response for e in await store.read("trip") for r in e.function_responses()
+                     if r.id == "p-1"]
+    assert parent_answer == [{"result": "Booked what you allowed."}]

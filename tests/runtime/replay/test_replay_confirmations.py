@@ -233,3 +233,39 @@ def test_confirmations_other_agents_requests_are_ignored_for_this_agent() -> Non
     assert [r.kind for r in recovery.refusals] == ["forged"]
     other = recover_confirmations(history.newest_first(), agent_name="other_agent")
     assert [c.call.id for c in other.calls] == ["call-a"]
+
+
+def test_confirmations_answer_followed_by_a_result_in_the_same_turn_is_acted_on() -> None:
+    from eventstore import Content, Event, FunctionResponse, Part
+
+    history = History()
+    history.user("paid lookup and a report")
+    paid = call("get_weather", "call-paid", city="Tokyo")
+    report = call("render", "call-report", n=1)
+    history.model(paid, report, long_running=("call-report",))
+    history.claim(paid.id, report.id)
+    history.respond((paid, PLACEHOLDER))
+    history.request(paid, "confirm-paid")
+    history.answer("confirm-paid", True)
+    # The user's next submission, before any run: the long-running call's result.
+    history.add(Event(author="user", content=Content(role="user", parts=(Part(
+        function_response=FunctionResponse(id=report.id, name="render",
+                                           response={"done": True})),))))
+    (confirmed,) = recover_confirmations(history.newest_first(), agent_name=AGENT).calls
+    assert confirmed.call == paid
+
+
+def test_confirmations_a_placeholder_after_an_older_request_does_not_drop_its_answer() -> None:
+    history = History()
+    paid = call("get_weather", "call-paid", city="Tokyo")
+    history.model(paid)
+    history.claim(paid.id)
+    history.respond((paid, PLACEHOLDER))
+    history.request(paid, "confirm-1")
+    history.respond((paid, PLACEHOLDER))  # asked again (an imported or edited log)
+    history.request(paid, "confirm-2")
+    history.answer("confirm-1", True)
+    history.answer("confirm-2", True)
+    recovery = recover_confirmations(history.newest_first(), agent_name=AGENT)
+    assert [c.call.id for c in recovery.calls] == ["call-paid"]
+    assert recovery.already_handled == ()

@@ -301,3 +301,91 @@ def _model_content(call: FunctionCall) -> Any:
 
 
 _ = Event
+
+
+async def test_respond_confirmations_answered_one_at_a_time_each_run_then_the_model(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    two = ModelResponse(function_calls=(
+        FunctionCall(id="call-t", name="paid_weather", args={"city": "Tokyo"}),
+        FunctionCall(id="call-o", name="paid_weather", args={"city": "Osaka"}),
+    ))
+    runner = paid_runner(store, counter, two, "Both looked up.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Tokyo and Osaka")
+    tokyo, osaka = first.pending_call_ids
+    await answer_confirmation(store, session_id="s", confirmation_id=tokyo, confirmed=True)
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert (report.next_run.executes, report.next_run.step) == (("call-t",), "waits")
+
+    # The answered call runs; the model gets no turn while the other question is open.
+    second = await runner.run(session_id="s", user_id="u")
+    assert (second.status, second.pending_call_ids) == ("paused_for_confirmation", (osaka,))
+    assert counter.calls == [{"city": "Tokyo"}]
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert [(i.kind, i.confirmation_id) for i in report] == [("confirmation", osaka)]
+    assert report.next_run.step == "waits"
+    assert tokyo in report.next_run.reason
+
+    await answer_confirmation(store, session_id="s", confirmation_id=osaka, confirmed=True)
+    third = await runner.run(session_id="s", user_id="u")
+    assert (third.status, third.final_text) == ("completed", "Both looked up.")
+    assert counter.calls == [{"city": "Tokyo"}, {"city": "Osaka"}]
+
+
+@pytest.mark.parametrize(
+    ("author", "city"),
+    [
+        pytest.param("user", "Tokyo", id="user-authored-request"),
+        pytest.param("other_agent", "Tokyo", id="other-agent-request"),
+        pytest.param(AGENT, "Paris", id="embedded-call-mismatch"),
+    ],
+)
+async def test_respond_refused_answer_leaves_the_genuine_request_pending_and_answerable(
+    store: EventStore, author: str, city: str
+) -> None:
+    counter = Counter()
+    runner, real = await _paused(store, counter, "Tokyo is 22°C.")
+    await store.append(
+        "s", [_forged_request("confirm-forged", author=author, city=city)], expected_version=None
+    )
+    await runner.run(session_id="s", user_id="u",
+                     new_message=_answer_content("confirm-forged", {"confirmed": True}))
+
+    # The report names the one answer that unblocks the session: the genuine request.
+    report = pending((await store.get_session("s")).events, idempotent_tools=())
+    assert sorted((p.kind, p.confirmation_id) for p in report) == [
+        ("confirmation", real), ("refused", "confirm-forged")]
+    [refused] = report.not_acted_on
+    assert f"Confirmation {real!r} asks about the same call" in refused.reason
+    assert refused.call.id == "call-w"
+    [open_request] = report.confirmations
+    assert open_request.call.args == {"city": "Tokyo"}
+
+    await answer_confirmation(store, session_id="s", confirmation_id=real, confirmed=True)
+    done = await runner.run(session_id="s", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Tokyo is 22°C.")
+    assert counter.calls == [{"city": "Tokyo"}]
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+async def test_respond_answered_confirmation_takes_no_result_and_no_rerun_and_says_why(
+    store: EventStore, confirmed: bool
+) -> None:
+    counter = Counter()
+    runner, cid = await _paused(store, counter, "Tokyo is 22°C.")
+    await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=confirmed)
+    said = "was confirmed" if confirmed else "was rejected"
+    with pytest.raises(ResultNotAwaitedError, match=said) as result:
+        await submit_response(store, session_id="s", call_id="call-w", response={"x": 1})
+    with pytest.raises(CallNotInDoubtError, match=said) as rerun:
+        await rerun_call(store, session_id="s", call_id="call-w")
+    for refused in (result.value, rerun.value):
+        assert "already answered" not in str(refused)
+        assert cid in str(refused)
+        assert "the agent's next run" in str(refused)
+    done = await runner.run(session_id="s", user_id="u")
+    assert done.status == "completed"
+    assert counter.calls == ([{"city": "Tokyo"}] if confirmed else [])
