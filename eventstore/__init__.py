@@ -46,6 +46,7 @@ from ._exceptions import (
     StorageError,
     StoreClosedError,
     StoreUsageError,
+    TamperedArtifactError,
     TamperedLogError,
 )
 from ._fork import ForkLink, SessionForks
@@ -120,6 +121,7 @@ __all__ = [
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedArtifactError",
     "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",

@@ -81,8 +81,8 @@ async def _snapshots(
             snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
             if snapshot is None:
                 break
-            seq, data = snapshot
-            found.append((seq, snapshot_state(data, session_id=session_id, seq=seq)))
+            seq = snapshot.seq
+            found.append((seq, snapshot_state(snapshot.state, session_id=session_id, seq=seq)))
         except CorruptSnapshotError as exc:
             if exc.seq is None:
                 raise

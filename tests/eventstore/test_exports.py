@@ -61,6 +61,7 @@ PUBLIC = {
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedArtifactError",
     "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",
