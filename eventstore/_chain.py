@@ -44,7 +44,8 @@ the newest entry it folds. A reader uses a cache only while the log still holds 
 that place and, keyed, the MAC is the key's. An artifact version's row carries
 ``artifact_digest`` (its filename, version, MIME type, save time, metadata and the sha256
 of its bytes) and, keyed, ``sign_artifact`` of it; a fork link carries ``fork_link_digest`` and,
-keyed, ``sign_fork_link``.
+keyed, ``sign_fork_link``. A keyed store appends ``sign_session_cache`` to each session cache
+(``EventStore.save_cache``) and serves none whose MAC fails.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from collections.abc import Iterable
 from typing import Final, Protocol
 
 __all__ = [
+    "CACHE_MAC_SIZE",
     "FRAME_TAG",
     "GENESIS",
     "SCOPE_TAG",
@@ -76,6 +78,7 @@ __all__ = [
     "sign_head_state",
     "sign_scope_entry",
     "sign_scope_head",
+    "sign_session_cache",
     "sign_shared_snapshot",
     "signature_ok",
 ]
@@ -264,6 +267,18 @@ def fork_link_digest(session_id: str, origin_session_id: str, origin_seq: int,
 def sign_fork_link(key: bytes, digest: bytes) -> bytes:
     """Return the signature of a fork link whose row has ``digest`` (``fork_link_digest``)."""
     return hmac.new(key, b"evs-fork-sig-1\0" + digest, hashlib.sha256).digest()
+
+
+CACHE_MAC_SIZE: Final = 32
+"""Bytes of the MAC a keyed store appends to a session cache's data (``sign_session_cache``)."""
+
+
+def sign_session_cache(key: bytes, session_id: str, name: str, seq: int, data: bytes) -> bytes:
+    """Return the MAC of a session's named cache (``EventStore.save_cache``): HMAC-SHA256
+    under ``key`` of the session's key, the cache's name, its seq and its data. A keyed store
+    keeps it after the data and serves a cache only when it checks out."""
+    message = _text(session_id) + _text(name) + seq.to_bytes(8, "big", signed=True) + data
+    return hmac.new(key, b"evs-session-cache-1\0" + message, hashlib.sha256).digest()
 
 
 def signature_ok(key: bytes, session_id: str, chain_hash: bytes | None,

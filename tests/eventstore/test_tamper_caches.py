@@ -314,3 +314,19 @@ async def test_a_lowered_app_position_does_not_break_appends(sql_target: Backend
         assert (await store.shared_state(app_name="app", user_id=None))["app:n"] == 3
     # The append took the log's highest position and restored the counter.
     assert await _findings(sql_target, key) == set()
+
+
+async def test_a_keyed_store_serves_no_session_cache_written_behind_its_back(
+        sql_target: BackendTarget) -> None:
+    async with await _open(sql_target, KEY) as store:
+        await store.create_session(app_name="app", user_id="ada", session_id="s")
+        await store.append("s", delta_event({"n": 1}), expected_version=0)
+        await store.save_cache("s", "items", 1, b'["the real item"]')
+        assert await store.load_cache("s", "items") == (1, b'["the real item"]')
+    ((data,),) = await raw(sql_target, "SELECT data FROM evs_session_caches")
+    await raw(sql_target, "UPDATE evs_session_caches SET data = ?",
+              bytes(data).replace(b"the real item", b"a forged item"))
+    async with await _open(sql_target, KEY) as store:
+        assert await store.load_cache("s", "items") is None
+    async with await _open(sql_target, None) as store:  # unkeyed: the caller checks it
+        assert await store.load_cache("s", "items") is not None
