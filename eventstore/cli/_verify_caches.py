@@ -14,7 +14,8 @@ with what is stored; a difference is a finding with a stable code:
   older version, or its digest removed);
 - ``fork_link_edited`` (the link no longer hashes to its stored digest, or its origin's event at
   the fork's seq is not the event the fork copied), ``fork_link_bad_signature``,
-  ``fork_link_unsigned`` (keyed: made before the key), ``fork_link_unverified`` (no digest);
+  ``fork_link_unsigned`` (keyed: made before the key, and its origin is gone, so no signed
+  event vouches for it), ``fork_link_unverified`` (no digest);
 - ``app_position_lowered``: an app's position counter is below a position its log holds (the
   next shared-state append would take a taken one; appends derive it from the log meanwhile).
 """
@@ -130,8 +131,11 @@ async def fork_link_findings(backend: Backend, session_key: str, given: str) -> 
     findings: list[Finding] = []
     for link in links:
         code, why = _link_problem(link, backend.signing_key)
-        if code is None:
-            code, why = await _origin_problem(backend, link)
+        if code is None or code == "fork_link_unsigned":
+            # A link recorded before the key (or migrated): its origin's event vouches for it.
+            origin_code, origin_why, vouched = await _origin_problem(backend, link)
+            if origin_code is not None or vouched:
+                code, why = origin_code, origin_why
         if code is not None:
             findings.append(Finding(
                 session_id=given, seq=None, code=code,
@@ -163,18 +167,21 @@ def _link_problem(link: ForkLink, key: bytes | None) -> tuple[str | None, str]:
     return None, ""
 
 
-async def _origin_problem(backend: Backend, link: ForkLink) -> tuple[str | None, str]:
+async def _origin_problem(backend: Backend,
+                          link: ForkLink) -> tuple[str | None, str, bool]:
+    """``(code, why, vouched)``: whether the origin's event at the fork's seq disagrees with
+    the fork's copy, and whether it exists and agrees (it vouches for the link then)."""
     origin = await backend.get_session(link.origin_session_id)
     if origin is None or origin.version < link.origin_seq or link.origin_seq < 1:
-        return None, ""  # the origin is gone (or shorter): the link's own seal is the evidence
+        return None, "", False  # the origin is gone (or shorter): only the link's own seal
     mine = await backend.read(link.session_id, after=link.origin_seq - 1, upto=link.origin_seq,
                               backwards=False, limit=1)
     theirs = await backend.read(link.origin_session_id, after=link.origin_seq - 1,
                                 upto=link.origin_seq, backwards=False, limit=1)
     if mine and theirs and mine[0].chain_hash != theirs[0].chain_hash:
         return "fork_link_edited", (f"names an origin whose event at seq {link.origin_seq} "
-                                    "is not the one the fork copied: the link was changed")
-    return None, ""
+                                    "is not the one the fork copied: the link was changed"), False
+    return None, "", bool(mine and theirs)
 
 
 async def app_position_findings(backend: Backend,
