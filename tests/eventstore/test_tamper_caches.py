@@ -330,3 +330,22 @@ async def test_a_keyed_store_serves_no_session_cache_written_behind_its_back(
         assert await store.load_cache("s", "items") is None
     async with await _open(sql_target, None) as store:  # unkeyed: the caller checks it
         assert await store.load_cache("s", "items") is not None
+
+
+async def test_a_re_sealed_fork_link_is_reported_keyed(sql_target: BackendTarget) -> None:
+    # The origin is gone and the link's digest recomputed for a new origin id with the
+    # signature removed: nothing vouches for it any more.
+    from eventstore._chain import fork_link_digest
+
+    async with await _open(sql_target, KEY) as store:
+        await store.create_session(app_name="app", user_id="ada", session_id="s")
+        await store.append("s", delta_event({"n": 1}), expected_version=0)
+        await store.fork("s", at=1, new_session_id="f")
+        await store.delete_session("s")
+    assert await _findings(sql_target, KEY, "f") == set()
+    ((sid, seq, at),) = await raw(sql_target, "SELECT session_id, origin_seq, forked_at "
+                                  "FROM evs_session_forks")
+    await raw(sql_target, "UPDATE evs_session_forks SET origin_session_id = 'x', "
+              "link_hash = ?, signature = NULL", fork_link_digest(sid, "x", seq, at))
+    assert "fork_link_unsigned" in await _findings(sql_target, KEY, "f")
+    assert await _findings(sql_target, None, "f") == set()  # unkeyed: public arithmetic
