@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from hmac import compare_digest
 from typing import Protocol
 from uuid import uuid4
 
 from eventstore._chain import artifact_digest, fork_link_digest, sign_artifact, sign_fork_link
-from eventstore._exceptions import ArtifactConflictError, DuplicateEventError
+from eventstore._exceptions import (
+    ArtifactConflictError,
+    DuplicateEventError,
+    TamperedArtifactError,
+)
 from eventstore._fork import ForkLink, ForkPlan
 from eventstore._retention import RetentionPolicy
 from eventstore._scopes import ScopeEntry, ScopeHead
@@ -35,7 +40,9 @@ __all__ = [
     "SessionRecord",
     "SharedSnapshot",
     "StoredEvent",
+    "artifact_problem",
     "check_artifact_version",
+    "check_served_artifact",
     "check_batch_ids",
     "check_retry",
     "fresh_key",
@@ -748,6 +755,53 @@ def seal_artifact(signing_key: bytes | None, *, filename: str, version: int, mim
     digest = artifact_digest(filename, version=version, mime_type=mime_type,
                              created_at=created_at, metadata=metadata, data=data)
     return digest, None if signing_key is None else sign_artifact(signing_key, digest)
+
+
+def artifact_problem(record: ArtifactRecord, signing_key: bytes | None) -> str | None:
+    """Why the stored ``record`` is not the version its row's record vouches for, as a stable
+    code (``artifact_edited``: its content no longer hashes to the stored digest;
+    ``artifact_bad_signature``: keyed, the digest's signature is not the key's;
+    ``artifact_unsigned``: keyed, it carries no signature; ``artifact_unverified``: it has no
+    digest, saved before revision 0020), or None when it checks out."""
+    if record.digest is None:
+        return "artifact_unverified"
+    try:
+        digest = artifact_digest(record.filename, version=record.version,
+                                 mime_type=record.mime_type, created_at=record.created_at,
+                                 metadata=record.metadata, data=record.data)
+    except (ValueError, TypeError):
+        return "artifact_edited"
+    if not compare_digest(digest, record.digest):
+        return "artifact_edited"
+    if signing_key is None:
+        return None
+    if record.signature is None:
+        return "artifact_unsigned"
+    if not compare_digest(sign_artifact(signing_key, digest), record.signature):
+        return "artifact_bad_signature"
+    return None
+
+
+_REFUSED_ARTIFACTS = {
+    "artifact_edited": "its bytes, MIME type, save time or metadata no longer hash to the "
+                       "digest stored when it was saved",
+    "artifact_bad_signature": "the signature of its record is not this key's",
+}
+"""The problems for which a keyed store serves no version, with their reason."""
+
+
+def check_served_artifact(record: ArtifactRecord, signing_key: bytes | None, *,
+                          scope: str | None) -> None:
+    """Raise TamperedArtifactError (``scope``: the session id the artifact is under, None for
+    the user's) when a keyed store must not serve ``record``: ``artifact_problem`` says it was
+    edited or its signature is not the key's. Unkeyed, or an unsigned version (saved before
+    the key), it is served; ``evs verify`` reports those."""
+    if signing_key is None:
+        return
+    problem = artifact_problem(record, signing_key)
+    if problem in _REFUSED_ARTIFACTS:
+        raise TamperedArtifactError(scope, record.filename, record.version,
+                                    reason=_REFUSED_ARTIFACTS[problem])
 
 
 def seal_fork_link(signing_key: bytes | None, link: ForkLink) -> tuple[bytes, bytes | None]:

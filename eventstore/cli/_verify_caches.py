@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from hmac import compare_digest
 from typing import Any
 
-from eventstore.backends.protocol import Backend
-from eventstore.store.artifacts import artifact_problem
+from eventstore.backends.protocol import Backend, artifact_problem
 
 from .._chain import fork_link_digest, sign_fork_link
 from .._exceptions import CorruptSnapshotError

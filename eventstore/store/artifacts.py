@@ -10,7 +10,6 @@ carry custom metadata (a JSON object). Knows no SQL.
 
 from __future__ import annotations
 
-import hmac
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,12 +18,16 @@ from typing import Any
 import orjson
 
 from eventstore._args import check_filename, check_int, check_str
-from eventstore._chain import artifact_digest, sign_artifact
-from eventstore._exceptions import ArtifactNotFoundError, StoreUsageError, TamperedArtifactError
+from eventstore._exceptions import ArtifactNotFoundError, StoreUsageError
 from eventstore._state import USER_PREFIX
-from eventstore.backends.protocol import ArtifactRecord, Backend, SessionRecord
+from eventstore.backends.protocol import (
+    ArtifactRecord,
+    Backend,
+    SessionRecord,
+    check_served_artifact,
+)
 
-__all__ = ["Artifact", "ArtifactMethods", "ArtifactVersion", "artifact_problem"]
+__all__ = ["Artifact", "ArtifactMethods", "ArtifactVersion"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,39 +82,6 @@ def _encode_metadata(metadata: Mapping[str, Any] | None) -> bytes | None:
         return orjson.dumps(dict(metadata), option=orjson.OPT_SORT_KEYS)
     except TypeError as exc:
         raise StoreUsageError(f"Artifact metadata must hold JSON values only: {exc}.") from exc
-
-
-def artifact_problem(record: ArtifactRecord, signing_key: bytes | None) -> str | None:
-    """Why the stored ``record`` is not the version its row's record vouches for, as a stable
-    code (``artifact_edited``: its content no longer hashes to the stored digest;
-    ``artifact_bad_signature``: keyed, the digest's signature is not the key's;
-    ``artifact_unsigned``: keyed, it carries no signature; ``artifact_unverified``: it has no
-    digest, saved before revision 0020), or None when it checks out."""
-    if record.digest is None:
-        return "artifact_unverified"
-    try:
-        digest = artifact_digest(record.filename, version=record.version,
-                                 mime_type=record.mime_type, created_at=record.created_at,
-                                 metadata=record.metadata, data=record.data)
-    except (ValueError, TypeError):
-        return "artifact_edited"
-    if not hmac.compare_digest(digest, record.digest):
-        return "artifact_edited"
-    if signing_key is None:
-        return None
-    if record.signature is None:
-        return "artifact_unsigned"
-    if not hmac.compare_digest(sign_artifact(signing_key, digest), record.signature):
-        return "artifact_bad_signature"
-    return None
-
-
-_REFUSED = {
-    "artifact_edited": "its bytes, MIME type, save time or metadata no longer hash to the "
-                       "digest stored when it was saved",
-    "artifact_bad_signature": "the signature of its record is not this key's",
-}
-"""The problems for which a keyed store refuses to serve a version, with their reason."""
 
 
 class ArtifactMethods:
@@ -213,12 +183,7 @@ class ArtifactMethods:
         )
         if found is None:
             raise ArtifactNotFoundError(session_id, filename, version)
-        key = self._open_backend().signing_key
-        if key is not None:
-            problem = artifact_problem(found, key)
-            if problem in _REFUSED:
-                raise TamperedArtifactError(scope, filename, found.version,
-                                            reason=_REFUSED[problem])
+        check_served_artifact(found, self._open_backend().signing_key, scope=scope)
         return Artifact(
             filename=found.filename,
             version=found.version,

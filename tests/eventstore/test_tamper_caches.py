@@ -20,7 +20,7 @@ from _evs_support import BackendTarget, delta_event
 from _tamper import raw
 from typer.testing import CliRunner
 
-from eventstore import EventStore, TamperedArtifactError, open_store
+from eventstore import Event, EventStore, TamperedArtifactError, open_store
 from eventstore._exceptions import StorageError
 from eventstore._state import apply_actions
 from eventstore.backends.memory import MemoryBackend
@@ -373,3 +373,21 @@ async def test_an_edited_memory_row_is_not_returned(sql_target: BackendTarget,
         await memory.rebuild()
         assert [e.text for e in await memory.search_memory(
             app_name="app", user_id="ada", query="paris")] == ["my favourite city is Paris"]
+
+
+async def test_a_keyed_export_refuses_an_edited_artifact(sql_target: BackendTarget) -> None:
+    import io
+
+    from eventstore import EventActions
+    from eventstore._export import write_export
+
+    await _artifact(sql_target, KEY)
+    async with await _open(sql_target, KEY) as store:
+        await store.append("s", Event(author="agent", actions=EventActions(
+            artifact_delta={"report.txt": 0})), expected_version=0)
+    await raw(sql_target, "UPDATE evs_artifacts SET data = ? WHERE version = 0", b"forged")
+    async with await open_store(sql_target.url, signing_key=KEY) as store:
+        record = await store.backend.get_session("s")
+        assert record is not None
+        with pytest.raises(TamperedArtifactError):
+            await write_export(store.backend, record, io.BytesIO())
