@@ -391,3 +391,20 @@ async def test_a_keyed_export_refuses_an_edited_artifact(sql_target: BackendTarg
         assert record is not None
         with pytest.raises(TamperedArtifactError):
             await write_export(store.backend, record, io.BytesIO())
+
+
+@pytest.mark.parametrize("key", KEYED)
+async def test_a_lowered_app_position_is_not_given_to_later_events(
+        sql_target: BackendTarget, key: bytes | None) -> None:
+    # An event that changes no shared state takes the app's current position (the state at
+    # its seq folds user:/app: state up to it): never one below the log's highest.
+    await _lowered(sql_target, key)
+    async with await _open(sql_target, key) as store:
+        await store.append("s", delta_event({"k": 1}), expected_version=3)
+        await store.append("s", delta_event({"k": 2}), expected_version=4)
+        assert (await store.state("s", at=4))["app:n"] == 2
+    ((position,),) = await raw(sql_target, "SELECT position FROM evs_events "
+                               "WHERE session_id = 's' AND seq = 4")
+    ((highest,),) = await raw(sql_target, "SELECT max(position) FROM evs_events "
+                              "WHERE session_id = 's' AND shared_state")
+    assert position == highest

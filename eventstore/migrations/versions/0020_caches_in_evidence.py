@@ -16,13 +16,22 @@ Create Date: 2026-12-03
 - ``evs_session_forks`` gets ``link_hash`` and ``signature``: the upgrade backfills
   ``fork_link_digest`` of every link (unsigned, likewise).
 
+- PostgreSQL: ``evs_append`` (revision 0019) numbers the events it writes (which change no
+  shared state) after the larger of the app's counter and the highest position the app's
+  shared-state events hold (one seek in their unique index), as the client's appends do: a
+  counter lowered behind the store's back hands out no position below the log's.
+
 The downgrade drops the columns (and with them the bindings: the older code reads the rows as
-it did). Must match ``eventstore/_schema.py``; ``tests/eventstore/test_sql_schema.py`` checks it.
+it did) and restores revision 0019's function. Must match ``eventstore/_schema.py``;
+``tests/eventstore/test_sql_schema.py`` checks it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -42,6 +51,30 @@ _COLUMNS = (
 )
 
 _BATCH = 500
+
+_POSITION_0019 = """  SELECT coalesce(max(position), 0) INTO app_position
+    FROM evs_app_positions WHERE app_name = s_app;"""
+_POSITION = """  app_position := greatest(
+    (SELECT coalesce(max(position), 0) FROM evs_app_positions WHERE app_name = s_app),
+    (SELECT coalesce(max(position), 0) FROM evs_events
+     WHERE app_name = s_app AND shared_state));"""
+
+
+def _revision_0019() -> Any:
+    path = Path(__file__).with_name("0019_append_owner.py")
+    spec = importlib.util.spec_from_file_location("evs_migration_0019", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _function() -> str:
+    """Revision 0019's ``evs_append`` with the position taken as the log allows."""
+    create = str(_revision_0019()._CREATE)
+    assert _POSITION_0019 in create
+    return create.replace(_POSITION_0019, _POSITION)
 
 
 def _backfill_artifacts(bind: sa.Connection) -> None:
@@ -97,9 +130,17 @@ def upgrade() -> None:
     op.execute("DELETE FROM evs_shared_snapshots")
     _backfill_artifacts(bind)
     _backfill_forks(bind)
+    if bind.dialect.name == "postgresql":
+        # One transaction (PostgreSQL's DDL is transactional): no caller sees neither function.
+        op.execute(_revision_0019()._DROP)
+        op.execute(_function())
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        revision_0019 = _revision_0019()
+        op.execute(revision_0019._DROP)
+        op.execute(revision_0019._CREATE)
     # Plain ALTER TABLE … DROP COLUMN (SQLite >= 3.35, PostgreSQL): no table rebuild.
     for table, column in reversed(_COLUMNS):
         op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
