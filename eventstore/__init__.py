@@ -57,6 +57,7 @@ from ._exceptions import (
     StorageError,
     StoreClosedError,
     StoreUsageError,
+    TamperedArtifactError,
     TamperedLogError,
 )
 from ._fork import ForkLink, SessionForks
@@ -136,6 +137,7 @@ __all__ = [
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedArtifactError",
     "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",

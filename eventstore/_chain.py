@@ -36,6 +36,16 @@ per scope (``ScopeEntry``), chained the same way with a digest that binds the sc
 so an entry moved to another scope, renumbered, or pointed at another origin event no longer
 links. Keyed mode signs each entry (``sign_scope_entry``) and the stream's head record
 (``sign_scope_head``), whose message frames the scope too.
+
+Caches are bound to what they fold and, keyed, carry a MAC: a session's state at a seq (a
+snapshot or a head state, ``sign_head_state``) names the chain hash of the event at that seq; a
+scope's snapshot (``sign_shared_snapshot``) names the stream seq, position and chain hash of
+the newest entry it folds. A reader uses a cache only while the log still holds that hash at
+that place and, keyed, the MAC is the key's. An artifact version's row carries
+``artifact_digest`` (its filename, version, MIME type, save time, metadata and the sha256
+of its bytes) and, keyed, ``sign_artifact`` of it; a fork link carries ``fork_link_digest`` and,
+keyed, ``sign_fork_link``. A keyed store appends ``sign_session_cache`` to each session cache
+(``EventStore.save_cache``) and serves none whose MAC fails.
 """
 
 from __future__ import annotations
@@ -48,21 +58,28 @@ from collections.abc import Iterable
 from typing import Final, Protocol
 
 __all__ = [
+    "CACHE_MAC_SIZE",
     "FRAME_TAG",
     "GENESIS",
     "SCOPE_TAG",
     "SIGNING_KEY_ENV",
     "Chained",
+    "artifact_digest",
     "chain_hashes",
     "content_digest",
+    "fork_link_digest",
     "link",
     "resolve_signing_key",
     "scope_digest",
+    "sign_artifact",
     "sign_event",
+    "sign_fork_link",
     "sign_head",
     "sign_head_state",
     "sign_scope_entry",
     "sign_scope_head",
+    "sign_session_cache",
+    "sign_shared_snapshot",
     "signature_ok",
 ]
 
@@ -197,13 +214,71 @@ def sign_head(key: bytes, session_id: str, head_seq: int, head_hash: bytes) -> b
 
 def sign_head_state(key: bytes, session_id: str, seq: int, chain_hash: bytes,
                     state: bytes) -> bytes:
-    """Return the MAC of a session's head state cache row (HMAC-SHA256 under ``key`` of the
-    session id, ``seq``, the chain hash of the event at ``seq`` and the encoded state): a
-    keyed store uses a row only when it holds this, so a row written behind its back is
-    ignored and the state folded from the log."""
+    """Return the MAC of a cache row of a session's own state at ``seq`` (a head state or a
+    snapshot; HMAC-SHA256 under ``key`` of the session id, ``seq``, the chain hash of the event
+    at ``seq`` and the encoded state): a keyed store uses a row only when it holds this, so a
+    row written behind its back is ignored and the state folded from the log."""
     message = (_frame(session_id.encode("utf-8", "surrogatepass")) + seq.to_bytes(8, "big")
                + _frame(chain_hash) + state)
     return hmac.new(key, b"evs-head-state-1\0" + message, hashlib.sha256).digest()
+
+
+def sign_shared_snapshot(key: bytes, app_name: str, user_id: str, *, position: int, count: int,
+                         chain_hash: bytes, state: bytes) -> bytes:
+    """Return the MAC of a scope's snapshot row (HMAC-SHA256 under ``key`` of the scope
+    ``(app_name, user_id)``, ``user_id`` ``''`` for ``app:``, the stream seq ``count`` and app
+    ``position`` of the newest entry it folds, that entry's chain hash and the encoded state):
+    a keyed store uses a row only when it holds this."""
+    message = (_text(app_name) + _text(user_id) + count.to_bytes(8, "big", signed=True)
+               + position.to_bytes(8, "big", signed=True) + _frame(chain_hash) + state)
+    return hmac.new(key, b"evs-shared-snapshot-1\0" + message, hashlib.sha256).digest()
+
+
+def artifact_digest(filename: str, *, version: int, mime_type: str, created_at: float,
+                    metadata: bytes | None, data: bytes) -> bytes:
+    """Return the sha256 digest of one artifact version's row: its filename, version, MIME
+    type, save time, metadata (``None`` framed apart from empty) and the sha256 of its bytes.
+    Where the row is stored (app, user, session scope) is not covered: a fork copies versions
+    into its own scope. Raises ValueError for a string that is not valid text."""
+    meta = b"\0" if metadata is None else b"\1" + _frame(bytes(metadata))
+    return hashlib.sha256(b"".join((
+        b"evs-artifact-1\0", _text(filename), version.to_bytes(8, "big", signed=True),
+        _text(mime_type), struct.pack(">d", float(created_at)), meta,
+        hashlib.sha256(bytes(data)).digest(),
+    ))).digest()
+
+
+def sign_artifact(key: bytes, digest: bytes) -> bytes:
+    """Return the signature of an artifact version whose row has ``digest``
+    (``artifact_digest``, which frames where it is stored)."""
+    return hmac.new(key, b"evs-artifact-sig-1\0" + digest, hashlib.sha256).digest()
+
+
+def fork_link_digest(session_id: str, origin_session_id: str, origin_seq: int,
+                     forked_at: float) -> bytes:
+    """Return the sha256 digest of a fork link row (the fork, its origin, the origin's seq it
+    was made at and when). Raises ValueError for a string that is not valid text."""
+    return hashlib.sha256(b"".join((
+        b"evs-fork-1\0", _text(session_id), _text(origin_session_id),
+        origin_seq.to_bytes(8, "big", signed=True), struct.pack(">d", float(forked_at)),
+    ))).digest()
+
+
+def sign_fork_link(key: bytes, digest: bytes) -> bytes:
+    """Return the signature of a fork link whose row has ``digest`` (``fork_link_digest``)."""
+    return hmac.new(key, b"evs-fork-sig-1\0" + digest, hashlib.sha256).digest()
+
+
+CACHE_MAC_SIZE: Final = 32
+"""Bytes of the MAC a keyed store appends to a session cache's data (``sign_session_cache``)."""
+
+
+def sign_session_cache(key: bytes, session_id: str, name: str, seq: int, data: bytes) -> bytes:
+    """Return the MAC of a session's named cache (``EventStore.save_cache``): HMAC-SHA256
+    under ``key`` of the session's key, the cache's name, its seq and its data. A keyed store
+    keeps it after the data and serves a cache only when it checks out."""
+    message = _text(session_id) + _text(name) + seq.to_bytes(8, "big", signed=True) + data
+    return hmac.new(key, b"evs-session-cache-1\0" + message, hashlib.sha256).digest()
 
 
 def signature_ok(key: bytes, session_id: str, chain_hash: bytes | None,

@@ -18,6 +18,8 @@ The tree::
     ├── ArtifactNotFoundError            no such artifact or artifact version
     ├── ArtifactConflictError            a session created with artifacts would number one
     │                                    differently than given (nothing written)
+    ├── TamperedArtifactError            a keyed store's artifact version does not match its
+    │                                    signed record (its bytes or MIME type were edited)
     ├── CorruptEventError                a stored event row cannot be decoded
     ├── CorruptSnapshotError             a stored state snapshot (a cache) cannot be decoded
     ├── ArchiveError                     a prune's archive of a session could not be written or
@@ -55,6 +57,7 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StoreUsageError",
+    "TamperedArtifactError",
     "TamperedLogError",
 ]
 
@@ -197,6 +200,25 @@ class ArtifactConflictError(EventStoreError):
         self.filename = filename
         self.expected_version = expected_version
         self.actual_version = actual_version
+
+
+class TamperedArtifactError(EventStoreError):
+    """A keyed store refused to serve an artifact version: its stored bytes, MIME type, save
+    time or metadata no longer match the record the store signed when it saved it (``reason``
+    says which check failed), so it was changed behind the store's back. ``evs verify``
+    reports it too."""
+
+    def __init__(self, session_id: str | None, filename: str, version: int, *, reason: str):
+        where = "among the user's artifacts" if session_id is None else (
+            f"in session {session_id!r}")
+        super().__init__(
+            f"Version {version} of artifact {filename!r} {where} was changed behind the "
+            f"store's back ({reason}); it is not served. `evs verify` names the damage."
+        )
+        self.session_id = session_id
+        self.filename = filename
+        self.version = version
+        self.reason = reason
 
 
 class CorruptEventError(EventStoreError):

@@ -27,7 +27,7 @@ from ._exchange import (
 from ._state import USER_PREFIX
 from ._statefold import decode_all, in_seq_order
 from ._stored import STORED_SCHEMA_VERSION
-from .backends.protocol import Backend, SessionRecord
+from .backends.protocol import Backend, SessionRecord, check_served_artifact
 
 __all__ = ["EXPORT_PAGE", "ExportedLog", "export_artifacts", "write_export"]
 
@@ -71,6 +71,7 @@ async def export_artifacts(
                                                    version=version)
             if artifact is None:  # deleted since it was listed
                 raise ArtifactNotFoundError(sid, name, version)
+            check_served_artifact(artifact, backend.signing_key, scope=scope)
             found.append(ExportedArtifact(filename=name, version=artifact.version,
                                           mime_type=artifact.mime_type,
                                           created_at=artifact.created_at, data=artifact.data))

@@ -69,6 +69,11 @@ class ForkLink:
     ``EventStore.fork_links`` fills it in, a backend leaves it empty)."""
     user_id: str = ""
     """The user of the fork and of its origin (filled in as ``app_name``)."""
+    link_hash: bytes | None = None
+    """The row's stored ``eventstore._chain.fork_link_digest`` (None: not read, or a link
+    recorded before revision 0020), for ``evs verify``."""
+    signature: bytes | None = None
+    """The stored signature of ``link_hash`` when a keyed store made the fork."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

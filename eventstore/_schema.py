@@ -217,6 +217,11 @@ class Snapshot(SQLModel, table=True):
     """The state is the fold of events ``1..seq``."""
     state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded state (orjson)."""
+    chain_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The chain hash of the event at ``seq`` when it was folded (revision 0020: the row counts
+    only while that event still has it; a row without one is never used)."""
+    mac: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The row's HMAC under a keyed store's signing key, else NULL."""
 
 
 class HeadState(SQLModel, table=True):
@@ -314,6 +319,11 @@ class SharedSnapshot(SQLModel, table=True):
     """How many entries of the stream the fold covers: the stream seq of the newest."""
     state: bytes = Field(sa_type=sa.LargeBinary(), nullable=False)
     """The encoded state (orjson)."""
+    chain_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The chain hash of the stream's entry ``event_count`` when it was folded (revision 0020:
+    the row counts only while that entry still has it at ``position``)."""
+    mac: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """The row's HMAC under a keyed store's signing key, else NULL."""
 
 
 class Artifact(SQLModel, table=True):
@@ -339,6 +349,11 @@ class Artifact(SQLModel, table=True):
     """Save time."""
     custom_metadata: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
     """Custom metadata given at save time (an encoded JSON object), or NULL."""
+    digest: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """``eventstore._chain.artifact_digest`` of the row (revision 0020; NULL: written by an
+    older version, reported as unverified)."""
+    signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of ``digest`` when a keyed store saved it, else NULL."""
 
 
 class SessionCache(SQLModel, table=True):
@@ -423,6 +438,10 @@ class SessionFork(SQLModel, table=True):
     """The fork's events are the origin's 1..origin_seq."""
     forked_at: float = Field(sa_type=sa.Float(), nullable=False)
     """When the fork was made (seconds since the epoch)."""
+    link_hash: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """``eventstore._chain.fork_link_digest`` of the row (revision 0020)."""
+    signature: bytes | None = Field(default=None, sa_type=sa.LargeBinary(), nullable=True)
+    """HMAC of ``link_hash`` when a keyed store made the fork, else NULL."""
 
 
 class Retention(SQLModel, table=True):

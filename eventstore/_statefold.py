@@ -7,6 +7,12 @@ scope every ``snapshot_interval`` entries of its stream (``eventstore._scopes``:
 state is folded from the streams only, never from sessions' events). A fold through snapshots
 always equals a full replay (``session_state_fold`` is the reference). Knows no SQL: it uses
 the Backend protocol.
+
+Every cache it reads is bound to what it folded (the chain hash of the event at its seq, or of
+the stream entry at its count): backends return only the caches whose event or entry still
+holds that hash, and on a keyed store the folder also checks the cache's MAC
+(``eventstore._chain``) and folds the log instead of a cache without a valid one (never
+serving it), writing a signed one in its place.
 """
 
 from __future__ import annotations
@@ -19,13 +25,13 @@ from typing import Any, TypeVar
 
 import orjson
 
-from ._chain import sign_head_state
+from ._chain import sign_head_state, sign_shared_snapshot
 from ._codec import SCHEMA_VERSION, _upcast, decode_event, decode_trusted
 from ._events import Event
 from ._exceptions import CorruptEventError, CorruptSnapshotError
 from ._gcpause import pause as pause_collector
 from ._gcpause import resume as resume_collector
-from ._scopes import apply_scope_delta
+from ._scopes import APP_SCOPE, apply_scope_delta
 from ._state import APP_PREFIX, USER_PREFIX, apply_actions, apply_delta, session_part
 from ._stored import (
     STORED_SCHEMA_VERSION,
@@ -271,8 +277,10 @@ class StateFolder:
         backend = self._backend
         sid = record.session_id
         snapshot = await backend.load_snapshot(sid, upto=at)
+        if snapshot is not None and not self._trusted_state(sid, snapshot):
+            snapshot = None  # a keyed store folds the log (evs verify names a wrong row)
         base_seq, state = (0, {}) if snapshot is None else (
-            snapshot[0], snapshot_state(snapshot[1], session_id=sid, seq=snapshot[0])
+            snapshot.seq, snapshot_state(snapshot.state, session_id=sid, seq=snapshot.seq)
         )
         newest: StoredEvent | None = None
         after = base_seq
@@ -286,8 +294,9 @@ class StateFolder:
                 newest = page[-1] if page else newest
                 break
             newest, after = page[-1], page[-1].seq
-        if at == record.version and at - base_seq >= self._snapshot_interval:
-            await backend.save_snapshot(sid, at, orjson.dumps(state))
+        if at == record.version and at - base_seq >= self._snapshot_interval \
+                and newest is not None and newest.seq == at and newest.chain_hash is not None:
+            await backend.save_snapshot(sid, self._signed_state(sid, newest, orjson.dumps(state)))
         position: int | None = None
         if at < record.version:
             position = newest.position if newest else await self._position_of(sid, at)
@@ -308,12 +317,16 @@ class StateFolder:
         snapshot = await backend.load_shared_snapshot(
             app_name=app_name, user_id=user_id, upto_position=upto
         )
+        distrusted = snapshot is not None and not self._trusted_shared(app_name, user_id,
+                                                                       snapshot)
+        if distrusted:
+            snapshot = None
         entries = await backend.read_scope(
             app_name=app_name, user_id=user_id,
             after=0 if snapshot is None else snapshot.count, upto_position=upto
         )
         return await self._fold_scope(app_name, user_id, snapshot, entries,
-                                      session_id=session_id)
+                                      session_id=session_id, save_after=1 if distrusted else None)
 
     async def _fold_scope(
         self, app_name: str, user_id: str | None, snapshot: SharedSnapshot | None,
@@ -343,17 +356,50 @@ class StateFolder:
                 raise CorruptEventError(entry.session_id, entry.seq, (
                     f"its entry {entry.stream_seq} in the {_scope_name(app_name, user_id)} "
                     f"stream cannot be decoded ({exc!r}).")) from exc
-        if len(entries) >= (self._snapshot_interval if save_after is None else save_after):
+        newest_hash = entries[-1].chain_hash if entries else None
+        if newest_hash is not None and len(entries) >= (self._snapshot_interval
+                                                        if save_after is None else save_after):
+            newest, data = entries[-1], orjson.dumps(state)
+            key = self._backend.signing_key
             await self._backend.save_shared_snapshot(
                 app_name=app_name,
                 user_id=user_id,
                 snapshot=SharedSnapshot(
-                    position=entries[-1].position,
-                    count=entries[-1].stream_seq,
-                    state=orjson.dumps(state),
+                    position=newest.position, count=newest.stream_seq, state=data,
+                    chain_hash=newest_hash,
+                    mac=None if key is None else sign_shared_snapshot(
+                        key, app_name, newest.user_id, position=newest.position,
+                        count=newest.stream_seq, chain_hash=newest_hash, state=data),
                 ),
             )
         return state
+
+    def _trusted_state(self, session_id: str, cache: HeadState) -> bool:
+        """Whether a keyed store may use ``cache`` of the session's own state (unkeyed: the
+        backend's binding to the event's chain hash is all there is)."""
+        key = self._backend.signing_key
+        return key is None or (cache.mac is not None and compare_digest(
+            cache.mac, sign_head_state(key, session_id, cache.seq, cache.chain_hash,
+                                       cache.state)))
+
+    def _signed_state(self, session_id: str, newest: StoredEvent, data: bytes) -> HeadState:
+        """The cache of the session's own state ``data`` folded up to ``newest``."""
+        assert newest.chain_hash is not None
+        key = self._backend.signing_key
+        return HeadState(seq=newest.seq, chain_hash=newest.chain_hash, state=data,
+                         mac=None if key is None else sign_head_state(
+                             key, session_id, newest.seq, newest.chain_hash, data))
+
+    def _trusted_shared(self, app_name: str, user_id: str | None,
+                        snapshot: SharedSnapshot) -> bool:
+        """Whether a keyed store may use the scope's ``snapshot``."""
+        key = self._backend.signing_key
+        return key is None or (
+            snapshot.mac is not None and snapshot.chain_hash is not None
+            and compare_digest(snapshot.mac, sign_shared_snapshot(
+                key, app_name, APP_SCOPE if user_id is None else user_id,
+                position=snapshot.position, count=snapshot.count,
+                chain_hash=snapshot.chain_hash, state=snapshot.state)))
 
     async def shared_state(self, app_name: str, user_id: str | None) -> dict[str, Any]:
         """The ``app:`` state of the app (``user_id`` None) or the ``user:`` state of the user,
@@ -382,8 +428,10 @@ class StateFolder:
         finally:
             resume_collector(paused)
         if unheaded:
-            for sid, (seq, data) in (await backend.load_snapshots(unheaded)).items():
-                bases[sid] = (seq, snapshot_state(data, session_id=sid, seq=seq))
+            for sid, snapshot in (await backend.load_snapshots(unheaded)).items():
+                if self._trusted_state(sid, snapshot):
+                    bases[sid] = (snapshot.seq, snapshot_state(snapshot.state, session_id=sid,
+                                                               seq=snapshot.seq))
         behind: dict[str, int] = {}
         for record in records:
             base_seq = bases[record.session_id][0] if record.session_id in bases else 0
@@ -400,9 +448,15 @@ class StateFolder:
                 # A listing reads every scope of the page each time: a scope read with more
                 # than a few entries past its snapshot gets a new one, so the next listing
                 # reads few (many users with short streams never reach the interval).
+                save_after = min(self._snapshot_interval, _LISTING_SCOPE_SNAPSHOT)
+                if scope_snapshot is not None and not self._trusted_shared(
+                        app_name, user_id, scope_snapshot):
+                    scope_snapshot, save_after = None, 1  # fold the stream, sign a new one
+                    entries = await backend.read_scope(app_name=app_name, user_id=user_id,
+                                                       after=0, upto_position=None)
                 shared[(app_name, user_id)] = await self._fold_scope(
                     app_name, user_id, scope_snapshot, entries, session_id=None,
-                    save_after=min(self._snapshot_interval, _LISTING_SCOPE_SNAPSHOT))
+                    save_after=save_after)
         paused = pause_collector(len(records))
         try:
             out, fresh = self._fold_tails(records, bases, behind, tails, shared)
@@ -417,16 +471,13 @@ class StateFolder:
     ) -> tuple[dict[str, tuple[int, dict[str, Any]]], list[str]]:
         """The decoded head states the listing may start from, and the sessions (with events)
         that have none."""
-        key = self._backend.signing_key
         bases: dict[str, tuple[int, dict[str, Any]]] = {}
         unheaded: list[str] = []
         for record in records:
             sid = record.session_id
             head = heads.get(sid)
-            if head is not None and head.seq <= record.version and (
-                key is None or (head.mac is not None and compare_digest(
-                    head.mac, sign_head_state(key, sid, head.seq, head.chain_hash,
-                                              head.state)))):
+            if head is not None and head.seq <= record.version and self._trusted_state(sid,
+                                                                                       head):
                 try:
                     bases[sid] = (head.seq, snapshot_state(head.state, session_id=sid,
                                                            seq=head.seq))
@@ -444,7 +495,6 @@ class StateFolder:
     ) -> tuple[list[dict[str, Any]], dict[str, HeadState]]:
         """Each session's merged state (its base, its tail folded, the shared state on top)
         and the head states to save for the sessions whose tail was folded."""
-        key = self._backend.signing_key
         fresh: dict[str, HeadState] = {}
         out: list[dict[str, Any]] = []
         for record in records:
@@ -459,11 +509,7 @@ class StateFolder:
                 newest = tail[-1] if tail else None
                 if newest is not None and newest.seq == record.version \
                         and newest.chain_hash is not None:
-                    data = orjson.dumps(state)
-                    fresh[sid] = HeadState(
-                        seq=newest.seq, chain_hash=newest.chain_hash, state=data,
-                        mac=None if key is None else sign_head_state(
-                            key, sid, newest.seq, newest.chain_hash, data))
+                    fresh[sid] = self._signed_state(sid, newest, orjson.dumps(state))
             state.update(shared[(record.app_name, None)])
             state.update(shared[(record.app_name, record.user_id)])
             out.append(state)

@@ -43,6 +43,8 @@ from .protocol import (
     check_batch_ids,
     check_retry,
     fresh_key,
+    seal_artifact,
+    seal_fork_link,
     written,
 )
 
@@ -54,7 +56,7 @@ class _Session:
     record: SessionRecord
     events: list[StoredEvent] = field(default_factory=list)
     by_id: dict[str, StoredEvent] = field(default_factory=dict)
-    snapshots: dict[int, bytes] = field(default_factory=dict)
+    snapshots: dict[int, HeadState] = field(default_factory=dict)
     caches: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     head_state: HeadState | None = None
     imported: list[ImportedLink] = field(default_factory=list)
@@ -143,7 +145,7 @@ class MemoryBackend:
             copy_of = page.copy_of or copy_of
         sid = await self.create_session(record, events, artifacts, links)
         if copy_of is not None:  # nothing awaited since the session was made: atomic
-            self._forks[sid] = dataclasses.replace(copy_of, session_id=sid)
+            self._forks[sid] = self._sealed(dataclasses.replace(copy_of, session_id=sid))
         return sid
 
     async def create_session(
@@ -171,10 +173,10 @@ class MemoryBackend:
         for artifact in artifacts:
             key = (record.app_name, record.user_id,
                    record.given_id if artifact.session_scoped else None, artifact.filename)
-            self._artifacts.setdefault(key, []).append(ArtifactRecord(
+            self._artifacts.setdefault(key, []).append(self._artifact(
                 filename=artifact.filename, version=artifact.version,
                 mime_type=artifact.mime_type, data=artifact.data,
-                created_at=artifact.created_at))
+                created_at=artifact.created_at, metadata=None))
         return sid
 
     def _claim(self, record: SessionRecord) -> tuple[SessionRecord, str]:
@@ -234,9 +236,13 @@ class MemoryBackend:
                 (app, user, origin.record.given_id, filename), ()) if r.version <= newest]
             if versions:
                 self._artifacts[(app, user, record.given_id, filename)] = versions
-        self._forks[sid] = ForkLink(session_id=sid, origin_session_id=origin_id,
-                                    origin_seq=plan.seq, forked_at=plan.forked_at)
+        self._forks[sid] = self._sealed(ForkLink(session_id=sid, origin_session_id=origin_id,
+                                                 origin_seq=plan.seq, forked_at=plan.forked_at))
         return sid
+
+    def _sealed(self, link: ForkLink) -> ForkLink:
+        link_hash, signature = seal_fork_link(self.signing_key, link)
+        return dataclasses.replace(link, link_hash=link_hash, signature=signature)
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         """See ``Backend.fork_links``."""
@@ -397,6 +403,21 @@ class MemoryBackend:
         return [e for e in stream[max(after, 0):]
                 if upto_position is None or e.position <= upto_position]
 
+    async def app_positions(self) -> list[tuple[str, int | None, int]]:
+        """See ``Backend.app_positions``: one counter for every app here, which nothing
+        outside the store can move, so each app's counter is its highest position."""
+        self._check_open()
+        highest: dict[str, int] = {}
+        for session in self._sessions.values():
+            for event in session.events:
+                if event.shared_state:
+                    app = session.record.app_name
+                    highest[app] = max(highest.get(app, 0), event.position)
+        for (app, _user), stream in self._streams.items():
+            for entry in stream:
+                highest[app] = max(highest.get(app, 0), entry.position)
+        return [(app, top, top) for app, top in sorted(highest.items())]
+
     async def scope_heads(self) -> list[ScopeHead]:
         """See ``Backend.scope_heads``."""
         self._check_open()
@@ -408,7 +429,17 @@ class MemoryBackend:
         """See ``Backend.load_shared_snapshot``."""
         self._check_open()
         snapshots = self._shared_snapshots.get((app_name, user_id), {})
-        positions = [p for p in snapshots if upto_position is None or p <= upto_position]
+        stream = self._streams.get((app_name, APP_SCOPE if user_id is None else user_id), [])
+
+        def bound(snapshot: SharedSnapshot) -> bool:  # its entry still holds its hash
+            if not 0 < snapshot.count <= len(stream):
+                return False
+            entry = stream[snapshot.count - 1]
+            return (entry.position == snapshot.position and snapshot.chain_hash is not None
+                    and entry.chain_hash == snapshot.chain_hash)
+
+        positions = [p for p, snapshot in snapshots.items()
+                     if (upto_position is None or p <= upto_position) and bound(snapshot)]
         return snapshots[max(positions)] if positions else None
 
     async def save_shared_snapshot(
@@ -418,18 +449,22 @@ class MemoryBackend:
         self._check_open()
         self._shared_snapshots.setdefault((app_name, user_id), {})[snapshot.position] = snapshot
 
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
-        """See ``Backend.load_snapshot``."""
-        snapshots = self._session(session_id).snapshots
-        seqs = [s for s in snapshots if upto is None or s <= upto]
-        if not seqs:
-            return None
-        best = max(seqs)
-        return best, snapshots[best]
+    @staticmethod
+    def _bound(session: _Session, snapshot: HeadState) -> bool:
+        """Whether the session's event at the snapshot's seq still has its chain hash."""
+        return (0 < snapshot.seq <= len(session.events)
+                and session.events[snapshot.seq - 1].chain_hash == snapshot.chain_hash)
 
-    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
+        """See ``Backend.load_snapshot``."""
+        session = self._session(session_id)
+        seqs = [s for s, snapshot in session.snapshots.items()
+                if (upto is None or s <= upto) and self._bound(session, snapshot)]
+        return session.snapshots[max(seqs)] if seqs else None
+
+    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
         """See ``Backend.save_snapshot``."""
-        self._session(session_id).snapshots[seq] = state
+        self._session(session_id).snapshots[snapshot.seq] = snapshot
 
     async def drop_snapshots(self) -> int:
         """See ``Backend.drop_snapshots``."""
@@ -490,7 +525,7 @@ class MemoryBackend:
         """See ``Backend.save_artifact``."""
         self._check_open()
         versions = self._artifacts.setdefault((app_name, user_id, session_id, filename), [])
-        record = ArtifactRecord(
+        record = self._artifact(
             filename=filename,
             version=versions[-1].version + 1 if versions else 0,
             mime_type=mime_type,
@@ -500,6 +535,16 @@ class MemoryBackend:
         )
         versions.append(record)
         return record.version
+
+    def _artifact(self, *, filename: str, version: int, mime_type: str, data: bytes,
+                  created_at: float, metadata: bytes | None) -> ArtifactRecord:
+        """An artifact version's record, sealed as the SQL backends seal its row."""
+        digest, signature = seal_artifact(self.signing_key, filename=filename, version=version,
+                                          mime_type=mime_type, created_at=created_at,
+                                          metadata=metadata, data=data)
+        return ArtifactRecord(filename=filename, version=version, mime_type=mime_type,
+                              data=data, created_at=created_at, metadata=metadata,
+                              digest=digest, signature=signature)
 
     async def load_artifact(
         self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
@@ -678,15 +723,16 @@ class MemoryBackend:
             return count
         return 0 if self._retention.pop(app_name, None) is None else 1
 
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
         """See ``Backend.load_snapshots``."""
         self._check_open()
-        found: dict[str, tuple[int, bytes]] = {}
+        found: dict[str, HeadState] = {}
         for sid in session_ids:
             session = self._sessions.get(sid)
-            if session is not None and session.snapshots:
-                best = max(session.snapshots)
-                found[sid] = (best, session.snapshots[best])
+            seqs = [] if session is None else [
+                s for s, snapshot in session.snapshots.items() if self._bound(session, snapshot)]
+            if session is not None and seqs:
+                found[sid] = session.snapshots[max(seqs)]
         return found
 
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from hmac import compare_digest
 from typing import Protocol
 from uuid import uuid4
 
-from eventstore._exceptions import ArtifactConflictError, DuplicateEventError
+from eventstore._chain import artifact_digest, fork_link_digest, sign_artifact, sign_fork_link
+from eventstore._exceptions import (
+    ArtifactConflictError,
+    DuplicateEventError,
+    TamperedArtifactError,
+)
 from eventstore._fork import ForkLink, ForkPlan
 from eventstore._retention import RetentionPolicy
 from eventstore._scopes import ScopeEntry, ScopeHead
@@ -34,12 +40,16 @@ __all__ = [
     "SessionRecord",
     "SharedSnapshot",
     "StoredEvent",
+    "artifact_problem",
     "check_artifact_version",
+    "check_served_artifact",
     "check_batch_ids",
     "check_retry",
     "fresh_key",
     "new_event",
     "same_event",
+    "seal_artifact",
+    "seal_fork_link",
     "written",
 ]
 
@@ -232,6 +242,11 @@ class ArtifactRecord:
     """Save time (seconds since the epoch)."""
     metadata: bytes | None = None
     """Custom metadata given at save time (encoded JSON object), or None."""
+    digest: bytes | None = None
+    """The row's stored ``eventstore._chain.artifact_digest`` (None: saved before revision
+    0020, or not read)."""
+    signature: bytes | None = None
+    """The stored signature of ``digest`` when a keyed store saved it (``sign_artifact``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,15 +260,23 @@ class SharedSnapshot:
     """The stream seq of the newest entry the fold covers (entries never go away)."""
     state: bytes
     """The encoded state (orjson)."""
+    chain_hash: bytes | None = None
+    """The chain hash of entry ``count`` when the state was folded: backends return only a
+    snapshot whose entry ``count`` still has it at ``position`` (one without is never
+    returned)."""
+    mac: bytes | None = None
+    """HMAC of the row under the store's signing key
+    (``eventstore._chain.sign_shared_snapshot``), None when written unkeyed; a keyed store
+    folds the stream instead of trusting a snapshot without a valid one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeadState:
-    """A cache of one session's own (session-scoped) state at ``seq``, the newest seq a
-    listing folded (``evs_head_states``): one row per session, droppable and rebuilt from
-    the log. It stands for the fold of the events ``1..seq`` only while the event at ``seq``
-    still has ``chain_hash`` (backends return and keep no other), which covers every event
-    before it."""
+    """A cache of one session's own (session-scoped) state at ``seq``: the newest seq a
+    listing folded (``evs_head_states``, one row per session) or a snapshot
+    (``evs_snapshots``), droppable and rebuilt from the log. It stands for the fold of the
+    events ``1..seq`` only while the event at ``seq`` still has ``chain_hash`` (backends
+    return no other), which covers every event before it."""
 
     seq: int
     """The state is the fold of events ``1..seq``."""
@@ -490,7 +513,9 @@ class Backend(Protocol):
         self, *, app_name: str, user_id: str | None, upto_position: int | None
     ) -> SharedSnapshot | None:
         """Return the newest snapshot of the scope (the app's ``app:`` state when ``user_id`` is
-        None, else that user's ``user:`` state) with ``position <= upto_position``."""
+        None, else that user's ``user:`` state) with ``position <= upto_position`` whose entry
+        ``count`` still has its ``chain_hash`` at its ``position`` (others are never
+        returned)."""
         ...
 
     async def save_shared_snapshot(
@@ -500,12 +525,15 @@ class Backend(Protocol):
         entries are never removed, so a snapshot stays right once saved."""
         ...
 
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
-        """Return the newest state snapshot ``(seq, state bytes)`` with ``seq <= upto``."""
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
+        """Return the newest state snapshot with ``seq <= upto`` whose event at ``seq`` still
+        has the snapshot's ``chain_hash`` (others are never returned); raises
+        SessionNotFoundError when the session does not exist."""
         ...
 
-    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
-        """Store a snapshot of the session-scoped state at ``seq`` (a cache: may be dropped)."""
+    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
+        """Store (or replace) a snapshot of the session-scoped state at ``snapshot.seq`` (a
+        cache: may be dropped)."""
         ...
 
     async def drop_snapshots(self) -> int:
@@ -628,9 +656,10 @@ class Backend(Protocol):
         the previous page's last session. One page is read, whatever the number of sessions."""
         ...
 
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        """Return the newest state snapshot ``(seq, state bytes)`` of each session that has one
-        (sessions without a snapshot, or that do not exist, are left out)."""
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
+        """Return the newest state snapshot of each session that has one still bound to its
+        event (as ``load_snapshot``; sessions without one, or that do not exist, are left
+        out)."""
         ...
 
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
@@ -657,6 +686,13 @@ class Backend(Protocol):
         """Store (or replace) each session's head state, in one write: only for a session
         whose event at ``seq`` has the state's ``chain_hash`` (so not for a session deleted,
         or deleted and made again, since the fold). A cache: a read-only store keeps none."""
+        ...
+
+    async def app_positions(self) -> list[tuple[str, int | None, int]]:
+        """Return ``(app, counter, highest)`` for every app with shared-state events or stream
+        entries, ordered by app: its ``evs_app_positions`` counter (None: no row) and the
+        highest position its stored shared-state events and stream entries hold (derived from
+        the log; the counter is never below it unless it was edited)."""
         ...
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
@@ -709,6 +745,72 @@ def fresh_key() -> str:
     """A new session key no session holds, for a session whose given id is another's key: a
     random value no app would give (every backend draws keys the same way)."""
     return f"~{uuid4().hex}"
+
+
+def seal_artifact(signing_key: bytes | None, *, filename: str, version: int, mime_type: str,
+                  created_at: float, metadata: bytes | None,
+                  data: bytes) -> tuple[bytes, bytes | None]:
+    """Return ``(digest, signature)`` of an artifact version's row as a backend stores them
+    (``eventstore._chain.artifact_digest``; the signature None when unkeyed)."""
+    digest = artifact_digest(filename, version=version, mime_type=mime_type,
+                             created_at=created_at, metadata=metadata, data=data)
+    return digest, None if signing_key is None else sign_artifact(signing_key, digest)
+
+
+def artifact_problem(record: ArtifactRecord, signing_key: bytes | None) -> str | None:
+    """Why the stored ``record`` is not the version its row's record vouches for, as a stable
+    code (``artifact_edited``: its content no longer hashes to the stored digest;
+    ``artifact_bad_signature``: keyed, the digest's signature is not the key's;
+    ``artifact_unsigned``: keyed, it carries no signature; ``artifact_unverified``: it has no
+    digest, saved before revision 0020), or None when it checks out."""
+    if record.digest is None:
+        return "artifact_unverified"
+    try:
+        digest = artifact_digest(record.filename, version=record.version,
+                                 mime_type=record.mime_type, created_at=record.created_at,
+                                 metadata=record.metadata, data=record.data)
+    except (ValueError, TypeError):
+        return "artifact_edited"
+    if not compare_digest(digest, record.digest):
+        return "artifact_edited"
+    if signing_key is None:
+        return None
+    if record.signature is None:
+        return "artifact_unsigned"
+    if not compare_digest(sign_artifact(signing_key, digest), record.signature):
+        return "artifact_bad_signature"
+    return None
+
+
+_REFUSED_ARTIFACTS = {
+    "artifact_edited": "its bytes, MIME type, save time or metadata no longer hash to the "
+                       "digest stored when it was saved",
+    "artifact_bad_signature": "the signature of its record is not this key's",
+}
+"""The problems for which a keyed store serves no version, with their reason."""
+
+
+def check_served_artifact(record: ArtifactRecord, signing_key: bytes | None, *,
+                          scope: str | None) -> None:
+    """Raise TamperedArtifactError (``scope``: the session id the artifact is under, None for
+    the user's) when a keyed store must not serve ``record``: ``artifact_problem`` says it was
+    edited or its signature is not the key's. Unkeyed, or an unsigned version (saved before
+    the key), it is served; ``evs verify`` reports those."""
+    if signing_key is None:
+        return
+    problem = artifact_problem(record, signing_key)
+    if problem in _REFUSED_ARTIFACTS:
+        raise TamperedArtifactError(scope, record.filename, record.version,
+                                    reason=_REFUSED_ARTIFACTS[problem])
+
+
+def seal_fork_link(signing_key: bytes | None, link: ForkLink) -> tuple[bytes, bytes | None]:
+    """Return ``(link_hash, signature)`` of a fork link's row as a backend stores them
+    (``eventstore._chain.fork_link_digest`` of the link, its ``session_id`` the fork's key;
+    the signature None when unkeyed)."""
+    digest = fork_link_digest(link.session_id, link.origin_session_id, link.origin_seq,
+                              link.forked_at)
+    return digest, None if signing_key is None else sign_fork_link(signing_key, digest)
 
 
 def check_artifact_version(session_id: str, artifact: NewArtifact, version: int) -> None:

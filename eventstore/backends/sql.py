@@ -19,6 +19,8 @@ from eventstore._scopes import ScopeEntry, ScopeHead
 from .protocol import EventRow, SessionRecord, StoredEvent
 
 __all__ = [
+    "APP_POSITIONS_SQL",
+    "BOUND_SHARED",
     "EVENT_COLUMNS",
     "MAX_POSITION",
     "SCOPE_COLUMNS",
@@ -63,6 +65,22 @@ SESSION_COLUMNS = (
 
 MAX_SEQ = (1 << 31) - 1
 """The largest ``seq`` a column can hold; stands in for "no upper bound" in range reads."""
+
+BOUND_SHARED = (
+    "JOIN evs_scope_entries e ON e.app_name = sn.app_name AND e.user_id = sn.user_id "
+    "AND e.stream_seq = sn.event_count AND e.position = sn.position "
+    "AND e.chain_hash = sn.chain_hash"
+)
+"""Joined to ``evs_shared_snapshots sn``: keeps only the snapshots whose newest folded stream
+entry still holds the chain hash they name at their position (revision 0020)."""
+
+APP_POSITIONS_SQL = (
+    "SELECT a.app_name, p.position, a.highest FROM (SELECT app_name, max(position) AS highest "
+    "FROM (SELECT app_name, position FROM evs_events WHERE shared_state UNION ALL "
+    "SELECT app_name, position FROM evs_scope_entries) AS u GROUP BY app_name) AS a "
+    "LEFT JOIN evs_app_positions p ON p.app_name = a.app_name ORDER BY a.app_name"
+)
+"""``Backend.app_positions``: each app's counter beside the highest position its log holds."""
 
 SEQ_BITS = 32
 """``evs_events.row_key`` is ``session_key << SEQ_BITS | seq`` (``seq`` < 2**31)."""

@@ -55,6 +55,12 @@ from ._verify import (
     check_scope,
     snapshot_finding,
 )
+from ._verify_caches import (
+    app_position_findings,
+    artifact_findings,
+    fork_link_findings,
+    shared_snapshot_findings,
+)
 from ._verify_streams import StreamCheck
 
 __all__ = [
@@ -81,8 +87,8 @@ async def _snapshots(
             snapshot = await store.backend.load_snapshot(session_id, upto=cursor)
             if snapshot is None:
                 break
-            seq, data = snapshot
-            found.append((seq, snapshot_state(data, session_id=session_id, seq=seq)))
+            seq = snapshot.seq
+            found.append((seq, snapshot_state(snapshot.state, session_id=session_id, seq=seq)))
         except CorruptSnapshotError as exc:
             if exc.seq is None:
                 raise
@@ -116,13 +122,16 @@ a temporary file, not in memory, so memory does not grow with the log."""
 async def verify_session(
     store: EventStore, session_id: str, streams: StreamCheck | None = None, *,
     app_name: str | None = None, user_id: str | None = None,
+    users_checked: set[tuple[str, str]] | None = None,
 ) -> list[Finding]:
     """Return what ``evs verify SESSION`` finds wrong with the session's log (empty: nothing),
     reading it a page at a time (``VERIFY_PAGE``), its events checked against the
     ``user:``/``app:`` stream entries of ``streams`` (read by the caller, who checks the
     streams themselves once all sessions are done). Without ``streams``, the session's own two
-    streams are read and checked too. ``app_name``/``user_id`` pick the session as
-    ``EventStore.get_session`` does.
+    streams are read and checked too, with their snapshots and the app's position counter.
+    The session's artifacts and fork link are checked (``_verify_caches``), and its user's
+    artifacts unless ``users_checked`` (updated) holds its ``(app, user)`` already.
+    ``app_name``/``user_id`` pick the session as ``EventStore.get_session`` does.
 
     Raises SessionNotFoundError for an unknown session, AmbiguousSessionError."""
     info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
@@ -140,11 +149,22 @@ async def verify_session(
             store.backend, [(head.app_name, APP_SCOPE), (head.app_name, head.user_id)])
     check = LogCheck(session_id)
     try:
-        return await _verify_pages(store, session_id, given, check, streams, alone=alone,
-                                   version=version, head=head, origin=origin,
-                                   pending=pending, stored_artifacts=stored_artifacts) + damaged
+        findings = await _verify_pages(store, session_id, given, check, streams, alone=alone,
+                                       version=version, head=head, origin=origin,
+                                       pending=pending, stored_artifacts=stored_artifacts)
     finally:
         await asyncio.to_thread(check.close)
+    owner = (info.app_name, info.user_id)
+    findings += await artifact_findings(
+        store.backend, given, app_name=info.app_name, user_id=info.user_id, scope=given,
+        user_scope=users_checked is None or owner not in users_checked)
+    if users_checked is not None:
+        users_checked.add(owner)
+    findings += await fork_link_findings(store.backend, session_id, given)
+    if alone and streams is not None:
+        findings += await shared_snapshot_findings(store.backend, streams)
+        findings += await app_position_findings(store.backend, [info.app_name])
+    return findings + damaged
 
 
 async def _verify_pages(
@@ -252,11 +272,12 @@ def verify(
     json: JsonOption = False,
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
-    responses, confirmations that do not match their call, undecodable rows, stale snapshots,
-    artifact versions the log refers to that are not stored, the user:/app: state streams
-    (every stream with all sessions; the session's app and user streams with one), and for a
-    session imported with --force where the chain its export carried breaks (imported_…). The
-    log is read a page at a time.
+    responses, confirmations that do not match their call, undecodable rows, stale or edited
+    snapshots (the session's and the user:/app: scopes'), artifact versions the log refers to
+    that are not stored and stored ones whose bytes or MIME type were edited, fork links, the
+    apps' position counters, the user:/app: state streams (every stream with all sessions; the
+    session's app and user streams with one), and for a session imported with --force where
+    the chain its export carried breaks (imported_…). The log is read a page at a time.
 
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
@@ -269,6 +290,7 @@ def verify(
                                                    user_id=user)
             findings: list[Finding] = []
             checked: set[str] = set()
+            users: set[tuple[str, str]] = set()
             after: str | None = None
             streams = await StreamCheck.read(store.backend, None)
             with progress("Verifying sessions", total=None, size=LARGE) as tracker:
@@ -276,12 +298,15 @@ def verify(
                     page = await store.list_sessions(after=after, limit=500)
                     for info in page.sessions:
                         where = {"app_name": info.app_name, "user_id": info.user_id}
-                        findings += await verify_session(store, info.id, streams, **where)
+                        findings += await verify_session(store, info.id, streams, **where,
+                                                         users_checked=users)
                         checked.add(await store.session_key(info.id, **where))
                         tracker.advance()
                     if page.next_cursor is None:
                         findings += streams.streams(signing_key=store.backend.signing_key,
                                                     checked_sessions=checked)
+                        findings += await shared_snapshot_findings(store.backend, streams)
+                        findings += await app_position_findings(store.backend)
                         return len(checked), findings
                     after = page.next_cursor
 

@@ -2,7 +2,8 @@
 
 ``add_session_to_memory`` remembers a session: the text of its events (see ``text``) up to
 its version is indexed under the session's app and user. ``search_memory`` returns the matching
-events of one app's user, best first — never another user's. The index is derived from the log:
+events of one app's user, best first — never another user's — and only those the log still
+vouches for (each hit is checked against its event). The index is derived from the log:
 what the store keeps as a fact is only *which* sessions were added and up to which ``seq``;
 ``rebuild`` drops every indexed row and derives them again from the log (``evs memory
 rebuild``), so ``rebuild(log) == index``. Deleting a session deletes its memory.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from eventstore._exceptions import CorruptEventError, SessionNotFoundError
 from eventstore.backends.protocol import MemoryRow
 from eventstore.store.facade import EventStore, Session, SessionInfo
 
@@ -111,8 +113,24 @@ class MemoryService:
         return [
             MemoryEntry(session_id=r.session_id, seq=r.seq, author=r.author,
                         timestamp=r.timestamp, text=r.text)
-            for r in rows
+            for r in rows if await self._vouched(r)
         ]
+
+    async def _vouched(self, row: MemoryRow) -> bool:
+        """Whether the log still says what the index row says (the event at its seq gives
+        the same text, author and time): a row edited behind the store's back, or left by a
+        log that changed, is not returned (``rebuild`` derives it again). One read per hit:
+        a search returns a handful."""
+        try:
+            stored = await self.store.backend.read(row.session_id, after=row.seq - 1,
+                                                   upto=row.seq, backwards=False, limit=1)
+            if not stored or stored[0].seq != row.seq:
+                return False
+            event = self.store.decode(stored[0])
+        except (SessionNotFoundError, CorruptEventError):
+            return False
+        return (event_memory_text(event) == row.text and event.author == row.author
+                and event.timestamp == row.timestamp)
 
     async def entries(self, session_id: str) -> list[MemoryEntry]:
         """Return what is indexed of one session, in ``seq`` order (empty when not remembered)."""

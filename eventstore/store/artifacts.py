@@ -20,7 +20,12 @@ import orjson
 from eventstore._args import check_filename, check_int, check_str
 from eventstore._exceptions import ArtifactNotFoundError, StoreUsageError
 from eventstore._state import USER_PREFIX
-from eventstore.backends.protocol import ArtifactRecord, Backend, SessionRecord
+from eventstore.backends.protocol import (
+    ArtifactRecord,
+    Backend,
+    SessionRecord,
+    check_served_artifact,
+)
 
 __all__ = ["Artifact", "ArtifactMethods", "ArtifactVersion"]
 
@@ -178,6 +183,7 @@ class ArtifactMethods:
         )
         if found is None:
             raise ArtifactNotFoundError(session_id, filename, version)
+        check_served_artifact(found, self._open_backend().signing_key, scope=scope)
         return Artifact(
             filename=found.filename,
             version=found.version,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from eventstore._args import (
     is_utf8,
     shown,
 )
+from eventstore._chain import CACHE_MAC_SIZE, sign_session_cache
 from eventstore._chain_check import SignatureProblem, signature_problems
 from eventstore._codec import check_event, event_kind, with_seq
 from eventstore._compacted import CompactedHistory, compact_session, read_compacted
@@ -1070,12 +1072,23 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
         when there is none (or no such session).
 
         A cache is never a source of truth: the caller must check it still describes the log
-        (e.g. the id of the event at ``seq``) and ignore it otherwise."""
+        (e.g. the id of the event at ``seq``) and ignore it otherwise. A keyed store serves
+        only a cache it saved itself (its MAC, ``eventstore._chain.sign_session_cache``,
+        checks out): one written behind its back reads as None."""
         backend = self._open_backend()
         name = _check_cache_name(name)
 
         async def load(key: str, owner: tuple[str, str]) -> tuple[int, bytes] | None:
-            return await backend.load_cache(key, name, owner=owner)
+            found = await backend.load_cache(key, name, owner=owner)
+            signing_key = backend.signing_key
+            if found is None or signing_key is None:
+                return found
+            seq, stored = found
+            data, mac = stored[:-CACHE_MAC_SIZE], stored[-CACHE_MAC_SIZE:]
+            if len(stored) < CACHE_MAC_SIZE or not hmac.compare_digest(
+                    mac, sign_session_cache(signing_key, key, name, seq, data)):
+                return None  # not the key's: the caller rebuilds it from the log
+            return seq, data
 
         try:
             return await self._keyed(check_lookup(session_id), app_name, user_id, load)
@@ -1101,7 +1114,10 @@ class EventStore(ArtifactMethods, ForkMethods, MappingReads, RetentionMethods):
             raise StoreUsageError(f"data must be bytes, not {type(data).__name__}.")
 
         async def save(key: str, owner: tuple[str, str]) -> None:
-            await backend.save_cache(key, name, seq, data, owner=owner)
+            signing_key = backend.signing_key
+            stored = data if signing_key is None else (
+                data + sign_session_cache(signing_key, key, name, seq, data))
+            await backend.save_cache(key, name, seq, stored, owner=owner)
 
         try:
             await self._keyed(session_id, app_name, user_id, save)

@@ -370,7 +370,7 @@ def create_app(config: WebConfig) -> Starlette:
         unfolded = 0
         try:
             snapshot = await store().backend.load_snapshot(key, upto=seq - 1)
-            unfolded = seq - 1 - (snapshot[0] if snapshot is not None else 0)
+            unfolded = seq - 1 - (snapshot.seq if snapshot is not None else 0)
             if unfolded <= FOLD_BUDGET or request.query_params.get("fold") == "1":
                 before_state = await store().state(sid, at=seq - 1, **where_kw(info))
                 after_state = await store().state(sid, at=seq, **where_kw(info))

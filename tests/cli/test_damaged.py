@@ -56,6 +56,8 @@ def _not_a_database(db: Path, session_id: str) -> None:
     db.write_bytes(b"this is not a database, just text\n" * 100)
 
 
+_HASH_AT_4 = "(SELECT chain_hash FROM evs_events WHERE session_id = '$S' AND seq = 4)"
+
 DAMAGES: dict[str, tuple[Damage, str | None]] = {
     # name: (damage, what verify must name; None when the database cannot be opened at all)
     "payload-text": (_sql("UPDATE evs_events SET payload = CAST(payload AS TEXT) "
@@ -68,11 +70,13 @@ DAMAGES: dict[str, tuple[Damage, str | None]] = {
                                  "WHERE seq = 5"), "undecodable"),
     "payload-integer": (_sql("UPDATE evs_events SET payload = 42 WHERE seq = 6"),
                         "undecodable"),
-    "snapshot-text": (_sql("INSERT INTO evs_snapshots (session_id, seq, state) "
-                           "VALUES ('$S', 4, '{\"last_city\": \"Paris\"}')"),
+    # Bound to the event at seq 4 (revision 0020), as the store writes them: in use.
+    "snapshot-text": (_sql("INSERT INTO evs_snapshots (session_id, seq, state, chain_hash) "
+                           "VALUES ('$S', 4, '{\"last_city\": \"Paris\"}', " + _HASH_AT_4 + ")"),
                       "snapshot_undecodable"),
-    "snapshot-not-json": (_sql("INSERT INTO evs_snapshots (session_id, seq, state) "
-                               "VALUES ('$S', 4, X'7B7B')"), "snapshot_undecodable"),
+    "snapshot-not-json": (_sql("INSERT INTO evs_snapshots (session_id, seq, state, chain_hash) "
+                               "VALUES ('$S', 4, X'7B7B', " + _HASH_AT_4 + ")"),
+                          "snapshot_undecodable"),
     "gap": (_sql("DELETE FROM evs_events WHERE seq = 9"), "seq_gap"),
     "repeated-seq": (_sql("UPDATE evs_events SET seq = 5 WHERE seq = 6"), "seq_order"),
     "swapped-seq": (_sql("UPDATE evs_events SET seq = 7 - seq WHERE seq IN (3, 4)"),

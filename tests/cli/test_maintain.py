@@ -20,6 +20,7 @@ from _cli_support import (
 
 from eventstore import Content, Event, EventActions, EventStore
 from eventstore._migrate import head_revision
+from eventstore.backends.protocol import HeadState
 
 
 def _sql(db: Path, statement: str, *params: object) -> None:
@@ -62,7 +63,11 @@ def test_verify_reports_stale_snapshot(db: Path) -> None:
         events = [Event(author=AGENT, actions=EventActions(state_delta={"n": n}))
                   for n in range(1, 6)]
         await store.append(session.id, events, expected_version=0)
-        await store.backend.save_snapshot("s1", 3, orjson.dumps({"n": 99}))
+        third = (await store.backend.read("s1", after=2, upto=3, backwards=False, limit=1))[0]
+        assert third.chain_hash is not None
+        # Bound to the event at seq 3 (a stale cache the log still vouches for): reported.
+        await store.backend.save_snapshot("s1", HeadState(
+            seq=3, chain_hash=third.chain_hash, state=orjson.dumps({"n": 99})))
 
     build(str(db), work)
     result = invoke("verify", "s1", "--db", str(db))

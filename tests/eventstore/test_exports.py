@@ -70,6 +70,7 @@ PUBLIC = {
     "StoreClosedError",
     "StoreUsageError",
     "StoredEvent",
+    "TamperedArtifactError",
     "TamperedLogError",
     "ToolConfirmation",
     "apply_delta",

@@ -43,7 +43,9 @@ _HEAD_SQL = f"""
 SELECT s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
   EXISTS (SELECT 1 FROM evs_events WHERE session_id = s.session_id
           AND event_id = ANY($2::varchar[])),
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq, s.head_hash
+  greatest((SELECT position FROM evs_app_positions WHERE app_name = s.app_name),
+           (SELECT max(position) FROM evs_events WHERE app_name = s.app_name AND shared_state)),
+  s.head_seq, s.head_hash
 FROM evs_sessions s WHERE s.session_id = $1
 """
 _SET_HEAD_SQL = (
@@ -71,7 +73,12 @@ APPEND_SQL = (
     "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, $5, $6, $7, "
     "$8, $9, $10, $11, $12::varchar, $13::varchar)"
 )
-_APP_POSITION_SQL = "SELECT position FROM evs_app_positions WHERE app_name = $1"
+# The counter, or the highest position the app's shared-state events hold when that is higher
+# (a counter lowered behind the store's back): one seek in the partial unique index.
+_APP_POSITION_SQL = (
+    "SELECT greatest((SELECT position FROM evs_app_positions WHERE app_name = $1), "
+    "(SELECT max(position) FROM evs_events WHERE app_name = $1 AND shared_state))"
+)
 _SET_APP_POSITION_SQL = (
     "INSERT INTO evs_app_positions (app_name, position) VALUES ($1, $2) "
     "ON CONFLICT (app_name) DO UPDATE SET position = excluded.position"

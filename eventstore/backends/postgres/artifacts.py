@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventstore.backends.protocol import ArtifactRecord
+from eventstore.backends.protocol import ArtifactRecord, seal_artifact
 
 __all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
 
@@ -27,23 +27,29 @@ async def save(
     data: bytes,
     created_at: float,
     metadata: bytes | None = None,
+    signing_key: bytes | None = None,
 ) -> int:
-    """Insert the next version of the artifact ``key`` names and return its number."""
-    version = await conn.fetchval(
+    """Insert the next version of the artifact ``key`` names, with its digest (and, keyed,
+    signature: ``seal_artifact``), and return its number (the caller holds the artifact's
+    lock, so the version read stays the next one)."""
+    version = int(await conn.fetchval(
+        f"SELECT coalesce(max(version) + 1, 0) FROM evs_artifacts WHERE {_WHERE}", *key))
+    digest, signature = seal_artifact(signing_key, filename=key[3], version=version,
+                                      mime_type=mime_type, created_at=created_at,
+                                      metadata=metadata, data=data)
+    await conn.execute(
         "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-        "mime_type, data, created_at, custom_metadata) "
-        "SELECT $1::varchar, $2::varchar, $3::varchar, $4::varchar, "
-        f"coalesce(max(version) + 1, 0), $5, $6, $7, $8::bytea FROM evs_artifacts WHERE {_WHERE} "
-        "RETURNING version",
-        *key, mime_type, data, created_at, metadata,
+        "mime_type, data, created_at, custom_metadata, digest, signature) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bytea, $10, $11)",
+        *key, version, mime_type, data, created_at, metadata, digest, signature,
     )
-    return int(version)
+    return version
 
 
 async def load(conn: Any, key: ArtifactKey, version: int | None) -> ArtifactRecord | None:
     """Return version ``version`` of the artifact (the newest when None), or None."""
-    sql = ("SELECT version, mime_type, data, created_at, custom_metadata FROM evs_artifacts "
-           f"WHERE {_WHERE} ")
+    sql = ("SELECT version, mime_type, data, created_at, custom_metadata, digest, signature "
+           f"FROM evs_artifacts WHERE {_WHERE} ")
     if version is None:
         row = await conn.fetchrow(sql + "ORDER BY version DESC LIMIT 1", *key)
     else:
@@ -51,7 +57,9 @@ async def load(conn: Any, key: ArtifactKey, version: int | None) -> ArtifactReco
     if row is None:
         return None
     return ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=bytes(row[2]),
-                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]))
+                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]),
+                          digest=None if row[5] is None else bytes(row[5]),
+                          signature=None if row[6] is None else bytes(row[6]))
 
 
 async def versions(conn: Any, key: ArtifactKey) -> list[ArtifactRecord]:

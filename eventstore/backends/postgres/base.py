@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -67,6 +68,7 @@ from eventstore.backends.protocol import (
     check_batch_ids,
 )
 from eventstore.backends.sql import (
+    APP_POSITIONS_SQL,
     EVENT_COLUMNS,
     MAX_POSITION,
     NEWEST_ROW_KEY,
@@ -373,7 +375,7 @@ class PostgresBackend:
                                    lock_key("\0".join(names)))
                 check_artifact_version(sid, artifact, await artifacts_sql.save(
                     conn, names, mime_type=artifact.mime_type, data=artifact.data,
-                    created_at=artifact.created_at))
+                    created_at=artifact.created_at, signing_key=self.signing_key))
             return str(sid)
 
         return await self._run(job, what=f"create session {given!r}", session_id=given,
@@ -421,13 +423,11 @@ class PostgresBackend:
                                        lock_key("\0".join(names)))
                     check_artifact_version(sid, artifact, await artifacts_sql.save(
                         conn, names, mime_type=artifact.mime_type, data=artifact.data,
-                        created_at=artifact.created_at))
+                        created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
-                    link = page.copy_of
-                    await conn.execute(
-                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
-                        "origin_seq, forked_at) VALUES ($1, $2, $3, $4)",
-                        sid, link.origin_session_id, link.origin_seq, link.forked_at)
+                    await forks.insert_link(
+                        conn, dataclasses.replace(page.copy_of, session_id=str(sid)),
+                        self.signing_key)
 
         return await self._run(job, what=f"import session {given!r}", session_id=given,
                                write=True)
@@ -634,14 +634,21 @@ class PostgresBackend:
 
         return await self._run(job, what="read the shared-state streams' heads")
 
+    async def app_positions(self) -> list[tuple[str, int | None, int]]:
+        async def job(conn: Any) -> list[tuple[str, int | None, int]]:
+            return [(str(r[0]), None if r[1] is None else int(r[1]), int(r[2]))
+                    for r in await conn.fetch(APP_POSITIONS_SQL)]
+
+        return await self._run(job, what="read the apps' positions")
+
     # -- snapshots -----------------------------------------------------------------------------
 
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
         return await self._run(lambda conn: snapshots.load(conn, session_id, upto),
                                what=f"load a snapshot of session {session_id!r}")
 
-    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
-        await self._run(lambda conn: snapshots.save(conn, session_id, seq, state),
+    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
+        await self._run(lambda conn: snapshots.save(conn, session_id, snapshot),
                         what=f"save a snapshot of session {session_id!r}",
                         session_id=session_id)
 
@@ -712,7 +719,8 @@ class PostgresBackend:
                 "SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT, lock_key("\0".join(key))
             )
             return await artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
-                                        created_at=created_at, metadata=metadata)
+                                        created_at=created_at, metadata=metadata,
+                                        signing_key=self.signing_key)
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
 
@@ -830,7 +838,7 @@ class PostgresBackend:
         return await self._run(lambda conn: retention.clear_policy(conn, app_name),
                                what="clear retention policies", write=True)
 
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
         return await self._run(lambda conn: queries.load_snapshots(conn, session_ids),
                                what="load snapshots")
 

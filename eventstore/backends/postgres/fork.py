@@ -18,12 +18,12 @@ from typing import Any
 from eventstore._chain import sign_event, sign_head
 from eventstore._exceptions import SessionNotFoundError
 from eventstore._fork import ForkLink, ForkPlan
-from eventstore.backends.protocol import SessionRecord
+from eventstore.backends.protocol import SessionRecord, seal_fork_link
 from eventstore.backends.sql import SEQ_BITS, seq_of_row_key
 
 from .reads import free_key
 
-__all__ = ["fork", "links"]
+__all__ = ["fork", "insert_link", "links"]
 
 _OVERRIDDEN = {
     "evs_events": {"row_key": f"($1::bigint << {SEQ_BITS}) | e.seq", "session_id": "$2",
@@ -115,20 +115,31 @@ async def fork(conn: Any, record: SessionRecord, plan: ForkPlan,
     for filename, newest in plan.artifacts.items():
         await conn.execute(copy["evs_artifacts"], record.id, record.app_name, record.user_id,
                            origin_given, filename, newest)
-    await conn.execute(
-        "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at) "
-        "VALUES ($1, $2, $3, $4)",
-        sid, origin, plan.seq, plan.forked_at,
-    )
+    await insert_link(conn, ForkLink(session_id=sid, origin_session_id=origin,
+                                     origin_seq=plan.seq, forked_at=plan.forked_at), signing_key)
     return sid
+
+
+async def insert_link(conn: Any, link: ForkLink, signing_key: bytes | None) -> None:
+    """Record the fork link (``link.session_id``: the fork's key), sealed (``seal_fork_link``)."""
+    link_hash, signature = seal_fork_link(signing_key, link)
+    await conn.execute(
+        "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at, "
+        "link_hash, signature) VALUES ($1, $2, $3, $4, $5, $6)",
+        link.session_id, link.origin_session_id, link.origin_seq, link.forked_at, link_hash,
+        signature,
+    )
 
 
 async def links(conn: Any, session_id: str) -> list[ForkLink]:
     """The links naming ``session_id`` as fork or origin, oldest first."""
     return [
-        ForkLink(session_id=r[0], origin_session_id=r[1], origin_seq=r[2], forked_at=r[3])
+        ForkLink(session_id=r[0], origin_session_id=r[1], origin_seq=r[2], forked_at=r[3],
+                 link_hash=None if r[4] is None else bytes(r[4]),
+                 signature=None if r[5] is None else bytes(r[5]))
         for r in await conn.fetch(
-            "SELECT session_id, origin_session_id, origin_seq, forked_at FROM evs_session_forks "
+            "SELECT session_id, origin_session_id, origin_seq, forked_at, link_hash, signature "
+            "FROM evs_session_forks "
             "WHERE session_id = $1 OR origin_session_id = $1 ORDER BY forked_at, session_id",
             session_id,
         )

@@ -21,6 +21,7 @@ from eventstore.backends.protocol import (
     fresh_key,
 )
 from eventstore.backends.sql import (
+    BOUND_SHARED,
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
     SCOPE_COLUMNS,
@@ -36,6 +37,7 @@ from eventstore.backends.sql import (
 )
 
 from .append import LOCK_KEY, lock_key
+from .snapshots import BOUND_SNAPSHOT
 
 __all__ = [
     "find",
@@ -135,14 +137,16 @@ _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = _UPPER.lower()
 
 
-async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-    """The newest snapshot of each session that has one."""
+async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:
+    """The newest snapshot of each session that has one still bound to its event."""
     rows = await conn.fetch(
-        "SELECT DISTINCT ON (session_id) session_id, seq, state FROM evs_snapshots "
-        "WHERE session_id = ANY($1::varchar[]) ORDER BY session_id, seq DESC",
+        "SELECT DISTINCT ON (sn.session_id) sn.session_id, sn.seq, sn.state, sn.chain_hash, "
+        f"sn.mac FROM evs_snapshots sn {BOUND_SNAPSHOT} "
+        "WHERE sn.session_id = ANY($1::varchar[]) ORDER BY sn.session_id, sn.seq DESC",
         list(session_ids),
     )
-    return {row[0]: (int(row[1]), bytes(row[2])) for row in rows}
+    return {row[0]: HeadState(seq=int(row[1]), state=bytes(row[2]), chain_hash=bytes(row[3]),
+                              mac=None if row[4] is None else bytes(row[4])) for row in rows}
 
 
 async def read_shared_heads(
@@ -154,11 +158,13 @@ async def read_shared_heads(
     names = list(scopes)
     snapshots = {
         row[0]: SharedSnapshot(position=int(row[1]), count=int(row[2]),
-                               state=payload_bytes(row[3]))
+                               state=payload_bytes(row[3]), chain_hash=bytes(row[4]),
+                               mac=None if row[5] is None else bytes(row[5]))
         for row in await conn.fetch(
-            "SELECT DISTINCT ON (user_id) user_id, position, event_count, state "
-            "FROM evs_shared_snapshots WHERE app_name = $1 AND user_id = ANY($2::varchar[]) "
-            "ORDER BY user_id, position DESC", app_name, names)
+            "SELECT DISTINCT ON (sn.user_id) sn.user_id, sn.position, sn.event_count, sn.state, "
+            f"sn.chain_hash, sn.mac FROM evs_shared_snapshots sn {BOUND_SHARED} "
+            "WHERE sn.app_name = $1 AND sn.user_id = ANY($2::varchar[]) "
+            "ORDER BY sn.user_id, sn.position DESC", app_name, names)
     }
     entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
     columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))

@@ -2,7 +2,9 @@
 
 Snapshots are caches (droppable, rebuilt from the log): ``evs_snapshots`` holds a session's own
 state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''``) or one user's
-``user:`` state at a ``position``.
+``user:`` state at a ``position``. A snapshot is read only while what it folded is still there
+(the event at its seq, the stream entry at its count and position, holds the chain hash it
+names: revision 0020); on a keyed store the reader checks its MAC (``eventstore._statefold``).
 """
 
 from __future__ import annotations
@@ -10,33 +12,44 @@ from __future__ import annotations
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import SharedSnapshot
-from eventstore.backends.sql import MAX_POSITION, seq_bound, shared_scope
+from eventstore.backends.protocol import HeadState, SharedSnapshot
+from eventstore.backends.sql import BOUND_SHARED, MAX_POSITION, seq_bound, shared_scope
 
-__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
+__all__ = ["BOUND_SNAPSHOT", "drop_all", "load", "load_cache", "load_shared", "save",
+           "save_cache", "save_shared"]
 
 
-async def load(conn: Any, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
-    """Return ``(seq, state)`` of the session's newest snapshot at or below ``upto``, or None;
-    raises SessionNotFoundError when the session does not exist."""
+BOUND_SNAPSHOT = (
+    "JOIN evs_sessions s ON s.session_id = sn.session_id "
+    "JOIN evs_events e ON e.row_key = (s.session_key << 32) + sn.seq "
+    "AND e.chain_hash = sn.chain_hash"
+)
+"""Joined to ``evs_snapshots sn``: keeps the snapshots whose event still has their hash."""
+
+
+async def load(conn: Any, session_id: str, upto: int | None) -> HeadState | None:
+    """Return the session's newest snapshot at or below ``upto`` still bound to its event, or
+    None; raises SessionNotFoundError when the session does not exist."""
     row = await conn.fetchrow(
-        "SELECT seq, state FROM evs_snapshots WHERE session_id = $1 AND seq <= $2 "
-        "ORDER BY seq DESC LIMIT 1",
+        f"SELECT sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn {BOUND_SNAPSHOT} "
+        "WHERE sn.session_id = $1 AND sn.seq <= $2 ORDER BY sn.seq DESC LIMIT 1",
         session_id, seq_bound(upto),
     )
     if row is not None:
-        return int(row[0]), bytes(row[1])
+        return HeadState(seq=int(row[0]), state=bytes(row[1]), chain_hash=bytes(row[2]),
+                         mac=None if row[3] is None else bytes(row[3]))
     if await conn.fetchval("SELECT 1 FROM evs_sessions WHERE session_id = $1", session_id):
         return None
     raise SessionNotFoundError(session_id)
 
 
-async def save(conn: Any, session_id: str, seq: int, state: bytes) -> None:
-    """Store (or replace) the session's snapshot at ``seq``."""
+async def save(conn: Any, session_id: str, snapshot: HeadState) -> None:
+    """Store (or replace) the session's snapshot at ``snapshot.seq``."""
     await conn.execute(
-        "INSERT INTO evs_snapshots (session_id, seq, state) VALUES ($1, $2, $3) "
-        "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
-        session_id, seq, state,
+        "INSERT INTO evs_snapshots (session_id, seq, state, chain_hash, mac) "
+        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, seq) DO UPDATE SET "
+        "state = excluded.state, chain_hash = excluded.chain_hash, mac = excluded.mac",
+        session_id, snapshot.seq, snapshot.state, snapshot.chain_hash, snapshot.mac,
     )
 
 
@@ -91,15 +104,19 @@ async def save_cache(conn: Any, session_id: str, name: str, seq: int, data: byte
 async def load_shared(
     conn: Any, app_name: str, user_id: str | None, upto_position: int | None
 ) -> SharedSnapshot | None:
-    """Return the scope's newest shared snapshot at or below ``upto_position``, or None."""
+    """Return the scope's newest shared snapshot at or below ``upto_position`` still bound to
+    its stream entry, or None."""
     row = await conn.fetchrow(
-        "SELECT position, event_count, state FROM evs_shared_snapshots "
-        "WHERE app_name = $1 AND user_id = $2 AND position <= $3 ORDER BY position DESC LIMIT 1",
+        "SELECT sn.position, sn.event_count, sn.state, sn.chain_hash, sn.mac "
+        f"FROM evs_shared_snapshots sn {BOUND_SHARED} "
+        "WHERE sn.app_name = $1 AND sn.user_id = $2 AND sn.position <= $3 "
+        "ORDER BY sn.position DESC LIMIT 1",
         app_name, shared_scope(user_id),
         MAX_POSITION if upto_position is None else upto_position,
     )
     return None if row is None else SharedSnapshot(
-        position=int(row[0]), count=int(row[1]), state=bytes(row[2])
+        position=int(row[0]), count=int(row[1]), state=bytes(row[2]),
+        chain_hash=bytes(row[3]), mac=None if row[4] is None else bytes(row[4]),
     )
 
 
@@ -109,8 +126,11 @@ async def save_shared(
     """Store (or replace) the shared snapshot: the fold of its stream's entries
     ``1..snapshot.count``, which are never removed."""
     await conn.execute(
-        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
-        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (app_name, user_id, position) "
-        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
+        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state, "
+        "chain_hash, mac) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+        "ON CONFLICT (app_name, user_id, position) DO UPDATE SET "
+        "event_count = excluded.event_count, state = excluded.state, "
+        "chain_hash = excluded.chain_hash, mac = excluded.mac",
         app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state,
+        snapshot.chain_hash, snapshot.mac,
     )

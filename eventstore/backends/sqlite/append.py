@@ -58,8 +58,13 @@ __all__ = [
     "insert",
 ]
 
+# The app's position: its counter, or the highest position its shared-state events hold when
+# that is higher (a counter lowered behind the store's back would hand out a taken position):
+# one seek in the partial unique index, inside the same statement.
 _HEAD_COLUMNS = f"""s.app_name, s.user_id, s.session_key, {NEWEST_ROW_KEY},
-  (SELECT position FROM evs_app_positions WHERE app_name = s.app_name), s.head_seq,
+  max(coalesce((SELECT position FROM evs_app_positions WHERE app_name = s.app_name), 0),
+      coalesce((SELECT max(position) FROM evs_events WHERE app_name = s.app_name
+                AND shared_state), 0)), s.head_seq,
   s.head_hash"""
 
 HEAD_SQL = f"SELECT {_HEAD_COLUMNS} FROM evs_sessions s WHERE s.session_id = ?"

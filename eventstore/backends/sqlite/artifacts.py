@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from eventstore.backends.protocol import ArtifactRecord
+from eventstore.backends.protocol import ArtifactRecord, seal_artifact
 
 __all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
 
@@ -27,16 +27,23 @@ def save(
     data: bytes,
     created_at: float,
     metadata: bytes | None = None,
+    signing_key: bytes | None = None,
 ) -> int:
-    """Insert the next version of the artifact ``key`` names and return its number."""
-    row = conn.execute(
+    """Insert the next version of the artifact ``key`` names, with its digest (and, keyed,
+    signature: ``seal_artifact``), and return its number."""
+    version = int(conn.execute(
+        f"SELECT coalesce(max(version) + 1, 0) FROM evs_artifacts WHERE {_WHERE}", key
+    ).fetchone()[0])
+    digest, signature = seal_artifact(signing_key, filename=key[3], version=version,
+                                      mime_type=mime_type, created_at=created_at,
+                                      metadata=metadata, data=data)
+    conn.execute(
         "INSERT INTO evs_artifacts (app_name, user_id, session_scope, filename, version, "
-        "mime_type, data, created_at, custom_metadata) "
-        f"SELECT ?, ?, ?, ?, coalesce(max(version) + 1, 0), ?, ?, ?, ? FROM evs_artifacts "
-        f"WHERE {_WHERE} RETURNING version",
-        (*key, mime_type, data, created_at, metadata, *key),
-    ).fetchone()
-    return int(row[0])
+        "mime_type, data, created_at, custom_metadata, digest, signature) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*key, version, mime_type, data, created_at, metadata, digest, signature),
+    )
+    return version
 
 
 def load(conn: sqlite3.Connection, key: ArtifactKey, version: int | None) -> ArtifactRecord | None:
@@ -47,13 +54,15 @@ def load(conn: sqlite3.Connection, key: ArtifactKey, version: int | None) -> Art
     else:
         sql, params = f"{_WHERE} AND version = ?", (*key, version)
     row = conn.execute(
-        "SELECT version, mime_type, data, created_at, custom_metadata FROM evs_artifacts "
-        f"WHERE {sql}", params
+        "SELECT version, mime_type, data, created_at, custom_metadata, digest, signature "
+        f"FROM evs_artifacts WHERE {sql}", params
     ).fetchone()
     if row is None:
         return None
     return ArtifactRecord(filename=key[3], version=row[0], mime_type=row[1], data=bytes(row[2]),
-                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]))
+                          created_at=row[3], metadata=None if row[4] is None else bytes(row[4]),
+                          digest=None if row[5] is None else bytes(row[5]),
+                          signature=None if row[6] is None else bytes(row[6]))
 
 
 def versions(conn: sqlite3.Connection, key: ArtifactKey) -> list[ArtifactRecord]:

@@ -60,6 +60,7 @@ Design (measured, see ``scripts/bench_store.py``):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import sqlite3
@@ -93,6 +94,7 @@ from eventstore.backends.protocol import (
     check_batch_ids,
 )
 from eventstore.backends.sql import (
+    APP_POSITIONS_SQL,
     EVENT_COLUMNS,
     MAX_POSITION,
     NEWEST_ROW_KEY,
@@ -391,7 +393,7 @@ class SQLiteBackend:
                        scope(given if artifact.session_scoped else None), artifact.filename)
                 check_artifact_version(sid, artifact, artifacts_sql.save(
                     conn, key, mime_type=artifact.mime_type, data=artifact.data,
-                    created_at=artifact.created_at))
+                    created_at=artifact.created_at, signing_key=self.signing_key))
             return sid
 
         return await self._grouped(job, what=f"create session {given!r}", session_id=given)
@@ -423,13 +425,10 @@ class SQLiteBackend:
                            scope(given if artifact.session_scoped else None), artifact.filename)
                     check_artifact_version(sid, artifact, artifacts_sql.save(
                         conn, key, mime_type=artifact.mime_type, data=artifact.data,
-                        created_at=artifact.created_at))
+                        created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
-                    link = page.copy_of
-                    conn.execute(
-                        "INSERT INTO evs_session_forks (session_id, origin_session_id, "
-                        "origin_seq, forked_at) VALUES (?, ?, ?, ?)",
-                        (sid, link.origin_session_id, link.origin_seq, link.forked_at))
+                    forks.insert_link(conn, dataclasses.replace(page.copy_of, session_id=sid),
+                                      self.signing_key)
             return sid
 
         return await self._write(job, what=f"import session {given!r}", session_id=given)
@@ -603,16 +602,23 @@ class SQLiteBackend:
         return await self._read(lambda conn: scope_heads(conn.execute(_STREAM_HEADS_SQL)),
                                 what="read the shared-state streams' heads")
 
+    async def app_positions(self) -> list[tuple[str, int | None, int]]:
+        def job(conn: sqlite3.Connection) -> list[tuple[str, int | None, int]]:
+            return [(str(a), None if p is None else int(p), int(h))
+                    for a, p, h in conn.execute(APP_POSITIONS_SQL)]
+
+        return await self._read(job, what="read the apps' positions")
+
     # -- snapshots -----------------------------------------------------------------------------
 
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> tuple[int, bytes] | None:
+    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
         return await self._read(lambda conn: snapshots.load(conn, session_id, upto),
                                 what=f"load a snapshot of session {session_id!r}")
 
-    async def save_snapshot(self, session_id: str, seq: int, state: bytes) -> None:
+    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
         if self._read_only:
             return  # snapshots are a cache; a read-only store simply does not keep one
-        await self._write(lambda conn: snapshots.save(conn, session_id, seq, state),
+        await self._write(lambda conn: snapshots.save(conn, session_id, snapshot),
                           what=f"save a snapshot of session {session_id!r}",
                           session_id=session_id, keeps_heads=True)
 
@@ -686,7 +692,8 @@ class SQLiteBackend:
         key = (app_name, user_id, scope(session_id), filename)
         return await self._grouped(
             lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
-                                            created_at=created_at, metadata=metadata),
+                                            created_at=created_at, metadata=metadata,
+                                            signing_key=self.signing_key),
             what=f"save artifact {filename!r}",
         )
 
@@ -799,7 +806,7 @@ class SQLiteBackend:
         return await self._write(lambda conn: retention.clear_policy(conn, app_name),
                                  what="clear retention policies", keeps_heads=True)
 
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
         return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),
                                 what="load snapshots")
 

@@ -17,12 +17,12 @@ import sqlite3
 from eventstore._chain import sign_event, sign_head
 from eventstore._exceptions import SessionNotFoundError
 from eventstore._fork import ForkLink, ForkPlan
-from eventstore.backends.protocol import SessionRecord
+from eventstore.backends.protocol import SessionRecord, seal_fork_link
 from eventstore.backends.sql import SEQ_BITS, seq_of_row_key
 
 from .reads import free_key
 
-__all__ = ["fork", "links"]
+__all__ = ["fork", "insert_link", "links"]
 
 _OVERRIDDEN = {
     # id: the copy's place in commit order (revision 0012), handed out by SQLite
@@ -100,20 +100,31 @@ def fork(conn: sqlite3.Connection, record: SessionRecord, plan: ForkPlan,
     for filename, newest in plan.artifacts.items():
         conn.execute(artifacts_sql, {**params, "app": record.app_name, "user": record.user_id,
                                      "filename": filename, "newest": newest})
-    conn.execute(
-        "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at) "
-        "VALUES (?, ?, ?, ?)",
-        (sid, origin, plan.seq, plan.forked_at),
-    )
+    insert_link(conn, ForkLink(session_id=sid, origin_session_id=origin, origin_seq=plan.seq,
+                               forked_at=plan.forked_at), signing_key)
     return sid
+
+
+def insert_link(conn: sqlite3.Connection, link: ForkLink, signing_key: bytes | None) -> None:
+    """Record the fork link (``link.session_id``: the fork's key), sealed (``seal_fork_link``)."""
+    link_hash, signature = seal_fork_link(signing_key, link)
+    conn.execute(
+        "INSERT INTO evs_session_forks (session_id, origin_session_id, origin_seq, forked_at, "
+        "link_hash, signature) VALUES (?, ?, ?, ?, ?, ?)",
+        (link.session_id, link.origin_session_id, link.origin_seq, link.forked_at, link_hash,
+         signature),
+    )
 
 
 def links(conn: sqlite3.Connection, session_id: str) -> list[ForkLink]:
     """The links naming ``session_id`` as fork or origin, oldest first."""
     return [
-        ForkLink(session_id=r[0], origin_session_id=r[1], origin_seq=r[2], forked_at=r[3])
+        ForkLink(session_id=r[0], origin_session_id=r[1], origin_seq=r[2], forked_at=r[3],
+                 link_hash=None if r[4] is None else bytes(r[4]),
+                 signature=None if r[5] is None else bytes(r[5]))
         for r in conn.execute(
-            "SELECT session_id, origin_session_id, origin_seq, forked_at FROM evs_session_forks "
+            "SELECT session_id, origin_session_id, origin_seq, forked_at, link_hash, signature "
+            "FROM evs_session_forks "
             "WHERE session_id = ? OR origin_session_id = ? ORDER BY forked_at, session_id",
             (session_id, session_id),
         )

@@ -89,6 +89,9 @@ def rows_of(conn: sqlite3.Connection, session_id: str) -> list[MemoryRow]:
 
 def clear_rows(conn: sqlite3.Connection) -> int:
     """Delete every row and rebuild the (then empty) full-text index; return the count."""
+    # First make the index agree with the rows: a row's text edited behind the store's back
+    # (no trigger reindexes it) would make the delete trigger's removal fail as "malformed".
+    conn.execute("INSERT INTO evs_memory_fts (evs_memory_fts) VALUES ('rebuild')")
     count = conn.execute("DELETE FROM evs_memory_rows").rowcount
     conn.execute("INSERT INTO evs_memory_fts (evs_memory_fts) VALUES ('rebuild')")
     return int(count)

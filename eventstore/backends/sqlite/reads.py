@@ -22,6 +22,7 @@ from eventstore.backends.protocol import (
     fresh_key,
 )
 from eventstore.backends.sql import (
+    BOUND_SHARED,
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
     SCOPE_COLUMNS,
@@ -129,18 +130,22 @@ def list_newest(
 
 def load_snapshots(
     conn: sqlite3.Connection, session_ids: Sequence[str]
-) -> dict[str, tuple[int, bytes]]:
-    """The newest snapshot of each session that has one."""
-    found: dict[str, tuple[int, bytes]] = {}
+) -> dict[str, HeadState]:
+    """The newest snapshot of each session that has one still bound to its event."""
+    found: dict[str, HeadState] = {}
     for start in range(0, len(session_ids), _CHUNK):
         chunk = session_ids[start:start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
-        for sid, seq, state in conn.execute(
-            f"SELECT session_id, seq, state FROM evs_snapshots WHERE session_id IN ({marks}) "
-            "ORDER BY session_id, seq",
+        for sid, seq, state, chain_hash, mac in conn.execute(
+            "SELECT sn.session_id, sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn "
+            "JOIN evs_sessions s ON s.session_id = sn.session_id "
+            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + sn.seq "
+            f"WHERE sn.session_id IN ({marks}) AND e.chain_hash = sn.chain_hash "
+            "ORDER BY sn.session_id, sn.seq",
             tuple(chunk),
         ):
-            found[sid] = (int(seq), bytes(state))
+            found[sid] = HeadState(seq=int(seq), state=bytes(state), chain_hash=bytes(chain_hash),
+                                   mac=mac if isinstance(mac, bytes) else None)
     return found
 
 
@@ -156,13 +161,16 @@ def read_shared_heads(
     for start in range(0, len(names), _CHUNK):
         chunk = names[start:start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
-        for user, position, count, state in conn.execute(
-            "SELECT user_id, position, event_count, state FROM evs_shared_snapshots "
-            f"WHERE app_name = ? AND user_id IN ({marks}) ORDER BY user_id, position",
+        for user, position, count, state, chain_hash, mac in conn.execute(
+            "SELECT sn.user_id, sn.position, sn.event_count, sn.state, sn.chain_hash, sn.mac "
+            f"FROM evs_shared_snapshots sn {BOUND_SHARED} "
+            f"WHERE sn.app_name = ? AND sn.user_id IN ({marks}) ORDER BY sn.user_id, sn.position",
             (app_name, *chunk),
         ):
             snapshots[user] = SharedSnapshot(position=int(position), count=int(count),
-                                             state=payload_bytes(state))
+                                             state=payload_bytes(state),
+                                             chain_hash=bytes(chain_hash),
+                                             mac=mac if isinstance(mac, bytes) else None)
         values = ", ".join("(?, ?)" for _ in chunk)
         params = tuple(v for n in chunk for v in (n, snapshots[n].count if n in snapshots
                                                    else 0))

@@ -2,7 +2,9 @@
 
 Snapshots are caches (droppable, rebuilt from the log): ``evs_snapshots`` holds a session's own
 state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''``) or one user's
-``user:`` state at a ``position``.
+``user:`` state at a ``position``. A snapshot is read only while what it folded is still there:
+the event at its seq (the stream entry at its count and position) holds the chain hash it names
+(revision 0020); the MAC, on a keyed store, is checked by the reader (``eventstore._statefold``).
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import sqlite3
 
 from eventstore._exceptions import CorruptSnapshotError, SessionNotFoundError
-from eventstore.backends.protocol import SharedSnapshot
+from eventstore.backends.protocol import HeadState, SharedSnapshot
 from eventstore.backends.sql import (
+    BOUND_SHARED,
     MAX_POSITION,
+    SEQ_BITS,
     payload_bytes,
     seq_bound,
     shared_scope,
@@ -22,30 +26,35 @@ from eventstore.backends.sql import (
 __all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
 
 
-def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> tuple[int, bytes] | None:
-    """Return ``(seq, state)`` of the session's newest snapshot at or below ``upto``, or None;
-    raises SessionNotFoundError when the session does not exist."""
+def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> HeadState | None:
+    """Return the session's newest snapshot at or below ``upto`` that is still bound to its
+    event, or None; raises SessionNotFoundError when the session does not exist."""
     row = conn.execute(
-        "SELECT seq, state FROM evs_snapshots WHERE session_id = ? AND seq <= ? "
-        "ORDER BY seq DESC LIMIT 1",
+        "SELECT sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn "
+        "JOIN evs_sessions s ON s.session_id = sn.session_id "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + sn.seq "
+        "WHERE sn.session_id = ? AND sn.seq <= ? AND e.chain_hash = sn.chain_hash "
+        "ORDER BY sn.seq DESC LIMIT 1",
         (session_id, seq_bound(upto)),
     ).fetchone()
     if row is not None:
         if not isinstance(row[1], bytes):
             raise CorruptSnapshotError(session_id, int(row[0]), f"it is stored as "
                                        f"{stored_type(row[1])}, not as bytes.")
-        return int(row[0]), row[1]
+        return HeadState(seq=int(row[0]), state=row[1], chain_hash=bytes(row[2]),
+                         mac=row[3] if isinstance(row[3], bytes) else None)
     if conn.execute("SELECT 1 FROM evs_sessions WHERE session_id = ?", (session_id,)).fetchone():
         return None
     raise SessionNotFoundError(session_id)
 
 
-def save(conn: sqlite3.Connection, session_id: str, seq: int, state: bytes) -> None:
-    """Store (or replace) the session's snapshot at ``seq``."""
+def save(conn: sqlite3.Connection, session_id: str, snapshot: HeadState) -> None:
+    """Store (or replace) the session's snapshot at ``snapshot.seq``."""
     conn.execute(
-        "INSERT INTO evs_snapshots (session_id, seq, state) VALUES (?, ?, ?) "
-        "ON CONFLICT (session_id, seq) DO UPDATE SET state = excluded.state",
-        (session_id, seq, state),
+        "INSERT INTO evs_snapshots (session_id, seq, state, chain_hash, mac) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, seq) DO UPDATE SET "
+        "state = excluded.state, chain_hash = excluded.chain_hash, mac = excluded.mac",
+        (session_id, snapshot.seq, snapshot.state, snapshot.chain_hash, snapshot.mac),
     )
 
 
@@ -104,15 +113,19 @@ def save_cache(conn: sqlite3.Connection, session_id: str, name: str, seq: int,
 def load_shared(
     conn: sqlite3.Connection, app_name: str, user_id: str | None, upto_position: int | None
 ) -> SharedSnapshot | None:
-    """Return the scope's newest shared snapshot at or below ``upto_position``, or None."""
+    """Return the scope's newest shared snapshot at or below ``upto_position`` still bound to
+    its stream entry, or None."""
     row = conn.execute(
-        "SELECT position, event_count, state FROM evs_shared_snapshots "
-        "WHERE app_name = ? AND user_id = ? AND position <= ? ORDER BY position DESC LIMIT 1",
+        "SELECT sn.position, sn.event_count, sn.state, sn.chain_hash, sn.mac "
+        f"FROM evs_shared_snapshots sn {BOUND_SHARED} "
+        "WHERE sn.app_name = ? AND sn.user_id = ? AND sn.position <= ? "
+        "ORDER BY sn.position DESC LIMIT 1",
         (app_name, shared_scope(user_id),
          MAX_POSITION if upto_position is None else upto_position),
     ).fetchone()
     return None if row is None else SharedSnapshot(
-        position=int(row[0]), count=int(row[1]), state=payload_bytes(row[2])
+        position=int(row[0]), count=int(row[1]), state=payload_bytes(row[2]),
+        chain_hash=bytes(row[3]), mac=row[4] if isinstance(row[4], bytes) else None,
     )
 
 
@@ -122,8 +135,10 @@ def save_shared(
     """Store (or replace) the shared snapshot: the fold of its stream's entries
     ``1..snapshot.count``, which are never removed."""
     conn.execute(
-        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
-        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state",
-        (app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state),
+        "INSERT INTO evs_shared_snapshots (app_name, user_id, position, event_count, state, "
+        "chain_hash, mac) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app_name, user_id, position) "
+        "DO UPDATE SET event_count = excluded.event_count, state = excluded.state, "
+        "chain_hash = excluded.chain_hash, mac = excluded.mac",
+        (app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state,
+         snapshot.chain_hash, snapshot.mac),
     )
