@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+# Imported here, before any test runs: some of LangGraph's tests patch ``uuid.uuid4`` and the
+# store takes its generator at import, so importing it under that patch would keep the patch.
+from eventstore.integrations.langgraph import EventStoreSaver
+
 _POSTGRES = os.environ.get("EVS_TEST_POSTGRES_URL",
                            "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 _KINDS = os.environ.get("EVS_LANGGRAPH_BACKENDS", "memory,sqlite,sqlite_aes,postgres").split(",")
 _CONFTEST = "conftest.py"
-_DATABASE = f"evs_lg_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+_DATABASE = f"evs_lg_{os.getpid()}_{secrets.token_hex(4)}"
 
 
 async def _admin(sql: str) -> None:
@@ -57,8 +61,6 @@ def _postgres_url() -> str:
 
 
 def _saver(kind: str, tmp_path: Path) -> Any:
-    from eventstore.integrations.langgraph import EventStoreSaver
-
     if kind == "memory":
         return EventStoreSaver("memory://")
     if kind == "sqlite":
@@ -69,7 +71,7 @@ def _saver(kind: str, tmp_path: Path) -> Any:
         return EventStoreSaver(tmp_path / "evs.db", serde=EncryptedSerializer.from_pycryptodome_aes(
             key=b"1234567890123456"))
     if kind == "postgres":
-        return EventStoreSaver(_postgres_url(), app_name=f"t{uuid.uuid4().hex}")
+        return EventStoreSaver(_postgres_url(), app_name=f"t{secrets.token_hex(16)}")
     raise pytest.UsageError(f"unknown EVS_LANGGRAPH_BACKENDS entry {kind!r}")
 
 
