@@ -9,10 +9,12 @@ memory, SQLite, SQLite with encrypted values and PostgreSQL) in place of LangGra
 checkpointer fixtures. ``--theirs`` runs the same tests on LangGraph's own in-process savers
 (its ``memory``, ``sqlite`` and ``sqlite_aes``; ``NO_DOCKER=true``), to tell a failure of ours
 from one of the copy's tests against the installed version. The remaining arguments go to
-pytest; with none it runs ``DEFAULT_TESTS``. Their test suite needs packages this project does
-not (``pytest-mock``, ``syrupy``, ``redis``, ``psycopg``, ``pycryptodome``,
-``langgraph-checkpoint-postgres``): run this with a Python that has them as well as this
-project's ``[langgraph]`` extra (``docs/langgraph.md``). Exits with pytest's status.
+pytest; with none it runs ``DEFAULT_TESTS``. ``NO_DOCKER=true`` is set, so LangGraph's store
+and cache fixtures stay in process (its PostgreSQL and Redis ones need servers of its own).
+Their test suite needs packages this project does not (``pytest-mock``, ``syrupy``, ``redis``,
+``psycopg``, ``pycryptodome``, ``langgraph-checkpoint-postgres``): run this with a Python that
+has them as well as this project's ``[langgraph]`` extra (``docs/langgraph.md``). Exits with
+pytest's status.
 """
 
 from __future__ import annotations
@@ -37,10 +39,9 @@ def main(argv: list[str]) -> int:
     here = Path(__file__).resolve().parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]))
-    plugin = ["-p", "_langgraph_upstream_plugin"]
-    if theirs:
-        env["NO_DOCKER"] = "true"
-        plugin = []
+    # NO_DOCKER: their store and cache fixtures stay in process (no servers of their own).
+    env["NO_DOCKER"] = "true"
+    plugin = [] if theirs else ["-p", "_langgraph_upstream_plugin"]
     tests = [] if any(arg.startswith("tests") for arg in rest) else list(DEFAULT_TESTS)
     command = [
         sys.executable, "-m", "pytest", *plugin, "-p", "no:cacheprovider",
