@@ -9,9 +9,9 @@ cheap to build, and serialized by orjson without an intermediate dict. Mappings 
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from uuid import uuid4
 
 __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
@@ -37,7 +37,9 @@ Role = Literal["user", "model"]
 
 def new_event_id() -> str:
     """Return a fresh, globally unique event id (a UUID4 in hex)."""
-    return uuid.uuid4().hex
+    # uuid4 is taken once, at import: a caller that patches uuid.uuid4 later to number its own
+    # ids (LangGraph's tests do) does not see its sequence consumed by the store's event ids.
+    return uuid4().hex
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventstore import StoreUsageError
 
-from .log import MISSING, Entry, ThreadIndex, decode_blob
+from .log import MISSING, Entry, Hot, ThreadIndex, decode_blob, handed
 
 __all__ = ["checkpoint_tuple", "config_of", "thread_of"]
 
@@ -40,8 +40,10 @@ def checkpoint_tuple(thread_id: str, index: ThreadIndex, entry: Entry,
                      memo: dict[tuple[str, tuple[str, str]], Any] | None,
                      *, hot: bool) -> CheckpointTuple:
     """The ``CheckpointTuple`` of ``entry`` (a checkpoint of ``index``): its values resolved
-    through ``memo`` (shared by the checkpoints of one ``list``), its pending writes; with
-    ``hot`` the list values are kept in the index for the next checkpoint's delta."""
+    through ``memo`` (shared by the checkpoints of one ``list``), its pending writes. Every
+    value is the caller's own: decoded for this read, or (list values) copies of the saver's
+    elements. With ``hot`` the list values are kept in the index, as handed out and as
+    stored, for the next checkpoint's delta."""
     loads = serde.loads_typed
     checkpoint = loads(decode_blob(entry.cp))
     checkpoint["channel_versions"] = dict(entry.cv)
@@ -50,9 +52,13 @@ def checkpoint_tuple(thread_id: str, index: ThreadIndex, entry: Entry,
         value = index.resolve(entry, channel, loads, memo)
         if value is MISSING:
             continue
+        if type(value) is list:  # the saver's own objects: the caller gets copies
+            own = tuple(value)
+            value = handed(own)
+            if hot:
+                index.keep_hot(entry.ns, entry.id, channel,
+                               Hot(version=version, given=tuple(value), own=own))
         values[channel] = value
-        if hot and type(value) is list:
-            index.keep_hot(entry.ns, entry.id, channel, version, tuple(value))
     checkpoint["channel_values"] = values
     return CheckpointTuple(
         config=config_of(thread_id, entry.ns, entry.id),

@@ -31,20 +31,28 @@ the newest. A delta's base is resolved the same way from the checkpoint's parent
 from __future__ import annotations
 
 import base64
+import copy
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pydantic import BaseModel
+
+from eventstore._gcpause import pause as pause_collector
+from eventstore._gcpause import resume as resume_collector
+
 __all__ = [
     "METADATA_KEY",
     "CorruptThreadError",
     "Entry",
+    "Hot",
     "ThreadIndex",
     "decode_blob",
     "encode_blob",
     "extends",
+    "handed",
 ]
 
 METADATA_KEY: Final = "langgraph"
@@ -103,6 +111,21 @@ class Entry:
     """Hidden by a later drop event."""
 
 
+@dataclass(slots=True, frozen=True)
+class Hot:
+    """The list value of a channel at one checkpoint, kept in memory for the next checkpoint's
+    delta and for reads to start from."""
+
+    version: Any
+    """The channel's version at that checkpoint."""
+    given: tuple[Any, ...]
+    """The elements as the caller holds them (put, or handed out by a read): a later put whose
+    list starts with exactly these objects stores only what follows them."""
+    own: tuple[Any, ...]
+    """The elements as stored, objects no caller ever gets (reads hand out copies), so nothing
+    a caller does to what it holds changes what the saver reads."""
+
+
 @dataclass(slots=True)
 class ThreadIndex:
     """The fold of one thread's events: checkpoints by namespace and id, pending writes by
@@ -120,9 +143,7 @@ class ThreadIndex:
         field(default_factory=dict)
     )
     holders: dict[tuple[str, str, Any], list[Entry]] = field(default_factory=dict)
-    hot: OrderedDict[tuple[str, str], dict[str, tuple[Any, tuple[Any, ...]]]] = field(
-        default_factory=OrderedDict
-    )
+    hot: OrderedDict[tuple[str, str], dict[str, Hot]] = field(default_factory=OrderedDict)
     newest: dict[str, str] = field(default_factory=dict)
     """Namespace -> id of its newest visible checkpoint, when known (the ids increase)."""
 
@@ -240,7 +261,8 @@ class ThreadIndex:
         """The value of ``channel`` at ``entry`` (``_MISSING`` when it has none): a list
         channel's deltas are folded from the nearest resolved ancestor (``hot`` or ``memo``)
         or whole stored value. ``loads`` is the serializer's ``loads_typed``. A list comes
-        back as a new list (its elements are shared with the cache)."""
+        back as a new list whose elements are the saver's own (``Hot.own``, ``memo``): hand out
+        copies (``handed``), never these."""
         version = entry.cv.get(channel, _MISSING)
         if version is _MISSING:
             return _MISSING
@@ -298,8 +320,8 @@ class ThreadIndex:
         if memo is not None and (channel, key) in memo:
             return memo[(channel, key)]  # type: ignore[no-any-return]
         hot = self.hot.get(key)
-        if hot is not None and channel in hot and hot[channel][0] == version:
-            return hot[channel][1]
+        if hot is not None and channel in hot and hot[channel].version == version:
+            return hot[channel].own
         return None
 
     def _remember(self, holder: Entry, channel: str, version: Any, value: tuple[Any, ...],
@@ -307,8 +329,7 @@ class ThreadIndex:
         if memo is not None:
             memo[(channel, (holder.ns, holder.id))] = value
 
-    def keep_hot(self, ns: str, cid: str, channel: str, version: Any,
-                 value: tuple[Any, ...]) -> None:
+    def keep_hot(self, ns: str, cid: str, channel: str, hot: Hot) -> None:
         """Remember the list value of ``channel`` at checkpoint ``cid`` (what the next
         checkpoint's delta is computed against, and loads start from)."""
         key = (ns, cid)
@@ -319,14 +340,56 @@ class ThreadIndex:
                 self.hot.popitem(last=False)
         else:
             self.hot.move_to_end(key)
-        slot[channel] = (version, value)
+        slot[channel] = hot
 
-    def hot_value(self, ns: str, cid: str, channel: str, version: Any) -> tuple[Any, ...] | None:
-        """The remembered list value of ``channel`` at ``version`` at checkpoint ``cid``."""
-        slot = self.hot.get((ns, cid))
-        if slot is None or channel not in slot or slot[channel][0] != version:
-            return None
-        return slot[channel][1]
+
+_IMMUTABLE: Final = frozenset({str, int, float, bool, type(None), bytes})
+_DEEP: Final = 24
+"""Below this depth of nested containers a value is copied by ``copy.deepcopy`` (which keeps
+shared and cyclic references)."""
+
+
+def handed(own: tuple[Any, ...]) -> list[Any]:
+    """A list of ``own``'s elements for a caller, each one ``fresh``: whatever the caller does
+    to it (LangGraph's own tests edit a message they read, then put it back) leaves the
+    saver's objects as stored."""
+    # Copying allocates many small objects the caller keeps (see eventstore._gcpause).
+    paused = pause_collector(len(own))
+    try:
+        return [e if type(e) in _IMMUTABLE else fresh(e, 0) for e in own]
+    finally:
+        resume_collector(paused)
+
+
+def fresh(value: Any, depth: int) -> Any:
+    """A copy of ``value`` that shares nothing mutable with it, like ``copy.deepcopy`` but about
+    four times faster on LangGraph's values (lists and dicts of langchain messages, which are
+    pydantic models): lists, dicts, tuples and pydantic models are rebuilt here, with their
+    immutable leaves shared; anything else, and whatever lies deeper than ``_DEEP``, goes to
+    ``copy.deepcopy``. References shared between elements are not kept shared (nor are they by
+    a fresh saver's decoding)."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if depth > _DEEP:
+        return copy.deepcopy(value)
+    depth += 1
+    if kind is list:
+        return [v if type(v) in _IMMUTABLE else fresh(v, depth) for v in value]
+    if kind is dict:
+        return {k: v if type(v) in _IMMUTABLE else fresh(v, depth) for k, v in value.items()}
+    if kind is tuple:
+        return tuple(v if type(v) in _IMMUTABLE else fresh(v, depth) for v in value)
+    if isinstance(value, BaseModel):
+        # A shallow copy has its own field, extra and private dicts; copy what they hold.
+        new = copy.copy(value)
+        for held in (new.__dict__, new.__pydantic_extra__, new.__pydantic_private__):
+            if held:
+                for k, v in held.items():
+                    if type(v) not in _IMMUTABLE:
+                        held[k] = fresh(v, depth)
+        return new
+    return copy.deepcopy(value)
 
 
 def _key(version: Any) -> Any:

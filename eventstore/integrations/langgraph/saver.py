@@ -51,6 +51,7 @@ from .checkpoints import checkpoint_tuple, config_of, thread_of
 from .log import (
     METADATA_KEY,
     Entry,
+    Hot,
     ThreadIndex,
     decode_blob,
     encode_blob,
@@ -427,7 +428,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         versions = dict(body.pop("channel_versions"))
         cid = str(checkpoint["id"])
         blobs: builtins.list[builtins.list[Any]] = []
-        keep: dict[str, tuple[Any, tuple[Any, ...]]] = {}
+        loads = serde.loads_typed
+        keep: dict[str, Hot] = {}
         parent_hot = index.hot.get((ns, parent), {}) if parent is not None else {}
         for channel, version in new_versions.items():
             if channel not in values:
@@ -435,18 +437,23 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 continue
             value = values[channel]
             if type(value) is list:
+                # The saver keeps its own elements, decoded from what it stores (never the
+                # caller's objects, which the caller may edit after the put).
                 base = parent_hot.get(channel)
-                if base is not None and base[0] != version and extends(base[1], value):
-                    suffix = value[len(base[1]):]
-                    blobs.append([channel, version, "x", base[0], *encode_blob(dumps(suffix))])
+                if base is not None and base.version != version and extends(base.given, value):
+                    typed = dumps(value[len(base.given):])
+                    blobs.append([channel, version, "x", base.version, *encode_blob(typed)])
+                    own = base.own + tuple(loads(typed))
                 else:
-                    blobs.append([channel, version, "v", *encode_blob(dumps(value))])
-                keep[channel] = (version, tuple(value))
+                    typed = dumps(value)
+                    blobs.append([channel, version, "v", *encode_blob(typed)])
+                    own = tuple(loads(typed))
+                keep[channel] = Hot(version=version, given=tuple(value), own=own)
             else:
                 blobs.append([channel, version, "v", *encode_blob(dumps(value))])
-        for channel, (version, value) in parent_hot.items():
-            if channel not in new_versions and versions.get(channel) == version:
-                keep[channel] = (version, value)  # unchanged: the next delta's base too
+        for channel, hot in parent_hot.items():
+            if channel not in new_versions and versions.get(channel) == hot.version:
+                keep[channel] = hot  # unchanged: the next delta's base too
         md = get_checkpoint_metadata(config, metadata)
         run_id = md.get("run_id")
         meaning: dict[str, Any] = {
@@ -469,8 +476,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         await self._append(thread_id, index, meaning, text,
                            run_id if isinstance(run_id, str) else None, whole=whole)
         if self._threads.get(thread_id) is index:
-            for channel, (version, value) in keep.items():
-                index.keep_hot(ns, cid, channel, version, value)
+            for channel, hot in keep.items():
+                index.keep_hot(ns, cid, channel, hot)
         return config_of(thread_id, ns, cid)
 
     async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
