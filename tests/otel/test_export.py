@@ -122,6 +122,8 @@ def test_second_export_is_identical(httpserver: HTTPServer, demo_db: tuple[Path,
         out = tmp_path / name
         result = invoke("export", session, "--db", str(db), "--format", "otlp", "-o", str(out))
         assert result.exit_code == 0, result.output
+        assert re.fullmatch(rf"Wrote \d+ span\(s\) of 1 session\(s\) to {re.escape(str(out))}\.\n",
+                            result.stdout), result.stdout
         files.append(out.read_bytes())
     assert files[0] == files[1]
     # The OTLP/JSON line is the same request as the protobuf one (ids in hex, per OTLP/JSON).
