@@ -97,6 +97,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ):
             item.add_marker(slow)
 
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fresh_sqlite_from_a_template() -> Iterator[None]:
+    """New SQLite files that ``open_store(..., auto_upgrade=True)`` creates are copies of one
+    migrated once per process (``tests/_fresh_sqlite.py``): half the quick subset's CPU was
+    the same migrations run again for each new file."""
+    import _fresh_sqlite
+
+    undo = _fresh_sqlite.install()
+    yield
+    undo()
+
+
+@pytest.fixture(autouse=True)
+def _real_migrations(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests marked ``real_migrations`` see new SQLite files migrated by alembic itself."""
+    if request.node.get_closest_marker("real_migrations") is None:
+        yield
+        return
+    import _fresh_sqlite
+
+    _fresh_sqlite.enabled(False)
+    try:
+        yield
+    finally:
+        _fresh_sqlite.enabled(True)
+
+
 POSTGRES_URL_ENV = "EVS_TEST_POSTGRES_URL"
 DEFAULT_TEST_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 

@@ -4,6 +4,7 @@ usage error), and the install docs list every extra ``pyproject.toml`` defines."
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import tomllib
@@ -43,12 +44,17 @@ def _evs_lines() -> list[tuple[str, str]]:
     return found
 
 
+@functools.cache
+def _root() -> Any:
+    return typer.main.get_command(app)  # built once: typer makes the tree anew on each call
+
+
 def _problem(command: str) -> str | None:
     """Why ``command`` does not parse as an ``evs`` command line, or None."""
     match = _EVS.match(command)
     assert match is not None
     tokens = shlex.split(match[1])
-    node: Any = typer.main.get_command(app)
+    node: Any = _root()
     path = ["evs"]
     while hasattr(node, "commands") and tokens and tokens[0] in node.commands:
         path.append(tokens[0])
