@@ -92,10 +92,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not item.path.is_relative_to(TESTS):
             continue
         name = item.path.relative_to(TESTS).as_posix()
-        if name in SLOW_MODULES or (
-            name not in QUICK_POSTGRES_MODULES and item.get_closest_marker("postgres")
-        ):
+        postgres = item.get_closest_marker("postgres") is not None
+        if not postgres and _postgres_param(item):
+            item.add_marker(pytest.mark.postgres)  # so that -m postgres runs it too
+            postgres = True
+        if name in SLOW_MODULES or (name not in QUICK_POSTGRES_MODULES and postgres):
             item.add_marker(slow)
+
+
+_POSTGRES_FIXTURES = frozenset({"postgres_server_url", "empty_postgres_url", "postgres_url"})
+
+
+def _postgres_param(item: pytest.Item) -> bool:
+    """Whether the test needs PostgreSQL without the marker saying so: it asks for one of the
+    PostgreSQL fixtures, or a parameter of it (a fixture's ``params`` included) is
+    ``"postgres"`` (modules that pick their backend by a fixture of their own)."""
+    if _POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(
+        isinstance(value, str) and value == "postgres" for value in callspec.params.values()
+    )
 
 
 
