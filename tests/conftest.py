@@ -54,6 +54,17 @@ SLOW_MODULES = frozenset({
     # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
     "eventstore/test_adk_events.py",
     "eventstore/test_contract_langgraph.py",
+    # Hypothesis over whole runs (hundreds of examples, a runner and a store each): 1.5 to
+    # 2.5 s of CPU per module, the quick subset's slowest tests.
+    "runtime/replay/test_replay_compaction.py",
+    "runtime/replay/test_replay_pending_runner.py",
+    "runtime/replay/test_replay_properties.py",
+    # Migration modules (up and down on real files), as the other migration modules; GC pauses
+    # measured over long reads.
+    "eventstore/test_gcpause.py",
+    "eventstore/test_imported_chain_migration.py",
+    "eventstore/test_none_value_migration.py",
+    "eventstore/test_scope_streams_migration.py",
     # A subprocess per example or per test (the docs' code blocks, the OTLP export), a web
     # server per test and a real browser: 6 to 85 s of CPU each.
     "otel/test_export.py",
