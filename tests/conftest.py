@@ -81,8 +81,8 @@ quick subset keeps one contract module as PostgreSQL's smoke test."""
 
 SUITE_DURATIONS = (
     "the whole suite needs about 11 minutes of CPU: about 7.5 minutes with -n 4 on two cores "
-    '(longer on a loaded machine); pytest -m "not slow" -n 2 is the quick subset (under a minute '
-    "on two idle cores, about 75 s of CPU): see docs/testing.md"
+    '(longer on a loaded machine); pytest -m "not slow" -n 2 is the quick subset (about 63 s of '
+    "CPU: an estimated 35 to 45 s on two idle cores): see docs/testing.md"
 )
 """What the run's header tells a user (docs/testing.md has the measurements)."""
 
