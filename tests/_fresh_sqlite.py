@@ -9,8 +9,8 @@ file each (about half its CPU once). ``install()`` wraps the upgrade that openin
 migrated once with the real upgrade — the same bytes the migrations write, since they store
 nothing random. Everything else (an existing file at any revision, another revision than head,
 PostgreSQL, ``evs db upgrade``, alembic's own command, child processes) runs the real
-migrations, and so does any case the copy cannot serve (the directory is not writable, another
-opener created the file first). A test that must see a new file migrated for real marks itself
+migrations, and so does any case the copy cannot serve or the store would refuse (a directory
+problem the store names, another opener created the file first). A test that must see a new file migrated for real marks itself
 ``real_migrations``.
 """
 
@@ -59,8 +59,12 @@ def _template_bytes(real: Upgrade) -> Callable[[], Awaitable[bytes]]:
 
 
 def _taken(path: Path) -> bool:
-    """Whether the file, or a journal of it, exists (then alembic decides)."""
-    return any(Path(f"{path}{end}").exists() for end in ("", "-wal", "-shm", "-journal"))
+    """Whether the file, or a journal of it, exists, or its directory has a problem the store
+    names (missing, not writable): then the real upgrade decides, and says it."""
+    from eventstore.backends.sqlite.driver import directory_problem
+
+    return (any(Path(f"{path}{end}").exists() for end in ("", "-wal", "-shm", "-journal"))
+            or directory_problem(str(path)) is not None)
 
 
 def _place(path: Path, data: bytes) -> bool:
