@@ -10,8 +10,8 @@ migrated once with the real upgrade — the same bytes the migrations write, sin
 nothing random. Everything else (an existing file at any revision, another revision than head,
 PostgreSQL, ``evs db upgrade``, alembic's own command, child processes) runs the real
 migrations, and so does any case the copy cannot serve or the store would refuse (a directory
-problem the store names, another opener created the file first). A test that must see a new file migrated for real marks itself
-``real_migrations``.
+problem the store names, another opener created the file first). A test that must see a new
+file migrated for real marks itself ``real_migrations``.
 """
 
 from __future__ import annotations
