@@ -74,11 +74,18 @@ def is_utf8(text: str) -> bool:
 
 def check_filename(value: Any) -> str:
     """Return ``value`` if it is an artifact filename (a non-empty string of at most 512
-    characters without NUL); raise StoreUsageError otherwise."""
-    if not isinstance(value, str) or not value or len(value) > 512 or "\0" in value:
+    characters without NUL or lone surrogates: what every backend stores alike); raise
+    StoreUsageError otherwise."""
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > 512
+        or "\0" in value
+        or not is_utf8(value)
+    ):
         raise StoreUsageError(
             f"Artifact filenames must be non-empty strings of at most 512 characters without "
-            f"NUL, not {shown(value)}."
+            f"NUL or lone surrogates, not {shown(value)}."
         )
     return value
 

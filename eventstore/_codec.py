@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pydantic
 
-from ._args import shown
+from ._args import is_utf8, shown
 from ._events import (
     REQUEST_CONFIRMATION_FUNCTION,
     ArtifactRef,
@@ -139,7 +139,12 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
-        if item is None or isinstance(item, (bool, str)):
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, str):
+            if not is_utf8(item):
+                raise _value_error(event_id, where, f"is the text {shown(item)}, which holds a "
+                                   "lone surrogate: it is not UTF-8 and no backend stores it.")
             continue
         if isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
@@ -168,6 +173,10 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
             for key, child in reversed(list(item.items())):
                 if not isinstance(key, str):
                     raise _value_error(event_id, where, f"has a non-string key {shown(key)}.")
+                if not is_utf8(key):
+                    raise _value_error(event_id, where, f"has the key {shown(key)}, which "
+                                       "holds a lone surrogate: it is not UTF-8 and no backend "
+                                       "stores it.")
                 stack.append((child, f"{where}[{key!r}]", depth + 1))
             continue
         if isinstance(item, list):
@@ -190,17 +199,19 @@ def _check_json_value(value: Any, *, path: str, event_id: str | None) -> None:
 def check_json_value(value: Any, *, path: str = "value") -> None:
     """Raise ``InvalidEventError`` naming ``path`` unless the log can carry ``value`` exactly.
 
-    Accepted: None, bool, str, finite floats, integers in the signed 64-bit range, lists, and
-    mappings with string keys, nested at most ``MAX_JSON_DEPTH`` levels. Never raises
-    RecursionError, however deep the value.
+    Accepted: None, bool, str (UTF-8 text: no lone surrogate), finite floats, integers in the
+    signed 64-bit range, lists, and mappings with string keys, nested at most
+    ``MAX_JSON_DEPTH`` levels. Never raises RecursionError, however deep the value.
     """
     _check_json_value(value, path=path, event_id=None)
 
 
 def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
-    """Raise InvalidEventError unless every key is a non-empty string and every value is JSON.
+    """Raise InvalidEventError (naming the key) unless every key is a non-empty UTF-8 string
+    and every value is JSON.
 
-    Values must be finite JSON (no NaN, no objects) and encode to at most MAX_STATE_VALUE_BYTES.
+    Values must be finite JSON (no NaN, no objects, no lone surrogate in a string) and encode
+    to at most MAX_STATE_VALUE_BYTES.
     """
     for key, value in delta.items():
         if not isinstance(key, str) or not key:
@@ -208,6 +219,10 @@ def check_state_delta(event_id: str, delta: Mapping[str, Any]) -> None:
                 f"Event {event_id!r}: state keys must be non-empty strings, not {shown(key)}.",
                 event_id=event_id,
             )
+        if not is_utf8(key):
+            raise InvalidEventError(
+                f"Event {event_id!r}: the state key {shown(key)} holds a lone surrogate, which "
+                "is not UTF-8 text and no backend stores.", event_id=event_id, key=key)
         try:
             _check_json_value(value, path=f"state_delta[{key!r}]", event_id=event_id)
         except InvalidEventError as exc:

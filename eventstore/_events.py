@@ -8,10 +8,14 @@ cheap to build, and serialized by orjson without an intermediate dict. Mappings 
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import uuid4
+
+from ._exceptions import InvalidEventError
 
 __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION",
@@ -208,7 +212,9 @@ class Event:
     content: Content | None = None
     """The message, if any."""
     actions: EventActions = _NO_ACTIONS
-    """Side effects: state delta, artifact delta, confirmations, control flags."""
+    """Side effects: state delta, artifact delta, confirmations, control flags. A mapping of
+    EventActions' fields is accepted and validated into one (an unknown field or a value of
+    the wrong type raises InvalidEventError)."""
     long_running_tool_ids: tuple[str, ...] = ()
     """Ids of function calls in this event whose response arrives later."""
     started_call_ids: tuple[str, ...] = ()
@@ -225,6 +231,10 @@ class Event:
     """Free JSON metadata that never reaches the model."""
     seq: int | None = None
     """Position in the session's log, assigned by the store; ``None`` before it is stored."""
+
+    def __post_init__(self) -> None:
+        if type(self.actions) is not EventActions:
+            object.__setattr__(self, "actions", _actions_from(self.id, self.actions))
 
     def function_calls(self) -> list[FunctionCall]:
         """Return the function calls of this event, in part order."""
@@ -253,3 +263,39 @@ class Event:
         if self.actions.skip_summarization or self.long_running_tool_ids:
             return True
         return not (self.function_calls() or self.function_responses() or self.partial)
+
+
+_ACTION_FIELDS = frozenset(f.name for f in dataclasses.fields(EventActions))
+_actions_adapter: Any = None
+
+
+def _actions_from(event_id: str, actions: object) -> EventActions:
+    """Validate a mapping of EventActions' fields into EventActions (nested mappings become
+    ToolConfirmation, Compaction and Content), as a pydantic model would take it."""
+    if isinstance(actions, EventActions):
+        return actions
+    if not isinstance(actions, Mapping):
+        raise InvalidEventError(
+            f"Event {event_id!r}: actions must be an EventActions or a mapping of its fields, "
+            f"not a {type(actions).__name__}.", event_id=event_id)
+    mapping: Mapping[Any, Any] = actions
+    unknown = sorted(repr(k) for k in mapping if k not in _ACTION_FIELDS)
+    if unknown:
+        raise InvalidEventError(
+            f"Event {event_id!r}: actions has unknown fields {', '.join(unknown)}; EventActions "
+            f"has {', '.join(sorted(_ACTION_FIELDS))}.", event_id=event_id)
+    import pydantic  # only here: most events are built with EventActions
+
+    global _actions_adapter
+    if _actions_adapter is None:
+        _actions_adapter = pydantic.TypeAdapter(EventActions)
+    try:
+        validated: EventActions = _actions_adapter.validate_python(dict(mapping))
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise InvalidEventError(
+            f"Event {event_id!r}: actions cannot be read as EventActions ({problems}).",
+            event_id=event_id) from exc
+    return validated

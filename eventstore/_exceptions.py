@@ -4,7 +4,9 @@ The tree::
 
     EventStoreError                      root of everything this package raises
     ├── StoreUsageError                  developer misuse (closed store, bad URL, bad arguments)
-    │   ├── StoreClosedError             the store was used after ``aclose()``
+    │   ├── StoreClosedError             the store (or a framework session, saver or service
+    │   │                                over it) was used after it was closed; also a
+    │   │                                RuntimeError, as a closed SQLiteSession's error is
     │   └── AmbiguousSessionError        a session id held by several (app, user) was given
     │                                    without the app and user that pick one
     ├── InvalidEventError                an event or state delta cannot be stored as given
@@ -70,8 +72,12 @@ class StoreUsageError(EventStoreError):
     """The store was used in a way it does not support (a developer error)."""
 
 
-class StoreClosedError(StoreUsageError):
-    """The store was used after it was closed."""
+class StoreClosedError(StoreUsageError, RuntimeError):
+    """The store was used after it was closed, directly or through an integration over it (an
+    OpenAI Agents session, a LangGraph saver, an ADK service) that was closed.
+
+    Also a ``RuntimeError``: what the OpenAI Agents SDK's ``SQLiteSession`` (and httpx's closed
+    client) raise, so code written for them catches it unchanged."""
 
     def __init__(self) -> None:
         super().__init__("The event store is closed; open a new one with open_store().")

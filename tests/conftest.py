@@ -54,6 +54,17 @@ SLOW_MODULES = frozenset({
     # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
     "eventstore/integrations/adk/test_adk_events.py",
     "eventstore/integrations/langgraph/test_contract_langgraph.py",
+    # Hypothesis over whole runs (hundreds of examples, a runner and a store each): 1.5 to
+    # 2.5 s of CPU per module, the quick subset's slowest tests.
+    "runtime/replay/test_replay_compaction.py",
+    "runtime/replay/test_replay_pending_runner.py",
+    "runtime/replay/test_replay_properties.py",
+    # Migration modules (up and down on real files), as the other migration modules; GC pauses
+    # measured over long reads.
+    "eventstore/test_gcpause.py",
+    "eventstore/test_imported_chain_migration.py",
+    "eventstore/test_none_value_migration.py",
+    "eventstore/test_scope_streams_migration.py",
     # A subprocess per example or per test (the docs' code blocks, the OTLP export), a web
     # server per test and a real browser: 6 to 85 s of CPU each.
     "otel/test_export.py",
@@ -70,8 +81,8 @@ quick subset keeps one contract module as PostgreSQL's smoke test."""
 
 SUITE_DURATIONS = (
     "the whole suite needs about 11 minutes of CPU: about 7.5 minutes with -n 4 on two cores "
-    '(longer on a loaded machine); pytest -m "not slow" -n 2 is the quick subset (under a minute '
-    "on two idle cores, about 75 s of CPU): see docs/testing.md"
+    '(longer on a loaded machine); pytest -m "not slow" -n 2 is the quick subset (about 63 s of '
+    "CPU: an estimated 35 to 45 s on two idle cores): see docs/testing.md"
 )
 """What the run's header tells a user (docs/testing.md has the measurements)."""
 
@@ -92,10 +103,56 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not item.path.is_relative_to(TESTS):
             continue
         name = item.path.relative_to(TESTS).as_posix()
-        if name in SLOW_MODULES or (
-            name not in QUICK_POSTGRES_MODULES and item.get_closest_marker("postgres")
-        ):
+        postgres = item.get_closest_marker("postgres") is not None
+        if not postgres and _postgres_param(item):
+            item.add_marker(pytest.mark.postgres)  # so that -m postgres runs it too
+            postgres = True
+        if name in SLOW_MODULES or (name not in QUICK_POSTGRES_MODULES and postgres):
             item.add_marker(slow)
+
+
+_POSTGRES_FIXTURES = frozenset({"postgres_server_url", "empty_postgres_url", "postgres_url"})
+
+
+def _postgres_param(item: pytest.Item) -> bool:
+    """Whether the test needs PostgreSQL without the marker saying so: it asks for one of the
+    PostgreSQL fixtures, or a parameter of it (a fixture's ``params`` included) is
+    ``"postgres"`` (modules that pick their backend by a fixture of their own)."""
+    if _POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(
+        isinstance(value, str) and value == "postgres" for value in callspec.params.values()
+    )
+
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fresh_sqlite_from_a_template() -> Iterator[None]:
+    """New SQLite files that ``open_store(..., auto_upgrade=True)`` creates are copies of one
+    migrated once per process (``tests/_fresh_sqlite.py``): half the quick subset's CPU was
+    the same migrations run again for each new file."""
+    import _fresh_sqlite
+
+    undo = _fresh_sqlite.install()
+    yield
+    undo()
+
+
+@pytest.fixture(autouse=True)
+def _real_migrations(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests marked ``real_migrations`` see new SQLite files migrated by alembic itself."""
+    if request.node.get_closest_marker("real_migrations") is None:
+        yield
+        return
+    import _fresh_sqlite
+
+    _fresh_sqlite.enabled(False)
+    try:
+        yield
+    finally:
+        _fresh_sqlite.enabled(True)
+
 
 POSTGRES_URL_ENV = "EVS_TEST_POSTGRES_URL"
 DEFAULT_TEST_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

@@ -267,3 +267,14 @@ def test_readme_agents_sdk_example_talks_to_the_stand_in_server(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == _TEXT
     assert [r.path for r, _ in httpserver_ipv4.log] == ["/v1/responses"]
+
+
+def test_otel_live_spans_example_runs_again_in_the_same_directory(
+    tmp_path: Path, providers: dict[str, str]
+) -> None:
+    """A reader runs an example twice: the second run meets the first one's database."""
+    block = _readme_block("LiveSpans(", also="live.db")
+    for attempt in (1, 2):
+        done = _run(block, tmp_path, providers)
+        assert done.returncode == 0, f"run {attempt}\n{done.stdout}\n{done.stderr}"
+    assert (tmp_path / "live.db").exists()

@@ -331,16 +331,17 @@ def verify(
 async def _write_export(
     store: EventStore, session_id: str, sink: BinaryIO, *, user_id: str | None = None,
     app_name: str | None = None,
-) -> None:
+) -> int:
     """Write the export of ``session_id`` (of ``app_name``'s ``user_id`` when given) at its
-    current version to ``sink`` (``eventstore._export``), with progress on a terminal."""
+    current version to ``sink`` (``eventstore._export``), with progress on a terminal; return
+    how many events it holds."""
     info = await store.session_info(session_id, app_name=app_name, user_id=user_id)
     key = await store.session_key(session_id, app_name=info.app_name, user_id=info.user_id)
     record = await store.backend.get_session(key)
     if record is None:
         raise SessionNotFoundError(session_id)
     with progress(f"Exporting {record.version} events", total=None, size=record.version):
-        await write_export(store.backend, record, sink)
+        return await write_export(store.backend, record, sink)
 
 
 def _export_target(output: Path) -> Path:
@@ -367,8 +368,9 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
                                                 help="Write to this file "
                                                 "instead of stdout.")] = None,
-    json: Annotated[bool, typer.Option("--json", help="Accepted for symmetry with the other "
-                                       "commands: the export is always JSON Lines.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="With --output: say what was written "
+                                       "as a JSON object (the export itself is always JSON "
+                                       "Lines).")] = False,
     format: Annotated[str, typer.Option("--format", metavar="jsonl|otlp",
                                         help="jsonl: the lossless session export; otlp: "
                                         "OpenTelemetry traces (GenAI conventions) as OTLP/JSON "
@@ -395,7 +397,10 @@ def export(
 
     With --format otlp: the session (or every session of --app) as OpenTelemetry traces, one
     trace per invocation, written as OTLP/JSON (one request per line) or sent to --endpoint;
-    ids are derived from the log, so exporting again gives the same traces (docs/otel.md)."""
+    ids are derived from the log, so exporting again gives the same traces (docs/otel.md).
+
+    With --output, the file is replaced once the export is complete and one line says what
+    was written (on stdout, where nothing else goes then)."""
     if format not in ("jsonl", "otlp"):
         fail(f"--format must be jsonl or otlp, not {printable(format)!r}.", code=EXIT_USAGE)
     otlp = format == "otlp"
@@ -404,14 +409,16 @@ def export(
                            endpoint=endpoint, output=output)
         cutoff = parse_since(since)
 
-    async def main(sink: BinaryIO) -> None:
+    async def main(sink: BinaryIO) -> dict[str, Any]:
         async with await open_existing(db, read_only=True) as store:
             if otlp:
-                await write_otlp(store, sink, session_id=session_id, app=app_name,
-                                 since=cutoff)
-            else:
-                assert session_id is not None
-                await _write_export(store, session_id, sink, user_id=user, app_name=app_name)
+                sessions, spans = await write_otlp(store, sink, session_id=session_id,
+                                                   app=app_name, since=cutoff)
+                return {"sessions": sessions, "spans": spans}
+            assert session_id is not None
+            events = await _write_export(store, session_id, sink, user_id=user,
+                                         app_name=app_name)
+            return {"session_id": session_id, "events": events}
 
     if endpoint is not None:
 
@@ -434,7 +441,7 @@ def export(
             raise CliError(f"Cannot write {printable(str(output))}: {exc.strerror}.") from exc
     try:
         with sink:
-            run(main(sink))
+            written = run(main(sink))
         with errors():
             try:
                 partial.replace(output)
@@ -444,6 +451,15 @@ def export(
                 ) from exc
     finally:
         partial.unlink(missing_ok=True)
+    # Said only with --output: on stdout the export itself is the output.
+    if json:
+        print_json({**written, "output": str(output)})
+    elif otlp:
+        typer.echo(f"Wrote {written['spans']} span(s) of {written['sessions']} session(s) to "
+                   f"{printable(str(output))}.")
+    else:
+        typer.echo(f"Exported session {printable(session_id or '')} ({written['events']} "
+                   f"events) to {printable(str(output))}.")
 
 
 def _interactive() -> bool:

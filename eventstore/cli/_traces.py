@@ -66,14 +66,18 @@ async def _traces(store: EventStore, *, session_id: str | None, app: str | None,
 
 
 async def write_otlp(store: EventStore, sink: BinaryIO, *, session_id: str | None,
-                     app: str | None, since: float | None) -> None:
-    """Write one OTLP/JSON ``ExportTraceServiceRequest`` line per session to ``sink``."""
+                     app: str | None, since: float | None) -> tuple[int, int]:
+    """Write one OTLP/JSON ``ExportTraceServiceRequest`` line per session to ``sink``; return
+    how many sessions and spans were written."""
+    sessions = spans = 0
     async for traces in _traces(store, session_id=session_id, app=app, since=since):
         if traces.spans:
             from ..otel import traces_json_line
 
             await asyncio.to_thread(sink.write, traces_json_line(traces) + b"\n")
+            sessions, spans = sessions + 1, spans + len(traces.spans)
     await asyncio.to_thread(sink.flush)
+    return sessions, spans
 
 
 def _traces_url(endpoint: str) -> str:
@@ -89,7 +93,7 @@ async def send_otlp(store: EventStore, *, endpoint: str, session_id: str | None,
     """Send each session's spans to the OTLP/HTTP endpoint; return how many spans were sent.
     CliError naming the endpoint when it refuses them."""
     url = _traces_url(endpoint)
-    sent = 0
+    sent = sessions = 0
     async for traces in _traces(store, session_id=session_id, app=app, since=since):
         if not traces.spans:
             continue
@@ -98,7 +102,18 @@ async def send_otlp(store: EventStore, *, endpoint: str, session_id: str | None,
         try:
             await send_traces(traces, endpoint=url)
         except OSError as exc:
-            raise CliError(f"{exc} (session {printable(traces.session_id)}; the sessions "
-                           "listed before it were sent)") from exc
+            raise CliError(f"{exc} {_sent_before(traces.session_id, sessions, sent)}"
+                           ) from exc
         sent += len(traces.spans)
+        sessions += 1
     return sent
+
+
+def _sent_before(session_id: str, sessions: int, spans: int) -> str:
+    """What had been sent when the export of ``session_id`` failed, by count."""
+    failed = printable(session_id)
+    if sessions == 0:
+        return f"Nothing was sent (session {failed})."
+    before = "the session" if sessions == 1 else f"the {sessions} sessions"
+    were = "was" if sessions == 1 else "were"
+    return f"Session {failed} was not sent; {before} before it {were} ({spans} span(s))."

@@ -73,9 +73,10 @@ def traces_json_line(traces: SessionTraces) -> bytes:
 
 
 async def send_traces(traces: SessionTraces, *, endpoint: str,
-                      request_timeout: float = 10.0) -> None:
+                      request_timeout: float | None = None) -> None:
     """Send a session's spans to an OTLP/HTTP endpoint (in a worker thread: the exporter
-    blocks); ``request_timeout`` bounds each HTTP request. Raises OSError when the endpoint
-    does not accept them."""
+    blocks); the exporter retries transient failures for up to ``request_timeout`` seconds
+    (None: ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT``, else 10). Raises OSError saying why when the
+    endpoint does not accept them (the exporter's retry log lines are not printed)."""
     spans = sdk_spans(traces.spans, service_name=traces.app_name)
     await asyncio.to_thread(send_spans, spans, endpoint=endpoint, timeout=request_timeout)

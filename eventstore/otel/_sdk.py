@@ -8,6 +8,8 @@ planned ``IdGenerator``), encoded by ``opentelemetry-exporter-otlp-proto-common`
 from __future__ import annotations
 
 import base64
+import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -139,14 +141,83 @@ def otlp_json_line(spans: Sequence[ReadableSpan]) -> bytes:
     return orjson.dumps(message)
 
 
-def send_spans(spans: Sequence[ReadableSpan], *, endpoint: str, timeout: float) -> None:
-    """Send ``spans`` to an OTLP/HTTP (protobuf) traces endpoint in one request (blocking).
+class _Captured(logging.Filter):
+    """Takes the exporter's log records of one thread (its retry warnings and its final error)
+    out of the logging tree, keeping them to say in one error why the export failed; records
+    of other threads pass (another exporter of the process keeps its logging)."""
 
-    Raises OSError naming the endpoint when the exporter reports a failure."""
-    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self.thread:
+            return True
+        self.records.append(record)
+        return False
+
+
+def _innermost(error: BaseException) -> str:
+    """What an exception chain comes down to: the OS's words for the innermost OSError
+    (``Connection refused``), else the innermost exception's text."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 20:
+        seen.append(current)
+        reason = getattr(current, "reason", None)  # urllib3's MaxRetryError holds the cause
+        wrapped = current.args[0] if current.args else None
+        current = (current.__cause__ or current.__context__
+                   or (reason if isinstance(reason, BaseException) else None)
+                   or (wrapped if isinstance(wrapped, BaseException) else None))
+    for found in reversed(seen):
+        if isinstance(found, OSError) and found.strerror:
+            return found.strerror
+    text = str(seen[-1]) or type(seen[-1]).__name__
+    return text if len(text) <= 200 else f"{text[:200]}…"
+
+
+def _why(records: Sequence[logging.LogRecord]) -> str:
+    """``: <reason> (after N attempts)`` from the exporter's records, or nothing."""
+    reason: object = None
+    status: object = None
+    attempts = 1
+    for record in records:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.msg.startswith("Transient error") and args:
+            reason, attempts = args[0], attempts + 1
+        elif record.msg.startswith("Failed to export span batch code") and len(args) == 2:
+            status, reason = args
+    if reason is None:
+        return ""
+    text = _innermost(reason) if isinstance(reason, BaseException) else str(reason)
+    if status is not None:
+        text = f"HTTP {status} {text}"
+    tried = f" (after {attempts} attempts)" if attempts > 1 else ""
+    return f": {text}{tried}"
+
+
+def send_spans(spans: Sequence[ReadableSpan], *, endpoint: str,
+               timeout: float | None = None) -> None:
+    """Send ``spans`` to an OTLP/HTTP (protobuf) traces endpoint in one request (blocking);
+    the exporter retries transient failures within ``timeout`` seconds (None: its own default,
+    ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` or 10).
+
+    Raises OSError naming the endpoint and the reason when the exporter reports a failure.
+    The exporter's own log lines of this call (one per retry) do not reach the logging tree:
+    the error says what they said."""
+    logger = logging.getLogger(OTLPSpanExporter.__module__)
+    captured = _Captured()
+    logger.addFilter(captured)
     try:
-        result = exporter.export(spans)
+        exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
+        try:
+            result = exporter.export(spans)
+        finally:
+            exporter.shutdown()  # type: ignore[no-untyped-call]
     finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]
+        logger.removeFilter(captured)
     if result is not SpanExportResult.SUCCESS:
-        raise OSError(f"The OTLP endpoint {endpoint} did not accept the spans.")
+        raise OSError(
+            f"The OTLP endpoint {endpoint} did not accept the spans{_why(captured.records)}."
+        )

@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from eventstore._args import check_filename, check_int, check_str
-from eventstore._exceptions import ArtifactNotFoundError, StoreUsageError
+from eventstore._codec import check_json_value
+from eventstore._exceptions import ArtifactNotFoundError, InvalidEventError, StoreUsageError
 from eventstore._state import USER_PREFIX
 from eventstore.backends.protocol import (
     ArtifactRecord,
@@ -79,8 +80,13 @@ def _encode_metadata(metadata: Mapping[str, Any] | None) -> bytes | None:
             f"Artifact metadata must be a mapping with string keys or None, not {metadata!r}."
         )
     try:
+        # The rule events follow: NaN and inf (orjson writes null), big ints, lone surrogates.
+        check_json_value(dict(metadata), path="metadata")
+    except InvalidEventError as exc:
+        raise StoreUsageError(f"Artifact metadata must hold JSON values only: {exc}") from exc
+    try:
         return orjson.dumps(dict(metadata), option=orjson.OPT_SORT_KEYS)
-    except TypeError as exc:
+    except TypeError as exc:  # a nested mapping orjson does not take (not a dict)
         raise StoreUsageError(f"Artifact metadata must hold JSON values only: {exc}.") from exc
 
 

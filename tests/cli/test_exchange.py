@@ -164,6 +164,18 @@ def test_import_of_a_version_1_export_without_artifacts(tmp_path: Path, paused_d
 def test_export_accepts_json_as_a_no_op(paused_db: Path) -> None:
     plain = invoke("export", "s1", "--db", str(paused_db))
     assert invoke("export", "s1", "--db", str(paused_db), "--json").stdout == plain.stdout
+    assert plain.stderr == ""
+
+
+def test_export_to_a_file_says_what_it_wrote(tmp_path: Path, paused_db: Path) -> None:
+    dump = tmp_path / "s1.jsonl"
+    done = invoke("export", "s1", "--db", str(paused_db), "-o", str(dump))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == f"Exported session s1 (9 events) to {dump}.\n"
+    assert done.stderr == ""
+    assert len(dump.read_bytes().splitlines()) == 1 + 9
+    again = invoke("export", "s1", "--db", str(paused_db), "-o", str(dump), "--json")
+    assert orjson.loads(again.stdout) == {"session_id": "s1", "events": 9, "output": str(dump)}
 
 
 @pytest.mark.parametrize("version", [pytest.param(1, id="missing-version"),

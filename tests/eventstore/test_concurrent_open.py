@@ -19,7 +19,7 @@ from _evs_support import postgres_base_url, run_in_thread
 from eventstore import Event, StoreUsageError, open_store
 from eventstore._migrate import current_revision, head_revision
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_migrations]
 
 REPO = Path(__file__).resolve().parents[2]
 THREADS = 6

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import base64
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ from _extras import require_extra
 require_extra("opentelemetry.sdk.trace", "otel")
 require_extra("pytest_httpserver", "dev")
 
-from _cli_support import invoke  # noqa: E402
+from _cli_support import evs_subprocess, invoke  # noqa: E402
 from google.protobuf.json_format import ParseDict  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status  # noqa: E402
@@ -120,6 +122,8 @@ def test_second_export_is_identical(httpserver: HTTPServer, demo_db: tuple[Path,
         out = tmp_path / name
         result = invoke("export", session, "--db", str(db), "--format", "otlp", "-o", str(out))
         assert result.exit_code == 0, result.output
+        assert re.fullmatch(rf"Wrote \d+ span\(s\) of 1 session\(s\) to {re.escape(str(out))}\.\n",
+                            result.stdout), result.stdout
         files.append(out.read_bytes())
     assert files[0] == files[1]
     # The OTLP/JSON line is the same request as the protobuf one (ids in hex, per OTLP/JSON).
@@ -178,6 +182,50 @@ def test_refusing_endpoint_is_one_line_error(httpserver: HTTPServer,
                     "--endpoint", httpserver.url_for("/v1/traces"))
     assert result.exit_code == 1
     assert "did not accept the spans" in result.stderr
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_unreachable_endpoint_is_one_line_on_stderr(demo_db: tuple[Path, str]) -> None:
+    """The exporter's retry warnings are not printed: the one error line says what they said."""
+    db, session = demo_db
+    done = evs_subprocess("export", session, "--db", str(db), "--format", "otlp",
+                          "--endpoint", f"http://127.0.0.1:{_closed_port()}",
+                          env={"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1.5"})
+    assert done.returncode == 1
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert re.fullmatch(
+        r"evs: error: The OTLP endpoint http://127\.0\.0\.1:\d+/v1/traces did not accept the "
+        r"spans: Connection refused( \(after \d+ attempts\))?\. Nothing was sent \(session "
+        + re.escape(session) + r"\)\.", line), line
+
+
+def test_refused_export_of_an_app_says_by_count_what_was_sent(
+    httpserver: HTTPServer, demo_db: tuple[Path, str]
+) -> None:
+    db, _ = demo_db
+    assert invoke("demo", "--approve", "--db", str(db)).exit_code == 0
+    seen: list[int] = []
+
+    def first_only(request: Request) -> Response:
+        seen.append(len(request.get_data()))
+        return Response(b"", status=200 if len(seen) == 1 else 400)
+
+    httpserver.expect_request("/v1/traces", method="POST").respond_with_handler(first_only)
+    result = invoke("export", "--db", str(db), "--format", "otlp", "--app", "weather-demo",
+                    "--endpoint", httpserver.url_for("/"))
+    assert result.exit_code == 1
+    assert len(seen) == 2
+    assert re.search(r"did not accept the spans: HTTP 400 BAD REQUEST\. Session \S+ was not "
+                     r"sent; the session before it was \(\d+ span\(s\)\)\.$",
+                     result.stderr.strip()), result.stderr
 
 
 def test_eventstore_and_its_cli_import_without_opentelemetry() -> None:
