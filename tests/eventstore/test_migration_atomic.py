@@ -20,7 +20,6 @@ from alembic.runtime.migration import HeadMaintainer
 from eventstore import open_store
 from eventstore._migrate import current_revision, head_revision
 
-
 # The real migrations, not the per-process copy of a migrated file (tests/_fresh_sqlite.py).
 pytestmark = pytest.mark.real_migrations
 
