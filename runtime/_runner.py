@@ -44,6 +44,7 @@ from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
 from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
 from runtime.replay._children import child_confirmation_ids
+from runtime.replay._resume import waiting_since
 from runtime.tools import ModelRequest, ToolCallObserver
 
 __all__ = ["Runner", "StoreArtifactService"]
@@ -393,7 +394,9 @@ class Runner:
         if plan.pause_reason is not None:
             ending.status, ending.reason = "paused_by_planner", plan.pause_reason
             return
-        if new_message is None and await _settled(ctx, ending):
+        # The head decides whatever brought the new events (a run's message or an answer
+        # API): a message with text gives the model a turn, answers to part of a turn do not.
+        if await _settled(ctx, ending):
             return
 
         before, after = plugin_model_callbacks(self.agent.plugins)
@@ -571,13 +574,8 @@ async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
         return True
     ending.status = head.status
     ending.pending = head.waiting
-    ending.reason = (
-        f"Session {ctx.session_id!r} still waits for the answer to "
-        f"{', '.join(head.waiting)}; "
-        + (f"confirmation(s) {', '.join(head.answered)} of the same request were answered and "
-           "acted on, and the agent continues once every one is answered."
-           if head.answered else "nothing new arrived since.")
-    )
+    ending.reason = (f"Session {ctx.session_id!r} still waits for the answer to "
+                     f"{', '.join(head.waiting)}; {waiting_since(head)}")
     return True
 
 
