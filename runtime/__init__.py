@@ -16,6 +16,7 @@ if _sys.argv[:1] == ["-m"]:  # ``python -m runtime.cli`` importing: Ctrl-C is on
 
 from runtime._agent import Agent, InstructionProvider
 from runtime._agent_tool import FORWARDED_FROM_KEY, INTERNAL_STATE_PREFIXES, AgentTool
+from runtime._artifact_service import StoreArtifactService
 from runtime._call_ids import PROVIDER_CALL_IDS_KEY
 from runtime._callbacks import AfterModelCallback, AgentCallbacks, BeforeModelCallback
 from runtime._compaction import DEFAULT_SUMMARY_INSTRUCTION, ModelSummarizer, compact
@@ -89,7 +90,7 @@ from runtime._processors import (
     ToolsProcessor,
     default_request_processors,
 )
-from runtime._runner import Runner, StoreArtifactService
+from runtime._runner import Runner
 from runtime._scripted import ScriptedModel, ScriptStep
 from runtime._streaming import LiveChunk, LiveToolStream, StreamingFunctionTool, streaming_tool
 from runtime.declarations import FunctionDeclaration

@@ -24,7 +24,9 @@ Data plane shared, control plane isolated:
   ``evs pending PARENT`` list them). The parent's next run continues the child; the parent call
   is answered once, with the child's final result, when it completes. Confirmations answered
   apart are acted on one by one: the child does not complete past one still open (it waits,
-  and the parent with it, ``paused_for_confirmation`` with the open ids);
+  and the parent with it, ``paused_for_confirmation`` with the open ids); nor past a
+  long-running call of its turn still without a result when another got one (the parent
+  stays ``paused_long_running``);
 - cancelling the parent's invocation stops the child at a safe point: the child's current tool
   step completes and is logged, then the child stops. With ``propagate_cancellation=True`` the
   cancellation reaches the child's running tools instead (their ``cancel_event`` is set).

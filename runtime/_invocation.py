@@ -55,7 +55,9 @@ RunStatus: TypeAlias = Literal[
 
 - ``completed``: a final response (text without calls, or a skip-summarization result);
 - ``paused_for_confirmation``: a confirmation request was appended and waits for an answer;
-- ``paused_long_running``: a call has no response yet (long-running or deferred);
+- ``paused_long_running``: a call has no response yet (long-running or deferred); a turn waits
+  for every one of its long-running calls, so results that arrive apart keep it paused with
+  the ids still open (``pending_call_ids``) until the last one;
 - ``paused_by_planner``: the resume planner asked to pause (e.g. in-doubt calls);
 - ``step_limit``: ``max_steps`` model calls were made without a final response;
 - ``stale``: another writer answered calls this invocation ran before it could (its answers

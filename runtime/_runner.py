@@ -4,101 +4,46 @@ One invocation: append the user message → ask the resume planner → loop { bu
 the log → model call → append the model event → execute its calls → stop or go on }. Every
 decision is made from the log and every effect is an appended event, so a new runner (in a new
 process) continues any session from the database alone.
+
+The rooms it is built from: ``_turn`` (a model turn as the log records it), ``_execute`` (claim
+and run a step's calls), ``_ending`` (when and how an invocation stops), ``_event_stream`` (how
+its events reach the caller), ``_live`` (the live loop), ``_artifact_service`` (the session's
+artifacts over the store).
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from eventstore import (
-    ArtifactNotFoundError,
-    Content,
-    Event,
-    EventStore,
-    Part,
-    Session,
-)
+from eventstore import Content, Event, EventStore, Part, Session
 from runtime._agent import Agent
-from runtime._call_ids import PROVIDER_CALL_IDS_KEY, session_call_ids, unique_call_ids
+from runtime._artifact_service import StoreArtifactService
 from runtime._callbacks import run_model_callbacks
 from runtime._compaction import compact_if_due
-from runtime._escalate import escalation_reason
+from runtime._ending import Ending, at_step_limit, settled, stopped
+from runtime._event_stream import observed, with_emitted
 from runtime._exceptions import RuntimeUsageError, SessionConflictError
-from runtime._execute import StepExecution, claim_calls, run_claimed
+from runtime._execute import claim_calls, run_claimed
 from runtime._invocation import (
     InvocationContext,
     LoopRequestProcessor,
     ResumePlanner,
     RunResult,
-    RunStatus,
 )
 from runtime._live import LiveStreams, drive_live
 from runtime._model import ModelResponse, StreamingModel
-from runtime._plugins import Plugin, observing, plugin_model_callbacks
+from runtime._plugins import observing, plugin_model_callbacks
 from runtime._processors import default_request_processors
 from runtime._streaming import LiveToolStream
-from runtime.replay import HeadScan, LoadArtifactsProcessor, ReplayResumePlanner
-from runtime.replay._children import child_confirmation_ids
+from runtime._turn import stream_turn, turn_event
+from runtime.replay import LoadArtifactsProcessor, ReplayResumePlanner
 from runtime.tools import ModelRequest, ToolCallObserver
 
-__all__ = ["Runner", "StoreArtifactService"]
+__all__ = ["Runner"]
 
 _PLAN_ATTEMPTS = 3
-
-
-class StoreArtifactService:
-    """The ``ArtifactService`` of one session over the store's versioned artifacts.
-
-    ``app_name``/``user_id`` address the session when given (needed when several apps or users
-    hold its id)."""
-
-    def __init__(self, store: EventStore, session_id: str, *, app_name: str | None = None,
-                 user_id: str | None = None) -> None:
-        self._store = store
-        self._session_id = session_id
-        self._app_name = app_name
-        self._user_id = user_id
-
-    async def save(self, filename: str, data: bytes, mime_type: str) -> int:
-        """Save a new version in the store and return it."""
-        return await self._store.save_artifact(
-            self._session_id, filename, data, mime_type=mime_type, app_name=self._app_name,
-            user_id=self._user_id,
-        )
-
-    async def load(self, filename: str, version: int | None = None) -> bytes | None:
-        """Return the bytes of a version (newest by default), ``None`` when absent."""
-        try:
-            found = await self._store.load_artifact(self._session_id, filename, version=version,
-                                                    app_name=self._app_name,
-                                                    user_id=self._user_id)
-        except ArtifactNotFoundError:
-            return None
-        return found.data
-
-    async def list(self) -> list[str]:
-        """Return the session's and its user's artifact filenames, sorted."""
-        return sorted(await self._store.list_artifacts(
-            self._session_id, app_name=self._app_name, user_id=self._user_id))
-
-    async def latest_versions(self) -> dict[str, int]:
-        """Return filename -> newest version of the session's and its user's artifacts."""
-        listed = await self._store.list_artifacts(
-            self._session_id, app_name=self._app_name, user_id=self._user_id)
-        return {name: max(versions) for name, versions in sorted(listed.items()) if versions}
-
-
-@dataclass(kw_only=True)
-class _Ending:
-    status: RunStatus = "completed"
-    final_text: str = ""
-    pending: tuple[str, ...] = ()
-    reason: str | None = None
 
 
 class Runner:
@@ -250,7 +195,7 @@ class Runner:
         ctx = await self.new_context(
             session_id=session_id, user_id=user_id, invocation_id=invocation_id, metadata=metadata
         )
-        ending = _Ending()
+        ending = Ending()
         async for event in self._invocation(ctx, new_message, ending):
             if on_event is not None:
                 on_event(event)
@@ -281,7 +226,7 @@ class Runner:
         )
         # aclosing: a consumer that stops early closes the invocation now, not at garbage
         # collection (live streams are stopped and their end logged right away).
-        invocation = self._invocation(ctx, new_message, _Ending(), stream_text=stream_text)
+        invocation = self._invocation(ctx, new_message, Ending(), stream_text=stream_text)
         async with contextlib.aclosing(invocation) as events:
             async for event in events:
                 yield event
@@ -317,7 +262,7 @@ class Runner:
         )
 
     @staticmethod
-    def _result(ctx: InvocationContext, ending: _Ending) -> RunResult:
+    def _result(ctx: InvocationContext, ending: Ending) -> RunResult:
         return RunResult(
             invocation_id=ctx.invocation_id,
             status=ending.status,
@@ -332,15 +277,15 @@ class Runner:
         self,
         ctx: InvocationContext,
         new_message: str | Content | None,
-        ending: _Ending,
+        ending: Ending,
         *,
         stream_text: bool = False,
     ) -> AsyncGenerator[Event, None]:
         if not self.live:
-            return _observed(ctx, self.agent.plugins, _with_emitted(
+            return observed(ctx, self.agent.plugins, with_emitted(
                 ctx, self._drive(ctx, new_message, ending, stream_text=stream_text)
             ))
-        return _observed(ctx, self.agent.plugins, drive_live(
+        return observed(ctx, self.agent.plugins, drive_live(
             ctx,
             lambda live: self._drive(ctx, new_message, ending, live, stream_text=stream_text),
             model=self.agent.model,
@@ -351,7 +296,7 @@ class Runner:
         self,
         ctx: InvocationContext,
         new_message: str | Content | None,
-        ending: _Ending,
+        ending: Ending,
         live: LiveStreams | None = None,
         *,
         stream_text: bool = False,
@@ -380,7 +325,7 @@ class Runner:
             step = await run_claimed(ctx, claimed, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if await _stopped(ctx, step, ending):
+            if await stopped(ctx, step, ending):
                 return
             if plan.pause_reason is not None:
                 # The reason was read before the calls ran; another writer may have settled the
@@ -393,20 +338,16 @@ class Runner:
         if plan.pause_reason is not None:
             ending.status, ending.reason = "paused_by_planner", plan.pause_reason
             return
-        if new_message is None and await _settled(ctx, ending):
+        # The head decides whatever brought the new events (a run's message or an answer
+        # API): a message with text gives the model a turn, answers to part of a turn do not.
+        if await settled(ctx, ending):
             return
 
         before, after = plugin_model_callbacks(self.agent.plugins)
         before += self.agent.callbacks.before_model
         after += self.agent.callbacks.after_model
         while True:
-            if ctx.step >= self.agent.max_steps:
-                ending.status = "step_limit"
-                ending.reason = (
-                    f"Agent {self.agent.name!r} made {ctx.step} model calls in invocation "
-                    f"{ctx.invocation_id!r} without a final response (max_steps="
-                    f"{self.agent.max_steps}); run the session again to continue."
-                )
+            if at_step_limit(ctx, ending):
                 return
             request = await self.build_request(ctx)
             if live is not None:
@@ -416,40 +357,15 @@ class Runner:
                 model = self.agent.model
                 if stream_text and isinstance(model, StreamingModel):
                     streamed: list[ModelResponse] = []
-                    async for partial in _stream_turn(ctx, model, request, streamed):
+                    async for partial in stream_turn(ctx, model, request, streamed):
                         yield partial
                     response = streamed[0]
                 else:
                     response = await model.generate(request)
             response = await run_model_callbacks(after, ctx, response) or response
             ctx.step += 1
-            # Models may reuse ids (``call_0`` every turn); the log keys on them (_call_ids).
-            compaction, recent = await ctx.request_events()
-            # After a compaction the ids used before it are not read: every call gets a fresh
-            # id then (the model still sees its own), so ids stay unique in the whole log.
-            response, replaced = unique_call_ids(response, session_call_ids(recent),
-                                                 fresh_ids=compaction is not None)
-            metadata = dict(response.custom_metadata)
-            if replaced:
-                # A replayed turn (RecordedModel) brings the entries its recording made.
-                recorded = metadata.get(PROVIDER_CALL_IDS_KEY)
-                earlier = dict(recorded) if isinstance(recorded, Mapping) else {}
-                metadata[PROVIDER_CALL_IDS_KEY] = {**earlier, **replaced}
-
-            long_running = tuple(
-                call.id
-                for call in response.function_calls
-                if (tool := request.tools_by_name.get(call.name)) is not None
-                and tool.is_long_running
-            )
-            await ctx.append(
-                ctx.new_event(
-                    content=response.content(),
-                    long_running_tool_ids=long_running,
-                    turn_complete=True,
-                    custom_metadata=metadata,
-                )
-            )
+            response, turn = await turn_event(ctx, request, response)
+            await ctx.append(turn)
             for event in ctx.take_unreported():
                 yield event
             if not response.function_calls:
@@ -465,197 +381,8 @@ class Runner:
             step = await run_claimed(ctx, claimed, tools=request.tools_by_name, live=live)
             for event in ctx.take_unreported():
                 yield event
-            if await _stopped(ctx, step, ending):
+            if await stopped(ctx, step, ending):
                 return
-
-
-_DONE = object()
-
-
-def _observed(
-    ctx: InvocationContext, plugins: Sequence[Plugin], events: AsyncGenerator[Event, None]
-) -> AsyncGenerator[Event, None]:
-    """``events``, then the plugins' ``after_invocation`` hooks however the invocation ended."""
-    watchers = observing(plugins, "after_invocation")
-    if not watchers:
-        return events
-    return _then_hooks(ctx, events, watchers)
-
-
-async def _then_hooks(
-    ctx: InvocationContext, events: AsyncGenerator[Event, None], watchers: tuple[Plugin, ...]
-) -> AsyncGenerator[Event, None]:
-    try:
-        async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
-    finally:
-        for plugin in watchers:
-            await plugin.after_invocation(ctx)
-
-
-async def _with_emitted(
-    ctx: InvocationContext, loop: AsyncGenerator[Event, None]
-) -> AsyncGenerator[Event, None]:
-    """The loop's events, and the events tools emit (never stored) as they are emitted.
-
-    The loop runs its next step in a task so that an event a tool emits while the step still
-    runs (a child agent's event, ``emit_event``) reaches the caller then, not when the step
-    ends; what was emitted during a step comes before the step's own events. Stopping early or
-    cancelling cancels the running step and waits for it (tools stop as on any cancellation).
-    """
-    emitted: collections.deque[Event] = collections.deque()
-    arrived = asyncio.Event()
-
-    def sink(event: Event) -> None:
-        emitted.append(event)
-        arrived.set()
-
-    ctx.event_sink = sink
-    async with contextlib.aclosing(loop):
-        while True:
-            step: asyncio.Future[Any] = asyncio.ensure_future(anext(loop, _DONE))
-            try:
-                while not step.done():
-                    if not emitted:
-                        arrived.clear()
-                        waiter = asyncio.ensure_future(arrived.wait())
-                        try:
-                            await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                        finally:
-                            waiter.cancel()
-                    while emitted:
-                        yield emitted.popleft()
-            finally:
-                if not step.done():
-                    step.cancel()
-                    await _settle(step)
-            produced = step.result()
-            while emitted:
-                yield emitted.popleft()
-            if produced is _DONE:
-                return
-            yield produced
-
-
-async def _settle(task: asyncio.Future[Any]) -> None:
-    """Wait until a cancelled ``task`` has finished, even when this task is cancelled meanwhile
-    (that cancellation is raised once it has)."""
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait([task])
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-
-
-async def _settled(ctx: InvocationContext, ending: _Ending) -> bool:
-    """Decide whether a run with no new message has nothing to ask the model; fill ``ending``.
-
-    The decision is ``runtime.replay.HeadScan``'s (the one ``pending()`` reports).
-    """
-    scan = HeadScan(agent_name=ctx.agent.name)
-    async for event in ctx.events_newest_first():
-        if not scan.feed(event):
-            break
-    head = scan.result()
-    if head.status is None:
-        return False
-    if head.status == "completed":
-        ending.final_text = head.final_text
-        return True
-    if head.status == "escalated":
-        ending.status, ending.reason = "escalated", head.reason
-        return True
-    ending.status = head.status
-    ending.pending = head.waiting
-    ending.reason = (
-        f"Session {ctx.session_id!r} still waits for the answer to "
-        f"{', '.join(head.waiting)}; "
-        + (f"confirmation(s) {', '.join(head.answered)} of the same request were answered and "
-           "acted on, and the agent continues once every one is answered."
-           if head.answered else "nothing new arrived since.")
-    )
-    return True
-
-
-async def _stream_turn(
-    ctx: InvocationContext,
-    model: StreamingModel,
-    request: ModelRequest,
-    streamed: list[ModelResponse],
-) -> AsyncIterator[Event]:
-    """Yield a partial event per text delta of ``model``'s stream; put its response in
-    ``streamed``. Raises ``RuntimeUsageError`` unless the stream ends with exactly one response."""
-    stream = model.generate_stream(request)
-    try:
-        async for item in stream:
-            if isinstance(item, ModelResponse):
-                streamed.append(item)
-            elif item:
-                yield ctx.new_event(
-                    content=Content(role="model", parts=(Part(text=item),)), partial=True
-                )
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-    if len(streamed) != 1:
-        raise RuntimeUsageError(
-            f"The stream of model {model!r} gave {len(streamed)} ModelResponse(s); "
-            f"generate_stream must end with exactly one."
-        )
-
-
-async def _stopped(ctx: InvocationContext, step: StepExecution, ending: _Ending) -> bool:
-    """Decide whether the invocation ends after a step; fill ``ending`` when it does.
-
-    A call left open because its ``AgentTool`` child waits for confirmations pauses the
-    invocation for those confirmations (read from the child's log): their ids are what
-    ``answer_confirmation`` accepts on this session.
-    """
-    if step.dropped_call_ids:
-        ending.status = "stale"
-        ending.pending = ()
-        ending.reason = (
-            f"Invocation {ctx.invocation_id!r} is stale: another writer answered call(s) "
-            f"{', '.join(step.dropped_call_ids)} first, so its answers were dropped and it "
-            f"appends nothing more to session {ctx.session_id!r}."
-        )
-        return True
-    asked_by_children: tuple[str, ...] = ()
-    if step.pending_call_ids:
-        asked_by_children = await child_confirmation_ids(
-            ctx.store, ctx.session_id, step.pending_call_ids, app_name=ctx.app_name,
-            user_id=ctx.user_id)
-    if step.confirmation_call_ids or asked_by_children:
-        ending.status = "paused_for_confirmation"
-        ending.pending = (*step.confirmation_call_ids, *asked_by_children)
-        ending.reason = (
-            f"Invocation {ctx.invocation_id!r} waits for the answer to confirmation request(s) "
-            f"{', '.join(ending.pending)}"
-            + (" (asked in the child sessions of its agent-tool calls; answer them through "
-               "this session)." if asked_by_children else ".")
-        )
-        return True
-    if step.pending_call_ids:
-        ending.status = "paused_long_running"
-        ending.pending = step.pending_call_ids
-        ending.reason = (
-            f"Invocation {ctx.invocation_id!r} waits for the response(s) of call(s) "
-            f"{', '.join(step.pending_call_ids)}."
-        )
-        return True
-    if step.escalated:
-        ending.status = "escalated"
-        ending.reason = escalation_reason(ctx.invocation_id, step.outcomes)
-        return True
-    if step.skip_summarization:
-        ending.final_text = step.display_text
-        return True
-    return False
 
 
 def _user_content(message: str | Content) -> Content:

@@ -29,7 +29,15 @@ from ._log import (
     parse_confirmation_request,
     settled_response_ids,
 )
-from ._resume import HeadScan, HeadStatus, ResumeCall, ResumeDecision, UntrustedEvent, plan_resume
+from ._resume import (
+    HeadScan,
+    HeadStatus,
+    ResumeCall,
+    ResumeDecision,
+    UntrustedEvent,
+    plan_resume,
+    waiting_since,
+)
 
 __all__ = ["NextRun", "NextStep", "PendingCall", "PendingKind", "PendingReport", "pending"]
 
@@ -435,6 +443,14 @@ class _Report:
                 f"{', '.join(head.waiting)} (confirmations of the same request, not answered "
                 "yet): the agent continues once every one is answered.",
             )
+        if executes and head.status == "paused_long_running":
+            return NextRun(
+                executes=executes,
+                step="waits",
+                reason=f"The next run executes {', '.join(executes)}, then waits for the "
+                f"result of {', '.join(head.waiting)} (long-running calls of the same turn): "
+                "the agent continues once every one has its result.",
+            )
         if executes:
             return NextRun(
                 executes=executes,
@@ -449,17 +465,16 @@ class _Report:
             return NextRun(step="escalated", reason=f"{head.reason} Nothing new arrived since; "
                            "the next run ends without a model call.")
         if head.status is not None:
-            since = (f"{', '.join(head.answered)} of the same request were answered and acted "
-                     "on, and the agent continues once every one is answered."
-                     if head.answered else "nothing new arrived since.")
             return NextRun(step="waits", reason=f"The next run waits for "
-                           f"{', '.join(head.waiting)}; {since}")
+                           f"{', '.join(head.waiting)}; {waiting_since(head)}")
         return NextRun(step="calls_model", reason="The next run asks the model.")
 
     def _head(self) -> HeadStatus:
         """What the newest events wait on (``HeadScan``), read once."""
         if self._head_scan is None:
-            scan = HeadScan(agent_name=self.agent)
+            # The head as the runner reads it: after the calls the next run executes first.
+            scan = HeadScan(agent_name=self.agent,
+                            runs_first=[step.call.id for step in self.decision.execute])
             for event in reversed(self.log):
                 if not scan.feed(event):
                     break

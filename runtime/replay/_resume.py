@@ -47,6 +47,7 @@ from ._log import (
     feed_all,
     is_model_turn,
     parse_confirmation_answer,
+    settled_response_ids,
     tool_calls,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "UntrustedEvent",
     "plan_resume",
     "rerun_call_ids",
+    "waiting_since",
 ]
 
 ResumeReason = Literal["not_started", "confirmed", "rejected", "idempotent_rerun", "rerun_decided"]
@@ -293,15 +295,16 @@ def plan_resume(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeadStatus:
-    """Whether a run with no new message has nothing to ask the model (the log's head).
+    """Whether a run has nothing to ask the model (the log's head).
 
     ``status`` is ``"completed"`` when the agent's newest event is its final text answer,
-    ``"paused_for_confirmation"`` / ``"paused_long_running"`` when its newest turn hands back
-    only confirmation requests or long-running calls that are still unanswered; ``None`` when
-    anything newer (a message, a result) gives the model something to see. Confirmations
-    answered one at a time do not give the model a turn while others of the same request are
-    open: past the answers (and the agent's responses to the calls they answered) the head still
-    waits, ``paused_for_confirmation`` with the ids not answered yet.
+    ``"paused_for_confirmation"`` / ``"paused_long_running"`` when its newest turn handed back
+    confirmation requests or long-running calls that are not all answered yet; ``None`` when
+    anything newer (a message, a result of another turn's call) gives the model something to
+    see. A turn waits for every one of its long-running calls: answers to some of its
+    confirmation requests (and the agent's responses to the calls they answered) and results of
+    some of its long-running calls do not give the model a turn while others are open; the head
+    still waits, with the ids not answered yet.
     """
 
     status: (
@@ -314,8 +317,8 @@ class HeadStatus:
     waiting: tuple[str, ...] = ()
     """The unanswered ids the head waits for, when paused."""
     answered: tuple[str, ...] = ()
-    """When ``paused_for_confirmation`` past answers: the confirmation ids of the same request
-    answered since (acted on by the run that follows them), in request order."""
+    """When paused: the ids of the same turn's confirmation requests or long-running calls
+    answered since (their answers acted on, their results in the log), in the turn's order."""
     reason: str = ""
     """Who escalated and why, when escalated."""
 
@@ -325,12 +328,20 @@ class HeadScan:
 
     The runner and ``pending()`` both use it, so "does the next run call the model" has one
     answer. The agent's own claim events are skipped: the calls they claim are in the turn before.
+    Events holding only answers to the turn's calls are walked past: confirmation answers, the
+    agent's responses (to calls run on an answer, or answered in the turn's step) and submitted
+    results of its calls. ``runs_first`` names calls the next run executes before it reads the
+    head (``pending()`` reads the head before they run; the runner after): counted as answered
+    unless long-running.
     """
 
-    def __init__(self, *, agent_name: str) -> None:
+    def __init__(self, *, agent_name: str, runs_first: Collection[str] = ()) -> None:
         self._agent = agent_name
+        self._runs_first = frozenset(runs_first)
         self._status: HeadStatus | None = None
-        self._answered: set[str] | None = None  # set: walking back past answers to a request
+        self._past = False  # walking back past answers to the turn's calls
+        self._responded: set[str] = set()
+        self._results: set[str] = set()  # ids submitted results answer: the turn's, or news
 
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
@@ -343,20 +354,25 @@ class HeadScan:
         if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
             return True  # a live stream's end: bookkeeping, nothing for the model
         answers = _confirmation_answers(event)
-        if answers is not None:
-            self._answered = {*(self._answered or ()), *answers}
+        results = None if answers is not None else self._submitted_results(event)
+        if answers is not None or results is not None:
+            self._responded.update(answers or results or ())
+            self._results.update(results or ())
+            self._past = True
             return True
         if self._responses_only(event) and (
-            self._answered is not None or escalation_reason_from_event(event) is None
+            self._past or escalation_reason_from_event(event) is None
         ):
-            # The agent's responses to calls run (or rejected) on an answer: what matters is
-            # whether the request they answered still has open confirmations.
-            self._answered = self._answered if self._answered is not None else set()
+            # The agent's responses to calls run (or rejected) on an answer, or run in the
+            # turn's own step: what matters is whether the turn still has open calls.
+            self._responded.update(settled_response_ids(event))
+            self._past = True
             return True
-        if self._answered is not None:
-            self._status = self._past_answers(event, self._answered)
-        else:
-            self._status = self._decide(event)
+        status = self._decide(event)
+        if status is None:
+            self._past = True  # every confirmation answered: the turn that asked them decides
+            return True
+        self._status = status
         return False
 
     def _responses_only(self, event: Event) -> bool:
@@ -365,40 +381,68 @@ class HeadScan:
                 and bool(content.parts)
                 and all(p.function_response is not None for p in content.parts))
 
-    def _past_answers(self, event: Event, answered: set[str]) -> HeadStatus:
-        """The head status when only answers and responses to them are newer than ``event``."""
-        status = self._decide(event)
-        if status.status != "paused_for_confirmation":
-            return HeadStatus()
-        waiting = tuple(i for i in status.waiting if i not in answered)
-        if not waiting:
-            return HeadStatus()
-        return HeadStatus(status="paused_for_confirmation", waiting=waiting,
-                          answered=tuple(i for i in status.waiting if i in answered))
+    def _submitted_results(self, event: Event) -> list[str] | None:
+        """The call ids an event from outside answers when it holds only results (§7: no text,
+        no confirmation answer), else ``None``."""
+        content = event.content
+        if event.author == self._agent or content is None or not content.parts:
+            return None
+        responses = [p.function_response for p in content.parts]
+        if any(r is None or r.name == REQUEST_CONFIRMATION_FUNCTION for r in responses):
+            return None
+        return list(settled_response_ids(event)) or None
 
-    def _decide(self, event: Event) -> HeadStatus:
+    def _decide(self, event: Event) -> HeadStatus | None:
+        """The status ``event`` gives the head, or ``None`` to read on: ``event`` is a turn of
+        confirmation requests all answered, and the model turn that led to them (older: its
+        responses and claim come between) may still have long-running calls open."""
         if event.author != self._agent or event.content is None:
             return HeadStatus()
-        escalated = escalation_reason_from_event(event)
-        if escalated is not None:
-            return HeadStatus(status="escalated", reason=escalated)
         calls = event.function_calls()
-        if not calls:
-            if event.content.role != "model" or not event.text():
-                return HeadStatus()
-            return HeadStatus(status="completed", final_text=event.text())
-        waiting = tuple(c.id for c in calls if c.id in event.long_running_tool_ids)
-        if not waiting or len(waiting) != len(calls):
+        if not self._past:
+            escalated = escalation_reason_from_event(event)
+            if escalated is not None:
+                return HeadStatus(status="escalated", reason=escalated)
+            if not calls:
+                if event.content.role != "model" or not event.text():
+                    return HeadStatus()
+                return HeadStatus(status="completed", final_text=event.text())
+        open_calls = [c for c in calls if c.id not in self._responded]
+        if calls and not open_calls and all(
+            c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls
+        ):
+            return None
+        if not self._results <= {c.id for c in calls}:
+            return HeadStatus()  # a result of another turn's call: news for the model
+        long_running = set(event.long_running_tool_ids)
+        waiting = tuple(c.id for c in open_calls if c.id in long_running)
+        if not waiting or any(c.id not in long_running and c.id not in self._runs_first
+                              for c in open_calls):
             return HeadStatus()
-        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in calls)
+        confirming = any(c.name == REQUEST_CONFIRMATION_FUNCTION for c in open_calls
+                         if c.id in long_running)
         return HeadStatus(
             status="paused_for_confirmation" if confirming else "paused_long_running",
             waiting=waiting,
+            answered=tuple(c.id for c in calls if c.id in long_running
+                           and c.id in self._responded),
         )
 
     def result(self) -> HeadStatus:
         """Return the status from the events fed so far (an empty log gives the model a turn)."""
         return self._status if self._status is not None else HeadStatus()
+
+
+def waiting_since(head: HeadStatus) -> str:
+    """The end of the sentence saying why a paused head still waits (runner and ``pending()``
+    say the same): what of its turn was answered since, or that nothing new arrived."""
+    if not head.answered:
+        return "nothing new arrived since."
+    if head.status == "paused_for_confirmation":
+        return (f"confirmation(s) {', '.join(head.answered)} of the same request were answered "
+                "and acted on, and the agent continues once every one is answered.")
+    return (f"the result(s) of {', '.join(head.answered)} of the same turn arrived, and the "
+            "agent continues once every long-running call of the turn has its result.")
 
 
 def _confirmation_answers(event: Event) -> list[str] | None:

@@ -502,3 +502,42 @@ async def test_agent_tool_child_confirmations_answered_one_run_apart_each_stay_p
     parent_answer = [r.response for e in await store.read("trip") for r in e.function_responses()
                      if r.id == "p-1"]
     assert parent_answer == [{"result": "Booked what you allowed."}]
+
+
+async def test_agent_tool_child_long_running_results_submitted_apart_each_stay_pending(
+    store: EventStore,
+) -> None:
+    tool = _booker(
+        store,
+        [],
+        _calls(("c-jp", "order_visa", {"country": "JP"}),
+               ("c-fr", "order_visa", {"country": "FR"})),
+        "Both visas ready.",
+    )
+    runner = _parent(store, tool, _calls(("p-1", "booker", {"request": "Two visas"})), "Done.")
+    await runner.create_session(user_id="u", session_id="trip")
+    paused = await runner.run(session_id="trip", user_id="u", new_message="Visas")
+    assert (paused.status, paused.pending_call_ids) == ("paused_long_running", ("p-1",))
+    child = child_session_id("trip", "p-1")
+
+    await submit_response(store, session_id="trip", call_id="c-jp", response={"visa": "JP"})
+    again = await runner.run(session_id="trip", user_id="u")
+    # The child got one of its two results: it does not complete past the other one.
+    assert (again.status, again.pending_call_ids) == ("paused_long_running", ("p-1",))
+    assert tool.agent.model.remaining == 1  # type: ignore[attr-defined]
+    assert not [r for e in await store.read("trip") for r in e.function_responses()
+                if r.id == "p-1"]
+    report = await session_pending(store, "trip")
+    assert [(i.kind, i.call.id, i.session_id) for i in report] == [
+        ("long_running", "c-fr", child)]
+    assert report.next_run.step == "waits"
+    assert [(i.kind, i.call.id) for i in pending(await store.read(child))] == [
+        ("long_running", "c-fr")]
+
+    await submit_response(store, session_id="trip", call_id="c-fr", response={"visa": "FR"})
+    done = await runner.run(session_id="trip", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Done.")
+    assert not await session_pending(store, "trip")
+    parent_answer = [r.response for e in await store.read("trip") for r in e.function_responses()
+                     if r.id == "p-1"]
+    assert parent_answer == [{"result": "Both visas ready."}]

@@ -335,6 +335,177 @@ async def test_respond_confirmations_answered_one_at_a_time_each_run_then_the_mo
     assert counter.calls == [{"city": "Tokyo"}, {"city": "Osaka"}]
 
 
+def _result_content(call_id: str, name: str, response: dict[str, Any]) -> Any:
+    from eventstore import Content, FunctionResponse, Part
+
+    part = Part(function_response=FunctionResponse(id=call_id, name=name, response=response))
+    return Content(role="user", parts=(part,))
+
+
+@pytest.mark.parametrize("way", ["submit_response", "new_message"])
+async def test_respond_long_running_results_submitted_apart_wait_for_every_one(
+    store: EventStore, way: str
+) -> None:
+    two = ModelResponse(function_calls=(
+        FunctionCall(id="call-a", name="order_report", args={"city": "Oslo"}),
+        FunctionCall(id="call-b", name="order_report", args={"city": "Bergen"}),
+    ))
+    runner = paid_runner(store, Counter(), two, "Both reports are in.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Two reports")
+    assert (first.status, first.pending_call_ids) == ("paused_long_running", ("call-a", "call-b"))
+
+    async def deliver(call_id: str, report: str) -> Any:
+        if way == "submit_response":
+            await submit_response(store, session_id="s", call_id=call_id,
+                                  response={"report": report}, author="webhook")
+            return await runner.run(session_id="s", user_id="u")
+        content = _result_content(call_id, "order_report", {"report": report})
+        return await runner.run(session_id="s", user_id="u", new_message=content)
+
+    # One result of two: the model gets no turn while the other call of its turn is open.
+    second = await deliver("call-a", "cold")
+    assert (second.status, second.pending_call_ids) == ("paused_long_running", ("call-b",))
+    assert "call-a" in (second.pause_reason or "")
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert [(i.kind, i.call.id) for i in report] == [("long_running", "call-b")]
+    assert (report.next_run.step, report.next_run.executes) == ("waits", ())
+    assert "call-b" in report.next_run.reason
+    again = await runner.run(session_id="s", user_id="u")  # nothing new: it still waits
+    assert (again.status, again.pending_call_ids) == ("paused_long_running", ("call-b",))
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+
+    third = await deliver("call-b", "wet")
+    assert (third.status, third.final_text) == ("completed", "Both reports are in.")
+    assert not pending(await store.read("s"), idempotent_tools=())
+
+
+def _mixed_runner(store: EventStore, ran: list[str], *script: Any) -> Runner:
+    @function_tool(idempotent=True)
+    def weather(city: str) -> dict[str, Any]:
+        """Look the weather up.
+
+        Args:
+            city: The city name.
+        """
+        ran.append(city)
+        return {"city": city, "temperature_c": 3}
+
+    @function_tool(is_long_running=True)
+    def order_report(city: str) -> None:
+        """Order a detailed report; it arrives later.
+
+        Args:
+            city: The city name.
+        """
+
+    agent = Agent(name=AGENT, model=ScriptedModel(list(script)), tools=[weather, order_report])
+    return Runner(agent=agent, store=store, app_name="weather",
+                  resume_planner=ReplayResumePlanner())
+
+
+async def test_respond_turn_with_an_answered_call_and_an_open_long_running_call_waits(
+    store: EventStore,
+) -> None:
+    ran: list[str] = []
+    mixed = ModelResponse(function_calls=(
+        FunctionCall(id="call-w", name="weather", args={"city": "Oslo"}),
+        FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),
+    ))
+    runner = _mixed_runner(store, ran, mixed, "Weather and report are in.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Oslo")
+    assert (first.status, first.pending_call_ids) == ("paused_long_running", ("call-r",))
+    # Nothing new: the next run neither calls the model nor runs the answered call again.
+    again = await runner.run(session_id="s", user_id="u")
+    assert (again.status, again.pending_call_ids) == ("paused_long_running", ("call-r",))
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert [(i.kind, i.call.id) for i in report] == [("long_running", "call-r")]
+    assert report.next_run.step == "waits"
+    await submit_response(store, session_id="s", call_id="call-r", response={"report": "ok"})
+    done = await runner.run(session_id="s", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Weather and report are in.")
+    assert ran == ["Oslo"]
+
+
+async def test_respond_rerun_of_a_crashed_call_beside_an_open_long_running_call_then_waits(
+    store: EventStore,
+) -> None:
+    ran: list[str] = []
+    runner = _mixed_runner(store, ran, "Weather and report are in.")
+    await runner.create_session(user_id="u", session_id="s")
+    ctx = await runner.new_context(session_id="s", user_id="u")
+    turn = ModelResponse(function_calls=(
+        FunctionCall(id="call-w", name="weather", args={"city": "Oslo"}),
+        FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),
+    ))
+    # A crash after the claim: the idempotent call is re-run, the long-running one waits.
+    await ctx.append(ctx.new_event(content=turn.content(), long_running_tool_ids=("call-r",),
+                                   turn_complete=True))
+    await ctx.append(ctx.new_event(started_call_ids=("call-w", "call-r")))
+    report = pending(await store.read("s"), idempotent_tools=("weather",))
+    assert (report.next_run.executes, report.next_run.step) == (("call-w",), "waits")
+    assert "call-r" in report.next_run.reason
+    resumed = await runner.run(session_id="s", user_id="u")
+    assert (resumed.status, resumed.pending_call_ids) == ("paused_long_running", ("call-r",))
+    assert ran == ["Oslo"]
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+
+
+async def test_respond_confirmation_answered_in_the_run_message_waits_for_the_others(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    two = ModelResponse(function_calls=(
+        FunctionCall(id="call-t", name="paid_weather", args={"city": "Tokyo"}),
+        FunctionCall(id="call-o", name="paid_weather", args={"city": "Osaka"}),
+    ))
+    runner = paid_runner(store, counter, two, "Both looked up.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Tokyo and Osaka")
+    tokyo, osaka = first.pending_call_ids
+    # The answer comes as the run's message, not through answer_confirmation: the same rule.
+    second = await runner.run(session_id="s", user_id="u",
+                              new_message=_answer_content(tokyo, {"confirmed": True}))
+    assert (second.status, second.pending_call_ids) == ("paused_for_confirmation", (osaka,))
+    assert counter.calls == [{"city": "Tokyo"}]
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    third = await runner.run(session_id="s", user_id="u",
+                             new_message=_answer_content(osaka, {"confirmed": True}))
+    assert (third.status, third.final_text) == ("completed", "Both looked up.")
+
+async def test_respond_confirmed_call_beside_an_open_long_running_call_runs_then_waits(
+    store: EventStore,
+) -> None:
+    counter = Counter()
+    mixed = ModelResponse(function_calls=(
+        FunctionCall(id="call-w", name="paid_weather", args={"city": "Oslo"}),
+        FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),
+    ))
+    runner = paid_runner(store, counter, mixed, "Weather and report are in.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Oslo")
+    [cid] = first.pending_call_ids
+    assert first.status == "paused_for_confirmation"
+    await answer_confirmation(store, session_id="s", confirmation_id=cid, confirmed=True)
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert (report.next_run.executes, report.next_run.step) == (("call-w",), "waits")
+    assert "call-r" in report.next_run.reason
+    # The confirmed call runs; the turn's long-running call is still open: no model turn yet.
+    second = await runner.run(session_id="s", user_id="u")
+    assert (second.status, second.pending_call_ids) == ("paused_long_running", ("call-r",))
+    assert counter.calls == [{"city": "Oslo"}]
+    assert runner.agent.model.remaining == 1  # type: ignore[attr-defined]
+    report = pending(await store.read("s"), idempotent_tools=())
+    assert [(i.kind, i.call.id) for i in report] == [("long_running", "call-r")]
+    assert report.next_run.step == "waits"
+    await submit_response(store, session_id="s", call_id="call-r", response={"report": "ok"})
+    done = await runner.run(session_id="s", user_id="u")
+    assert (done.status, done.final_text) == ("completed", "Weather and report are in.")
+    assert counter.calls == [{"city": "Oslo"}]
+
 @pytest.mark.parametrize(
     ("author", "city"),
     [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from _replay_support import AGENT, PLACEHOLDER, History, call
 
 from eventstore import Event
-from runtime.replay import RERUN_DECISION_KEY, pending, plan_resume
+from runtime.replay import RERUN_DECISION_KEY, HeadScan, feed_all, pending, plan_resume
 
 
 def test_resume_call_never_started_is_executed() -> None:
@@ -216,3 +216,41 @@ def test_pending_confirmation_embedding_other_args_is_refused_as_the_runner_refu
     decision = plan_resume(history.newest_first(), agent_name=AGENT)
     assert decision.execute == ()
     assert decision.pause_reason is not None
+
+
+def _head(history: History) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    scan = HeadScan(agent_name=AGENT)
+    feed_all(scan, history.newest_first())
+    head = scan.result()
+    return head.status, head.waiting, head.answered
+
+
+def test_head_turn_waits_for_every_long_running_result_news_gives_the_model_a_turn() -> None:
+    history = History()
+    a, b = call("render_video", n=1), call("render_video", n=2)
+    history.model(a, b, long_running=(a.id, b.id))
+    history.claim(a.id, b.id)
+    assert _head(history) == ("paused_long_running", (a.id, b.id), ())
+    history.result(a, {"url": "a"}, author="webhook")
+    assert _head(history) == ("paused_long_running", (b.id,), (a.id,))
+    history.result(b, {"url": "b"})
+    assert _head(history) == (None, (), ())  # every result is in: the model sees them
+
+
+def test_head_result_of_an_older_turns_call_or_a_message_gives_the_model_a_turn() -> None:
+    history = History()
+    old, new = call("render_video", n=1), call("render_video", n=2)
+    history.model(old, long_running=(old.id,))
+    history.claim(old.id)
+    history.user("And another one")
+    history.model(new, long_running=(new.id,))
+    history.claim(new.id)
+    assert _head(history) == ("paused_long_running", (new.id,), ())
+    history.result(old, {"url": "old"})
+    assert _head(history)[0] is None  # news about another turn's call
+    third = call("render_video", n=3)
+    history.model(third, long_running=(third.id,))
+    history.claim(third.id)
+    assert _head(history) == ("paused_long_running", (third.id,), ())
+    history.user("Any news?")
+    assert _head(history)[0] is None
