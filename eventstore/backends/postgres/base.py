@@ -49,6 +49,7 @@ from eventstore._exceptions import (
 from eventstore._fork import ForkLink, ForkPlan
 from eventstore._migrate import check_revision, head_revision, unversioned_message, upgrade
 from eventstore._retention import RetentionPolicy
+from eventstore._urls import redact_url
 from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
@@ -145,13 +146,7 @@ def _dsn(url: str) -> str:
     return url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
-def _redact(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@", 1)[-1]
+_redact = redact_url
 
 
 def _translate(exc: BaseException, *, url: str, what: str, session_id: str | None) -> Exception:
