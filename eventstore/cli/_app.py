@@ -13,6 +13,7 @@ import typer
 
 from ._common import Command, print_json
 from ._fork_cmd import fork
+from ._heads import heads
 from ._import import import_
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
@@ -61,6 +62,7 @@ SHORT_HELP = {
     "delete": "Delete a session.",
     "fork": "Fork a session at a seq into a new session.",
     "prune": "Delete old sessions, each archived and verified first.",
+    "heads": "Export every session's head, for evs verify --expect-heads after a failover.",
 }
 """One whole short sentence per command for the command list (click would cut the docstring's
 first sentence mid-word)."""
@@ -68,7 +70,7 @@ first sentence mid-word)."""
 for _name, _command in (("sessions", sessions), ("show", show), ("state", state),
                         ("tail", tail), ("verify", verify), ("export", export),
                         ("import", import_), ("delete", delete), ("fork", fork),
-                        ("prune", prune)):
+                        ("prune", prune), ("heads", heads)):
     app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
 app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
 
