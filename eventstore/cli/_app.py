@@ -7,11 +7,12 @@ drive the runtime (``demo``, ``pending``, ``confirm``, ``respond``, ``rerun``).
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from typing import Annotated
 
 import typer
 
-from ._common import Command, print_json
+from ._common import READ_DB_ENV, Command, print_json
 from ._fork_cmd import fork
 from ._heads import heads
 from ._import import import_
@@ -22,6 +23,7 @@ from ._retention_cmds import prune, retention_clear, retention_set, retention_sh
 
 __all__ = [
     "SHORT_HELP",
+    "ReadDbOption",
     "TopJsonOption",
     "VersionOption",
     "app",
@@ -113,12 +115,20 @@ VersionOption = Annotated[bool, typer.Option("--version", help="Print the versio
                                              "(with --json: as JSON).")]
 TopJsonOption = Annotated[bool, typer.Option("--json", help="With --version: print it as "
                                              "JSON.")]
+ReadDbOption = Annotated[str | None, typer.Option(
+    "--read-db", metavar="URL", envvar=READ_DB_ENV, show_envvar=False,
+    help="A PostgreSQL hot standby of --db (or EVS_READ_DATABASE_URL): listings, show, export, "
+    "search, tail and the web pages read there; what this process just wrote is read on the "
+    "primary.")]
 
 
-def top_options(ctx: typer.Context, *, version: bool, json: bool) -> None:
+def top_options(ctx: typer.Context, *, version: bool, json: bool,
+                read_db: str | None = None) -> None:
     """What ``evs``'s own options do before any command: ``--version`` (``--json`` too:
     ``{"program": "evs", "package": "agent-eventstore", "version": …}``) prints and exits; no
-    command at all is a usage error."""
+    command at all is a usage error; ``--read-db`` names the standby every command reads."""
+    if read_db:
+        os.environ[READ_DB_ENV] = read_db
     if version:
         if json:
             print_json({"program": "evs", "package": "agent-eventstore",
@@ -152,6 +162,7 @@ standalone.add_typer(app)
 
 
 @standalone.callback(invoke_without_command=True)
-def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False) -> None:
+def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False,
+          read_db: ReadDbOption = None) -> None:
     """Inspect and maintain an agent-eventstore database (the store-only commands)."""
-    top_options(ctx, version=version, json=json)
+    top_options(ctx, version=version, json=json, read_db=read_db)

@@ -39,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
+    "READ_DB_ENV",
     "AppOption",
     "CliError",
     "Command",
@@ -81,6 +82,9 @@ EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141
 """Exit status when stdout was closed before everything was printed (``evs show | head``): what
 the shell reports for a program that SIGPIPE ended (128 + 13), as ``git log | head`` does."""
+
+READ_DB_ENV = "EVS_READ_DATABASE_URL"
+"""The environment variable naming a hot standby for reads (``evs --read-db``)."""
 
 DbOption = Annotated[
     str,
@@ -250,9 +254,13 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
     """Open the store at ``url``, refusing to create a SQLite file that does not exist.
 
     Read commands pass ``read_only=True``: the database is opened read-only and never changed.
+    ``EVS_READ_DATABASE_URL`` (``evs --read-db``) names a PostgreSQL standby for the reads
+    that may be stale (``open_store``'s ``read_urls``).
     """
     require_file(url)
-    return await open_store(url, read_only=read_only)
+    read_url = os.environ.get(READ_DB_ENV)
+    return await open_store(url, read_only=read_only,
+                            read_urls=[read_url] if read_url else ())
 
 
 def refuse_directory(url: str) -> None:

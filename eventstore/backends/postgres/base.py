@@ -105,6 +105,7 @@ from .append import (
 )
 from .group import AppendGroups
 from .notify import CHANNEL, Notices
+from .replicas import ReadRoute
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]
 
@@ -214,8 +215,10 @@ class PostgresBackend:
     Open it with ``PostgresBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None) -> None:
+    def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None,
+                 reads: ReadRoute | None = None) -> None:
         self.url = _redact(url)
+        self._reads = reads
         self.signing_key = signing_key
         self._dsn = _dsn(url)
         self._pool = pool
@@ -233,9 +236,12 @@ class PostgresBackend:
     @classmethod
     async def open(
         cls, url: str, *, auto_upgrade: bool = False, max_connections: int = 10,
-        signing_key: bytes | None = None,
+        signing_key: bytes | None = None, read_urls: Sequence[str] = (),
     ) -> PostgresBackend:
         """Connect to the database ``url`` names (``postgresql+asyncpg://…``).
+
+        ``read_urls`` name hot standbys of it: the reads that may be stale go there
+        (``replicas``: which, read-your-writes, failing back to the primary).
 
         ``signing_key`` signs every appended event (keyed mode, see ``eventstore._chain``);
         keyed appends take the multi-statement path (the signature needs the chain hash,
@@ -267,7 +273,16 @@ class PostgresBackend:
             )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
-        return cls(url, pool, signing_key=signing_key)
+        reads = None
+        if read_urls:
+            async def connect(read_url: str) -> Any:
+                # No connection until the first read: a standby down at open costs nothing.
+                return await asyncpg.create_pool(
+                    _dsn(read_url), min_size=0, max_size=max_connections,
+                    reset=_keep_session, timeout=CONNECT_TIMEOUT)
+
+            reads = ReadRoute(read_urls, connect)
+        return cls(url, pool, signing_key=signing_key, reads=reads)
 
     @staticmethod
     async def _revision(url: str, shown: str) -> str | None:
@@ -308,14 +323,16 @@ class PostgresBackend:
         what: str,
         session_id: str | None = None,
         write: bool = False,
+        pool: Any = None,
     ) -> T:
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        retries = self._pool.get_max_size()  # every pooled connection may be dead
+        pool = self._pool if pool is None else pool
+        retries = pool.get_max_size()  # every pooled connection may be dead
         for attempt in range(retries + 1):
             try:
-                async with self._pool.acquire() as conn:
+                async with pool.acquire() as conn:
                     try:
                         if not write:
                             return await fn(conn)
@@ -332,6 +349,28 @@ class PostgresBackend:
                     continue
                 raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _read(
+        self, fn: Callable[[Any], Awaitable[T]], *, what: str, session_id: str | None = None,
+    ) -> T:
+        """``_run`` for a read that may be stale: on a standby when there are any, unless
+        this store wrote ``session_id`` just now; on the primary when the standby fails."""
+        route = self._reads
+        picked = None if route is None or route.primary_only(session_id) else await route.pool()
+        if picked is None:
+            return await self._run(fn, what=what)
+        assert route is not None
+        index, pool = picked
+        try:
+            return await self._run(fn, what=what, pool=pool)
+        except StorageError:
+            route.failed(index)
+            return await self._run(fn, what=what)
+
+    def _wrote(self, *session_ids: str) -> None:
+        if self._reads is not None:
+            for session_id in session_ids:
+                self._reads.wrote(session_id)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -371,8 +410,10 @@ class PostgresBackend:
                     created_at=artifact.created_at))
             return str(sid)
 
-        return await self._run(job, what=f"create session {given!r}", session_id=given,
-                               write=True)
+        created = await self._run(job, what=f"create session {given!r}", session_id=given,
+                                  write=True)
+        self._wrote(given, created)
+        return created
 
     async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
         given = record.id
@@ -424,13 +465,17 @@ class PostgresBackend:
                         "origin_seq, forked_at) VALUES ($1, $2, $3, $4)",
                         sid, link.origin_session_id, link.origin_seq, link.forked_at)
 
-        return await self._run(job, what=f"import session {given!r}", session_id=given,
-                               write=True)
+        imported_as = await self._run(job, what=f"import session {given!r}",
+                                      session_id=given, write=True)
+        self._wrote(given, imported_as)
+        return imported_as
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
-        return await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                               what=f"fork session {plan.origin_session_id!r}",
-                               session_id=record.id, write=True)
+        forked = await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
+                                 what=f"fork session {plan.origin_session_id!r}",
+                                 session_id=record.id, write=True)
+        self._wrote(record.id, forked)
+        return forked
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._run(lambda conn: forks.links(conn, session_id),
@@ -453,7 +498,8 @@ class PostgresBackend:
             row = await conn.fetchrow(f"{_SESSION_SQL} WHERE s.session_id = $1", session_id)
             return None if row is None else session_record(row)
 
-        return await self._run(job, what=f"read session {session_id!r}")
+        return await self._read(job, what=f"read session {session_id!r}",
+                                session_id=session_id)
 
     async def find_sessions(
         self, given_id: str, *, app_name: str | None, user_id: str | None
@@ -479,7 +525,7 @@ class PostgresBackend:
         async def job(conn: Any) -> list[SessionRecord]:
             return [session_record(row) for row in await conn.fetch(sql, *params)]
 
-        return await self._run(job, what="list sessions")
+        return await self._read(job, what="list sessions")
 
     async def delete_session(self, session_id: str, *, expected_version: int | None = None
                              ) -> bool:
@@ -515,6 +561,7 @@ class PostgresBackend:
             return True
 
         deleted = await self._run(job, what=f"delete session {session_id!r}", write=True)
+        self._wrote(session_id)
         self._wakeups.wake(session_id)
         return deleted
 
@@ -528,6 +575,7 @@ class PostgresBackend:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
+                self._wrote(session_id)
                 self._announce(session_id)
                 return fast
 
@@ -537,6 +585,7 @@ class PostgresBackend:
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
+        self._wrote(session_id)
         self._announce(session_id)
         return stored
 
@@ -610,7 +659,8 @@ class PostgresBackend:
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
             return build(session_id, rows)
 
-        return await self._run(job, what=f"read session {session_id!r}")
+        return await self._read(job, what=f"read session {session_id!r}",
+                                session_id=session_id)
 
     async def read_scope(
         self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
@@ -743,7 +793,7 @@ class PostgresBackend:
     async def search_memory(
         self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
     ) -> list[MemoryRow]:
-        return await self._run(
+        return await self._read(
             lambda conn: memory.search(conn, app_name=app_name, user_id=user_id, terms=terms,
                                        limit=limit),
             what="search memory",
@@ -785,23 +835,23 @@ class PostgresBackend:
         self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
-        return await self._run(
+        return await self._read(
             lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
                                             newest=newest, owner=owner),
-            what=f"read session {session_id!r}",
+            what=f"read session {session_id!r}", session_id=session_id,
         )
 
     async def list_sessions_by_update(
         self, *, app_name: str, user_id: str | None
     ) -> list[SessionRecord]:
-        return await self._run(lambda conn: queries.list_by_update(conn, app_name, user_id),
-                               what="list sessions")
+        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                                what="list sessions")
 
     async def list_sessions_newest(
         self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
         updated_since: float | None, before: tuple[float, str] | None, limit: int,
     ) -> list[SessionRecord]:
-        return await self._run(
+        return await self._read(
             lambda conn: queries.list_newest(
                 conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
                 updated_since=updated_since, before=before, limit=limit),
@@ -864,7 +914,8 @@ class PostgresBackend:
             # Listening before the version is read, so no notification is missed.
             self._check_loop()
             await self._notices.listen()
-            return await self._run(version, what=f"read session {session_id!r}")
+            return await self._read(version, what=f"read session {session_id!r}",
+                                    session_id=session_id)
 
         await self._wakeups.wait(
             session_id, after=after, max_wait=max_wait, read_version=read_version
@@ -882,11 +933,18 @@ class PostgresBackend:
         if asyncio.get_running_loop() is not self._loop:
             # Its connections cannot be closed politely from here: drop them.
             self._pool.terminate()
+            for replica in [] if self._reads is None else self._reads.pools():
+                replica.terminate()
             self._wakeups.close()
             return
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
         await self._notices.close()
+        for replica in [] if self._reads is None else self._reads.pools():
+            try:
+                await asyncio.wait_for(replica.close(), 10)
+            except (TimeoutError, *_DRIVER_ERRORS):
+                replica.terminate()
         try:
             await asyncio.wait_for(self._pool.close(), 10)
         except (TimeoutError, *_DRIVER_ERRORS):
