@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -141,6 +142,31 @@ _SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL 
 CONNECT_TIMEOUT = 10.0
 """Seconds a connection attempt may take before it fails (retryably): the bound on how long an
 append waits for a server that does not answer."""
+
+
+SILENCE_TIMEOUT = 15
+"""Seconds a connection may go unanswered by the server's machine before it counts as broken
+(TCP keepalives after 5 s idle, every 2 s, 5 probes; ``TCP_USER_TIMEOUT`` for data sent and
+never acknowledged): the bound on how long an append in flight waits when the primary's
+machine vanishes (power loss, partition) rather than its server process dying, which breaks
+the connection at once. A server that is merely slow (a lock, a synchronous standby)
+acknowledges at the TCP level and is never cut off by this."""
+
+
+async def _bound_silence(conn: Any) -> None:
+    """The pool's ``init``: keepalives and a user timeout on the connection's socket
+    (``SILENCE_TIMEOUT``; Linux names, skipped where the platform lacks them). asyncpg has no
+    option for them, so they are set on the transport's socket."""
+    transport = getattr(conn, "_transport", None)
+    sock = None if transport is None else transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return  # a Unix socket: nothing between client and server to lose
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 5),
+                        ("TCP_USER_TIMEOUT", SILENCE_TIMEOUT * 1000)):
+        option = getattr(socket, name, None)
+        if option is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 def _dsn(url: str) -> str:
@@ -266,7 +292,7 @@ class PostgresBackend:
                 _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
                 # A new connection (the pool's first, or one replacing a broken one) gives up
                 # after this long: an append during an outage fails within it, retryably.
-                timeout=CONNECT_TIMEOUT,
+                timeout=CONNECT_TIMEOUT, init=_bound_silence,
                 # evs_append runs as its own transaction and must see, after the session's
                 # lock, what the lock's previous holder committed, whatever the server default.
                 server_settings={"default_transaction_isolation": "read committed"},
@@ -279,7 +305,7 @@ class PostgresBackend:
                 # No connection until the first read: a standby down at open costs nothing.
                 return await asyncpg.create_pool(
                     _dsn(read_url), min_size=0, max_size=max_connections,
-                    reset=_keep_session, timeout=CONNECT_TIMEOUT)
+                    reset=_keep_session, timeout=CONNECT_TIMEOUT, init=_bound_silence)
 
             reads = ReadRoute(read_urls, connect)
         return cls(url, pool, signing_key=signing_key, reads=reads)
