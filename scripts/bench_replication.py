@@ -27,6 +27,7 @@ import asyncio
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "eventstore"))
@@ -140,7 +141,7 @@ async def throughput(args: argparse.Namespace) -> None:
         seconds = [s for s, _ in lags]
         behind = [b for _, b in lags]
         print(f"standby replay lag: median {statistics.median(seconds) * 1000:.1f} ms, max "
-              f"{max(seconds) * 1000:.1f} ms; WAL behind: median {statistics.median(behind):,} "
+              f"{max(seconds) * 1000:.1f} ms; WAL behind: median {int(statistics.median(behind)):,} "
               f"bytes, max {max(behind):,} ({len(lags)} samples)")
         await on_standby.aclose()
         await store.aclose()
@@ -165,7 +166,8 @@ async def failovers(args: argparse.Namespace) -> None:
             nonlocal slowest
             n = 0
             while not halt.is_set():
-                event = realistic_event(n).model_copy(update={"id": f"{sid}-{n}"})
+                # The same event (id, timestamp) at each try: a retry re-sends it.
+                event = replace(realistic_event(n), id=f"{sid}-{n}")
                 while True:
                     began = time.monotonic()
                     try:
@@ -180,17 +182,22 @@ async def failovers(args: argparse.Namespace) -> None:
                 n += 1
 
         tasks = [asyncio.create_task(write(sid)) for sid in sessions]
+        await asyncio.sleep(0.5)
+        if failed := [t for t in tasks if t.done()]:
+            await failed[0]  # a writer died: say why rather than wait for its acks
         outages: list[float] = []
         for k in range(args.failovers):
             await asyncio.sleep(args.seconds)
             began = time.monotonic()
             await asyncio.to_thread(pair.fail_over)
-            await asyncio.to_thread(pair.rebuild_standby, rewind=k % 2 == 0)
+            how = await asyncio.to_thread(pair.rebuild_standby, rewind=k % 2 == 0)
             progressed.clear()
-            await progressed.wait()
+            await asyncio.wait_for(progressed.wait(), timeout=120)
             outages.append(time.monotonic() - began)
+            if how != "pg_rewind" and k % 2 == 0:
+                print("  pg_rewind failed:", pair.rewind_errors[-1].strip().splitlines()[-1])
             print(f"failover {k + 1}: node {pair.primary_index} primary; writes back after "
-                  f"{outages[-1]:.1f} s ({'pg_rewind' if k % 2 == 0 else 'base backup'})")
+                  f"{outages[-1]:.1f} s (old primary rebuilt by {how})")
         await asyncio.sleep(args.seconds)
         halt.set()
         await asyncio.gather(*tasks)

@@ -210,6 +210,8 @@ class Replication:
     synchronous: bool
     nodes: list[PrivateCluster] = field(default_factory=list)
     primary_index: int = 0
+    rewind_errors: list[str] = field(default_factory=list)
+    """What each ``pg_rewind`` that failed said (``rebuild_standby`` then took a base backup)."""
 
     @property
     def primary(self) -> PrivateCluster:
@@ -238,8 +240,13 @@ class Replication:
         data = self.root / "node0"
         # Data checksums: pg_rewind can rewind a crashed primary whatever its settings.
         _initdb(self.bin_dir, self.run_as, data, "--data-checksums")
+        # In the configuration file, not on the command line: the crash recovery pg_rewind
+        # runs reads only the file (without wal_keep_size it recycles the WAL the rewind
+        # needs), and ALTER SYSTEM can still change a setting (a command line would win).
+        with (data / "postgresql.conf").open("a") as conf:
+            conf.write("".join(f"{setting}\n" for setting in self.settings()))
         primary = PrivateCluster(bin_dir=self.bin_dir, data_dir=data, port=_free_port(),
-                                 run_as=self.run_as, settings=self.settings(), fsync=True)
+                                 run_as=self.run_as, fsync=True)
         primary.start()
         self.nodes = [primary]
         self.nodes.append(self._base_backup(self.root / "node1", _free_port()))
@@ -251,7 +258,7 @@ class Replication:
         self.primary.tool("pg_basebackup", "-D", str(data), "-d", self.primary.dsn, "-R",
                           "-X", "stream", "--no-sync", "-c", "fast")
         return PrivateCluster(bin_dir=self.bin_dir, data_dir=data, port=port,
-                              run_as=self.run_as, settings=self.settings(), fsync=True)
+                              run_as=self.run_as, fsync=True)
 
     def wait_streaming(self, timeout: float = 60) -> None:
         """Wait until the primary sees its standby streaming (and, synchronous, as sync)."""
@@ -274,10 +281,11 @@ class Replication:
         assert self.primary.sql("SELECT pg_is_in_recovery()") == "f"
         assert old is self.standby
 
-    def rebuild_standby(self, *, rewind: bool = True) -> None:
+    def rebuild_standby(self, *, rewind: bool = True) -> str:
         """Bring the crashed old primary back as the new primary's standby: ``pg_rewind``
         (after crash recovery it runs itself) or, ``rewind=False`` or when the rewind fails,
-        a new base backup; then start it and wait until it streams."""
+        a new base backup; then start it and wait until it streams. Returns which it was
+        (``"pg_rewind"`` or ``"base backup"``)."""
         old = self.standby
         if rewind:
             try:
@@ -286,13 +294,15 @@ class Replication:
                 self.primary.sql("CHECKPOINT")
                 old.tool("pg_rewind", "-D", str(old.data_dir), "--source-server",
                          self.primary.dsn, "-R", timeout=300)
-            except subprocess.CalledProcessError:
+            except subprocess.CalledProcessError as exc:
+                self.rewind_errors.append(exc.stderr)
                 rewind = False
         if not rewind:
             old = self._base_backup(old.data_dir, old.port)
             self.nodes[1 - self.primary_index] = old
         old.start()
         self.wait_streaming()
+        return "pg_rewind" if rewind else "base backup"
 
     def stop(self) -> None:
         """Stop both nodes (whatever their state) and remove their files."""

@@ -123,12 +123,16 @@ def test_failover_synchronous_loses_no_acknowledged_append(
     replication: Callable[..., Replication],
 ) -> None:
     pair = replication(synchronous=True)
+    rebuilt: list[str] = []
     steps: list[Callable[[Writers], None]] = [
-        lambda _: pair.fail_over(), lambda _: pair.rebuild_standby(),  # node 0 → 1, rewound
-        lambda _: pair.fail_over(), lambda _: pair.rebuild_standby(rewind=False),  # and back
+        lambda _: pair.fail_over(),
+        lambda _: rebuilt.append(pair.rebuild_standby()),  # node 0 → 1, rewound
+        lambda _: pair.fail_over(),
+        lambda _: rebuilt.append(pair.rebuild_standby(rewind=False)),  # and back
     ]
     writers = asyncio.run(_under_load(pair, steps))
     assert pair.primary is pair.nodes[0]
+    assert rebuilt == ["pg_rewind", "base backup"], pair.rewind_errors
     assert writers.errors, "no append met the failovers"
     assert all(exc.retryable for exc in writers.errors), writers.errors
     assert writers.slowest_failure < FAILURE_BOUND, writers.slowest_failure
