@@ -25,6 +25,11 @@
   serialize every append's commit), coalesced under load; callers always re-read from their
   cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
   but loses nothing.
+- **Several servers.** The URL may name several hosts (``h1:5432,h2:5432/db?
+  target_session_attrs=read-write``): each new connection lands on the primary, so the store
+  follows a failover by itself. ``read_urls`` send the reads that may be stale to hot standbys
+  (``replicas``); every connection carries TCP keepalives (``keepalive``), so an append in
+  flight fails (retryably) within ``SILENCE_TIMEOUT`` when the primary's machine vanishes.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
@@ -32,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -105,10 +109,11 @@ from .append import (
     lock_shared,
 )
 from .group import AppendGroups
+from .keepalive import SILENCE_TIMEOUT, bound_silence
 from .notify import CHANNEL, Notices
 from .replicas import ReadRoute
 
-__all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]
+__all__ = ["CHANNEL", "POLL_INTERVAL", "SILENCE_TIMEOUT", "PostgresBackend"]
 
 T = TypeVar("T")
 
@@ -144,36 +149,8 @@ CONNECT_TIMEOUT = 10.0
 append waits for a server that does not answer."""
 
 
-SILENCE_TIMEOUT = 15
-"""Seconds a connection may go unanswered by the server's machine before it counts as broken
-(TCP keepalives after 5 s idle, every 2 s, 5 probes; ``TCP_USER_TIMEOUT`` for data sent and
-never acknowledged): the bound on how long an append in flight waits when the primary's
-machine vanishes (power loss, partition) rather than its server process dying, which breaks
-the connection at once. A server that is merely slow (a lock, a synchronous standby)
-acknowledges at the TCP level and is never cut off by this."""
-
-
-async def _bound_silence(conn: Any) -> None:
-    """The pool's ``init``: keepalives and a user timeout on the connection's socket
-    (``SILENCE_TIMEOUT``; Linux names, skipped where the platform lacks them). asyncpg has no
-    option for them, so they are set on the transport's socket."""
-    transport = getattr(conn, "_transport", None)
-    sock = None if transport is None else transport.get_extra_info("socket")
-    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        return  # a Unix socket: nothing between client and server to lose
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 5),
-                        ("TCP_USER_TIMEOUT", SILENCE_TIMEOUT * 1000)):
-        option = getattr(socket, name, None)
-        if option is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, option, value)
-
-
 def _dsn(url: str) -> str:
     return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-_redact = redact_url
 
 
 def _translate(exc: BaseException, *, url: str, what: str, session_id: str | None) -> Exception:
@@ -243,7 +220,7 @@ class PostgresBackend:
 
     def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None,
                  reads: ReadRoute | None = None) -> None:
-        self.url = _redact(url)
+        self.url = redact_url(url)
         self._reads = reads
         self.signing_key = signing_key
         self._dsn = _dsn(url)
@@ -276,7 +253,7 @@ class PostgresBackend:
         Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
         unless ``auto_upgrade`` (then it is upgraded first), StorageError when unreachable.
         """
-        shown = _redact(url)
+        shown = redact_url(url)
         current = await cls._revision(url, shown)
         if current != head_revision() and auto_upgrade:
             try:
@@ -292,7 +269,7 @@ class PostgresBackend:
                 _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
                 # A new connection (the pool's first, or one replacing a broken one) gives up
                 # after this long: an append during an outage fails within it, retryably.
-                timeout=CONNECT_TIMEOUT, init=_bound_silence,
+                timeout=CONNECT_TIMEOUT, init=bound_silence,
                 # evs_append runs as its own transaction and must see, after the session's
                 # lock, what the lock's previous holder committed, whatever the server default.
                 server_settings={"default_transaction_isolation": "read committed"},
@@ -305,7 +282,7 @@ class PostgresBackend:
                 # No connection until the first read: a standby down at open costs nothing.
                 return await asyncpg.create_pool(
                     _dsn(read_url), min_size=0, max_size=max_connections,
-                    reset=_keep_session, timeout=CONNECT_TIMEOUT, init=_bound_silence)
+                    reset=_keep_session, timeout=CONNECT_TIMEOUT, init=bound_silence)
 
             reads = ReadRoute(read_urls, connect)
         return cls(url, pool, signing_key=signing_key, reads=reads)
