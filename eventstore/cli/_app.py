@@ -7,12 +7,11 @@ drive the runtime (``demo``, ``pending``, ``confirm``, ``respond``, ``rerun``).
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from typing import Annotated
 
 import typer
 
-from ._common import READ_DB_ENV, Command, print_json
+from ._common import READ_DB_ENV, Command, print_json, use_read_db
 from ._fork_cmd import fork
 from ._heads import heads
 from ._import import import_
@@ -127,8 +126,7 @@ def top_options(ctx: typer.Context, *, version: bool, json: bool,
     """What ``evs``'s own options do before any command: ``--version`` (``--json`` too:
     ``{"program": "evs", "package": "agent-eventstore", "version": …}``) prints and exits; no
     command at all is a usage error; ``--read-db`` names the standby every command reads."""
-    if read_db:
-        os.environ[READ_DB_ENV] = read_db
+    use_read_db(read_db)
     if version:
         if json:
             print_json({"program": "evs", "package": "agent-eventstore",

@@ -55,6 +55,7 @@ __all__ = [
     "print_json",
     "printable",
     "prog",
+    "read_db",
     "refuse_directory",
     "require_file",
     "run",
@@ -62,6 +63,7 @@ __all__ = [
     "shared_address",
     "sqlite_path",
     "stdout_closed",
+    "use_read_db",
 ]
 
 DEFAULT_DB = "./evs.db"
@@ -85,6 +87,20 @@ the shell reports for a program that SIGPIPE ended (128 + 13), as ``git log | he
 
 READ_DB_ENV = "EVS_READ_DATABASE_URL"
 """The environment variable naming a hot standby for reads (``evs --read-db``)."""
+
+_READ_DB: dict[str, str | None] = {}
+
+
+def use_read_db(url: str | None) -> None:
+    """Set the standby this process's commands read (``evs --read-db``, or None for none);
+    ``evs``'s callback calls it on every invocation, so one in-process run does not leak
+    into the next."""
+    _READ_DB["url"] = url
+
+
+def read_db() -> str | None:
+    """The standby commands read: what ``use_read_db`` set, else ``EVS_READ_DATABASE_URL``."""
+    return _READ_DB["url"] if "url" in _READ_DB else os.environ.get(READ_DB_ENV) or None
 
 DbOption = Annotated[
     str,
@@ -258,7 +274,7 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
     that may be stale (``open_store``'s ``read_urls``).
     """
     require_file(url)
-    read_url = os.environ.get(READ_DB_ENV)
+    read_url = read_db()
     return await open_store(url, read_only=read_only,
                             read_urls=[read_url] if read_url else ())
 

@@ -16,11 +16,14 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import orjson
 import pytest
 from _evs_support import text_event
 from _pg_cluster import Replication, replication
+from typer.testing import CliRunner
 
 from eventstore import open_store
+from runtime.cli import app
 
 __all__ = ["replication"]
 
@@ -36,6 +39,15 @@ def _lagging(pair: Replication) -> Iterator[None]:
         yield
     finally:
         os.kill(receiver, signal.SIGCONT)
+
+
+def _evs_sessions(url: str, read_db: str | None) -> list[str]:
+    """The session ids ``evs [--read-db READ_DB] sessions --db URL`` lists (in-process)."""
+    args = ["--read-db", read_db] if read_db else []
+    done = CliRunner().invoke(app, [*args, "sessions", "--db", url, "--json", "--sort", "id"],
+                              catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return [s["id"] for s in orjson.loads(done.stdout)["sessions"]]
 
 
 def test_replica_reads_stale_on_standby_own_writes_on_primary(
@@ -64,6 +76,9 @@ def test_replica_reads_stale_on_standby_own_writes_on_primary(
                 # … the reader the standby's copy, which has not replayed them.
                 assert [s.id for s in (await reader.list_sessions()).sessions] == ["old"]
                 assert [e.id for e in await reader.read("old")] == ["o1"]
+                # evs --read-db reads there too; without it, the primary.
+                assert await asyncio.to_thread(_evs_sessions, pair.url, standby) == ["old"]
+                assert await asyncio.to_thread(_evs_sessions, pair.url, None) == ["new", "old"]
 
                 tail: list[str] = []
 
