@@ -140,8 +140,9 @@ async def throughput(args: argparse.Namespace) -> None:
               f"ratio {standby_rate / primary_rate:.2f}")
         seconds = [s for s, _ in lags]
         behind = [b for _, b in lags]
+        middle = int(statistics.median(behind))
         print(f"standby replay lag: median {statistics.median(seconds) * 1000:.1f} ms, max "
-              f"{max(seconds) * 1000:.1f} ms; WAL behind: median {int(statistics.median(behind)):,} "
+              f"{max(seconds) * 1000:.1f} ms; WAL behind: median {middle:,} "
               f"bytes, max {max(behind):,} ({len(lags)} samples)")
         await on_standby.aclose()
         await store.aclose()
