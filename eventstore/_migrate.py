@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ._exceptions import SchemaError, SchemaOutdatedError, StorageError
+from ._urls import redact_url, sqlalchemy_url
 from .backends.sql import sqlite_file
 from .backends.sqlite.driver import connect_read_only, directory_problem
 
@@ -91,7 +92,9 @@ def _translating(url: str, what: str) -> Iterator[None]:
     try:
         yield
     except errors as exc:
-        raise StorageError(f"{what} of {url} failed: {type(exc).__name__}: {exc}") from exc
+        raise StorageError(
+            f"{what} of {redact_url(url)} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _config(url: str | None = None) -> object:
@@ -224,6 +227,7 @@ async def current_revision(url: str) -> str | None:
         if unversioned:
             raise SchemaError(unversioned_message(url))
         return current
+    shown = redact_url(url)
     from alembic.runtime.migration import MigrationContext
     from sqlalchemy import inspect, pool
     from sqlalchemy.engine import Connection
@@ -232,12 +236,12 @@ async def current_revision(url: str) -> str | None:
     def read(connection: Connection) -> str | None:
         current = MigrationContext.configure(connection).get_current_revision()
         if current is None and inspect(connection).has_table("evs_sessions"):
-            raise SchemaError(unversioned_message(url))
+            raise SchemaError(unversioned_message(shown))
         return current
 
     with _translating(url, "Reading the schema revision"):
         await asyncio.to_thread(_probe_sqlite, url, "Reading the schema revision")
-        engine = create_async_engine(url, poolclass=pool.NullPool)
+        engine = create_async_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
         try:
             async with engine.connect() as connection:
                 return await connection.run_sync(read)
@@ -280,7 +284,7 @@ async def upgrade(url: str, revision: str = "head") -> None:
         current = await current_revision(url)
         if is_newer(current):
             assert current is not None
-            raise SchemaError(newer_message(url, current))
+            raise SchemaError(newer_message(redact_url(url), current))
     with _translating(url, "Upgrading the schema"):
         await asyncio.to_thread(run)
 

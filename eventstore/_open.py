@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 
 from ._chain import SIGNING_KEY_ENV, resolve_signing_key
@@ -55,6 +56,7 @@ async def open_store(
     synchronous: str = "NORMAL",
     snapshot_interval: int = DEFAULT_SNAPSHOT_INTERVAL,
     signing_key: bytes | str | None = None,
+    read_urls: Sequence[str] = (),
 ) -> EventStore:
     """Open the store the URL names and return it (use it with ``async with``).
 
@@ -75,12 +77,24 @@ async def open_store(
     ``read_only``) on a database a keyed store wrote to reads but refuses every write with
     StoreUsageError naming ``EVS_SIGNING_KEY`` (``KEYED_WITHOUT_KEY``), since the events it
     would append are unsigned ones the keyed runner will not act on.
+
+    ``read_urls`` (PostgreSQL only) name hot standbys of the database: the reads that may be
+    a moment stale (listings, a session's history, memory search, live tails) go to them, a
+    session this store wrote in the last 10 seconds is read on the primary (read-your-writes),
+    and a standby that fails is skipped for the primary (``backends/postgres/replicas``;
+    docs/operations.md).
     """
     try:
         key = resolve_signing_key(signing_key)
     except (ValueError, TypeError) as exc:
         raise StoreUsageError(f"signing_key must be non-empty bytes or str: {exc}") from exc
     resolved = resolve_url(url)
+    if isinstance(read_urls, str):
+        read_urls = [read_urls]
+    replicas = [resolve_url(u) for u in read_urls]
+    if replicas and not resolved.startswith("postgresql+asyncpg://"):
+        raise StoreUsageError(f"read_urls name PostgreSQL standbys; the store {url!r} is not "
+                              "PostgreSQL.")
     backend: Backend
     if resolved == "memory://":
         return EventStore(MemoryBackend(signing_key=key), snapshot_interval=snapshot_interval)
@@ -95,7 +109,7 @@ async def open_store(
         from .backends.postgres.base import PostgresBackend
 
         backend = await PostgresBackend.open(resolved, auto_upgrade=auto_upgrade,
-                                             signing_key=key)
+                                             signing_key=key, read_urls=replicas)
     else:
         raise StoreUsageError(
             f"Unsupported store URL {url!r}: use a file path, sqlite+aiosqlite:///path.db, "

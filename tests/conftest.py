@@ -38,6 +38,7 @@ SLOW_MODULES = frozenset({
     "cli/test_db_messages.py",
     "cli/test_errors.py",
     "cli/test_exchange.py",
+    "cli/test_heads.py",
     "cli/test_import_atomic.py",
     "cli/test_inspect.py",
     "cli/test_interrupt.py",

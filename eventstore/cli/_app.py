@@ -11,8 +11,9 @@ from typing import Annotated
 
 import typer
 
-from ._common import Command, print_json
+from ._common import READ_DB_ENV, Command, print_json, use_read_db
 from ._fork_cmd import fork
+from ._heads import heads
 from ._import import import_
 from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
@@ -21,6 +22,7 @@ from ._retention_cmds import prune, retention_clear, retention_set, retention_sh
 
 __all__ = [
     "SHORT_HELP",
+    "ReadDbOption",
     "TopJsonOption",
     "VersionOption",
     "app",
@@ -61,6 +63,7 @@ SHORT_HELP = {
     "delete": "Delete a session.",
     "fork": "Fork a session at a seq into a new session.",
     "prune": "Delete old sessions, each archived and verified first.",
+    "heads": "Export every session's head, for evs verify --expect-heads after a failover.",
 }
 """One whole short sentence per command for the command list (click would cut the docstring's
 first sentence mid-word)."""
@@ -68,7 +71,7 @@ first sentence mid-word)."""
 for _name, _command in (("sessions", sessions), ("show", show), ("state", state),
                         ("tail", tail), ("verify", verify), ("export", export),
                         ("import", import_), ("delete", delete), ("fork", fork),
-                        ("prune", prune)):
+                        ("prune", prune), ("heads", heads)):
     app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
 app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
 
@@ -111,12 +114,19 @@ VersionOption = Annotated[bool, typer.Option("--version", help="Print the versio
                                              "(with --json: as JSON).")]
 TopJsonOption = Annotated[bool, typer.Option("--json", help="With --version: print it as "
                                              "JSON.")]
+ReadDbOption = Annotated[str | None, typer.Option(
+    "--read-db", metavar="URL", envvar=READ_DB_ENV, show_envvar=False,
+    help="A PostgreSQL hot standby of --db (or EVS_READ_DATABASE_URL): listings, show, export, "
+    "search, tail and the web pages read there; what this process just wrote is read on the "
+    "primary.")]
 
 
-def top_options(ctx: typer.Context, *, version: bool, json: bool) -> None:
+def top_options(ctx: typer.Context, *, version: bool, json: bool,
+                read_db: str | None = None) -> None:
     """What ``evs``'s own options do before any command: ``--version`` (``--json`` too:
     ``{"program": "evs", "package": "agent-eventstore", "version": …}``) prints and exits; no
-    command at all is a usage error."""
+    command at all is a usage error; ``--read-db`` names the standby every command reads."""
+    use_read_db(read_db)
     if version:
         if json:
             print_json({"program": "evs", "package": "agent-eventstore",
@@ -150,6 +160,7 @@ standalone.add_typer(app)
 
 
 @standalone.callback(invoke_without_command=True)
-def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False) -> None:
+def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False,
+          read_db: ReadDbOption = None) -> None:
     """Inspect and maintain an agent-eventstore database (the store-only commands)."""
-    top_options(ctx, version=version, json=json)
+    top_options(ctx, version=version, json=json, read_db=read_db)

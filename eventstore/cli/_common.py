@@ -39,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
+    "READ_DB_ENV",
     "AppOption",
     "CliError",
     "Command",
@@ -54,6 +55,7 @@ __all__ = [
     "print_json",
     "printable",
     "prog",
+    "read_db",
     "refuse_directory",
     "require_file",
     "run",
@@ -61,6 +63,7 @@ __all__ = [
     "shared_address",
     "sqlite_path",
     "stdout_closed",
+    "use_read_db",
 ]
 
 DEFAULT_DB = "./evs.db"
@@ -81,6 +84,23 @@ EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141
 """Exit status when stdout was closed before everything was printed (``evs show | head``): what
 the shell reports for a program that SIGPIPE ended (128 + 13), as ``git log | head`` does."""
+
+READ_DB_ENV = "EVS_READ_DATABASE_URL"
+"""The environment variable naming a hot standby for reads (``evs --read-db``)."""
+
+_READ_DB: dict[str, str | None] = {}
+
+
+def use_read_db(url: str | None) -> None:
+    """Set the standby this process's commands read (``evs --read-db``, or None for none);
+    ``evs``'s callback calls it on every invocation, so one in-process run does not leak
+    into the next."""
+    _READ_DB["url"] = url
+
+
+def read_db() -> str | None:
+    """The standby commands read: what ``use_read_db`` set, else ``EVS_READ_DATABASE_URL``."""
+    return _READ_DB["url"] if "url" in _READ_DB else os.environ.get(READ_DB_ENV) or None
 
 DbOption = Annotated[
     str,
@@ -250,9 +270,13 @@ async def open_existing(url: str, *, read_only: bool) -> EventStore:
     """Open the store at ``url``, refusing to create a SQLite file that does not exist.
 
     Read commands pass ``read_only=True``: the database is opened read-only and never changed.
+    ``EVS_READ_DATABASE_URL`` (``evs --read-db``) names a PostgreSQL standby for the reads
+    that may be stale (``open_store``'s ``read_urls``).
     """
     require_file(url)
-    return await open_store(url, read_only=read_only)
+    read_url = read_db()
+    return await open_store(url, read_only=read_only,
+                            read_urls=[read_url] if read_url else ())
 
 
 def refuse_directory(url: str) -> None:

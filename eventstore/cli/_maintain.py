@@ -45,6 +45,7 @@ from ._common import (
     run,
     sqlite_path,
 )
+from ._heads import check_heads, read_heads
 from ._log_check import LogCheck
 from ._progress import LARGE, progress
 from ._traces import check_otlp_options, parse_since, send_otlp, write_otlp
@@ -270,6 +271,10 @@ def verify(
     app: AppOption = None,
     user: UserOption = None,
     json: JsonOption = False,
+    expect_heads: Annotated[Path | None, typer.Option(
+        "--expect-heads", metavar="FILE", help="Also report each session whose head moved "
+        "back: a head recorded in FILE (JSON Lines from evs heads, or the application's own "
+        "record) that the log no longer holds (head_moved_back).")] = None,
 ) -> None:
     """Check the integrity of one session or all: seq gaps, duplicate ids, orphan or repeated
     responses, confirmations that do not match their call, undecodable rows, stale or edited
@@ -282,33 +287,41 @@ def verify(
     Exits with status 3 when anything is wrong (1 when the check itself cannot run)."""
 
     async def main() -> tuple[int, list[Finding]]:
+        expected = None if expect_heads is None else read_heads(expect_heads)
         async with await open_existing(db, read_only=True) as store:
-            if session_id is not None:
-                size = await store.version(session_id, app_name=app, user_id=user)
-                with progress(f"Verifying {size} events", total=None, size=size):
-                    return 1, await verify_session(store, session_id, app_name=app,
-                                                   user_id=user)
-            findings: list[Finding] = []
-            checked: set[str] = set()
-            users: set[tuple[str, str]] = set()
-            after: str | None = None
-            streams = await StreamCheck.read(store.backend, None)
-            with progress("Verifying sessions", total=None, size=LARGE) as tracker:
-                while True:
-                    page = await store.list_sessions(after=after, limit=500)
-                    for info in page.sessions:
-                        where = {"app_name": info.app_name, "user_id": info.user_id}
-                        findings += await verify_session(store, info.id, streams, **where,
-                                                         users_checked=users)
-                        checked.add(await store.session_key(info.id, **where))
-                        tracker.advance()
-                    if page.next_cursor is None:
-                        findings += streams.streams(signing_key=store.backend.signing_key,
-                                                    checked_sessions=checked)
-                        findings += await shared_snapshot_findings(store.backend, streams)
-                        findings += await app_position_findings(store.backend)
-                        return len(checked), findings
-                    after = page.next_cursor
+            count, findings = await verify_all(store)
+            if expected is not None:
+                mine = [h for h in expected if session_id is None or h.session_id == session_id]
+                findings += await check_heads(store, mine)
+            return count, findings
+
+    async def verify_all(store: EventStore) -> tuple[int, list[Finding]]:
+        if session_id is not None:
+            size = await store.version(session_id, app_name=app, user_id=user)
+            with progress(f"Verifying {size} events", total=None, size=size):
+                return 1, await verify_session(store, session_id, app_name=app,
+                                               user_id=user)
+        findings: list[Finding] = []
+        checked: set[str] = set()
+        users: set[tuple[str, str]] = set()
+        after: str | None = None
+        streams = await StreamCheck.read(store.backend, None)
+        with progress("Verifying sessions", total=None, size=LARGE) as tracker:
+            while True:
+                page = await store.list_sessions(after=after, limit=500)
+                for info in page.sessions:
+                    where = {"app_name": info.app_name, "user_id": info.user_id}
+                    findings += await verify_session(store, info.id, streams, **where,
+                                                     users_checked=users)
+                    checked.add(await store.session_key(info.id, **where))
+                    tracker.advance()
+                if page.next_cursor is None:
+                    findings += streams.streams(signing_key=store.backend.signing_key,
+                                                checked_sessions=checked)
+                    findings += await shared_snapshot_findings(store.backend, streams)
+                    findings += await app_position_findings(store.backend)
+                    return len(checked), findings
+                after = page.next_cursor
 
     checked, findings = run(main())
     if json:

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from eventstore._open import DEFAULT_URL, resolve_url
 from eventstore._schema import described_by_models, metadata
+from eventstore._urls import sqlalchemy_url
 
 config = context.config
 
@@ -92,7 +93,8 @@ def _transactional_sqlite_ddl(engine: AsyncEngine) -> None:
 
 
 async def _run_online(url: str) -> None:
-    engine = create_async_engine(url, poolclass=pool.NullPool)
+    # Several hosts (h1:5432,h2:5433) in SQLAlchemy's own spelling: its URL parser knows one.
+    engine = create_async_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
     if engine.dialect.name == "sqlite":
         _transactional_sqlite_ddl(engine)
     try:

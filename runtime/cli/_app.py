@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from eventstore.cli import app as store_app
-from eventstore.cli._app import TopJsonOption, VersionOption, top_options
+from eventstore.cli._app import ReadDbOption, TopJsonOption, VersionOption, top_options
 from eventstore.cli._common import Command
 
 from ._answer import confirm, rerun, respond
@@ -52,6 +52,7 @@ app.add_typer(store_app)
 
 
 @app.callback(invoke_without_command=True)
-def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False) -> None:
+def _main(ctx: typer.Context, version: VersionOption = False, json: TopJsonOption = False,
+          read_db: ReadDbOption = None) -> None:
     """Inspect, answer and maintain an agent-eventstore database."""
-    top_options(ctx, version=version, json=json)
+    top_options(ctx, version=version, json=json, read_db=read_db)

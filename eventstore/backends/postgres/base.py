@@ -25,6 +25,11 @@
   serialize every append's commit), coalesced under load; callers always re-read from their
   cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
   but loses nothing.
+- **Several servers.** The URL may name several hosts (``h1:5432,h2:5432/db?
+  target_session_attrs=read-write``): each new connection lands on the primary, so the store
+  follows a failover by itself. ``read_urls`` send the reads that may be stale to hot standbys
+  (``replicas``); every connection carries TCP keepalives (``keepalive``), so an append in
+  flight fails (retryably) within ``SILENCE_TIMEOUT`` when the primary's machine vanishes.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
@@ -50,6 +55,7 @@ from eventstore._exceptions import (
 from eventstore._fork import ForkLink, ForkPlan
 from eventstore._migrate import check_revision, head_revision, unversioned_message, upgrade
 from eventstore._retention import RetentionPolicy
+from eventstore._urls import redact_url
 from eventstore.backends.protocol import (
     ArtifactRecord,
     EventRow,
@@ -105,9 +111,11 @@ from .append import (
     lock_shared,
 )
 from .group import AppendGroups
+from .keepalive import SILENCE_TIMEOUT, bound_silence
 from .notify import CHANNEL, Notices
+from .replicas import ReadRoute
 
-__all__ = ["CHANNEL", "POLL_INTERVAL", "PostgresBackend"]
+__all__ = ["CHANNEL", "POLL_INTERVAL", "SILENCE_TIMEOUT", "PostgresBackend"]
 
 T = TypeVar("T")
 
@@ -145,15 +153,6 @@ append waits for a server that does not answer."""
 
 def _dsn(url: str) -> str:
     return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-def _redact(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.split("@", 1)[-1]
 
 
 def _translate(exc: BaseException, *, url: str, what: str, session_id: str | None) -> Exception:
@@ -221,8 +220,10 @@ class PostgresBackend:
     Open it with ``PostgresBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
 
-    def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None) -> None:
-        self.url = _redact(url)
+    def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None,
+                 reads: ReadRoute | None = None) -> None:
+        self.url = redact_url(url)
+        self._reads = reads
         self.signing_key = signing_key
         self._dsn = _dsn(url)
         self._pool = pool
@@ -240,9 +241,12 @@ class PostgresBackend:
     @classmethod
     async def open(
         cls, url: str, *, auto_upgrade: bool = False, max_connections: int = 10,
-        signing_key: bytes | None = None,
+        signing_key: bytes | None = None, read_urls: Sequence[str] = (),
     ) -> PostgresBackend:
         """Connect to the database ``url`` names (``postgresql+asyncpg://…``).
+
+        ``read_urls`` name hot standbys of it: the reads that may be stale go there
+        (``replicas``: which, read-your-writes, failing back to the primary).
 
         ``signing_key`` signs every appended event (keyed mode, see ``eventstore._chain``);
         keyed appends take the multi-statement path (the signature needs the chain hash,
@@ -251,7 +255,7 @@ class PostgresBackend:
         Raises SchemaOutdatedError (with the upgrade command) when its schema is behind head,
         unless ``auto_upgrade`` (then it is upgraded first), StorageError when unreachable.
         """
-        shown = _redact(url)
+        shown = redact_url(url)
         current = await cls._revision(url, shown)
         if current != head_revision() and auto_upgrade:
             try:
@@ -267,14 +271,23 @@ class PostgresBackend:
                 _dsn(url), min_size=1, max_size=max_connections, reset=_keep_session,
                 # A new connection (the pool's first, or one replacing a broken one) gives up
                 # after this long: an append during an outage fails within it, retryably.
-                timeout=CONNECT_TIMEOUT,
+                timeout=CONNECT_TIMEOUT, init=bound_silence,
                 # evs_append runs as its own transaction and must see, after the session's
                 # lock, what the lock's previous holder committed, whatever the server default.
                 server_settings={"default_transaction_isolation": "read committed"},
             )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
-        return cls(url, pool, signing_key=signing_key)
+        reads = None
+        if read_urls:
+            async def connect(read_url: str) -> Any:
+                # No connection until the first read: a standby down at open costs nothing.
+                return await asyncpg.create_pool(
+                    _dsn(read_url), min_size=0, max_size=max_connections,
+                    reset=_keep_session, timeout=CONNECT_TIMEOUT, init=bound_silence)
+
+            reads = ReadRoute(read_urls, connect)
+        return cls(url, pool, signing_key=signing_key, reads=reads)
 
     @staticmethod
     async def _revision(url: str, shown: str) -> str | None:
@@ -315,14 +328,16 @@ class PostgresBackend:
         what: str,
         session_id: str | None = None,
         write: bool = False,
+        pool: Any = None,
     ) -> T:
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        retries = self._pool.get_max_size()  # every pooled connection may be dead
+        pool = self._pool if pool is None else pool
+        retries = pool.get_max_size()  # every pooled connection may be dead
         for attempt in range(retries + 1):
             try:
-                async with self._pool.acquire() as conn:
+                async with pool.acquire() as conn:
                     try:
                         if not write:
                             return await fn(conn)
@@ -339,6 +354,28 @@ class PostgresBackend:
                     continue
                 raise _translate(exc, url=self.url, what=what, session_id=session_id) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _read(
+        self, fn: Callable[[Any], Awaitable[T]], *, what: str, session_id: str | None = None,
+    ) -> T:
+        """``_run`` for a read that may be stale: on a standby when there are any, unless
+        this store wrote ``session_id`` just now; on the primary when the standby fails."""
+        route = self._reads
+        picked = None if route is None or route.primary_only(session_id) else await route.pool()
+        if picked is None:
+            return await self._run(fn, what=what)
+        assert route is not None
+        index, pool = picked
+        try:
+            return await self._run(fn, what=what, pool=pool)
+        except StorageError:
+            route.failed(index)
+            return await self._run(fn, what=what)
+
+    def _wrote(self, *session_ids: str) -> None:
+        if self._reads is not None:
+            for session_id in session_ids:
+                self._reads.wrote(session_id)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -378,8 +415,10 @@ class PostgresBackend:
                     created_at=artifact.created_at, signing_key=self.signing_key))
             return str(sid)
 
-        return await self._run(job, what=f"create session {given!r}", session_id=given,
-                               write=True)
+        created = await self._run(job, what=f"create session {given!r}", session_id=given,
+                                  write=True)
+        self._wrote(given, created)
+        return created
 
     async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
         given = record.id
@@ -429,13 +468,17 @@ class PostgresBackend:
                         conn, dataclasses.replace(page.copy_of, session_id=str(sid)),
                         self.signing_key)
 
-        return await self._run(job, what=f"import session {given!r}", session_id=given,
-                               write=True)
+        imported_as = await self._run(job, what=f"import session {given!r}",
+                                      session_id=given, write=True)
+        self._wrote(given, imported_as)
+        return imported_as
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
-        return await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                               what=f"fork session {plan.origin_session_id!r}",
-                               session_id=record.id, write=True)
+        forked = await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
+                                 what=f"fork session {plan.origin_session_id!r}",
+                                 session_id=record.id, write=True)
+        self._wrote(record.id, forked)
+        return forked
 
     async def fork_links(self, session_id: str) -> list[ForkLink]:
         return await self._run(lambda conn: forks.links(conn, session_id),
@@ -458,7 +501,8 @@ class PostgresBackend:
             row = await conn.fetchrow(f"{_SESSION_SQL} WHERE s.session_id = $1", session_id)
             return None if row is None else session_record(row)
 
-        return await self._run(job, what=f"read session {session_id!r}")
+        return await self._read(job, what=f"read session {session_id!r}",
+                                session_id=session_id)
 
     async def find_sessions(
         self, given_id: str, *, app_name: str | None, user_id: str | None
@@ -484,7 +528,7 @@ class PostgresBackend:
         async def job(conn: Any) -> list[SessionRecord]:
             return [session_record(row) for row in await conn.fetch(sql, *params)]
 
-        return await self._run(job, what="list sessions")
+        return await self._read(job, what="list sessions")
 
     async def delete_session(self, session_id: str, *, expected_version: int | None = None
                              ) -> bool:
@@ -520,6 +564,7 @@ class PostgresBackend:
             return True
 
         deleted = await self._run(job, what=f"delete session {session_id!r}", write=True)
+        self._wrote(session_id)
         self._wakeups.wake(session_id)
         return deleted
 
@@ -533,6 +578,7 @@ class PostgresBackend:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
+                self._wrote(session_id)
                 self._announce(session_id)
                 return fast
 
@@ -542,6 +588,7 @@ class PostgresBackend:
 
         stored = await self._run(job, what=f"append to session {session_id!r}",
                                  session_id=session_id, write=True)
+        self._wrote(session_id)
         self._announce(session_id)
         return stored
 
@@ -615,7 +662,8 @@ class PostgresBackend:
             rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
             return build(session_id, rows)
 
-        return await self._run(job, what=f"read session {session_id!r}")
+        return await self._read(job, what=f"read session {session_id!r}",
+                                session_id=session_id)
 
     async def read_scope(
         self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
@@ -756,7 +804,7 @@ class PostgresBackend:
     async def search_memory(
         self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
     ) -> list[MemoryRow]:
-        return await self._run(
+        return await self._read(
             lambda conn: memory.search(conn, app_name=app_name, user_id=user_id, terms=terms,
                                        limit=limit),
             what="search memory",
@@ -798,23 +846,23 @@ class PostgresBackend:
         self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
-        return await self._run(
+        return await self._read(
             lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
                                             newest=newest, owner=owner),
-            what=f"read session {session_id!r}",
+            what=f"read session {session_id!r}", session_id=session_id,
         )
 
     async def list_sessions_by_update(
         self, *, app_name: str, user_id: str | None
     ) -> list[SessionRecord]:
-        return await self._run(lambda conn: queries.list_by_update(conn, app_name, user_id),
-                               what="list sessions")
+        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
+                                what="list sessions")
 
     async def list_sessions_newest(
         self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
         updated_since: float | None, before: tuple[float, str] | None, limit: int,
     ) -> list[SessionRecord]:
-        return await self._run(
+        return await self._read(
             lambda conn: queries.list_newest(
                 conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
                 updated_since=updated_since, before=before, limit=limit),
@@ -877,7 +925,8 @@ class PostgresBackend:
             # Listening before the version is read, so no notification is missed.
             self._check_loop()
             await self._notices.listen()
-            return await self._run(version, what=f"read session {session_id!r}")
+            return await self._read(version, what=f"read session {session_id!r}",
+                                    session_id=session_id)
 
         await self._wakeups.wait(
             session_id, after=after, max_wait=max_wait, read_version=read_version
@@ -895,11 +944,18 @@ class PostgresBackend:
         if asyncio.get_running_loop() is not self._loop:
             # Its connections cannot be closed politely from here: drop them.
             self._pool.terminate()
+            for replica in [] if self._reads is None else self._reads.pools():
+                replica.terminate()
             self._wakeups.close()
             return
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
         await self._notices.close()
+        for replica in [] if self._reads is None else self._reads.pools():
+            try:
+                await asyncio.wait_for(replica.close(), 10)
+            except (TimeoutError, *_DRIVER_ERRORS):
+                replica.terminate()
         try:
             await asyncio.wait_for(self._pool.close(), 10)
         except (TimeoutError, *_DRIVER_ERRORS):

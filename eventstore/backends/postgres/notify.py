@@ -17,6 +17,8 @@ import asyncpg
 
 from eventstore.backends.sql import Wakeups
 
+from .keepalive import bound_silence
+
 __all__ = ["CHANNEL", "NOTIFY_BUSY_DELAY", "NOTIFY_DELAY", "Notices"]
 
 CHANNEL: Final = "evs_events"
@@ -65,6 +67,9 @@ class Notices:
                 return
             try:
                 conn = await asyncpg.connect(self._dsn, timeout=10)
+                # A listener on a vanished machine would wait silently for ever: tails would
+                # fall back to polling without knowing. Keepalives break it within the bound.
+                await bound_silence(conn)
                 await conn.add_listener(CHANNEL, self._on_notify)
             except self._errors:
                 self._listener = None
