@@ -263,15 +263,10 @@ class PostgresBackend(SQLBackendBase):
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(
-        self,
-        record: SessionRecord,
-        initial: Sequence[NewEvent],
-        artifacts: Sequence[NewArtifact] = (),
-        imported: Sequence[ImportedLink] = (),
-    ) -> str:
+    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
+                              artifacts: Sequence[NewArtifact],
+                              imported: Sequence[ImportedLink]) -> str:
         given = record.id
-        check_batch_ids(given, initial)
 
         async def job(conn: Any) -> str:
             sid = await queries.free_key(conn, record.session_id)
@@ -392,11 +387,9 @@ class PostgresBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        check_batch_ids(session_id, events)
+    async def _append(self, session_id: str, events: Sequence[NewEvent],
+                      expected_version: int | None,
+                      owner: tuple[str, str] | None) -> list[StoredEvent]:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
@@ -482,19 +475,9 @@ class PostgresBackend(SQLBackendBase):
 
     # -- artifacts -----------------------------------------------------------------------------
 
-    async def save_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None,
-        filename: str,
-        mime_type: str,
-        data: bytes,
-        created_at: float,
-        metadata: bytes | None = None,
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _save_artifact(self, key: tuple[str, str, str, str], *, mime_type: str,
+                             data: bytes, created_at: float, metadata: bytes | None) -> int:
+        filename = key[3]
 
         async def job(conn: Any) -> int:
             await conn.execute(
@@ -508,10 +491,8 @@ class PostgresBackend(SQLBackendBase):
 
     # -- memory (see memory_index) -----------------------------------------------------------
 
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _delete_artifact(self, key: tuple[str, str, str, str]) -> int:
+        filename = key[3]
 
         async def job(conn: Any) -> int:
             await conn.execute(

@@ -1,9 +1,10 @@
 """The PostgreSQL backend's cold-path reads: coroutines of an asyncpg connection.
 
-What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
-many sessions in one query each (so that listing sessions with their state costs a fixed number
-of queries, not one per session).
+Where PostgreSQL's SQL differs from SQLite's (the statements both write alike are the shared
+base's, ``backends/sql/base.py``): a session's key, events bounded by timestamp, and the
+snapshots, head states and event tails of many sessions in one query each (array parameters:
+``ANY``, ``unnest``; ``DISTINCT ON`` for the newest snapshot); and the free key a new session
+gets, under a transaction-scoped lock.
 """
 
 from __future__ import annotations

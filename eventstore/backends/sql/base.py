@@ -31,11 +31,14 @@ from ..protocol import (
     HeadState,
     ImportedLink,
     MemoryRow,
+    NewArtifact,
+    NewEvent,
     ScopeEntry,
     ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
+    check_batch_ids,
 )
 from .rows import (
     APP_POSITIONS_SQL,
@@ -157,6 +160,27 @@ class SQLBackendBase(ABC):
         session's head, so a backend that keeps heads need not drop them)."""
 
     @abstractmethod
+    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
+                              artifacts: Sequence[NewArtifact],
+                              imported: Sequence[ImportedLink]) -> str:
+        """``create_session`` once the batch's ids are checked."""
+
+    @abstractmethod
+    async def _append(self, session_id: str, events: Sequence[NewEvent],
+                      expected_version: int | None,
+                      owner: tuple[str, str] | None) -> list[StoredEvent]:
+        """``append`` once the batch's ids are checked."""
+
+    @abstractmethod
+    async def _save_artifact(self, key: tuple[str, str, str, str], *, mime_type: str,
+                             data: bytes, created_at: float, metadata: bytes | None) -> int:
+        """``save_artifact`` of the version under ``key`` (app, user, scope, filename)."""
+
+    @abstractmethod
+    async def _delete_artifact(self, key: tuple[str, str, str, str]) -> int:
+        """``delete_artifact`` of every version under ``key`` (app, user, scope, filename)."""
+
+    @abstractmethod
     async def _fetch(self, sql: str, params: Sequence[Any], *, what: str) -> list[Any]:
         """The rows of one read statement (``?`` placeholders) with ``params``."""
 
@@ -176,6 +200,44 @@ class SQLBackendBase(ABC):
         """One range read of the session's events (plain rows or envelopes, oldest or newest
         first) built by ``build``; SessionNotFoundError for a missing session (or one not
         ``owner``'s)."""
+
+    async def create_session(
+        self,
+        record: SessionRecord,
+        initial: Sequence[NewEvent],
+        artifacts: Sequence[NewArtifact] = (),
+        imported: Sequence[ImportedLink] = (),
+    ) -> str:
+        check_batch_ids(record.id, initial)
+        return await self._create_session(record, initial, artifacts, imported)
+
+    async def append(
+        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
+        owner: tuple[str, str] | None = None,
+    ) -> list[StoredEvent]:
+        check_batch_ids(session_id, events)
+        return await self._append(session_id, events, expected_version, owner)
+
+    async def save_artifact(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        created_at: float,
+        metadata: bytes | None = None,
+    ) -> int:
+        return await self._save_artifact((app_name, user_id, scope(session_id), filename),
+                                         mime_type=mime_type, data=data,
+                                         created_at=created_at, metadata=metadata)
+
+    async def delete_artifact(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
+    ) -> int:
+        return await self._delete_artifact((app_name, user_id, scope(session_id), filename))
 
     async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
         return await self._write_job(

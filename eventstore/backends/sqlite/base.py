@@ -338,15 +338,10 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(
-        self,
-        record: SessionRecord,
-        initial: Sequence[NewEvent],
-        artifacts: Sequence[NewArtifact] = (),
-        imported: Sequence[ImportedLink] = (),
-    ) -> str:
+    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
+                              artifacts: Sequence[NewArtifact],
+                              imported: Sequence[ImportedLink]) -> str:
         given = record.id
-        check_batch_ids(given, initial)
 
         def job(conn: sqlite3.Connection) -> str:
             if not initial and not artifacts and not imported:
@@ -446,12 +441,9 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        check_batch_ids(session_id, events)
-
+    async def _append(self, session_id: str, events: Sequence[NewEvent],
+                      expected_version: int | None,
+                      owner: tuple[str, str] | None) -> list[StoredEvent]:
         request = AppendRequest(session_id, events, expected_version, self.signing_key, owner)
 
         heads = self._heads
@@ -526,19 +518,9 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- artifacts -----------------------------------------------------------------------------
 
-    async def save_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None,
-        filename: str,
-        mime_type: str,
-        data: bytes,
-        created_at: float,
-        metadata: bytes | None = None,
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _save_artifact(self, key: tuple[str, str, str, str], *, mime_type: str,
+                             data: bytes, created_at: float, metadata: bytes | None) -> int:
+        filename = key[3]
         return await self._grouped(
             lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                             created_at=created_at, metadata=metadata,
@@ -548,10 +530,8 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- memory (see memory_index) -------------------------------------------------------------
 
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _delete_artifact(self, key: tuple[str, str, str, str]) -> int:
+        filename = key[3]
         return await self._write(lambda conn: artifacts_sql.delete(conn, key),
                                  what=f"delete artifact {filename!r}")
 

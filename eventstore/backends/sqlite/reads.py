@@ -1,9 +1,10 @@
 """The SQLite backend's cold-path reads: plain functions of a connection, run on a driver thread.
 
-What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
-many sessions in one read each (so that listing sessions with their state costs a fixed number
-of queries, not one per session).
+Where SQLite's SQL differs from PostgreSQL's (the statements both write alike are the shared
+base's, ``backends/sql/base.py``): events bounded by timestamp, and the snapshots, head states
+and event tails of many sessions, read a chunk of ``_CHUNK`` ids per statement (SQLite has no
+array parameters) so that listing sessions with their state costs a fixed number of statements
+per chunk, not one per session; and the free key a new session gets.
 """
 
 from __future__ import annotations
