@@ -31,7 +31,13 @@ The rules:
    framework's door changes without touching another's;
 6. each framework is one package under ``eventstore.integrations`` (no flat family of prefixed
    modules beside it): the only plain modules there are the shared rooms (``_*``) and the import
-   paths of earlier releases kept as aliases of one package (``COMPAT_ALIASES``).
+   paths of earlier releases kept as aliases of one package (``COMPAT_ALIASES``);
+7. the shared base (``eventstore.backends.sql``) is the only thing both SQL backends import from
+   each other's level: a module of ``eventstore.backends.sqlite`` or ``…postgres`` imports, of
+   ``eventstore.backends``, only its own package, the shared base and the backend contract
+   (``protocol`` with its ``records`` and ``rules``), never the other backend nor the memory
+   backend; the shared base imports only itself and the contract (it finds a backend's rooms
+   by name in that backend's own package); and both packages have every room the base names.
 """
 
 from __future__ import annotations
@@ -55,6 +61,11 @@ COMPAT_ALIASES = {"eventstore.integrations.adk_memory": "eventstore.integrations
 """Old import paths kept as modules that re-export one framework package's names."""
 INTEGRATION_EXCEPTIONS = {"eventstore._gcpause"}
 """Private eventstore modules an integration may import (see the module docstring)."""
+SQL_BACKENDS = ("eventstore.backends.sqlite", "eventstore.backends.postgres")
+SHARED_BASE = "eventstore.backends.sql"
+CONTRACT = ("eventstore.backends.protocol", "eventstore.backends.records",
+            "eventstore.backends.rules")
+"""What every backend implements and judges by (rule 7)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -305,3 +316,30 @@ def test_import_layout_each_framework_is_a_package() -> None:
         assert MODULES[package].is_package, package
         assert {t for t in _graph("anywhere")[alias] if _within(t, "eventstore")} <= {
             t for t in MODULES if _within(t, package)}, alias
+
+
+def test_import_layout_sql_backends_share_only_the_base() -> None:
+    graph = _graph("anywhere")
+    judged = [name for name in MODULES
+              if _within(name, SHARED_BASE) or any(_within(name, p) for p in SQL_BACKENDS)]
+    assert len(judged) > 20, judged
+    crossings = []
+    for name in judged:
+        own = next((p for p in SQL_BACKENDS if _within(name, p)), SHARED_BASE)
+        for target in graph[name]:
+            if not _within(target, BACKENDS) or target == BACKENDS:
+                continue
+            if _within(target, own) or _within(target, SHARED_BASE) or target in CONTRACT:
+                continue
+            crossings.append(f"{name} imports {target}")
+    assert crossings == [], (
+        "an SQL backend shares code with the other only through the shared base: "
+        + ", ".join(sorted(crossings))
+    )
+    rooms = ast.literal_eval(next(
+        node.value for node in ast.parse((ROOT / "eventstore/backends/sql/base.py").read_text())
+        .body if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "_ROOMS" for t in node.targets)))
+    missing = sorted(f"{package}.{room}" for package in SQL_BACKENDS
+                     for room in rooms.values() if f"{package}.{room}" not in MODULES)
+    assert missing == []

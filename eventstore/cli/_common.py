@@ -46,6 +46,7 @@ __all__ = [
     "DbOption",
     "JsonOption",
     "Paged",
+    "SessionArg",
     "UserOption",
     "address_flags",
     "console",
@@ -119,6 +120,8 @@ AppOption = Annotated[str | None, typer.Option(
 UserOption = Annotated[str | None, typer.Option(
     "--user", metavar="USER", help="The session's user (needed when several apps or users "
     "have a session with this id).")]
+SessionArg = Annotated[str, typer.Argument(help="Session id.", show_default=False,
+                                           metavar="SESSION_ID")]
 
 T = TypeVar("T")
 

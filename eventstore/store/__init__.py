@@ -1,4 +1,6 @@
-"""The store façade: ``EventStore`` (``facade``) and its mixins for mapping reads
-(``reads``), artifacts (``artifacts``) and forks (``fork``). It checks arguments,
-encodes events for the backend and knows no SQL. Public through ``eventstore``.
+"""The store façade: ``EventStore`` (assembled in ``facade``) and the rooms it mixes in —
+``addressing`` (lifecycle, event loop, which key a session is stored under), ``sessions``,
+``appends`` (encoding, append, compaction), ``reads`` (events and mappings), ``state`` (state
+and session caches), ``artifacts``, ``fork`` and ``retention``. It checks arguments, encodes
+events for the backend and knows no SQL. Public through ``eventstore``.
 """

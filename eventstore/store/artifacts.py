@@ -23,10 +23,10 @@ from eventstore._exceptions import ArtifactNotFoundError, InvalidEventError, Sto
 from eventstore._state import USER_PREFIX
 from eventstore.backends.protocol import (
     ArtifactRecord,
-    Backend,
-    SessionRecord,
     check_served_artifact,
 )
+
+from .addressing import StoreBase
 
 __all__ = ["Artifact", "ArtifactMethods", "ArtifactVersion"]
 
@@ -90,19 +90,8 @@ def _encode_metadata(metadata: Mapping[str, Any] | None) -> bytes | None:
         raise StoreUsageError(f"Artifact metadata must hold JSON values only: {exc}.") from exc
 
 
-class ArtifactMethods:
+class ArtifactMethods(StoreBase):
     """Mixed into EventStore: the artifact half of its public API."""
-
-    def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    def _writable_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    async def _record(  # pragma: no cover - EventStore defines it
-        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
-    ) -> SessionRecord:
-        raise NotImplementedError
 
     async def _artifact_scope(
         self,

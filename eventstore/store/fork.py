@@ -14,8 +14,10 @@ from eventstore._args import check_int, check_str
 from eventstore._exceptions import ForkPointError, SessionExistsError
 from eventstore._fork import ForkLink, ForkPlan, SessionForks, StepScan, artifact_versions
 from eventstore._session import Session
-from eventstore._statefold import StateFolder, decode_all, in_seq_order
+from eventstore._statefold import decode_all, in_seq_order
 from eventstore.backends.protocol import Backend, SessionRecord
+
+from .addressing import StoreBase
 
 __all__ = ["ForkMethods"]
 
@@ -38,21 +40,8 @@ def _nearest(before: int | None, after: int | None) -> str:
     )
 
 
-class ForkMethods:
+class ForkMethods(StoreBase):
     """Mixed into EventStore: forking sessions and reading fork links."""
-
-    _folder: StateFolder
-
-    def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    def _writable_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    async def _record(  # pragma: no cover - EventStore defines it
-        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
-    ) -> SessionRecord:
-        raise NotImplementedError
 
     async def fork(
         self,

@@ -1,37 +1,187 @@
-"""The store façade's mapping reads: events as plain JSON mappings, or converted as decoded.
+"""The store's reads: events (``EventReads``: pages, backward scans, the live tail, the
+signature check) and events as plain JSON mappings, or converted as decoded (``MappingReads``).
 
-For readers that build objects of their own from events (framework adapters) or need a field or
-two of many events: no ``Event`` is built. Rows of the current schema version are read as plain
-rows (no envelope object per row); a log holding older rows is read again as envelopes, which
-upcast. Knows no SQL.
+Mapping reads are for readers that build objects of their own from events (framework
+adapters) or need a field or two of many events: no ``Event`` is built. Rows of the current
+schema version are read as plain rows (no envelope object per row); a log holding older rows is
+read again as envelopes, which upcast. Knows no SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
-from eventstore._args import check_bool, check_lookup, check_number, check_seq_bound
-from eventstore._exceptions import StoreUsageError
-from eventstore._statefold import decode_mappings, decode_row_mappings, in_seq_order
+from eventstore._args import check_bool, check_int, check_lookup, check_number, check_seq_bound
+from eventstore._chain_check import SignatureProblem, signature_problems
+from eventstore._events import Event
+from eventstore._exceptions import SessionNotFoundError, StoreUsageError
+from eventstore._statefold import decode_all, decode_mappings, decode_row_mappings, in_seq_order
 from eventstore.backends.protocol import Backend
 
-__all__ = ["MappingReads"]
+from .addressing import StoreBase
+
+__all__ = ["EventReads", "MappingReads"]
 
 T = TypeVar("T")
 
 
-class MappingReads:
+class EventReads(StoreBase):
+    """Mixed into EventStore: ``read``, ``iter_backwards``, ``subscribe``, ``version`` and
+    ``untrusted``."""
+
+    async def read(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> list[Event]:
+        """Return events with ``after < seq <= upto``, oldest first, or newest first when
+        ``backwards`` — at most ``limit`` of them, read in one page."""
+        self._open_backend()
+
+        async def page(key: str, owner: tuple[str, str]) -> list[Event]:
+            return await self._read_key(key, after=after, upto=upto, backwards=backwards,
+                                        limit=limit, owner=owner)
+
+        return await self._keyed(check_lookup(session_id), app_name, user_id, page)
+
+    async def _read_key(
+        self,
+        key: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+        owner: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        """``read`` of the session stored under ``key`` (``owner``'s: see ``Backend.read``)."""
+        backend = self._open_backend()
+        after = check_seq_bound(after, "after")
+        upto = check_seq_bound(upto, "upto")
+        backwards = check_bool(backwards, "backwards")
+        rows = await backend.read(key, after=after, upto=upto, backwards=backwards,
+                                  limit=check_seq_bound(limit, "limit", minimum=0), owner=owner)
+        return decode_all(in_seq_order(key, rows, after=after, upto=upto, backwards=backwards))
+
+    async def iter_backwards(
+        self,
+        session_id: str,
+        *,
+        upto: int | None = None,
+        page_size: int = 8,
+        max_page_size: int = 512,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Yield events newest first, reading pages lazily, so a scan can stop early.
+
+        Pages start at ``page_size`` events and double up to ``max_page_size``: a scan that stops
+        after a few events reads (and decodes) only a few, a long one needs few round trips.
+        """
+        check_int(page_size, "page_size", minimum=1)
+        check_int(max_page_size, "max_page_size", minimum=page_size)
+        cursor = check_seq_bound(upto, "upto")
+        size = page_size
+        while True:
+            page = await self.read(session_id, upto=cursor, backwards=True, limit=size,
+                                   app_name=app_name, user_id=user_id)
+            for event in page:
+                yield event
+            if len(page) < size:
+                return
+            cursor = page[-1].seq - 1 if page[-1].seq is not None else 0
+            if cursor <= 0:
+                return
+            size = min(size * 2, max_page_size)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the store signs the events it appends (``open_store(signing_key=…)``)."""
+        return self._backend.signing_key is not None
+
+    async def untrusted(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        upto: int | None = None,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> dict[int, SignatureProblem]:
+        """Return ``seq -> problem`` for the events with ``after < seq <= upto`` whose
+        signature under the store's key is missing (``unsigned``) or wrong
+        (``bad_signature``): events someone wrote behind the store's back, or before it was
+        keyed. The runner executes nothing from them. An unkeyed store returns ``{}`` without
+        reading. Raises SessionNotFoundError."""
+        backend = self._open_backend()
+        key = backend.signing_key
+        if key is None:
+            return {}
+        low, high = check_seq_bound(after, "after"), check_seq_bound(upto, "upto")
+
+        async def check(sid: str, owner: tuple[str, str]) -> dict[int, SignatureProblem]:
+            rows = await backend.read(sid, after=low, upto=high, backwards=False, limit=None,
+                                      owner=owner)
+            return signature_problems(sid, rows, key)
+
+        return await self._keyed(check_lookup(session_id), app_name, user_id, check)
+
+    async def version(
+        self, session_id: str, *, app_name: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Return the session's version: the ``seq`` of its newest event (0 when empty)."""
+        return (await self._record(session_id, app_name=app_name, user_id=user_id)).version
+
+    async def subscribe(
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        poll_interval: float = 1.0,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Yield the session's events after ``after`` and then new ones as they are appended.
+
+        Never skips or repeats an event: it re-reads from its cursor after every wake-up (a
+        notification or ``poll_interval`` seconds). Ends when the session is deleted (even
+        when another session of another user is given its key then). Raises
+        SessionNotFoundError when there is no such session to start with.
+        """
+        cursor = check_seq_bound(after, "after") or 0
+        check_number(poll_interval, "poll_interval")
+
+        async def first(key: str, owner: tuple[str, str]
+                        ) -> tuple[str, tuple[str, str], list[Event]]:
+            return key, owner, await self._read_key(key, after=cursor, limit=500, owner=owner)
+
+        key, owner, page = await self._keyed(check_lookup(session_id), app_name, user_id, first)
+        while True:
+            for event in page:
+                yield event
+                cursor = event.seq if event.seq is not None else cursor
+            if len(page) < 500:
+                try:
+                    await self._open_backend().wait_for_events(
+                        key, after=cursor, max_wait=poll_interval
+                    )
+                except SessionNotFoundError:
+                    return  # deleted between the read and the wait
+            try:
+                page = await self._read_key(key, after=cursor, limit=500, owner=owner)
+            except SessionNotFoundError:
+                return
+
+
+class MappingReads(StoreBase):
     """Mixed into EventStore: ``read_mappings`` and ``read_converted``."""
-
-    def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    async def _keyed(  # pragma: no cover - EventStore defines it
-        self, session_id: str, app_name: str | None, user_id: str | None,
-        work: Callable[[str, tuple[str, str]], Awaitable[T]],
-    ) -> T:
-        raise NotImplementedError
 
     async def read_mappings(
         self,

@@ -23,6 +23,8 @@ from eventstore._exceptions import ConcurrencyError, SessionNotFoundError, Store
 from eventstore._retention import PrunedSession, PruneOutcome, PruneReport, RetentionPolicy
 from eventstore.backends.protocol import Backend, SessionRecord
 
+from .addressing import StoreBase
+
 __all__ = ["RetentionMethods"]
 
 _PAGE = 500
@@ -48,14 +50,8 @@ def _directory(archive: object) -> Path | None:
     return Path(os.fspath(archive)).absolute()
 
 
-class RetentionMethods:
+class RetentionMethods(StoreBase):
     """Mixed into EventStore: ``prune``, ``prune_by_policy`` and the retention policies."""
-
-    def _open_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
-
-    def _writable_backend(self) -> Backend:  # pragma: no cover - EventStore defines it
-        raise NotImplementedError
 
     async def prune(
         self,

@@ -179,7 +179,7 @@ async def test_sql_postgres_tail_survives_its_listen_connection_being_killed(
 async def test_sql_postgres_lists_a_page_of_100k_sessions_by_index(
     empty_postgres_url: str, store: EventStore
 ) -> None:
-    from eventstore.backends.postgres.base import _SESSION_SQL
+    from eventstore.backends.sql.base import SESSION_SQL as _SESSION_SQL
 
     await _sql(
         empty_postgres_url,

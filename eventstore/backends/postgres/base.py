@@ -39,34 +39,25 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import asyncpg
 
 from eventstore._exceptions import (
     ConcurrencyError,
     SchemaError,
-    SessionExistsError,
-    SessionNotFoundError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
-from eventstore._fork import ForkLink, ForkPlan
 from eventstore._migrate import check_revision, head_revision, unversioned_message, upgrade
-from eventstore._retention import RetentionPolicy
 from eventstore._urls import redact_url
 from eventstore.backends.protocol import (
-    ArtifactRecord,
-    EventRow,
     HeadState,
     ImportedLink,
     ImportSource,
-    MemoryRow,
     NewArtifact,
     NewEvent,
-    ScopeEntry,
-    ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -74,30 +65,19 @@ from eventstore.backends.protocol import (
     check_batch_ids,
 )
 from eventstore.backends.sql import (
-    APP_POSITIONS_SQL,
     EVENT_COLUMNS,
-    MAX_POSITION,
     NEWEST_ROW_KEY,
     ROW_COLUMNS,
-    SCOPE_COLUMNS,
-    SCOPE_HEAD_COLUMNS,
-    SESSION_COLUMNS,
     Wakeups,
-    event_rows,
     row_key,
     scope,
-    scope_entries,
-    scope_heads,
     seq_bound,
     seq_of_row_key,
-    session_record,
-    shared_scope,
-    stored_events,
 )
+from eventstore.backends.sql.base import SQLBackendBase, numbered
 
 from . import artifacts as artifacts_sql
 from . import fork as forks
-from . import memory_index as memory
 from . import reads as queries
 from . import retention, snapshots
 from .append import (
@@ -113,112 +93,42 @@ from .append import (
 from .group import AppendGroups
 from .keepalive import SILENCE_TIMEOUT, bound_silence
 from .notify import CHANNEL, Notices
+from .open import BROKEN as _BROKEN
+from .open import CONNECT_TIMEOUT, unsent
+from .open import DRIVER_ERRORS as _DRIVER_ERRORS
+from .open import dsn as _dsn
+from .open import keep_session as _keep_session
+from .open import translate as _translate
 from .replicas import ReadRoute
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "SILENCE_TIMEOUT", "PostgresBackend"]
 
+R = TypeVar("R")
 T = TypeVar("T")
 
 POLL_INTERVAL: Final = 1.0
 """Seconds between version polls while waiting (a safety net under LISTEN/NOTIFY)."""
 
-_SESSION_SQL = f"""
-SELECT {SESSION_COLUMNS} FROM evs_sessions s
-LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
-"""
 _READ_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > $1 AND row_key <= $2 "
     "ORDER BY row_key {order} LIMIT $3"
 )
 _ROWS_SQL = _READ_SQL.replace(EVENT_COLUMNS, ROW_COLUMNS, 1)
-_SCOPE_SQL = (
-    "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
-    "ON s.session_id = e.session_id WHERE e.session_id = $1 "
-    "AND (e.app_name <> s.app_name OR e.user_id <> s.user_id) ORDER BY e.seq"
-)
-_STREAM_SQL = (
-    f"SELECT {SCOPE_COLUMNS} FROM evs_scope_entries WHERE app_name = $1 AND user_id = $2 "
-    "AND stream_seq > $3 AND position <= $4 ORDER BY stream_seq"
-)
-_STREAM_HEADS_SQL = (
-    f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
-)
-_SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = _UPPER.lower()
 
 
-CONNECT_TIMEOUT = 10.0
-"""Seconds a connection attempt may take before it fails (retryably): the bound on how long an
-append waits for a server that does not answer."""
-
-
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-def _translate(exc: BaseException, *, url: str, what: str, session_id: str | None) -> Exception:
-    """The one place asyncpg and network errors become the store's errors."""
-    if session_id is not None:
-        if isinstance(exc, asyncpg.UniqueViolationError) and (
-            exc.constraint_name or ""
-        ).startswith(("evs_sessions", "uq_evs_sessions")):
-            return SessionExistsError(session_id)
-        if isinstance(exc, asyncpg.ForeignKeyViolationError):
-            return SessionNotFoundError(session_id)
-    if isinstance(exc, _BROKEN):
-        return StorageError(
-            f"PostgreSQL at {url} is unreachable or the connection broke while trying to "
-            f"{what}: {type(exc).__name__}: {exc}. This is transient: retry (an append retried "
-            "with the same event ids is stored once, whether or not the first attempt "
-            "committed).",
-            retryable=True,
-        )
-    return StorageError(f"PostgreSQL at {url} failed to {what}: {type(exc).__name__}: {exc}")
-
-
-_BROKEN = (
-    OSError,
-    TimeoutError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.InternalClientError,
-    asyncpg.exceptions.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,
-)
-"""Errors that say the connection (not the statement) failed: the server went away, restarts,
-refuses connections for now, or the protocol was left mid-operation by a broken connection
-(``InternalClientError``). A connection that raised one is never used again."""
-
-_DRIVER_ERRORS = (
-    asyncpg.PostgresError, *_BROKEN, OverflowError, ValueError,
-)
-
-
-
-
-def unsent(exc: BaseException) -> bool:
-    """Whether ``exc`` says a statement was refused before being sent because its connection
-    is still consuming an earlier error: a pooled idle connection told by a restarting server
-    that it is being terminated. Nothing of the job reached the server (or it is rolled back
-    with the dead connection), so running it again on another connection is safe: a job is
-    tried once more for each pooled connection (each may be one the restart left dead)."""
-    return isinstance(exc, asyncpg.exceptions.InternalClientError) and str(exc).startswith(
-        "cannot switch to state"
-    )
-"""What asyncpg and the network raise, including OverflowError/ValueError for parameters the
-driver cannot encode."""
-
-
-async def _keep_session(conn: Any) -> None:
-    """The pool's reset: nothing beyond asyncpg's own (it rolls back an open transaction).
-    The store's connections never LISTEN (the listener has its own connection), change
-    settings or take session-level locks, so the default reset query would be a round trip
-    per released connection for nothing."""
-
-
-class PostgresBackend:
+class PostgresBackend(SQLBackendBase):
     """The PostgreSQL backend (see the module docstring for its guarantees).
 
     Open it with ``PostgresBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
+
+    _ID_CONTAINS_SQL = "strpos(translate(s.given_id, ?, ?), translate(?, ?, ?)) > 0"
+
+    @staticmethod
+    def _id_contains_params(text: str) -> list[Any]:
+        return [_UPPER, _LOWER, text, _UPPER, _LOWER]
 
     def __init__(self, url: str, pool: Any, *, signing_key: bytes | None = None,
                  reads: ReadRoute | None = None) -> None:
@@ -377,17 +287,44 @@ class PostgresBackend:
             for session_id in session_ids:
                 self._reads.wrote(session_id)
 
+    # -- the shared base's hooks (``SQLBackendBase``: its jobs are this package's coroutines) -
+
+    async def _read_job(
+        self, job: Callable[[Any], R | Awaitable[R]], *, what: str, stale_ok: bool = False,
+        session_id: str | None = None,
+    ) -> R:
+        """A read; ``stale_ok``: it may go to a standby (``_read``)."""
+        coroutine_job = cast("Callable[[Any], Awaitable[R]]", job)
+        if stale_ok:
+            return await self._read(coroutine_job, what=what, session_id=session_id)
+        return await self._run(coroutine_job, what=what)
+
+    async def _write_job(
+        self, job: Callable[[Any], R | Awaitable[R]], *, what: str,
+        session_id: str | None = None, keeps_heads: bool = False,
+    ) -> R:
+        """A write transaction (``keeps_heads`` means nothing here: no heads are kept)."""
+        result = await self._run(cast("Callable[[Any], Awaitable[R]]", job), what=what,
+                                 session_id=session_id, write=True)
+        if session_id is not None:
+            self._wrote(session_id)
+        return result
+
+    async def _fetch(
+        self, sql: str, params: Sequence[Any], *, what: str, stale_ok: bool = False,
+        session_id: str | None = None,
+    ) -> list[Any]:
+        async def job(conn: Any) -> list[Any]:
+            return list(await conn.fetch(numbered(sql), *params))
+
+        return await self._read_job(job, what=what, stale_ok=stale_ok, session_id=session_id)
+
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(
-        self,
-        record: SessionRecord,
-        initial: Sequence[NewEvent],
-        artifacts: Sequence[NewArtifact] = (),
-        imported: Sequence[ImportedLink] = (),
-    ) -> str:
+    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
+                              artifacts: Sequence[NewArtifact],
+                              imported: Sequence[ImportedLink]) -> str:
         given = record.id
-        check_batch_ids(given, initial)
 
         async def job(conn: Any) -> str:
             sid = await queries.free_key(conn, record.session_id)
@@ -473,63 +410,6 @@ class PostgresBackend:
         self._wrote(given, imported_as)
         return imported_as
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
-        forked = await self._run(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                                 what=f"fork session {plan.origin_session_id!r}",
-                                 session_id=record.id, write=True)
-        self._wrote(record.id, forked)
-        return forked
-
-    async def fork_links(self, session_id: str) -> list[ForkLink]:
-        return await self._run(lambda conn: forks.links(conn, session_id),
-                               what=f"read the fork links of session {session_id!r}")
-
-    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
-        async def job(conn: Any) -> list[tuple[int, str, str]]:
-            return [(r[0], r[1], r[2]) for r in await conn.fetch(_SCOPE_SQL, session_id)]
-
-        return await self._run(job, what=f"read the scope of session {session_id!r}'s events")
-
-    async def has_signed_heads(self) -> bool:
-        async def job(conn: Any) -> bool:
-            return await conn.fetchval(_SIGNED_HEAD_SQL) is not None
-
-        return await self._run(job, what="read whether the database is keyed")
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        async def job(conn: Any) -> SessionRecord | None:
-            row = await conn.fetchrow(f"{_SESSION_SQL} WHERE s.session_id = $1", session_id)
-            return None if row is None else session_record(row)
-
-        return await self._read(job, what=f"read session {session_id!r}",
-                                session_id=session_id)
-
-    async def find_sessions(
-        self, given_id: str, *, app_name: str | None, user_id: str | None
-    ) -> list[SessionRecord]:
-        return await self._run(lambda conn: queries.find(conn, given_id, app_name, user_id),
-                               what=f"find session {given_id!r}")
-
-    async def list_sessions(
-        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
-    ) -> list[SessionRecord]:
-        params: list[Any] = [after or ""]
-        where = ["s.session_id > $1"]
-        if app_name is not None:
-            params.append(app_name)
-            where.append(f"s.app_name = ${len(params)}")
-        if user_id is not None:
-            params.append(user_id)
-            where.append(f"s.user_id = ${len(params)}")
-        params.append(limit)
-        sql = (f"{_SESSION_SQL} WHERE {' AND '.join(where)} ORDER BY s.session_id "
-               f"LIMIT ${len(params)}")
-
-        async def job(conn: Any) -> list[SessionRecord]:
-            return [session_record(row) for row in await conn.fetch(sql, *params)]
-
-        return await self._read(job, what="list sessions")
-
     async def delete_session(self, session_id: str, *, expected_version: int | None = None
                              ) -> bool:
         async def job(conn: Any) -> bool:
@@ -570,11 +450,9 @@ class PostgresBackend:
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        check_batch_ids(session_id, events)
+    async def _append(self, session_id: str, events: Sequence[NewEvent],
+                      expected_version: int | None,
+                      owner: tuple[str, str] | None) -> list[StoredEvent]:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
@@ -613,38 +491,11 @@ class PostgresBackend:
                              session_id=session_id) from exc
         return fast_result(session_id, events, status, version, position, hashes)
 
-    async def read(
-        self,
-        session_id: str,
-        *,
-        after: int | None,
-        upto: int | None,
-        backwards: bool,
-        limit: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        sql = _READ_SQL.format(order="DESC" if backwards else "ASC")
-        return await self._read_range(session_id, sql, stored_events, after=after, upto=upto,
-                                      limit=limit, owner=owner)
-
-    async def read_rows(
-        self,
-        session_id: str,
-        *,
-        after: int | None,
-        upto: int | None,
-        backwards: bool,
-        limit: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[EventRow]:
-        sql = _ROWS_SQL.format(order="DESC" if backwards else "ASC")
-        return await self._read_range(session_id, sql, event_rows, after=after, upto=upto,
-                                      limit=limit, owner=owner)
-
     async def _read_range(
         self,
         session_id: str,
-        sql: str,
+        plain: bool,
+        backwards: bool,
         build: Callable[[str, list[Any]], list[T]],
         *,
         after: int | None,
@@ -656,6 +507,7 @@ class PostgresBackend:
         rows; raises SessionNotFoundError for a missing session (or one not ``owner``'s: the
         key's lookup judges it)."""
         low, high = seq_bound(after or 0), seq_bound(upto)
+        sql = (_ROWS_SQL if plain else _READ_SQL).format(order="DESC" if backwards else "ASC")
 
         async def job(conn: Any) -> list[T]:
             key = await queries.session_key(conn, session_id, owner)
@@ -665,63 +517,12 @@ class PostgresBackend:
         return await self._read(job, what=f"read session {session_id!r}",
                                 session_id=session_id)
 
-    async def read_scope(
-        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
-    ) -> list[ScopeEntry]:
-        params = (app_name, shared_scope(user_id), after,
-                  MAX_POSITION if upto_position is None else upto_position)
-
-        async def job(conn: Any) -> list[ScopeEntry]:
-            return scope_entries(await conn.fetch(_STREAM_SQL, *params))
-
-        return await self._run(job, what=f"read shared state of app {app_name!r}")
-
-    async def scope_heads(self) -> list[ScopeHead]:
-        async def job(conn: Any) -> list[ScopeHead]:
-            return scope_heads(await conn.fetch(_STREAM_HEADS_SQL))
-
-        return await self._run(job, what="read the shared-state streams' heads")
-
-    async def app_positions(self) -> list[tuple[str, int | None, int]]:
-        async def job(conn: Any) -> list[tuple[str, int | None, int]]:
-            return [(str(r[0]), None if r[1] is None else int(r[1]), int(r[2]))
-                    for r in await conn.fetch(APP_POSITIONS_SQL)]
-
-        return await self._run(job, what="read the apps' positions")
-
     # -- snapshots -----------------------------------------------------------------------------
-
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
-        return await self._run(lambda conn: snapshots.load(conn, session_id, upto),
-                               what=f"load a snapshot of session {session_id!r}")
 
     async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
         await self._run(lambda conn: snapshots.save(conn, session_id, snapshot),
                         what=f"save a snapshot of session {session_id!r}",
                         session_id=session_id)
-
-    async def drop_snapshots(self) -> int:
-        return await self._run(snapshots.drop_all, what="drop snapshots", write=True)
-
-    async def read_imported(
-        self, session_id: str, *, after: int, limit: int
-    ) -> list[ImportedLink]:
-        async def job(conn: Any) -> list[ImportedLink]:
-            rows = await conn.fetch(
-                "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
-                "WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                session_id, after, limit)
-            return [ImportedLink(seq=r[0], chain_hash=bytes(r[1]),
-                                 signature=None if r[2] is None else bytes(r[2]),
-                                 origin_session_id=r[3]) for r in rows]
-
-        return await self._run(job, what=f"read the imported chain of session {session_id!r}")
-
-    async def load_cache(
-        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
-    ) -> tuple[int, bytes] | None:
-        return await self._run(lambda conn: snapshots.load_cache(conn, session_id, name, owner),
-                               what=f"load cache {name!r} of session {session_id!r}")
 
     async def save_cache(
         self, session_id: str, name: str, seq: int, data: bytes, *,
@@ -732,14 +533,6 @@ class PostgresBackend:
                         what=f"save cache {name!r} of session {session_id!r}",
                         session_id=session_id)
 
-    async def load_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
-    ) -> SharedSnapshot | None:
-        return await self._run(
-            lambda conn: snapshots.load_shared(conn, app_name, user_id, upto_position),
-            what=f"load a shared-state snapshot of app {app_name!r}",
-        )
-
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
     ) -> None:
@@ -748,19 +541,9 @@ class PostgresBackend:
 
     # -- artifacts -----------------------------------------------------------------------------
 
-    async def save_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None,
-        filename: str,
-        mime_type: str,
-        data: bytes,
-        created_at: float,
-        metadata: bytes | None = None,
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _save_artifact(self, key: tuple[str, str, str, str], *, mime_type: str,
+                             data: bytes, created_at: float, metadata: bytes | None) -> int:
+        filename = key[3]
 
         async def job(conn: Any) -> int:
             await conn.execute(
@@ -772,65 +555,10 @@ class PostgresBackend:
 
         return await self._run(job, what=f"save artifact {filename!r}", write=True)
 
-    async def load_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
-        version: int | None,
-    ) -> ArtifactRecord | None:
-        key = (app_name, user_id, scope(session_id), filename)
-        return await self._run(lambda conn: artifacts_sql.load(conn, key, version),
-                               what=f"load artifact {filename!r}")
-
-    async def list_artifacts(
-        self, *, app_name: str, user_id: str, session_id: str | None
-    ) -> dict[str, list[int]]:
-        return await self._run(
-            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
-            what="list artifacts",
-        )
-
     # -- memory (see memory_index) -----------------------------------------------------------
 
-    async def index_memory(
-        self, *, app_name: str, user_id: str, session_id: str, upto_seq: int,
-        rows: Sequence[MemoryRow], added_at: float,
-    ) -> bool:
-        return await self._run(
-            lambda conn: memory.index(conn, app_name=app_name, user_id=user_id,
-                                      session_id=session_id, upto_seq=upto_seq, rows=rows,
-                                      added_at=added_at),
-            what=f"add session {session_id!r} to memory", session_id=session_id, write=True,
-        )
-
-    async def search_memory(
-        self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
-    ) -> list[MemoryRow]:
-        return await self._read(
-            lambda conn: memory.search(conn, app_name=app_name, user_id=user_id, terms=terms,
-                                       limit=limit),
-            what="search memory",
-        )
-
-    async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:
-        return await self._run(memory.remembered, what="list remembered sessions")
-
-    async def memory_rows(self, session_id: str) -> list[MemoryRow]:
-        return await self._run(lambda conn: memory.rows_of(conn, session_id),
-                               what=f"read the memory of session {session_id!r}")
-
-    async def clear_memory_rows(self) -> int:
-        return await self._run(memory.clear_rows, what="clear memory rows", write=True)
-
-    async def list_artifact_versions(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> list[ArtifactRecord]:
-        key = (app_name, user_id, scope(session_id), filename)
-        return await self._run(lambda conn: artifacts_sql.versions(conn, key),
-                               what=f"list versions of artifact {filename!r}")
-
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _delete_artifact(self, key: tuple[str, str, str, str]) -> int:
+        filename = key[3]
 
         async def job(conn: Any) -> int:
             await conn.execute(
@@ -841,67 +569,6 @@ class PostgresBackend:
         return await self._run(job, what=f"delete artifact {filename!r}", write=True)
 
     # -- cold-path reads (framework adapters) ----------------------------------------------------
-
-    async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        return await self._read(
-            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
-                                            newest=newest, owner=owner),
-            what=f"read session {session_id!r}", session_id=session_id,
-        )
-
-    async def list_sessions_by_update(
-        self, *, app_name: str, user_id: str | None
-    ) -> list[SessionRecord]:
-        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
-                                what="list sessions")
-
-    async def list_sessions_newest(
-        self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
-        updated_since: float | None, before: tuple[float, str] | None, limit: int,
-    ) -> list[SessionRecord]:
-        return await self._read(
-            lambda conn: queries.list_newest(
-                conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
-                updated_since=updated_since, before=before, limit=limit),
-            what="list sessions")
-    async def sessions_updated_before(
-        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
-        limit: int,
-    ) -> list[SessionRecord]:
-        return await self._run(
-            lambda conn: retention.updated_before(conn, before, app_name, after, limit),
-            what="list sessions by last update")
-
-    async def retention_policies(self) -> list[RetentionPolicy]:
-        return await self._run(retention.policies, what="read the retention policies")
-
-    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
-        await self._run(lambda conn: retention.set_policy(conn, policy),
-                        what=f"set the retention policy of app {policy.app_name!r}", write=True)
-
-    async def clear_retention_policy(self, app_name: str | None) -> int:
-        return await self._run(lambda conn: retention.clear_policy(conn, app_name),
-                               what="clear retention policies", write=True)
-
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._run(lambda conn: queries.load_snapshots(conn, session_ids),
-                               what="load snapshots")
-
-    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
-        return await self._run(lambda conn: queries.read_many(conn, after), what="read sessions")
-
-    async def read_shared_heads(
-        self, *, app_name: str, user_ids: Sequence[str | None]
-    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
-        return await self._run(lambda conn: queries.read_shared_heads(conn, app_name, user_ids),
-                               what=f"read shared state of app {app_name!r}")
-
-    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._run(lambda conn: queries.load_head_states(conn, session_ids),
-                               what="load head states")
 
     async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
         if not states:

@@ -1,9 +1,10 @@
 """The PostgreSQL backend's cold-path reads: coroutines of an asyncpg connection.
 
-What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
-many sessions in one query each (so that listing sessions with their state costs a fixed number
-of queries, not one per session).
+Where PostgreSQL's SQL differs from SQLite's (the statements both write alike are the shared
+base's, ``backends/sql/base.py``): a session's key, events bounded by timestamp, and the
+snapshots, head states and event tails of many sessions in one query each (array parameters:
+``ANY``, ``unnest``; ``DISTINCT ON`` for the newest snapshot); and the free key a new session
+gets, under a transaction-scoped lock.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from eventstore._exceptions import SessionNotFoundError
 from eventstore.backends.protocol import (
     HeadState,
     ScopeEntry,
-    SessionRecord,
     SharedSnapshot,
     StoredEvent,
     fresh_key,
@@ -23,14 +23,11 @@ from eventstore.backends.protocol import (
 from eventstore.backends.sql import (
     BOUND_SHARED,
     EVENT_COLUMNS,
-    NEWEST_ROW_KEY,
     SCOPE_COLUMNS,
     SEQ_BITS,
-    SESSION_COLUMNS,
     payload_bytes,
     scope_entries,
     seq_bound,
-    session_record,
     shared_scope,
     stored_event,
     stored_events,
@@ -40,10 +37,7 @@ from .append import LOCK_KEY, lock_key
 from .snapshots import BOUND_SNAPSHOT
 
 __all__ = [
-    "find",
     "free_key",
-    "list_by_update",
-    "list_newest",
     "load_head_states",
     "load_snapshots",
     "read_many",
@@ -85,56 +79,7 @@ async def read_since(
     return stored_events(session_id, rows)
 
 
-async def list_by_update(conn: Any, app_name: str, user_id: str | None) -> list[SessionRecord]:
-    """The app's (or the user's) sessions ordered by last update, user id, session id."""
-    sql = (
-        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.app_name = $1"
-    )
-    params: list[Any] = [app_name]
-    if user_id is not None:
-        sql += " AND s.user_id = $2"
-        params.append(user_id)
-    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
-    return [session_record(row) for row in await conn.fetch(sql, *params)]
 
-
-async def list_newest(
-    conn: Any, *, app_name: str | None, user_id: str | None, id_contains: str | None,
-    updated_since: float | None, before: tuple[float, str] | None, limit: int,
-) -> list[SessionRecord]:
-    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
-    updated = "coalesce(e.timestamp, s.created_at)"
-    where = ["TRUE"]
-    params: list[Any] = []
-
-    def bind(value: Any) -> str:
-        params.append(value)
-        return f"${len(params)}"
-
-    if app_name is not None:
-        where.append(f"s.app_name = {bind(app_name)}")
-    if user_id is not None:
-        where.append(f"s.user_id = {bind(user_id)}")
-    if id_contains:
-        # ASCII letters only, as SQLite's lower(): the rule every backend follows.
-        where.append(f"strpos(translate(s.given_id, {bind(_UPPER)}, {bind(_LOWER)}), "
-                     f"translate({bind(id_contains)}, {bind(_UPPER)}, {bind(_LOWER)})) > 0")
-    if updated_since is not None:
-        where.append(f"{updated} >= {bind(updated_since)}")
-    if before is not None:
-        stamp = bind(before[0])
-        where.append(f"({updated} < {stamp} OR ({updated} = {stamp} "
-                     f"AND s.session_id < {bind(before[1])}))")
-    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
-           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC "
-           f"LIMIT {bind(limit)}")
-    return [session_record(row) for row in await conn.fetch(sql, *params)]
-
-
-_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_LOWER = _UPPER.lower()
 
 
 async def load_snapshots(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:
@@ -236,22 +181,3 @@ async def free_key(conn: Any, wanted: str) -> str:
     await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_KEY, lock_key(wanted))
     taken = await conn.fetchval("SELECT 1 FROM evs_sessions WHERE session_id = $1", wanted)
     return wanted if taken is None else fresh_key()
-
-
-async def find(conn: Any, given_id: str, app_name: str | None,
-               user_id: str | None) -> list[SessionRecord]:
-    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
-    given), ordered by app and user."""
-    sql = (
-        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = $1"
-    )
-    params: list[Any] = [given_id]
-    if app_name is not None:
-        params.append(app_name)
-        sql += f" AND s.app_name = ${len(params)}"
-    if user_id is not None:
-        params.append(user_id)
-        sql += f" AND s.user_id = ${len(params)}"
-    sql += " ORDER BY s.app_name, s.user_id"
-    return [session_record(row) for row in await conn.fetch(sql, *params)]

@@ -64,8 +64,8 @@ import dataclasses
 import functools
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar, cast
 
 from eventstore._exceptions import (
     ConcurrencyError,
@@ -74,19 +74,12 @@ from eventstore._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
-from eventstore._fork import ForkLink, ForkPlan
-from eventstore._retention import RetentionPolicy
 from eventstore.backends.protocol import (
-    ArtifactRecord,
-    EventRow,
     HeadState,
     ImportedLink,
     ImportSource,
-    MemoryRow,
     NewArtifact,
     NewEvent,
-    ScopeEntry,
-    ScopeHead,
     SessionRecord,
     SharedSnapshot,
     StoredEvent,
@@ -94,28 +87,16 @@ from eventstore.backends.protocol import (
     check_batch_ids,
 )
 from eventstore.backends.sql import (
-    APP_POSITIONS_SQL,
     EVENT_COLUMNS,
-    MAX_POSITION,
-    NEWEST_ROW_KEY,
     ROW_COLUMNS,
-    SCOPE_COLUMNS,
-    SCOPE_HEAD_COLUMNS,
-    SESSION_COLUMNS,
     Wakeups,
-    event_rows,
     scope,
-    scope_entries,
-    scope_heads,
     seq_bound,
-    session_record,
-    shared_scope,
-    stored_events,
 )
+from eventstore.backends.sql.base import SQLBackendBase
 
 from . import artifacts as artifacts_sql
 from . import fork as forks
-from . import memory_index as memory
 from . import reads as queries
 from . import retention, snapshots
 from .append import (
@@ -139,15 +120,12 @@ from .open import ensure_schema, path_of, translate
 
 __all__ = ["POLL_INTERVAL", "SQLiteBackend"]
 
+R = TypeVar("R")
 T = TypeVar("T")
 
 POLL_INTERVAL: Final = 0.1
 """Seconds between version polls while waiting for another process's appends."""
 
-_SESSION_SQL = f"""
-SELECT {SESSION_COLUMNS} FROM evs_sessions s
-LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY}
-"""
 # One statement, so the session key and the rows come from one snapshot: a key freed by a
 # deleted session and taken by a new one can never mix two sessions' events.
 # The owner's variants judge the session's (app, user) in that same statement. The unary
@@ -166,20 +144,7 @@ _RANGE_SQL: Final = {
     for rows in (False, True) for backwards in (False, True) for owned in (False, True)
 }
 """(plain rows?, backwards?, owner checked?) -> the range read's statement."""
-_STREAM_SQL: Final = (
-    f"SELECT {SCOPE_COLUMNS} FROM evs_scope_entries WHERE app_name = ? AND user_id = ? "
-    "AND stream_seq > ? AND position <= ? ORDER BY stream_seq"
-)
-_STREAM_HEADS_SQL: Final = (
-    f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
-)
 _KEY_SQL = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
-_SCOPE_SQL = (
-    "SELECT e.seq, e.app_name, e.user_id FROM evs_events e JOIN evs_sessions s "
-    "ON s.session_id = e.session_id WHERE e.session_id = ? "
-    "AND (e.app_name <> s.app_name OR e.user_id <> s.user_id) ORDER BY e.seq"
-)
-_SIGNED_HEAD_SQL = "SELECT 1 FROM evs_sessions WHERE head_signature IS NOT NULL LIMIT 1"
 
 
 _DRIVER_ERRORS = (sqlite3.Error, OverflowError, ValueError)
@@ -192,11 +157,13 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLBackendBase):
     """The SQLite backend (see the module docstring for the design and its guarantees).
 
     Open it with ``SQLiteBackend.open(url)`` (``open_store`` does); close it with ``aclose()``.
     """
+
+    _ID_CONTAINS_SQL = "instr(lower(s.given_id), lower(?)) > 0"
 
     def __init__(self, url: str, path: str, *, read_only: bool, group_commit: bool = True,
                  signing_key: bytes | None = None) -> None:
@@ -354,17 +321,33 @@ class SQLiteBackend:
     ) -> T:
         return await self._run(self._reader, fn, what=what, session_id=session_id)
 
+    # -- the shared base's hooks (``SQLBackendBase``: its jobs are this package's functions) --
+
+    async def _read_job(
+        self, job: Callable[[Any], R | Awaitable[R]], *, what: str, stale_ok: bool = False,
+        session_id: str | None = None,
+    ) -> R:
+        return cast("R", await self._read(job, what=what))
+
+    async def _write_job(
+        self, job: Callable[[Any], R | Awaitable[R]], *, what: str,
+        session_id: str | None = None, keeps_heads: bool = False,
+    ) -> R:
+        return cast("R", await self._write(job, what=what, session_id=session_id,
+                                           keeps_heads=keeps_heads))
+
+    async def _fetch(
+        self, sql: str, params: Sequence[Any], *, what: str, stale_ok: bool = False,
+        session_id: str | None = None,
+    ) -> list[Any]:
+        return await self._read(lambda conn: conn.execute(sql, params).fetchall(), what=what)
+
     # -- sessions ------------------------------------------------------------------------------
 
-    async def create_session(
-        self,
-        record: SessionRecord,
-        initial: Sequence[NewEvent],
-        artifacts: Sequence[NewArtifact] = (),
-        imported: Sequence[ImportedLink] = (),
-    ) -> str:
+    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
+                              artifacts: Sequence[NewArtifact],
+                              imported: Sequence[ImportedLink]) -> str:
         given = record.id
-        check_batch_ids(given, initial)
 
         def job(conn: sqlite3.Connection) -> str:
             if not initial and not artifacts and not imported:
@@ -433,59 +416,6 @@ class SQLiteBackend:
 
         return await self._write(job, what=f"import session {given!r}", session_id=given)
 
-    async def fork_session(self, record: SessionRecord, plan: ForkPlan) -> str:
-        return await self._write(lambda conn: forks.fork(conn, record, plan, self.signing_key),
-                                 what=f"fork session {plan.origin_session_id!r}",
-                                 session_id=record.id)
-
-    async def fork_links(self, session_id: str) -> list[ForkLink]:
-        return await self._read(lambda conn: forks.links(conn, session_id),
-                                what=f"read the fork links of session {session_id!r}")
-
-    async def scope_mismatches(self, session_id: str) -> list[tuple[int, str, str]]:
-        def job(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
-            return [(r[0], r[1], r[2]) for r in conn.execute(_SCOPE_SQL, (session_id,))]
-
-        return await self._read(job, what=f"read the scope of session {session_id!r}'s events")
-
-    async def has_signed_heads(self) -> bool:
-        def job(conn: sqlite3.Connection) -> bool:
-            return conn.execute(_SIGNED_HEAD_SQL).fetchone() is not None
-
-        return await self._read(job, what="read whether the database is keyed")
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        def job(conn: sqlite3.Connection) -> SessionRecord | None:
-            row = conn.execute(f"{_SESSION_SQL} WHERE s.session_id = ?", (session_id,)).fetchone()
-            return None if row is None else session_record(row)
-
-        return await self._read(job, what=f"read session {session_id!r}")
-
-    async def find_sessions(
-        self, given_id: str, *, app_name: str | None, user_id: str | None
-    ) -> list[SessionRecord]:
-        return await self._read(lambda conn: queries.find(conn, given_id, app_name, user_id),
-                                what=f"find session {given_id!r}")
-
-    async def list_sessions(
-        self, *, app_name: str | None, user_id: str | None, after: str | None, limit: int
-    ) -> list[SessionRecord]:
-        where = ["s.session_id > ?"]
-        params: list[Any] = [after or ""]
-        if app_name is not None:
-            where.append("s.app_name = ?")
-            params.append(app_name)
-        if user_id is not None:
-            where.append("s.user_id = ?")
-            params.append(user_id)
-        params.append(limit)
-        sql = f"{_SESSION_SQL} WHERE {' AND '.join(where)} ORDER BY s.session_id LIMIT ?"
-
-        def job(conn: sqlite3.Connection) -> list[SessionRecord]:
-            return [session_record(row) for row in conn.execute(sql, params)]
-
-        return await self._read(job, what="list sessions")
-
     async def delete_session(self, session_id: str, *, expected_version: int | None = None
                              ) -> bool:
         def job(conn: sqlite3.Connection) -> bool:
@@ -517,12 +447,9 @@ class SQLiteBackend:
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def append(
-        self, session_id: str, events: Sequence[NewEvent], *, expected_version: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        check_batch_ids(session_id, events)
-
+    async def _append(self, session_id: str, events: Sequence[NewEvent],
+                      expected_version: int | None,
+                      owner: tuple[str, str] | None) -> list[StoredEvent]:
         request = AppendRequest(session_id, events, expected_version, self.signing_key, owner)
 
         heads = self._heads
@@ -534,32 +461,6 @@ class SQLiteBackend:
                                      session_id=session_id, request=request)
         self._wakeups.wake(session_id)
         return stored
-
-    async def read(
-        self,
-        session_id: str,
-        *,
-        after: int | None,
-        upto: int | None,
-        backwards: bool,
-        limit: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        return await self._read_range(session_id, False, backwards, stored_events, after=after,
-                                      upto=upto, limit=limit, owner=owner)
-
-    async def read_rows(
-        self,
-        session_id: str,
-        *,
-        after: int | None,
-        upto: int | None,
-        backwards: bool,
-        limit: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[EventRow]:
-        return await self._read_range(session_id, True, backwards, event_rows, after=after,
-                                      upto=upto, limit=limit, owner=owner)
 
     async def _read_range(
         self,
@@ -590,30 +491,7 @@ class SQLiteBackend:
 
         return await self._read(job, what=f"read session {session_id!r}")
 
-    async def read_scope(
-        self, *, app_name: str, user_id: str | None, after: int, upto_position: int | None,
-    ) -> list[ScopeEntry]:
-        params = (app_name, shared_scope(user_id), after,
-                  MAX_POSITION if upto_position is None else upto_position)
-        return await self._read(lambda conn: scope_entries(conn.execute(_STREAM_SQL, params)),
-                                what=f"read shared state of app {app_name!r}")
-
-    async def scope_heads(self) -> list[ScopeHead]:
-        return await self._read(lambda conn: scope_heads(conn.execute(_STREAM_HEADS_SQL)),
-                                what="read the shared-state streams' heads")
-
-    async def app_positions(self) -> list[tuple[str, int | None, int]]:
-        def job(conn: sqlite3.Connection) -> list[tuple[str, int | None, int]]:
-            return [(str(a), None if p is None else int(p), int(h))
-                    for a, p, h in conn.execute(APP_POSITIONS_SQL)]
-
-        return await self._read(job, what="read the apps' positions")
-
     # -- snapshots -----------------------------------------------------------------------------
-
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
-        return await self._read(lambda conn: snapshots.load(conn, session_id, upto),
-                                what=f"load a snapshot of session {session_id!r}")
 
     async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
         if self._read_only:
@@ -621,29 +499,6 @@ class SQLiteBackend:
         await self._write(lambda conn: snapshots.save(conn, session_id, snapshot),
                           what=f"save a snapshot of session {session_id!r}",
                           session_id=session_id, keeps_heads=True)
-
-    async def drop_snapshots(self) -> int:
-        return await self._write(snapshots.drop_all, what="drop snapshots")
-
-    async def read_imported(
-        self, session_id: str, *, after: int, limit: int
-    ) -> list[ImportedLink]:
-        def job(conn: sqlite3.Connection) -> list[ImportedLink]:
-            rows = conn.execute(
-                "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
-                "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (session_id, after, limit)).fetchall()
-            return [ImportedLink(seq=r[0], chain_hash=bytes(r[1]),
-                                 signature=None if r[2] is None else bytes(r[2]),
-                                 origin_session_id=r[3]) for r in rows]
-
-        return await self._read(job, what=f"read the imported chain of session {session_id!r}")
-
-    async def load_cache(
-        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
-    ) -> tuple[int, bytes] | None:
-        return await self._read(lambda conn: snapshots.load_cache(conn, session_id, name, owner),
-                                what=f"load cache {name!r} of session {session_id!r}")
 
     async def save_cache(
         self, session_id: str, name: str, seq: int, data: bytes, *,
@@ -655,14 +510,6 @@ class SQLiteBackend:
                                                             owner),
                           what=f"save cache {name!r} of session {session_id!r}",
                           session_id=session_id, keeps_heads=True)
-
-    async def load_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
-    ) -> SharedSnapshot | None:
-        return await self._read(
-            lambda conn: snapshots.load_shared(conn, app_name, user_id, upto_position),
-            what=f"load a shared-state snapshot of app {app_name!r}",
-        )
 
     async def save_shared_snapshot(
         self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
@@ -677,19 +524,9 @@ class SQLiteBackend:
 
     # -- artifacts -----------------------------------------------------------------------------
 
-    async def save_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None,
-        filename: str,
-        mime_type: str,
-        data: bytes,
-        created_at: float,
-        metadata: bytes | None = None,
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _save_artifact(self, key: tuple[str, str, str, str], *, mime_type: str,
+                             data: bytes, created_at: float, metadata: bytes | None) -> int:
+        filename = key[3]
         return await self._grouped(
             lambda conn: artifacts_sql.save(conn, key, mime_type=mime_type, data=data,
                                             created_at=created_at, metadata=metadata,
@@ -697,132 +534,14 @@ class SQLiteBackend:
             what=f"save artifact {filename!r}",
         )
 
-    async def load_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
-        version: int | None,
-    ) -> ArtifactRecord | None:
-        key = (app_name, user_id, scope(session_id), filename)
-        return await self._read(lambda conn: artifacts_sql.load(conn, key, version),
-                                what=f"load artifact {filename!r}")
-
-    async def list_artifacts(
-        self, *, app_name: str, user_id: str, session_id: str | None
-    ) -> dict[str, list[int]]:
-        return await self._read(
-            lambda conn: artifacts_sql.list_versions(conn, app_name, user_id, scope(session_id)),
-            what="list artifacts",
-        )
-
     # -- memory (see memory_index) -------------------------------------------------------------
 
-    async def index_memory(
-        self, *, app_name: str, user_id: str, session_id: str, upto_seq: int,
-        rows: Sequence[MemoryRow], added_at: float,
-    ) -> bool:
-        return await self._write(
-            lambda conn: memory.index(conn, app_name=app_name, user_id=user_id,
-                                      session_id=session_id, upto_seq=upto_seq, rows=rows,
-                                      added_at=added_at),
-            what=f"add session {session_id!r} to memory", session_id=session_id,
-        )
-
-    async def search_memory(
-        self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
-    ) -> list[MemoryRow]:
-        return await self._read(
-            lambda conn: memory.search(conn, app_name=app_name, user_id=user_id, terms=terms,
-                                       limit=limit),
-            what="search memory",
-        )
-
-    async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:
-        return await self._read(memory.remembered, what="list remembered sessions")
-
-    async def memory_rows(self, session_id: str) -> list[MemoryRow]:
-        return await self._read(lambda conn: memory.rows_of(conn, session_id),
-                                what=f"read the memory of session {session_id!r}")
-
-    async def clear_memory_rows(self) -> int:
-        return await self._write(memory.clear_rows, what="clear memory rows")
-
-    async def list_artifact_versions(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> list[ArtifactRecord]:
-        key = (app_name, user_id, scope(session_id), filename)
-        return await self._read(lambda conn: artifacts_sql.versions(conn, key),
-                                what=f"list versions of artifact {filename!r}")
-
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> int:
-        key = (app_name, user_id, scope(session_id), filename)
+    async def _delete_artifact(self, key: tuple[str, str, str, str]) -> int:
+        filename = key[3]
         return await self._write(lambda conn: artifacts_sql.delete(conn, key),
                                  what=f"delete artifact {filename!r}")
 
     # -- cold-path reads (framework adapters) ----------------------------------------------------
-
-    async def read_since(
-        self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent]:
-        return await self._read(
-            lambda conn: queries.read_since(conn, session_id, timestamp=timestamp, upto=upto,
-                                            newest=newest, owner=owner),
-            what=f"read session {session_id!r}",
-        )
-
-    async def list_sessions_by_update(
-        self, *, app_name: str, user_id: str | None
-    ) -> list[SessionRecord]:
-        return await self._read(lambda conn: queries.list_by_update(conn, app_name, user_id),
-                                what="list sessions")
-
-    async def list_sessions_newest(
-        self, *, app_name: str | None, user_id: str | None, id_contains: str | None,
-        updated_since: float | None, before: tuple[float, str] | None, limit: int,
-    ) -> list[SessionRecord]:
-        return await self._read(
-            lambda conn: queries.list_newest(
-                conn, app_name=app_name, user_id=user_id, id_contains=id_contains,
-                updated_since=updated_since, before=before, limit=limit),
-            what="list sessions")
-    async def sessions_updated_before(
-        self, *, before: float, app_name: str | None, after: tuple[float, str] | None,
-        limit: int,
-    ) -> list[SessionRecord]:
-        return await self._read(
-            lambda conn: retention.updated_before(conn, before, app_name, after, limit),
-            what="list sessions by last update")
-
-    async def retention_policies(self) -> list[RetentionPolicy]:
-        return await self._read(retention.policies, what="read the retention policies")
-
-    async def set_retention_policy(self, policy: RetentionPolicy) -> None:
-        await self._write(lambda conn: retention.set_policy(conn, policy),
-                          what=f"set the retention policy of app {policy.app_name!r}",
-                          keeps_heads=True)
-
-    async def clear_retention_policy(self, app_name: str | None) -> int:
-        return await self._write(lambda conn: retention.clear_policy(conn, app_name),
-                                 what="clear retention policies", keeps_heads=True)
-
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read(lambda conn: queries.load_snapshots(conn, session_ids),
-                                what="load snapshots")
-
-    async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
-        return await self._read(lambda conn: queries.read_many(conn, after),
-                                what="read sessions")
-
-    async def read_shared_heads(
-        self, *, app_name: str, user_ids: Sequence[str | None]
-    ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
-        return await self._read(lambda conn: queries.read_shared_heads(conn, app_name, user_ids),
-                                what=f"read shared state of app {app_name!r}")
-
-    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read(lambda conn: queries.load_head_states(conn, session_ids),
-                                what="load head states")
 
     async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
         if self._read_only or not states:

@@ -1,22 +1,21 @@
 """The SQLite backend's cold-path reads: plain functions of a connection, run on a driver thread.
 
-What framework adapters need besides the hot paths: events bounded by timestamp, sessions
-ordered by last update, sessions by the id their app gave, and the snapshots and event tails of
-many sessions in one read each (so that listing sessions with their state costs a fixed number
-of queries, not one per session).
+Where SQLite's SQL differs from PostgreSQL's (the statements both write alike are the shared
+base's, ``backends/sql/base.py``): events bounded by timestamp, and the snapshots, head states
+and event tails of many sessions, read a chunk of ``_CHUNK`` ids per statement (SQLite has no
+array parameters) so that listing sessions with their state costs a fixed number of statements
+per chunk, not one per session; and the free key a new session gets.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
 from eventstore.backends.protocol import (
     HeadState,
     ScopeEntry,
-    SessionRecord,
     SharedSnapshot,
     StoredEvent,
     fresh_key,
@@ -24,24 +23,18 @@ from eventstore.backends.protocol import (
 from eventstore.backends.sql import (
     BOUND_SHARED,
     EVENT_COLUMNS,
-    NEWEST_ROW_KEY,
     SCOPE_COLUMNS,
     SEQ_BITS,
-    SESSION_COLUMNS,
     payload_bytes,
     scope_entries,
     seq_bound,
-    session_record,
     shared_scope,
     stored_event,
     stored_events,
 )
 
 __all__ = [
-    "find",
     "free_key",
-    "list_by_update",
-    "list_newest",
     "load_head_states",
     "load_snapshots",
     "read_many",
@@ -81,51 +74,6 @@ def read_since(
     return stored_events(session_id, rows)
 
 
-def list_by_update(
-    conn: sqlite3.Connection, app_name: str, user_id: str | None
-) -> list[SessionRecord]:
-    """The app's (or the user's) sessions ordered by last update, user id, session id."""
-    sql = (
-        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.app_name = ?"
-    )
-    params: tuple[Any, ...] = (app_name,)
-    if user_id is not None:
-        sql += " AND s.user_id = ?"
-        params += (user_id,)
-    sql += " ORDER BY coalesce(e.timestamp, s.created_at), s.user_id, s.given_id"
-    return [session_record(row) for row in conn.execute(sql, params)]
-
-
-def list_newest(
-    conn: sqlite3.Connection, *, app_name: str | None, user_id: str | None,
-    id_contains: str | None, updated_since: float | None, before: tuple[float, str] | None,
-    limit: int,
-) -> list[SessionRecord]:
-    """One page of sessions, newest update first (see ``Backend.list_sessions_newest``)."""
-    updated = "coalesce(e.timestamp, s.created_at)"
-    where = ["1"]
-    params: list[Any] = []
-    if app_name is not None:
-        where.append("s.app_name = ?")
-        params.append(app_name)
-    if user_id is not None:
-        where.append("s.user_id = ?")
-        params.append(user_id)
-    if id_contains:
-        # SQLite's lower() folds ASCII letters only: the rule every backend follows.
-        where.append("instr(lower(s.given_id), lower(?)) > 0")
-        params.append(id_contains)
-    if updated_since is not None:
-        where.append(f"{updated} >= ?")
-        params.append(updated_since)
-    if before is not None:
-        where.append(f"({updated} < ? OR ({updated} = ? AND s.session_id < ?))")
-        params += [before[0], before[0], before[1]]
-    sql = (f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-           f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} "
-           f"WHERE {' AND '.join(where)} ORDER BY {updated} DESC, s.session_id DESC LIMIT ?")
-    return [session_record(row) for row in conn.execute(sql, [*params, limit])]
 
 
 def load_snapshots(
@@ -252,22 +200,3 @@ def free_key(conn: sqlite3.Connection, wanted: str) -> str:
         "SELECT 1 FROM evs_sessions WHERE session_id = ?", (wanted,)
     ).fetchone()
     return wanted if taken is None else fresh_key()
-
-
-def find(conn: sqlite3.Connection, given_id: str, app_name: str | None,
-         user_id: str | None) -> list[SessionRecord]:
-    """``Backend.find_sessions``: the sessions given ``given_id`` (of the app and user when
-    given), ordered by app and user."""
-    sql = (
-        f"SELECT {SESSION_COLUMNS} FROM evs_sessions s "
-        f"LEFT JOIN evs_events e ON e.row_key = {NEWEST_ROW_KEY} WHERE s.given_id = ?"
-    )
-    params: tuple[Any, ...] = (given_id,)
-    if app_name is not None:
-        sql += " AND s.app_name = ?"
-        params += (app_name,)
-    if user_id is not None:
-        sql += " AND s.user_id = ?"
-        params += (user_id,)
-    sql += " ORDER BY s.app_name, s.user_id"
-    return [session_record(row) for row in conn.execute(sql, params)]

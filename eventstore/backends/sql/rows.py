@@ -16,7 +16,7 @@ from typing import Any
 from eventstore._exceptions import CorruptEventError, SessionNotFoundError
 from eventstore._scopes import ScopeEntry, ScopeHead
 
-from .protocol import EventRow, SessionRecord, StoredEvent
+from ..protocol import EventRow, SessionRecord, StoredEvent
 
 __all__ = [
     "APP_POSITIONS_SQL",

@@ -1,4 +1,5 @@
-"""The in-memory backend: the same contract as the SQL backends, for tests and prototypes.
+"""The in-memory backend's base: ``MemoryBackend`` with its sessions, appends, reads, forks
+and retention; its caches, artifacts and memory index are the rooms it mixes in.
 
 Nothing survives the process. Operations are atomic because each runs without awaiting between
 its check and its write (one event loop, no threads).
@@ -8,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from eventstore._chain import GENESIS, content_digest, link, sign_event, sign_head
 from eventstore._exceptions import (
@@ -18,20 +17,15 @@ from eventstore._exceptions import (
     CorruptEventError,
     SessionExistsError,
     SessionNotFoundError,
-    StoreClosedError,
 )
 from eventstore._fork import ForkLink, ForkPlan
 from eventstore._retention import RetentionPolicy
 from eventstore._scopes import APP_SCOPE, ScopeWriter
-from eventstore.recall.text import words
 
-from .protocol import (
-    ArtifactRecord,
+from ..protocol import (
     EventRow,
-    HeadState,
     ImportedLink,
     ImportSource,
-    MemoryRow,
     NewArtifact,
     NewEvent,
     ScopeEntry,
@@ -43,64 +37,23 @@ from .protocol import (
     check_batch_ids,
     check_retry,
     fresh_key,
-    seal_artifact,
     seal_fork_link,
     written,
 )
+from .artifacts import ArtifactMethods
+from .data import _Session
+from .memory_index import MemoryIndexMethods
+from .snapshots import SnapshotMethods
 
 __all__ = ["MemoryBackend"]
-
-
-@dataclass
-class _Session:
-    record: SessionRecord
-    events: list[StoredEvent] = field(default_factory=list)
-    by_id: dict[str, StoredEvent] = field(default_factory=dict)
-    snapshots: dict[int, HeadState] = field(default_factory=dict)
-    caches: dict[str, tuple[int, bytes]] = field(default_factory=dict)
-    head_state: HeadState | None = None
-    imported: list[ImportedLink] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    memory: tuple[int, list[MemoryRow]] | None = None
-    """``(upto_seq, rows)`` once the session was added to memory; goes with the session."""
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 """Folds ASCII letters only, as SQLite's lower() does: the id filter's rule on every backend."""
 
 
-class MemoryBackend:
+class MemoryBackend(ArtifactMethods, SnapshotMethods, MemoryIndexMethods):
     """A backend that keeps everything in process memory, with the SQL backends' semantics."""
-
-    def __init__(self, *, signing_key: bytes | None = None) -> None:
-        self.url = "memory://"
-        self.signing_key = signing_key
-        """Signs every appended event when set (keyed mode, see ``eventstore._chain``)."""
-        self._sessions: dict[str, _Session] = {}
-        self._artifacts: dict[tuple[str, str, str | None, str], list[ArtifactRecord]] = {}
-        self._positions = itertools.count(1)
-        self._shared_snapshots: dict[tuple[str, str | None], dict[int, SharedSnapshot]] = {}
-        self._streams: dict[tuple[str, str], list[ScopeEntry]] = {}
-        self._stream_heads: dict[tuple[str, str], ScopeHead] = {}
-        self._forks: dict[str, ForkLink] = {}
-        """Fork session id -> its link (goes with the fork; outlives the origin)."""
-        self._given: dict[str, dict[tuple[str, str], str]] = {}
-        """Given id -> (app, user) -> the key of that session (``find_sessions``)."""
-        self._retention: dict[str, RetentionPolicy] = {}
-        """App name -> its retention policy."""
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError()
-
-    def _session(self, session_id: str, owner: tuple[str, str] | None = None) -> _Session:
-        self._check_open()
-        session = self._sessions.get(session_id)
-        if session is None or (owner is not None and (
-                session.record.app_name, session.record.user_id) != owner):
-            raise SessionNotFoundError(session_id)
-        return session
 
     def _summary(self, session: _Session) -> SessionRecord:
         record = session.record
@@ -423,62 +376,6 @@ class MemoryBackend:
         self._check_open()
         return [self._stream_heads[k] for k in sorted(self._stream_heads)]
 
-    async def load_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, upto_position: int | None
-    ) -> SharedSnapshot | None:
-        """See ``Backend.load_shared_snapshot``."""
-        self._check_open()
-        snapshots = self._shared_snapshots.get((app_name, user_id), {})
-        stream = self._streams.get((app_name, APP_SCOPE if user_id is None else user_id), [])
-
-        def bound(snapshot: SharedSnapshot) -> bool:  # its entry still holds its hash
-            if not 0 < snapshot.count <= len(stream):
-                return False
-            entry = stream[snapshot.count - 1]
-            return (entry.position == snapshot.position and snapshot.chain_hash is not None
-                    and entry.chain_hash == snapshot.chain_hash)
-
-        positions = [p for p, snapshot in snapshots.items()
-                     if (upto_position is None or p <= upto_position) and bound(snapshot)]
-        return snapshots[max(positions)] if positions else None
-
-    async def save_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
-    ) -> None:
-        """See ``Backend.save_shared_snapshot``."""
-        self._check_open()
-        self._shared_snapshots.setdefault((app_name, user_id), {})[snapshot.position] = snapshot
-
-    @staticmethod
-    def _bound(session: _Session, snapshot: HeadState) -> bool:
-        """Whether the session's event at the snapshot's seq still has its chain hash."""
-        return (0 < snapshot.seq <= len(session.events)
-                and session.events[snapshot.seq - 1].chain_hash == snapshot.chain_hash)
-
-    async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
-        """See ``Backend.load_snapshot``."""
-        session = self._session(session_id)
-        seqs = [s for s, snapshot in session.snapshots.items()
-                if (upto is None or s <= upto) and self._bound(session, snapshot)]
-        return session.snapshots[max(seqs)] if seqs else None
-
-    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
-        """See ``Backend.save_snapshot``."""
-        self._session(session_id).snapshots[snapshot.seq] = snapshot
-
-    async def drop_snapshots(self) -> int:
-        """See ``Backend.drop_snapshots``."""
-        self._check_open()
-        dropped = sum(len(s) for s in self._shared_snapshots.values())
-        self._shared_snapshots.clear()
-        for session in self._sessions.values():
-            dropped += (len(session.snapshots) + len(session.caches)
-                        + (session.head_state is not None))
-            session.snapshots.clear()
-            session.caches.clear()
-            session.head_state = None
-        return dropped
-
     async def read_imported(
         self, session_id: str, *, after: int, limit: int
     ) -> list[ImportedLink]:
@@ -489,160 +386,6 @@ class MemoryBackend:
             return []
         return [link for link in session.imported if link.seq > after][:limit]
 
-    async def load_cache(
-        self, session_id: str, name: str, *, owner: tuple[str, str] | None = None
-    ) -> tuple[int, bytes] | None:
-        """See ``Backend.load_cache``."""
-        if owner is not None:
-            return self._session(session_id, owner).caches.get(name)
-        self._check_open()
-        session = self._sessions.get(session_id)
-        return None if session is None else session.caches.get(name)
-
-    async def save_cache(
-        self, session_id: str, name: str, seq: int, data: bytes, *,
-        owner: tuple[str, str] | None = None,
-    ) -> None:
-        """See ``Backend.save_cache``."""
-        self._check_open()
-        session = (self._session(session_id, owner) if owner is not None
-                   else self._sessions.get(session_id))
-        if session is not None:
-            session.caches[name] = (seq, bytes(data))
-
-    async def save_artifact(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None,
-        filename: str,
-        mime_type: str,
-        data: bytes,
-        created_at: float,
-        metadata: bytes | None = None,
-    ) -> int:
-        """See ``Backend.save_artifact``."""
-        self._check_open()
-        versions = self._artifacts.setdefault((app_name, user_id, session_id, filename), [])
-        record = self._artifact(
-            filename=filename,
-            version=versions[-1].version + 1 if versions else 0,
-            mime_type=mime_type,
-            data=bytes(data),
-            created_at=created_at,
-            metadata=metadata,
-        )
-        versions.append(record)
-        return record.version
-
-    def _artifact(self, *, filename: str, version: int, mime_type: str, data: bytes,
-                  created_at: float, metadata: bytes | None) -> ArtifactRecord:
-        """An artifact version's record, sealed as the SQL backends seal its row."""
-        digest, signature = seal_artifact(self.signing_key, filename=filename, version=version,
-                                          mime_type=mime_type, created_at=created_at,
-                                          metadata=metadata, data=data)
-        return ArtifactRecord(filename=filename, version=version, mime_type=mime_type,
-                              data=data, created_at=created_at, metadata=metadata,
-                              digest=digest, signature=signature)
-
-    async def load_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
-        version: int | None,
-    ) -> ArtifactRecord | None:
-        """See ``Backend.load_artifact``."""
-        self._check_open()
-        versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
-        if not versions:
-            return None
-        if version is None:
-            return versions[-1]
-        return next((r for r in versions if r.version == version), None)
-
-    async def list_artifacts(
-        self, *, app_name: str, user_id: str, session_id: str | None
-    ) -> dict[str, list[int]]:
-        """See ``Backend.list_artifacts``."""
-        self._check_open()
-        return {
-            key[3]: [r.version for r in records]
-            for key, records in sorted(self._artifacts.items(), key=lambda kv: kv[0][3])
-            if key[:3] == (app_name, user_id, session_id) and records
-        }
-
-    # -- memory --------------------------------------------------------------------------------
-
-    async def index_memory(
-        self, *, app_name: str, user_id: str, session_id: str, upto_seq: int,
-        rows: Sequence[MemoryRow], added_at: float,
-    ) -> bool:
-        """See ``Backend.index_memory``."""
-        self._check_open()
-        session = self._sessions.get(session_id)
-        if session is None:
-            return False
-        session.memory = (upto_seq, list(rows))
-        return True
-
-    async def search_memory(
-        self, *, app_name: str, user_id: str, terms: Sequence[str], limit: int
-    ) -> list[MemoryRow]:
-        """See ``Backend.search_memory``: ranked by how many terms a row matches, newest first."""
-        self._check_open()
-        wanted = set(terms)
-        scored: list[tuple[int, float, MemoryRow]] = []
-        for session in self._sessions.values():
-            record = session.record
-            if session.memory is None or (record.app_name, record.user_id) != (app_name, user_id):
-                continue
-            for row in session.memory[1]:
-                found = words(row.text)
-                hits = sum(any(w.startswith(term) for w in found) for term in wanted)
-                if hits:
-                    scored.append((hits, row.timestamp, row))
-        scored.sort(key=lambda item: (-item[0], -item[1], item[2].session_id, item[2].seq))
-        return [row for _, _, row in scored[:limit]]
-
-    async def remembered_sessions(self) -> list[tuple[str, str, str, int]]:
-        """See ``Backend.remembered_sessions``."""
-        self._check_open()
-        return [
-            (sid, s.record.app_name, s.record.user_id, s.memory[0])
-            for sid, s in sorted(self._sessions.items())
-            if s.memory is not None
-        ]
-
-    async def memory_rows(self, session_id: str) -> list[MemoryRow]:
-        """See ``Backend.memory_rows``."""
-        self._check_open()
-        session = self._sessions.get(session_id)
-        if session is None or session.memory is None:
-            return []
-        return list(session.memory[1])
-
-    async def clear_memory_rows(self) -> int:
-        """See ``Backend.clear_memory_rows``."""
-        self._check_open()
-        cleared = 0
-        for session in self._sessions.values():
-            if session.memory is not None:
-                cleared += len(session.memory[1])
-                session.memory = (session.memory[0], [])
-        return cleared
-    async def list_artifact_versions(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> list[ArtifactRecord]:
-        """See ``Backend.list_artifact_versions``."""
-        self._check_open()
-        versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
-        return [dataclasses.replace(r, data=b"") for r in versions]
-
-    async def delete_artifact(
-        self, *, app_name: str, user_id: str, session_id: str | None, filename: str
-    ) -> int:
-        """See ``Backend.delete_artifact``."""
-        self._check_open()
-        return len(self._artifacts.pop((app_name, user_id, session_id, filename), []))
 
     async def read_since(
         self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,
@@ -723,18 +466,6 @@ class MemoryBackend:
             return count
         return 0 if self._retention.pop(app_name, None) is None else 1
 
-    async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        """See ``Backend.load_snapshots``."""
-        self._check_open()
-        found: dict[str, HeadState] = {}
-        for sid in session_ids:
-            session = self._sessions.get(sid)
-            seqs = [] if session is None else [
-                s for s, snapshot in session.snapshots.items() if self._bound(session, snapshot)]
-            if session is not None and seqs:
-                found[sid] = session.snapshots[max(seqs)]
-        return found
-
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
         """See ``Backend.read_many``."""
         self._check_open()
@@ -756,32 +487,6 @@ class MemoryBackend:
                 app_name=app_name, user_id=user_id,
                 after=0 if snapshot is None else snapshot.count, upto_position=None))
         return found
-
-    def _current_head_state(self, session_id: str, state: HeadState | None) -> bool:
-        session = self._sessions.get(session_id)
-        return (session is not None and state is not None
-                and 0 < state.seq <= len(session.events)
-                and session.events[state.seq - 1].chain_hash == state.chain_hash)
-
-    async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        """See ``Backend.load_head_states``."""
-        self._check_open()
-        found: dict[str, HeadState] = {}
-        for sid in session_ids:
-            session = self._sessions.get(sid)
-            if session is not None and session.head_state is not None \
-                    and self._current_head_state(sid, session.head_state):
-                found[sid] = session.head_state
-        return found
-
-    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
-        """See ``Backend.save_head_states``."""
-        self._check_open()
-        for sid, state in states.items():
-            session = self._sessions.get(sid)
-            if session is None or not self._current_head_state(sid, state):
-                continue
-            session.head_state = state
 
     async def wait_for_events(self, session_id: str, *, after: int, max_wait: float) -> None:
         """See ``Backend.wait_for_events``."""
