@@ -290,10 +290,8 @@ def verify(
         expected = None if expect_heads is None else read_heads(expect_heads)
         async with await open_existing(db, read_only=True) as store:
             count, findings = await verify_all(store)
-            if expected is not None:
-                mine = [h for h in expected if session_id is None or h.session_id == session_id]
-                findings += await check_heads(store, mine)
-            return count, findings
+            mine = [h for h in expected or () if session_id in (None, h.session_id)]
+            return count, findings + await check_heads(store, mine)
 
     async def verify_all(store: EventStore) -> tuple[int, list[Finding]]:
         if session_id is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
@@ -45,12 +46,11 @@ import asyncpg
 
 from eventstore._exceptions import (
     ConcurrencyError,
-    SchemaError,
     StorageError,
     StoreClosedError,
     StoreUsageError,
 )
-from eventstore._migrate import check_revision, head_revision, unversioned_message, upgrade
+from eventstore._migrate import check_revision, head_revision, upgrade
 from eventstore._urls import redact_url
 from eventstore.backends.protocol import (
     HeadState,
@@ -94,7 +94,7 @@ from .group import AppendGroups
 from .keepalive import SILENCE_TIMEOUT, bound_silence
 from .notify import CHANNEL, Notices
 from .open import BROKEN as _BROKEN
-from .open import CONNECT_TIMEOUT, unsent
+from .open import CONNECT_TIMEOUT, schema_revision, standby_pool, unsent
 from .open import DRIVER_ERRORS as _DRIVER_ERRORS
 from .open import dsn as _dsn
 from .open import keep_session as _keep_session
@@ -166,15 +166,15 @@ class PostgresBackend(SQLBackendBase):
         unless ``auto_upgrade`` (then it is upgraded first), StorageError when unreachable.
         """
         shown = redact_url(url)
-        current = await cls._revision(url, shown)
+        current = await schema_revision(url, shown)
         if current != head_revision() and auto_upgrade:
             try:
                 await upgrade(url)
             except StorageError:
                 # Another process may have upgraded the same database at the same moment.
-                if await cls._revision(url, shown) != head_revision():
+                if await schema_revision(url, shown) != head_revision():
                     raise
-            current = await cls._revision(url, shown)
+            current = await schema_revision(url, shown)
         check_revision(shown, current)
         try:
             pool = await asyncpg.create_pool(
@@ -188,38 +188,8 @@ class PostgresBackend(SQLBackendBase):
             )
         except _DRIVER_ERRORS as exc:
             raise _translate(exc, url=shown, what="connect", session_id=None) from exc
-        reads = None
-        if read_urls:
-            async def connect(read_url: str) -> Any:
-                # No connection until the first read: a standby down at open costs nothing.
-                return await asyncpg.create_pool(
-                    _dsn(read_url), min_size=0, max_size=max_connections,
-                    reset=_keep_session, timeout=CONNECT_TIMEOUT, init=bound_silence)
-
-            reads = ReadRoute(read_urls, connect)
-        return cls(url, pool, signing_key=signing_key, reads=reads)
-
-    @staticmethod
-    async def _revision(url: str, shown: str) -> str | None:
-        try:
-            conn = await asyncpg.connect(_dsn(url), timeout=CONNECT_TIMEOUT)
-        except _DRIVER_ERRORS as exc:
-            raise _translate(exc, url=shown, what="connect", session_id=None) from exc
-        try:
-            try:
-                value = await conn.fetchval("SELECT version_num FROM alembic_version")
-            except asyncpg.UndefinedTableError:
-                value = None
-            if value is None and await conn.fetchval(
-                "SELECT to_regclass('evs_sessions') IS NOT NULL"
-            ):
-                raise SchemaError(unversioned_message(shown))
-        except _DRIVER_ERRORS as exc:
-            raise _translate(exc, url=shown, what="read the schema revision",
-                             session_id=None) from exc
-        finally:
-            await conn.close()
-        return None if value is None else str(value)
+        reads = ReadRoute(read_urls, functools.partial(standby_pool, size=max_connections))
+        return cls(url, pool, signing_key=signing_key, reads=reads if read_urls else None)
 
     def _check_loop(self) -> None:
         """Refuse use from an event loop other than the one that opened the store: asyncpg
@@ -608,23 +578,19 @@ class PostgresBackend(SQLBackendBase):
         if self._closed:
             return
         self._closed = True
+        replicas = [] if self._reads is None else self._reads.pools()
         if asyncio.get_running_loop() is not self._loop:
             # Its connections cannot be closed politely from here: drop them.
-            self._pool.terminate()
-            for replica in [] if self._reads is None else self._reads.pools():
-                replica.terminate()
+            for pool in (self._pool, *replicas):
+                pool.terminate()
             self._wakeups.close()
             return
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
         await self._notices.close()
-        for replica in [] if self._reads is None else self._reads.pools():
+        for pool in (*replicas, self._pool):
             try:
-                await asyncio.wait_for(replica.close(), 10)
+                await asyncio.wait_for(pool.close(), 10)
             except (TimeoutError, *_DRIVER_ERRORS):
-                replica.terminate()
-        try:
-            await asyncio.wait_for(self._pool.close(), 10)
-        except (TimeoutError, *_DRIVER_ERRORS):
-            self._pool.terminate()
+                pool.terminate()
         self._wakeups.close()

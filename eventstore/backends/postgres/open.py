@@ -10,10 +10,14 @@ from typing import Any
 import asyncpg
 
 from eventstore._exceptions import (
+    SchemaError,
     SessionExistsError,
     SessionNotFoundError,
     StorageError,
 )
+from eventstore._migrate import unversioned_message
+
+from .keepalive import bound_silence
 
 __all__ = [
     "BROKEN",
@@ -21,6 +25,8 @@ __all__ = [
     "DRIVER_ERRORS",
     "dsn",
     "keep_session",
+    "schema_revision",
+    "standby_pool",
     "translate",
     "unsent",
 ]
@@ -91,3 +97,34 @@ async def keep_session(conn: Any) -> None:
     The store's connections never LISTEN (the listener has its own connection), change
     settings or take session-level locks, so the default reset query would be a round trip
     per released connection for nothing."""
+
+
+async def schema_revision(url: str, shown: str) -> str | None:
+    """The database's schema revision (None when it has none); SchemaError when it has the
+    store's tables but no revision. ``shown``: the URL as messages name it."""
+    try:
+        conn = await asyncpg.connect(dsn(url), timeout=CONNECT_TIMEOUT)
+    except DRIVER_ERRORS as exc:
+        raise translate(exc, url=shown, what="connect", session_id=None) from exc
+    try:
+        try:
+            value = await conn.fetchval("SELECT version_num FROM alembic_version")
+        except asyncpg.UndefinedTableError:
+            value = None
+        if value is None and await conn.fetchval(
+            "SELECT to_regclass('evs_sessions') IS NOT NULL"
+        ):
+            raise SchemaError(unversioned_message(shown))
+    except DRIVER_ERRORS as exc:
+        raise translate(exc, url=shown, what="read the schema revision",
+                        session_id=None) from exc
+    finally:
+        await conn.close()
+    return None if value is None else str(value)
+
+
+async def standby_pool(url: str, *, size: int) -> Any:
+    """The pool of a hot standby's reads (``replicas``): no connection until the first read,
+    so a standby down when the store opens costs nothing."""
+    return await asyncpg.create_pool(dsn(url), min_size=0, max_size=size, reset=keep_session,
+                                     timeout=CONNECT_TIMEOUT, init=bound_silence)
