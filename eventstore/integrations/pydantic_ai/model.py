@@ -1,5 +1,8 @@
-"""The durable model: each model request of a run is recorded before it is sent, each response
-right after it arrives and before any tool acts on it (docs/protocol.md §2).
+"""The durable model: each model request of a run is recorded before it is sent (with every
+message before it that is not in the log yet), and so each response is recorded before the next
+request; the durable toolset records it before any tool acts on it, and the agent at the end of
+the run (docs/protocol.md §2). A response is recorded as the run keeps it, stamped with the
+run's ids, which pydantic-ai adds after the model returns.
 
 A resumed run never asks the model for a response the log holds: the conversation it continues
 is read from the log, so recorded responses are history, not requests. A response that arrived
@@ -40,7 +43,6 @@ class EventStoreModel(WrapperModel):
         await journal.record_messages(messages)
         response = await super().request(messages, model_settings, model_request_parameters)
         journal.model_requests += 1
-        await journal.record_messages([*messages, response])
         return response
 
     @asynccontextmanager
@@ -65,7 +67,6 @@ class EventStoreModel(WrapperModel):
         ) as streamed:
             journal.model_requests += 1
             yield streamed
-        await journal.record_messages([*messages, streamed.get()])
 
 
 def _note_output_tools(kinds: dict[str, str], parameters: ModelRequestParameters) -> None:
