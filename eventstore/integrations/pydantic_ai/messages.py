@@ -168,8 +168,12 @@ def request_event(
             stored = call_ids.get(part.tool_call_id, part.tool_call_id)
             if stored in answered:
                 continue
-            if isinstance(part, ToolReturnPart):
+            if isinstance(part, ToolReturnPart) and part.outcome == "success":
                 response = result_payload(part.content)
+            elif isinstance(part, ToolReturnPart):
+                kind = "retry" if part.outcome == "retried" else part.outcome
+                response = {"error": {"kind": kind, "tool": part.tool_name,
+                                      "message": part.model_response_str()}}
             else:
                 response = {"error": {"kind": "retry", "tool": part.tool_name,
                                       "message": part.model_response()}}
