@@ -64,6 +64,27 @@ _ADDRESS: contextvars.ContextVar[tuple[str | None, str | None]] = contextvars.Co
     "eventstore_pydantic_ai_address", default=(None, None))
 
 
+class _AddressedContext:
+    """An async context manager inside which the session address is set (pydantic-ai starts
+    the run's task on the first event asked for, inside the block)."""
+
+    def __init__(self, inner: Any, address: tuple[str | None, str | None]) -> None:
+        self._inner = inner
+        self._address = address
+        self._token: contextvars.Token[tuple[str | None, str | None]] | None = None
+
+    async def __aenter__(self) -> Any:
+        self._token = _ADDRESS.set(self._address)
+        return await self._inner.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc)
+        finally:
+            if self._token is not None:
+                _ADDRESS.reset(self._token)
+
+
 class EventStoreAgent(WrapperAgent[Any, Any]):
     """Wrap ``agent`` so that its runs are recorded in, and resumed from, the event store.
 
@@ -180,10 +201,10 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
 
     def run_stream_events(self, user_prompt: Any = None, *, session_id: str | None = None,  # type: ignore[override]
                           user_id: str | None = None, **kwargs: Any) -> Any:
-        """``Agent.run_stream_events`` on the session (address fixed when called)."""
+        """``Agent.run_stream_events`` on the session (``async with ... as events``)."""
         address = self.address(session_id=session_id, user_id=user_id)
-        with self._addressed(address.session_id, address.user_id):
-            return super().run_stream_events(user_prompt, **kwargs)
+        return _AddressedContext(super().run_stream_events(user_prompt, **kwargs),
+                                 (address.session_id, address.user_id))
 
     @asynccontextmanager
     async def iter(  # type: ignore[override]
@@ -210,7 +231,9 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
                     "the run's message history; pass message_history= only to a new session.")
             history = list(message_history)
         journal.recorded = len(messages_of(journal.events))
-        if user_prompt is None and deferred_tool_results is None:
+        if deferred_tool_results is not None:
+            await journal.append_answers(deferred_tool_results)
+        elif user_prompt is None:
             deferred_tool_results = self._answers(journal, history)
         run_model = self._model
         if model is not None:
@@ -218,12 +241,13 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
                 model if isinstance(model, Model) else infer_model(model))
         token = CURRENT_JOURNAL.set(journal)
         try:
-            with super().override(model=run_model, toolsets=self._toolsets, tools=[]):
+            # Run-time toolsets join the durable ones (an override replaces them all).
+            merged = [*self._toolsets, *(self._durable(t) for t in toolsets or ())]
+            with super().override(model=run_model, toolsets=merged, tools=[]):
                 async with super().iter(
                     user_prompt,
                     message_history=history or None,
                     deferred_tool_results=deferred_tool_results,
-                    toolsets=[self._durable(t) for t in toolsets or ()] or None,
                     **kwargs,
                 ) as run:
                     yield run

@@ -15,15 +15,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_ai import DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
-from eventstore import CallLedger, ConcurrencyError, Event, EventStore, claim_event
+from eventstore import (
+    REQUEST_CONFIRMATION_FUNCTION,
+    CallLedger,
+    ConcurrencyError,
+    Content,
+    Event,
+    EventStore,
+    FunctionResponse,
+    Part,
+    claim_event,
+)
 from eventstore.integrations._handle import StoreHandle
 
 from .deferred import Confirmations
-from .messages import TOOL_KINDS_KEY, call_id_map, request_event, response_event
+from .messages import TOOL_KINDS_KEY, call_id_map, request_event, response_event, result_payload
 
-__all__ = ["RunJournal", "SessionMovedError"]
+__all__ = ["DEFERRED_KEY", "RunJournal", "SessionMovedError"]
+
+DEFERRED_KEY = "pydantic_ai_deferred_call_ids"
+"""``custom_metadata`` key of an event (no content) saying that the calls it names were
+deferred by their tool (``CallDeferred``): they wait for a result from outside (§7)."""
 
 
 class SessionMovedError(RuntimeError):
@@ -53,6 +68,8 @@ class RunJournal:
     confirmations: Confirmations = field(default_factory=Confirmations)
     call_ids: dict[str, str] = field(default_factory=dict)
     """Provider call id → stored call id."""
+    deferred: set[str] = field(default_factory=set)
+    """Stored ids of calls their tool deferred (waiting for a result, not in doubt)."""
     model_requests: int = 0
     """Model requests this process really sent."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -64,6 +81,18 @@ class RunJournal:
         self.ledger = CallLedger.of(self.events)
         self.confirmations = Confirmations.of(self.events)
         self.call_ids = call_id_map(self.events)
+        for event in self.events:
+            self._note(event)
+
+    def _note(self, event: Event) -> None:
+        ids = event.custom_metadata.get(DEFERRED_KEY)
+        if isinstance(ids, list):
+            self.deferred.update(i for i in ids if isinstance(i, str))
+
+    def marker(self, metadata: dict[str, Any]) -> Event:
+        """An event without content that carries ``metadata`` (a decision, a deferral)."""
+        return Event(author=self.author, invocation_id=self.invocation_id,
+                     custom_metadata=metadata)
 
     def tool_kinds_logged(self) -> dict[str, str]:
         """``{tool name: kind}`` of the newest model turn that recorded them."""
@@ -91,6 +120,7 @@ class RunJournal:
         for event in written:
             self.events.append(event)
             self.ledger.feed(event)
+            self._note(event)
             if event.seq is not None:
                 self.version = max(self.version, event.seq)
         self.confirmations = Confirmations.of(self.events)
@@ -133,6 +163,30 @@ class RunJournal:
             if batch:
                 await self._append_results(batch)
                 self.recorded = len(messages)
+
+    async def append_answers(self, results: DeferredToolResults) -> None:
+        """Record answers a caller hands to a run (``deferred_tool_results=``) as the log's own
+        (§6 confirmation answers, §7 results), unless the log already answered those calls."""
+        parts: list[Part] = []
+        for provider_id, approval in results.approvals.items():
+            stored = self.stored_id(provider_id)
+            request = self.confirmations.requested.get(stored)
+            if request is None or stored in self.confirmations.answers:
+                continue
+            confirmed = not isinstance(approval, ToolDenied) and approval is not False
+            parts.append(Part(function_response=FunctionResponse(
+                id=request, name=REQUEST_CONFIRMATION_FUNCTION,
+                response={"confirmed": confirmed, "payload": None})))
+        for provider_id, value in results.calls.items():
+            stored = self.stored_id(provider_id)
+            record = self.ledger.get(stored)
+            if record.response is not None or record.call is None:
+                continue
+            parts.append(Part(function_response=FunctionResponse(
+                id=stored, name=record.call.name, response=result_payload(value))))
+        if parts:
+            await self.append([Event(author="user", invocation_id=self.invocation_id,
+                                     content=Content(role="user", parts=tuple(parts)))])
 
     async def claim(self, call_id: str) -> None:
         """Append the claim of ``call_id`` (before its tool runs); SessionMovedError when the

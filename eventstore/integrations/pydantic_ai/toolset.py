@@ -29,9 +29,9 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from eventstore import Content, Event, FunctionResponse, Part
+from eventstore import RERUN_DECISION_KEY, Content, Event, FunctionResponse, Part
 
-from .journal import RunJournal
+from .journal import DEFERRED_KEY, RunJournal
 from .messages import result_payload
 
 __all__ = ["CURRENT_JOURNAL", "EventStoreToolset", "IN_DOUBT_KEY", "recorded_value"]
@@ -94,20 +94,33 @@ class EventStoreToolset(WrapperToolset[Any]):
             if record.claims == 0:
                 await journal.claim(call_id)
             raise CallDeferred(metadata={"call_id": call_id})
-        if decision == "in_doubt":
-            raise CallDeferred(metadata={IN_DOUBT_KEY: True, "call_id": call_id})
-        if tool.tool_def.kind == "unapproved" or decision == "waits_for_confirmation":
+        asked = call_id in journal.confirmations.requested
+        if tool.tool_def.kind == "unapproved" or decision == "waits_for_confirmation" or asked:
             if journal.confirmations.answers.get(call_id) is not True:
                 raise ApprovalRequired()
             ctx = replace(ctx, tool_call_approved=True)
         else:
             ctx = replace(ctx, tool_call_approved=False)
+        if decision == "in_doubt":
+            if call_id in journal.deferred:
+                raise CallDeferred(metadata={"call_id": call_id})
+            raise CallDeferred(metadata={IN_DOUBT_KEY: True, "call_id": call_id})
         await journal.claim(call_id)
         try:
             value = await super().call_tool(name, tool_args, ctx, tool)
         except ModelRetry as exc:
             await journal.record_result(_response(journal, call_id, name, {"error": {
                 "kind": "retry", "tool": name, "message": exc.message}}))
+            raise
+        except ApprovalRequired:
+            # Raised before the tool did anything (pydantic-ai's contract): once approved, the
+            # call may run, so its claim is released by a re-run decision (§9).
+            await journal.append([journal.marker({RERUN_DECISION_KEY: [call_id]})])
+            raise
+        except CallDeferred:
+            # The call's result comes from outside: its claim stays (``evs respond`` answers
+            # it, §7), and the log says it waits rather than being in doubt.
+            await journal.append([journal.marker({DEFERRED_KEY: [call_id]})])
             raise
         await journal.record_result(_response(journal, call_id, name, result_payload(value)))
         return value
