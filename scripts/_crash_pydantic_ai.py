@@ -59,7 +59,8 @@ def order_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("charge_card", {"amount": 12}, "c-charge")])
     if turn == 2:
         return ModelResponse(parts=[ToolCallPart("ship_order", {"item": "book"}, "c-ship")])
-    return ModelResponse(parts=[TextPart("Ordered the book for 12; receipt r-12, tracking t-book.")])
+    return ModelResponse(
+        parts=[TextPart("Ordered the book for 12; receipt r-12, tracking t-book.")])
 
 
 def build_agent(store: object) -> EventStoreAgent:

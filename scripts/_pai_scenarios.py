@@ -117,7 +117,8 @@ async def simple_iter(wrap: Wrap) -> None:
     async with agent.iter("What is the capital of Mexico?", session_id=_sid()) as run:
         nodes = [type(n).__name__ async for n in run]
     assert nodes == ["UserPromptNode", "ModelRequestNode", "CallToolsNode", "End"]
-    assert run.result is not None and run.result.output == "The capital of Mexico is Mexico City."
+    assert run.result is not None
+    assert run.result.output == "The capital of Mexico is Mexico City."
 
 
 async def runtime_event_stream_handler(wrap: Wrap) -> None:
@@ -134,7 +135,8 @@ async def runtime_event_stream_handler(wrap: Wrap) -> None:
     agent = wrap(Agent(FunctionModel(stream_function=hello), name="runtime_handler_stream_agent"))
     result = await agent.run("Hi", session_id=_sid(), event_stream_handler=handler)
     assert result.output == "Hello world"
-    assert "PartStartEvent" in seen and "PartDeltaEvent" in seen
+    assert "PartStartEvent" in seen
+    assert "PartDeltaEvent" in seen
 
 
 async def run_with_model(wrap: Wrap) -> None:
@@ -372,7 +374,8 @@ async def output_retry(wrap: Wrap) -> None:
         return order
 
     result = await wrap(agent).run("Order", session_id=_sid())
-    assert result.output == Order(price=1) and len(tries) == 2
+    assert result.output == Order(price=1)
+    assert len(tries) == 2
 
 
 async def multiple_agents(wrap: Wrap) -> None:

@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.agent import AbstractAgent, AgentRun, EventStreamHandler, WrapperAgent
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model, infer_model
@@ -178,20 +178,20 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
         finally:
             _ADDRESS.reset(token)
 
-    async def run(self, user_prompt: Any = None, *, session_id: str | None = None,  # type: ignore[override]
+    async def run(self, user_prompt: Any = None, *, session_id: str | None = None,
                   user_id: str | None = None, **kwargs: Any) -> Any:
         """``Agent.run`` on the session (see the class); ``session_id``/``user_id`` address it."""
         with self._addressed(session_id, user_id):
             return await super().run(user_prompt, **kwargs)
 
-    def run_sync(self, user_prompt: Any = None, *, session_id: str | None = None,  # type: ignore[override]
+    def run_sync(self, user_prompt: Any = None, *, session_id: str | None = None,
                  user_id: str | None = None, **kwargs: Any) -> Any:
         """``Agent.run_sync`` on the session."""
         with self._addressed(session_id, user_id):
             return super().run_sync(user_prompt, **kwargs)
 
     @asynccontextmanager
-    async def run_stream(self, user_prompt: Any = None, *, session_id: str | None = None,  # type: ignore[override]
+    async def run_stream(self, user_prompt: Any = None, *, session_id: str | None = None,
                          user_id: str | None = None, **kwargs: Any
                          ) -> AsyncIterator[StreamedRunResult[Any, Any]]:
         """``Agent.run_stream`` on the session."""
@@ -199,7 +199,7 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
             async with super().run_stream(user_prompt, **kwargs) as streamed:
                 yield streamed
 
-    def run_stream_events(self, user_prompt: Any = None, *, session_id: str | None = None,  # type: ignore[override]
+    def run_stream_events(self, user_prompt: Any = None, *, session_id: str | None = None,
                           user_id: str | None = None, **kwargs: Any) -> Any:
         """``Agent.run_stream_events`` on the session (``async with ... as events``)."""
         address = self.address(session_id=session_id, user_id=user_id)
@@ -207,7 +207,7 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
                                  (address.session_id, address.user_id))
 
     @asynccontextmanager
-    async def iter(  # type: ignore[override]
+    async def iter(
         self,
         user_prompt: Any = None,
         *,
@@ -243,7 +243,10 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
         try:
             # Run-time toolsets join the durable ones (an override replaces them all).
             merged = [*self._toolsets, *(self._durable(t) for t in toolsets or ())]
-            with super().override(model=run_model, toolsets=merged, tools=[]):
+            overrides: dict[str, Any] = {"toolsets": merged, "tools": []}
+            if run_model is not None:
+                overrides["model"] = run_model
+            with super().override(**overrides):
                 async with super().iter(
                     user_prompt,
                     message_history=history or None,
@@ -281,7 +284,7 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
         calls = open_calls(history, output_tools=output_tools)
         if not calls:
             return None
-        approvals: dict[str, bool | ToolDenied] = {}
+        approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
         for call in calls:
             answer = journal.confirmations.answers.get(journal.stored_id(call.tool_call_id))
             approvals[call.tool_call_id] = ToolDenied() if answer is False else True

@@ -120,17 +120,20 @@ def confirmation_events(
     ]
 
 
-def open_calls(messages: list[ModelMessage], *, output_tools: Iterable[str] = ()) -> list[ToolCallPart]:
+def open_calls(
+    messages: list[ModelMessage], *, output_tools: Iterable[str] = ()
+) -> list[ToolCallPart]:
     """The calls of the newest model response that no later request answers (output tool calls
     excluded: pydantic-ai settles them itself)."""
     answered: set[str] = set()
     skip = set(output_tools)
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
-            answered.update(
-                p.tool_call_id for p in message.parts
-                if getattr(p, "part_kind", "") in ("tool-return", "retry-prompt")
-            )
+            for part in message.parts:
+                call_id = getattr(part, "tool_call_id", None)
+                if isinstance(call_id, str) and getattr(part, "part_kind", "") in (
+                        "tool-return", "retry-prompt"):
+                    answered.add(call_id)
         elif isinstance(message, ModelResponse):
             return [c for c in message.tool_calls
                     if c.tool_call_id not in answered and c.tool_name not in skip]

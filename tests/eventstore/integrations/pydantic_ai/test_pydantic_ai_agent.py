@@ -14,7 +14,14 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 from _pai import Crash, evs, order_agent, pending  # noqa: E402
-from pydantic_ai import Agent, DeferredToolRequests, ExternalToolset  # noqa: E402
+from pydantic_ai import (  # noqa: E402
+    Agent,
+    ApprovalRequired,
+    CallDeferred,
+    DeferredToolRequests,
+    ExternalToolset,
+    RunContext,
+)
 from pydantic_ai.messages import (  # noqa: E402
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -79,7 +86,8 @@ async def test_pydantic_ai_crash_in_a_tool_resumes_without_repeats(tmp_path: Pat
     assert ran == ["lookup", "lookup", "charge"]
     assert model_calls == [0, 1, 2]
     [item] = pending(db, "s")
-    assert item["kind"] == "confirmation" and item["tool"] == "ship"
+    assert item["kind"] == "confirmation"
+    assert item["tool"] == "ship"
     evs("confirm", "s", item["confirmation_id"], "--yes", db=db)
     done = await agent.run(None, session_id="s")
     assert done.output == "done: shipped book"
@@ -104,7 +112,8 @@ async def test_pydantic_ai_in_doubt_call_waits_for_evs(tmp_path: Path, answer: s
     assert waiting.output.metadata["c2"][IN_DOUBT_KEY] is True
     assert ran == ["lookup", "charge"]  # not run again: it may have charged
     [item] = pending(db, "s")
-    assert item["kind"] in ("in_doubt", "idempotency_unknown") and item["call_id"] == "c2"
+    assert item["kind"] in ("in_doubt", "idempotency_unknown")
+    assert item["call_id"] == "c2"
     if answer == "respond":
         evs("respond", "s", "c2", "--result", '{"charged": 12}', db=db)
     else:
@@ -155,7 +164,8 @@ async def test_pydantic_ai_external_tool_result_from_evs_respond(tmp_path: Path)
     assert isinstance(waiting.output, DeferredToolRequests)
     assert [c.tool_name for c in waiting.output.calls] == ["approve_refund"]
     [item] = pending(db, "s")
-    assert item["kind"] == "long_running" and item["call_id"] == "x1"
+    assert item["kind"] == "long_running"
+    assert item["call_id"] == "x1"
     again = await agent.run(None, session_id="s")  # nothing arrived yet: still waiting
     assert isinstance(again.output, DeferredToolRequests)
     evs("respond", "s", "x1", "--result", '{"ok": true, "amount": 30}', db=db)
@@ -243,3 +253,45 @@ async def test_pydantic_ai_resume_on_postgres(empty_postgres_url: str) -> None:
         assert ran == ["lookup", "lookup", "charge"]
         events = (await store.get_session("pg")).events
         assert _dump(messages_of(events)) == _dump(paused.all_messages())
+
+
+@pytest.mark.slow
+async def test_pydantic_ai_deferrals_raised_by_tool_bodies_answered_by_evs(tmp_path: Path) -> None:
+    """pydantic-ai's human-in-the-loop scenario: a body that raises ApprovalRequired until
+    approved, another that raises CallDeferred; answered from another process."""
+    db = str(tmp_path / "hitl.db")
+    ran: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from _pai import returns
+
+        if not returns(messages):
+            return ModelResponse(parts=[ToolCallPart("delete_file", {"path": ".env"}, "h1"),
+                                        ToolCallPart("create_file", {"path": "t.txt"}, "h2")])
+        return ModelResponse(parts=[TextPart(str(sorted(returns(messages).items())))])
+
+    agent: Agent[None, Any] = Agent(FunctionModel(model), name="hitl",
+                                    output_type=[str, DeferredToolRequests])
+
+    @agent.tool
+    def delete_file(ctx: RunContext[None], path: str) -> bool:
+        if not ctx.tool_call_approved:
+            raise ApprovalRequired
+        ran.append("delete_file")
+        return True
+
+    @agent.tool
+    def create_file(ctx: RunContext[None], path: str) -> None:
+        raise CallDeferred
+
+    wrapped = EventStoreAgent(agent, store=db)
+    paused = await wrapped.run("Delete .env and create t.txt", session_id="h")
+    assert isinstance(paused.output, DeferredToolRequests)
+    items = {i["call_id"]: i for i in pending(db, "h")}
+    assert items["h1"]["kind"] == "confirmation"
+    evs("confirm", "h", items["h1"]["confirmation_id"], "--yes", db=db)
+    evs("respond", "h", "h2", "--result", '{"result": "created"}', db=db)
+    done = await wrapped.run(None, session_id="h")
+    assert done.output == "[('create_file', 'created'), ('delete_file', True)]"
+    assert ran == ["delete_file"]
+    await wrapped.aclose()

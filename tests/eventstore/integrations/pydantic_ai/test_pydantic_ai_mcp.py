@@ -61,7 +61,8 @@ async def _check_resume(toolset: MCPToolset[Any], counter: Path, db: str) -> Non
     assert len(executions(counter)) == 1  # the recorded result was not asked for again
     async with await open_store(db) as store:
         ledger = CallLedger.of((await store.get_session("m")).events)
-    assert ledger.get("m1").decision() == "settled" and ledger.get("m1").claims == 1
+    assert ledger.get("m1").decision() == "settled"
+    assert ledger.get("m1").claims == 1
     await wrapped.aclose()
 
 

@@ -111,7 +111,10 @@ def test_pydantic_ai_tool_return_pairs_with_its_call() -> None:
     assert _dump(loaded) == _dump(conversation)
     records = list(ledger.records.values())
     assert len(records) == 2
-    assert records[0].call is not None and records[0].call.id == "c1"
+    assert records[0].call is not None
+    assert records[0].call.id == "c1"
     assert records[0].response == {"v": 2}
-    assert records[1].call is not None and records[1].call.id.startswith("call-")
-    assert records[1].response is not None and records[1].response["error"]["kind"] == "retry"
+    assert records[1].call is not None
+    assert records[1].call.id.startswith("call-")
+    assert records[1].response is not None
+    assert records[1].response["error"]["kind"] == "retry"
