@@ -41,7 +41,7 @@ from eventstore.integrations._handle import StoreHandle
 
 from .deferred import confirmation_events, open_calls
 from .journal import RunJournal
-from .messages import messages_of
+from .messages import artifact_refs, messages_of
 from .model import EventStoreModel
 from .toolset import CURRENT_JOURNAL, EventStoreToolset
 
@@ -223,14 +223,14 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
         the run does is appended to it as it happens (see the class)."""
         address = self.address(session_id=session_id, user_id=user_id)
         journal = await self._journal(address)
-        history = messages_of(journal.events)
+        history = messages_of(journal.events, journal.artifacts)
         if message_history:
             if history:
                 raise UserError(
                     f"Session {address.session_id!r} already holds a conversation, which is "
                     "the run's message history; pass message_history= only to a new session.")
             history = list(message_history)
-        journal.recorded = len(messages_of(journal.events))
+        journal.recorded = len(messages_of(journal.events, journal.artifacts))
         if deferred_tool_results is not None:
             await journal.append_answers(deferred_tool_results)
         elif user_prompt is None:
@@ -259,7 +259,7 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
             CURRENT_JOURNAL.reset(token)
 
     async def _journal(self, address: SessionAddress) -> RunJournal:
-        async def load(store: EventStore) -> tuple[list[Any], int]:
+        async def load(store: EventStore) -> tuple[list[Any], int, dict[tuple[str, int], bytes]]:
             try:
                 session = await store.get_session(address.session_id,
                                                   app_name=address.app_name,
@@ -268,14 +268,21 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
                 session = await store.create_session(app_name=address.app_name,
                                                      user_id=address.user_id,
                                                      session_id=address.session_id)
-            return session.events, session.version
+            contents = {}
+            for name, number in artifact_refs(session.events):
+                found = await store.load_artifact(address.session_id, name, version=number,
+                                                  app_name=address.app_name,
+                                                  user_id=address.user_id)
+                contents[(name, number)] = found.data
+            return session.events, session.version, contents
 
-        events, version = await self._handle.run(load)
+        events, version, contents = await self._handle.run(load)
         journal = RunJournal(
             handle=self._handle, session_id=address.session_id, app_name=address.app_name,
             user_id=address.user_id, author=self._name, invocation_id=f"e-{uuid.uuid4().hex}",
             idempotent=self._idempotent)
         journal.load(events, version)
+        journal.artifacts.update(contents)
         return journal
 
     @staticmethod

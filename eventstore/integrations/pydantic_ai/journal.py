@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import DeferredToolResults, ToolDenied
@@ -20,6 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 from eventstore import (
     REQUEST_CONFIRMATION_FUNCTION,
+    ArtifactRef,
     CallLedger,
     ConcurrencyError,
     Content,
@@ -32,7 +33,17 @@ from eventstore import (
 from eventstore.integrations._handle import StoreHandle
 
 from .deferred import Confirmations
-from .messages import TOOL_KINDS_KEY, call_id_map, request_event, response_event, result_payload
+from .messages import (
+    ARTIFACT_KEY,
+    MESSAGE_KEY,
+    TOOL_KINDS_KEY,
+    artifact_name,
+    call_id_map,
+    request_event,
+    response_event,
+    result_payload,
+    split_binaries,
+)
 
 __all__ = ["DEFERRED_KEY", "RunJournal", "SessionMovedError"]
 
@@ -68,6 +79,8 @@ class RunJournal:
     confirmations: Confirmations = field(default_factory=Confirmations)
     call_ids: dict[str, str] = field(default_factory=dict)
     """Provider call id → stored call id."""
+    artifacts: dict[tuple[str, int], bytes] = field(default_factory=dict)
+    """Bytes of the artifacts the conversation stands on, by (filename, version)."""
     deferred: set[str] = field(default_factory=set)
     """Stored ids of calls their tool deferred (waiting for a result, not in doubt)."""
     model_requests: int = 0
@@ -159,7 +172,7 @@ class RunJournal:
                                         if p.function_response is not None)
                 else:  # pragma: no cover - ModelMessage is a closed union
                     continue
-                batch.append(event)
+                batch.append(await self._save_binaries(event))
             if batch:
                 await self._append_results(batch)
                 self.recorded = len(messages)
@@ -187,6 +200,38 @@ class RunJournal:
         if parts:
             await self.append([Event(author="user", invocation_id=self.invocation_id,
                                      content=Content(role="user", parts=tuple(parts)))])
+
+    async def _save_binaries(self, event: Event) -> Event:
+        """Save the bytes of the event's message as artifacts, referenced in their place."""
+        dumped = event.custom_metadata[MESSAGE_KEY]
+        found = split_binaries(dumped)
+        if not found:
+            return event
+        refs: list[Part] = []
+        delta: dict[str, int] = {}
+        for mapping, data, mime in found:
+            name = artifact_name(data)
+
+            async def save(store: EventStore, name: str = name, data: bytes = data,
+                           mime: str = mime) -> int:
+                return await store.save_artifact(
+                    self.session_id, name, data, mime_type=mime or "application/octet-stream",
+                    app_name=self.app_name, user_id=self.user_id)
+
+            version = delta.get(name)
+            if version is None:
+                version = delta[name] = await self.handle.run(save)
+                self.artifacts[(name, version)] = data
+                refs.append(Part(artifact=ArtifactRef(
+                    filename=name, version=version,
+                    mime_type=mime or "application/octet-stream")))
+            mapping["data"] = ""
+            mapping[ARTIFACT_KEY] = {"filename": name, "version": version}
+        parts = (*(event.content.parts if event.content else ()), *refs)
+        return replace(event, content=Content(
+            role=event.content.role if event.content else "user", parts=parts),
+            actions=replace(event.actions, artifact_delta={**event.actions.artifact_delta,
+                                                          **delta}))
 
     async def claim(self, call_id: str) -> None:
         """Append the claim of ``call_id`` (before its tool runs); SessionMovedError when the

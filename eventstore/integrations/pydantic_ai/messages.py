@@ -12,6 +12,11 @@ of the same message (docs/protocol.md), for ``evs show`` / ``evs pending`` and t
   function_response per tool return or tool retry prompt whose call has no response in the log
   yet (the durable toolset records the results of the tools it runs as they happen, §4).
 
+Files are artifacts: the bytes of every ``BinaryContent`` (user prompts, tool returns, file
+parts) are saved as a version of the session's artifact ``pydantic-ai/<sha256>`` and the stored
+message keeps the reference in their place (``ARTIFACT_KEY``); the event lists the artifact in
+its parts and ``artifact_delta``. Loading puts the bytes back.
+
 Call ids are unique within a session (docs/protocol.md): a call whose id the session already
 used is stored under a fresh ``call-<hex>`` id and the turn records the provider's id in
 ``custom_metadata["provider_call_ids"]``; the stored message keeps the provider's id.
@@ -19,6 +24,8 @@ used is stored under a fresh ``call-<hex>`` id and the turn records the provider
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
@@ -39,11 +46,14 @@ from pydantic_core import to_jsonable_python
 from eventstore import Content, Event, FunctionCall, FunctionResponse, Part
 
 __all__ = [
+    "ARTIFACT_KEY",
     "MESSAGE_KEY",
     "PROVIDER_CALL_IDS_KEY",
     "TOOL_KINDS_KEY",
     "call_id_map",
+    "artifact_refs",
     "dump_message",
+    "split_binaries",
     "messages_of",
     "request_event",
     "response_event",
@@ -58,15 +68,82 @@ TOOL_KINDS_KEY = "pydantic_ai_tool_kinds"
 """``custom_metadata`` key of a model turn: ``{tool name: kind}`` of the tools it could call."""
 
 
+ARTIFACT_KEY = "eventstore_artifact"
+"""Key, inside a stored binary content, of ``{"filename", "version"}`` standing for its bytes."""
+
+
+def split_binaries(dumped: dict[str, Any]) -> list[tuple[dict[str, Any], bytes, str]]:
+    """The binary contents of a dumped message: (its mapping, its bytes, its media type).
+    The caller saves each and replaces its ``data`` by an ``ARTIFACT_KEY`` reference."""
+    found: list[tuple[dict[str, Any], bytes, str]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("kind") == "binary" and isinstance(value.get("data"), str):
+                data = base64.urlsafe_b64decode(value["data"])
+                found.append((value, data, str(value.get("media_type") or "")))
+                return
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(dumped)
+    return found
+
+
+def artifact_name(data: bytes) -> str:
+    """The artifact a binary content is saved under (named by its bytes)."""
+    return f"pydantic-ai/{hashlib.sha256(data).hexdigest()[:32]}"
+
+
+def artifact_refs(events: Iterable[Event]) -> set[tuple[str, int]]:
+    """(filename, version) of every artifact the stored messages of ``events`` stand on."""
+    refs: set[tuple[str, int]] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            ref = value.get(ARTIFACT_KEY)
+            if isinstance(ref, dict):
+                refs.add((str(ref["filename"]), int(ref["version"])))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for event in events:
+        walk(event.custom_metadata.get(MESSAGE_KEY))
+    return refs
+
+
+def _filled(value: Any, contents: Mapping[tuple[str, int], bytes]) -> Any:
+    if isinstance(value, dict):
+        ref = value.get(ARTIFACT_KEY)
+        if isinstance(ref, dict):
+            rest = {k: v for k, v in value.items() if k != ARTIFACT_KEY}
+            data = contents[(str(ref["filename"]), int(ref["version"]))]
+            return {**rest, "data": base64.urlsafe_b64encode(data).decode()}
+        return {k: _filled(v, contents) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, contents) for v in value]
+    return value
+
+
 def dump_message(message: ModelMessage) -> dict[str, Any]:
     """The message as ``ModelMessagesTypeAdapter`` writes it in JSON mode."""
     dumped: dict[str, Any] = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
     return dumped
 
 
-def messages_of(events: Iterable[Event]) -> list[ModelMessage]:
-    """The conversation the events hold, oldest first (events without a message are skipped)."""
+def messages_of(events: Iterable[Event],
+                artifacts: Mapping[tuple[str, int], bytes] | None = None) -> list[ModelMessage]:
+    """The conversation the events hold, oldest first (events without a message are skipped);
+    ``artifacts``: the bytes of the artifacts they reference, by (filename, version)."""
     raw = [e.custom_metadata[MESSAGE_KEY] for e in events if MESSAGE_KEY in e.custom_metadata]
+    if artifacts:
+        raw = [_filled(r, artifacts) for r in raw]
     return list(ModelMessagesTypeAdapter.validate_python(raw)) if raw else []
 
 

@@ -295,3 +295,28 @@ async def test_pydantic_ai_deferrals_raised_by_tool_bodies_answered_by_evs(tmp_p
     assert done.output == "[('create_file', 'created'), ('delete_file', True)]"
     assert ran == ["delete_file"]
     await wrapped.aclose()
+
+
+async def test_pydantic_ai_files_come_back_from_artifacts(tmp_path: Path) -> None:
+    from pydantic_ai.messages import BinaryContent
+
+    db = str(tmp_path / "files.db")
+    sizes: list[int] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sizes.append(sum(len(c.data) for m in messages for p in m.parts
+                         for c in (p.content if isinstance(getattr(p, "content", None), list)
+                                   else []) if isinstance(c, BinaryContent)))
+        return ModelResponse(parts=[TextPart("seen")])
+
+    picture = BinaryContent(b"\x89PNG" + bytes(range(200)), media_type="image/png")
+    agent = EventStoreAgent(Agent(FunctionModel(model), name="eyes"), store=db)
+    await agent.run(["Look at this", picture], session_id="f")
+    again = EventStoreAgent(Agent(FunctionModel(model), name="eyes"), store=db)
+    result = await again.run("And now?", session_id="f")
+    assert sizes == [204, 204]  # the second run, in a new wrapper, sent the picture again
+    loaded = messages_of(await _events(db, "f"), None)
+    assert len(loaded) == 4
+    assert _dump(result.all_messages())[0]["parts"][0]["content"][1]["data"] != ""
+    await agent.aclose()
+    await again.aclose()

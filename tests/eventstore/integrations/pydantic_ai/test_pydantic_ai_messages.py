@@ -33,6 +33,7 @@ from pydantic_ai.messages import (  # noqa: E402
 from eventstore import CallLedger, EventStore, MemoryBackend  # noqa: E402
 from eventstore.integrations._handle import StoreHandle  # noqa: E402
 from eventstore.integrations.pydantic_ai import RunJournal, messages_of  # noqa: E402
+from eventstore.integrations.pydantic_ai.messages import MESSAGE_KEY, artifact_refs  # noqa: E402
 
 texts = st.text(max_size=20)
 names = st.sampled_from(["lookup", "charge", "ship"])
@@ -83,7 +84,9 @@ async def _round_trip(conversation: list[ModelMessage]) -> tuple[list[ModelMessa
     for end in range(1, len(conversation) + 1):  # one message at a time, as a run records
         await journal.record_messages(conversation[:end])
     events = (await store.get_session("s")).events
-    return messages_of(events), CallLedger.of(events)
+    contents = {ref: (await store.load_artifact("s", ref[0], version=ref[1])).data
+                for ref in artifact_refs(events)}
+    return messages_of(events, contents), CallLedger.of(events)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -118,3 +121,31 @@ def test_pydantic_ai_tool_return_pairs_with_its_call() -> None:
     assert records[1].call.id.startswith("call-")
     assert records[1].response is not None
     assert records[1].response["error"]["kind"] == "retry"
+
+
+def test_pydantic_ai_binary_content_is_an_artifact() -> None:
+    png = b"\x89PNG-bytes-of-a-picture"
+    conversation: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(["Look:", BinaryContent(png, media_type="image/png")])]),
+        ModelResponse(parts=[FilePart(BinaryContent(png, media_type="image/png"))]),
+    ]
+
+    async def stored() -> list[Any]:
+        store = EventStore(MemoryBackend())
+        await store.create_session(app_name="a", user_id="u", session_id="s")
+        journal = RunJournal(handle=StoreHandle(store), session_id="s", app_name="a",
+                             user_id="u", author="agent", invocation_id="i",
+                             idempotent=frozenset())
+        await journal.record_messages(conversation)
+        return (await store.get_session("s")).events
+
+    events = asyncio.run(stored())
+    import base64
+
+    encoded = base64.urlsafe_b64encode(png).decode()
+    assert all(encoded not in str(e.custom_metadata[MESSAGE_KEY]) for e in events)
+    refs = [p.artifact for e in events if e.content for p in e.content.parts if p.artifact]
+    assert [(r.mime_type, r.version) for r in refs] == [("image/png", 0), ("image/png", 1)]
+    assert events[0].actions.artifact_delta == {refs[0].filename: 0}
+    loaded, _ = asyncio.run(_round_trip(conversation))
+    assert _dump(loaded) == _dump(conversation)
