@@ -39,10 +39,20 @@ from eventstore.integrations.pydantic_ai import (  # noqa: E402
     EventStoreAgent,
     messages_of,
 )
+from eventstore.integrations.pydantic_ai.messages import artifact_refs  # noqa: E402
 
 
 def _dump(messages: list[ModelMessage]) -> list[Any]:
     return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+async def _conversation(db: str, session: str) -> list[ModelMessage]:
+    """The session's conversation, files put back from its artifacts."""
+    async with await open_store(db) as store:
+        events = (await store.get_session(session)).events
+        contents = {ref: (await store.load_artifact(session, ref[0], version=ref[1])).data
+                    for ref in artifact_refs(events)}
+    return messages_of(events, contents)
 
 
 async def _events(db: str, session: str) -> list[Any]:
@@ -320,3 +330,24 @@ async def test_pydantic_ai_files_come_back_from_artifacts(tmp_path: Path) -> Non
     assert _dump(result.all_messages())[0]["parts"][0]["content"][1]["data"] != ""
     await agent.aclose()
     await again.aclose()
+
+
+@pytest.mark.slow
+async def test_pydantic_ai_chat_round_trips_through_evs_export(tmp_path: Path) -> None:
+    from pydantic_ai.messages import BinaryContent
+
+    db, other = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    ran: list[str] = []
+    agent = EventStoreAgent(order_agent(ran=ran), store=db)
+    await agent.run(["Buy the book", BinaryContent(b"receipt", media_type="text/plain")],
+                    session_id="x")
+    await agent.aclose()
+    dump = tmp_path / "x.jsonl"
+    evs("export", "x", "-o", str(dump), db=db)
+    async with await open_store(other, auto_upgrade=True) as store:
+        await store.aclose()
+    imported = evs("import", str(dump), db=other)
+    new_id = imported["session_id"] if isinstance(imported, dict) else "x"
+    assert _dump(await _conversation(other, new_id)) == _dump(await _conversation(db, "x"))
+    assert len(await _conversation(other, new_id)) == 6
+    assert [p["kind"] for p in pending(other, new_id)] == ["confirmation"]
