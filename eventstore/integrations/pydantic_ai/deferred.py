@@ -35,7 +35,10 @@ from eventstore import (
     Part,
     ToolConfirmation,
 )
-from eventstore._calls import CONFIRMATION_REQUIRED_KIND
+
+CONFIRMATION_REQUIRED_KIND = "confirmation_required"
+"""The error kind of a call's placeholder response while it waits for a human (protocol §5;
+the stable string ``is_placeholder_response`` recognizes)."""
 
 __all__ = [
     "Confirmations",

@@ -149,3 +149,16 @@ def test_pydantic_ai_binary_content_is_an_artifact() -> None:
     assert events[0].actions.artifact_delta == {refs[0].filename: 0}
     loaded, _ = asyncio.run(_round_trip(conversation))
     assert _dump(loaded) == _dump(conversation)
+
+
+def test_pydantic_ai_approval_placeholder_is_the_protocols() -> None:
+    from eventstore import FunctionCall, is_placeholder_response
+    from eventstore.integrations.pydantic_ai.deferred import Confirmations, confirmation_events
+
+    call = FunctionCall(id="c1", name="ship", args={"item": "book"})
+    placeholder, request = confirmation_events([(call, "Ship it?")], author="a", invocation_id="i")
+    [response] = placeholder.function_responses()
+    assert is_placeholder_response(response.response)
+    assert CallLedger.of([placeholder]).get("c1").decision() == "waits_for_confirmation"
+    [asked] = request.function_calls()
+    assert Confirmations.of([placeholder, request]).requested == {"c1": asked.id}
