@@ -182,15 +182,17 @@ def response_event(
     parts: list[Part] = []
     ids: dict[str, str] = {}
     provider: dict[str, str] = {}
+    taken: set[str] = set()
     lr: list[str] = []
     for part in message.parts:
         if isinstance(part, TextPart) and part.content:
             parts.append(Part(text=part.content))
         elif isinstance(part, ToolCallPart):
             stored = part.tool_call_id
-            if stored in used_ids or stored in ids.values() or not stored:
+            if stored in used_ids or stored in taken or not stored:
                 stored = f"call-{uuid.uuid4().hex}"
                 provider[stored] = part.tool_call_id
+            taken.add(stored)
             ids[part.tool_call_id] = stored
             parts.append(Part(function_call=FunctionCall(id=stored, name=part.tool_name,
                                                          args=_args(part))))

@@ -162,3 +162,25 @@ def test_pydantic_ai_approval_placeholder_is_the_protocols() -> None:
     assert CallLedger.of([placeholder]).get("c1").decision() == "waits_for_confirmation"
     [asked] = request.function_calls()
     assert Confirmations.of([placeholder, request]).requested == {"c1": asked.id}
+
+
+def test_pydantic_ai_claim_after_another_writer_does_not_run() -> None:
+    import pytest
+
+    from eventstore import Content, Event, Part
+    from eventstore.integrations.pydantic_ai import SessionMovedError
+
+    async def race() -> CallLedger:
+        store = EventStore(MemoryBackend())
+        await store.create_session(app_name="a", user_id="u", session_id="s")
+        journal = RunJournal(handle=StoreHandle(store), session_id="s", app_name="a",
+                             user_id="u", author="agent", invocation_id="i",
+                             idempotent=frozenset())
+        journal.load([], 0)
+        await store.append("s", Event(author="user", content=Content(
+            role="user", parts=(Part(text="another process"),))), expected_version=None)
+        with pytest.raises(SessionMovedError, match="did not run"):
+            await journal.claim("c1")
+        return CallLedger.of((await store.get_session("s")).events)
+
+    assert asyncio.run(race()).get("c1").claims == 0
