@@ -257,7 +257,23 @@ class RunJournal:
             await self._append(batch)
         except ConcurrencyError:
             await self._reread()
-            await self._append(batch, check=False)
+            kept = [e for e in map(self._unanswered, batch) if e is not None]
+            if kept:
+                await self._append(kept, check=False)
+
+    def _unanswered(self, event: Event) -> Event | None:
+        """``event`` without the responses of calls the log answered meanwhile (the first
+        answer wins); None when nothing is left."""
+        if event.content is None:
+            return event
+        parts = tuple(p for p in event.content.parts if p.function_response is None
+                      or self.ledger.get(p.function_response.id).response is None)
+        if len(parts) == len(event.content.parts):
+            return event
+        if not parts and MESSAGE_KEY not in event.custom_metadata:
+            return None
+        return replace(event, content=Content(role=event.content.role, parts=parts)
+                       if parts else None)
 
     def metadata(self) -> dict[str, Any]:
         """What the run reports of itself."""

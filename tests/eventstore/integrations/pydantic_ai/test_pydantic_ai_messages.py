@@ -184,3 +184,25 @@ def test_pydantic_ai_claim_after_another_writer_does_not_run() -> None:
         return CallLedger.of((await store.get_session("s")).events)
 
     assert asyncio.run(race()).get("c1").claims == 0
+
+
+def test_pydantic_ai_result_after_another_answer_is_left_out() -> None:
+    from eventstore import Content, Event, FunctionResponse, Part
+
+    def answer(text: str) -> Event:
+        return Event(author="user", content=Content(role="user", parts=(Part(
+            function_response=FunctionResponse(id="c1", name="t", response={"r": text})),)))
+
+    async def race() -> list[Any]:
+        store = EventStore(MemoryBackend())
+        await store.create_session(app_name="a", user_id="u", session_id="s")
+        journal = RunJournal(handle=StoreHandle(store), session_id="s", app_name="a",
+                             user_id="u", author="agent", invocation_id="i",
+                             idempotent=frozenset())
+        journal.load([], 0)
+        await store.append("s", answer("first"), expected_version=None)
+        await journal.record_result(answer("second"))
+        return [r.response for e in (await store.get_session("s")).events
+                for r in e.function_responses()]
+
+    assert asyncio.run(race()) == [{"r": "first"}]
