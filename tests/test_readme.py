@@ -44,6 +44,7 @@ _NORUN = re.compile(r"^\s*<!--\s*norun:\s*(\S.*?)\s*-->\s*$")
 _EXTRAS = {
     "google.adk": ("google.adk", "adk"),
     "agents": ("agents", "openai-agents"),
+    "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
     "runtime.mcp": ("mcp", "mcp"),
     "runtime.models": ("openai", "models"),
 }
