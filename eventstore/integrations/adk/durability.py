@@ -182,9 +182,11 @@ class EventStoreDurabilityPlugin(BasePlugin):
 
 def _asked_confirmation_and_answered(record: CallRecord, tool_context: ToolContext) -> bool:
     """A tool that asks for confirmation itself (``tool_context.request_confirmation``) ran
-    until it asked, and its call got the placeholder: with the answer given, ADK runs it
-    again by design; that run is the confirmed one, not a repeat."""
-    return record.placeholder and tool_context.tool_confirmation is not None
+    (claimed) until it asked, and its call got the placeholder after that claim: with the answer
+    given, ADK runs it again by design; that run is the confirmed one, not a repeat. A claim
+    newer than the placeholder is the confirmed run itself, which may have crashed."""
+    return (record.placeholder and tool_context.tool_confirmation is not None
+            and (record.last_claim_seq or 0) < (record.placeholder_seq or 0))
 
 
 def _recorded_final_answer(callback_context: CallbackContext) -> AdkEvent | None:
