@@ -53,6 +53,8 @@ SLOW_MODULES = frozenset({
     "cli/test_show_paged.py",
     # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
     "eventstore/integrations/adk/test_adk_events.py",
+    # The ADK crash scenario killed and resumed in subprocesses, answered by `evs`.
+    "eventstore/integrations/adk/test_adk_crash.py",
     "eventstore/integrations/langgraph/test_contract_langgraph.py",
     # A subprocess per example or per test (the docs' code blocks, the OTLP export), a web
     # server per test and a real browser: 6 to 85 s of CPU each.
