@@ -38,10 +38,11 @@ from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event as AdkEvent
-from google.adk.models import LlmRequest, LlmResponse
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.sessions import Session
-from google.adk.tools import BaseTool
+from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from typing_extensions import override
 
@@ -58,7 +59,7 @@ plugin, like one named in ``idempotent_tools``."""
 _REQUEST_CONFIRMATION = "adk_request_confirmation"
 
 
-class ToolCallInDoubt(BaseException):  # noqa: N818 - a control-flow signal, not an error
+class ToolCallInDoubt(BaseException):
     """The invocation stopped before a call *in doubt*: the log says it started (a claim) and
     has no result, so its process may have died while it ran, and its tool is not idempotent.
 

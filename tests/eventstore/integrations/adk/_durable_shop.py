@@ -27,7 +27,7 @@ ASKED = "This tool call requires confirmation, please approve or reject."
 FINAL = "Ordered the book for 12; receipt r-12, tracking t-book."
 
 
-class Crash(BaseException):  # noqa: N818 - stands for the process dying, not an error
+class Crash(BaseException):
     """Raised by a tool after its effect: the process "dies" before ADK records the result."""
 
 

@@ -163,7 +163,8 @@ async def test_call_in_doubt_is_pending_and_evs_respond_records_its_result(
     await _confirm(store, service, sid)
     await run(runner, sid, invocation_id=invocation)
     session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
-    assert session is not None and final_text(session) == FINAL
+    assert session is not None
+    assert final_text(session) == FINAL
     assert world.runs["charge_card"] == 1
     assert world.requests == [0, 1, 2, 3]
 
@@ -179,7 +180,8 @@ async def test_evs_rerun_allows_exactly_one_more_run(store: EventStore) -> None:
     await _confirm(store, service, sid)
     await run(runner, sid, invocation_id=invocation)
     session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
-    assert session is not None and final_text(session) == FINAL
+    assert session is not None
+    assert final_text(session) == FINAL
     assert world.runs["charge_card"] == 2
     events = await _log(store, sid)
     assert sum(call_id in e.started_call_ids for e in events) == 2
@@ -237,7 +239,8 @@ async def test_a_second_process_cannot_claim_a_call_the_first_claimed(store: Eve
     sid = await _start(service)
     first = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
     second = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     await service.append_claim(first, call_ids=["c1"], author=AGENT, invocation_id="i")
     with pytest.raises(StaleSessionError):
         await service.append_claim(second, call_ids=["c1"], author=AGENT, invocation_id="i")
@@ -261,7 +264,8 @@ async def test_recorded_final_answer_is_not_requested_again(store: EventStore) -
               invocation_id=invocation)
     assert world.requests == [0, 1, 2, 3]
     session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
-    assert session is not None and final_text(session) == FINAL
+    assert session is not None
+    assert final_text(session) == FINAL
 
 
 def test_plugin_needs_our_session_service() -> None:
