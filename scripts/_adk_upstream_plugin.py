@@ -188,7 +188,7 @@ class _Synced:
 def _register_as_session_service() -> None:
     from google.adk.sessions import BaseSessionService
 
-    BaseSessionService.register(_Synced)  # type: ignore[attr-defined]
+    BaseSessionService.register(_Synced)
 
 
 _made: list[tuple[_Synced, str | None]] = []

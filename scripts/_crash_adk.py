@@ -40,10 +40,12 @@ warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
 
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.apps import App, ResumabilityConfig  # noqa: E402
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse  # noqa: E402
+from google.adk.models import BaseLlm  # noqa: E402
+from google.adk.models.llm_request import LlmRequest  # noqa: E402
+from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.adk.runners import Runner  # noqa: E402
 from google.adk.sessions import Session  # noqa: E402
-from google.adk.tools import FunctionTool  # noqa: E402
+from google.adk.tools.function_tool import FunctionTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from eventstore.integrations.adk import (  # noqa: E402
@@ -128,7 +130,8 @@ def _is_model_turn(event: Any) -> bool:
 def _invocation(session: Session) -> str | None:
     """The invocation the user's message opened (None before it is recorded)."""
     for event in session.events:
-        if event.author == "user" and event.content and any(p.text for p in event.content.parts):
+        if event.author == "user" and event.content and any(
+                p.text for p in event.content.parts or ()):
             return event.invocation_id
     return None
 
@@ -140,7 +143,8 @@ def _status(session: Session) -> tuple[str, str | None]:
         if not _is_model_turn(event):
             continue
         if not event.get_function_calls():
-            return "done", "".join(p.text or "" for p in event.content.parts)
+            parts = event.content.parts if event.content else None
+            return "done", "".join(p.text or "" for p in parts or ())
         break
     for event in session.events:
         for call in event.get_function_calls():
