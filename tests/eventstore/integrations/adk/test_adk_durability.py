@@ -273,3 +273,93 @@ def test_plugin_needs_our_session_service() -> None:
 
     with pytest.raises(StoreUsageError, match="EventStoreSessionService"):
         EventStoreDurabilityPlugin(InMemorySessionService())  # type: ignore[arg-type]
+
+
+def _scripted(name: str, tools: list[Any], service: EventStoreSessionService) -> Any:
+    """A runner whose model calls the first tool once, then answers with the result it got."""
+    import warnings
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App, ResumabilityConfig
+    from google.adk.models import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    tool_name = getattr(tools[0], "name", getattr(tools[0], "__name__", ""))
+
+    class Model(BaseLlm):
+        model: str = "fake"
+
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            results = [p.function_response.response for c in llm_request.contents
+                       for p in c.parts or () if p.function_response
+                       and p.function_response.name == tool_name]
+            done = [r for r in results if "error" not in r and r.get("status") != "waiting"]
+            part = (types.Part(text=f"done: {done[-1]}") if done else types.Part(
+                function_call=types.FunctionCall(name=tool_name, args={"amount": 5})))
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    agent = LlmAgent(name=name, model=Model(), tools=tools)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        app = App(name=APP, root_agent=agent, plugins=[EventStoreDurabilityPlugin(service)],
+                  resumability_config=ResumabilityConfig(is_resumable=True))
+    return Runner(app=app, session_service=service)
+
+
+async def test_tool_asking_confirmation_itself_runs_once_when_confirmed(
+    store: EventStore,
+) -> None:
+    """A tool that calls ``request_confirmation`` ran (claimed) until it asked; the confirmed
+    run after the answer is not a repeat, and it runs once."""
+    from google.adk.tools.tool_context import ToolContext
+
+    refunds: list[int] = []
+
+    def refund(amount: int, tool_context: ToolContext) -> dict[str, Any]:
+        """Refund, once a human agrees."""
+        if not tool_context.tool_confirmation:
+            tool_context.request_confirmation(hint="Refund 5?")
+            return {"status": "waiting"}
+        refunds.append(amount)
+        return {"refunded": amount}
+
+    service = EventStoreSessionService(store)
+    sid = await _start(service)
+    runner = _scripted(AGENT, [refund], service)
+    await run(runner, sid, text="Refund me.")
+    events = await _log(store, sid)
+    [asked] = pending(events, idempotent_tools=[]).confirmations
+    assert (asked.call.name, asked.hint) == ("refund", "Refund 5?")
+    await _confirm(store, service, sid)
+    await run(runner, sid, invocation_id=_invocation(events))
+    session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+    assert session is not None
+    assert final_text(session) == "done: {'refunded': 5}"
+    assert refunds == [5]
+
+
+async def test_long_running_call_is_answered_by_evs_respond(store: EventStore) -> None:
+    from google.adk.tools.long_running_tool import LongRunningFunctionTool
+
+    started: list[int] = []
+
+    def approve_refund(amount: int) -> None:
+        """Ask a manager; the answer comes later."""
+        started.append(amount)
+
+    service = EventStoreSessionService(store)
+    sid = await _start(service)
+    runner = _scripted(AGENT, [LongRunningFunctionTool(approve_refund)], service)
+    await run(runner, sid, text="Refund me.")
+    events = await _log(store, sid)
+    [waiting] = pending(events, idempotent_tools=[]).long_running
+    answer = await submit_response(store, session_id=sid, call_id=waiting.call.id,
+                                   response={"approved": True}, app_name=APP, user_id=USER)
+    assert answer.invocation_id == _invocation(events)
+    await run(runner, sid, invocation_id=_invocation(events))
+    session = await service.get_session(app_name=APP, user_id=USER, session_id=sid)
+    assert session is not None
+    assert final_text(session) == "done: {'approved': True}"
+    assert started == [5]
