@@ -194,13 +194,19 @@ def _register_as_session_service() -> None:
 _made: list[tuple[_Synced, str | None]] = []
 
 
+def _admin_now(sql: str) -> None:
+    """``_admin`` from synchronous code, also inside a running test loop (in a thread)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _admin(sql)).result()
+
+
 def _fresh_url(kind: str) -> tuple[str, str | None]:
     if kind == "memory":
         return "memory://", None
     if kind == "sqlite":
         return str(Path(tempfile.mkdtemp(prefix="evs-adk-resume-")) / "evs.db"), None
     database = f"evs_adk_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{database}"'))
+    _admin_now(f'CREATE DATABASE "{database}"')
     return _POSTGRES.rsplit("/", 1)[0] + "/" + database, database
 
 
@@ -236,4 +242,4 @@ def evs_resume_backend(request: pytest.FixtureRequest,
                 service.close_sync()
             service._loop.call_soon_threadsafe(service._loop.stop)
             if database is not None:
-                asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+                _admin_now(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
