@@ -197,7 +197,7 @@ def _recorded_final_answer(callback_context: CallbackContext) -> AdkEvent | None
     for event in reversed(session.events):
         if event.invocation_id != callback_context.invocation_id:
             return None
-        if event.branch != callback_context._invocation_context.branch:
+        if event.branch != callback_context.branch:
             continue
         if event.content is None or not event.content.parts:
             continue
