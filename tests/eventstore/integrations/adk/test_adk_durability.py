@@ -363,3 +363,44 @@ async def test_long_running_call_is_answered_by_evs_respond(store: EventStore) -
     assert session is not None
     assert final_text(session) == "done: {'approved': True}"
     assert started == [5]
+
+
+@pytest.mark.parametrize("response", [
+    pytest.param({"error": "This tool call requires confirmation, please approve or reject."},
+                 id="adk-gate"),
+    pytest.param({"status": "waiting"}, id="tool-asked-itself"),
+])
+def test_adk_confirmation_placeholder_is_stored_as_the_protocols_and_reads_back_exactly(
+    response: dict[str, Any],
+) -> None:
+    from google.adk.events import Event as AdkEvent
+    from google.adk.events import EventActions
+    from google.adk.tools.tool_confirmation import ToolConfirmation
+    from google.genai import types
+
+    from eventstore import is_placeholder_response
+    from eventstore.integrations.adk import from_adk_event, to_adk_events
+
+    event = AdkEvent(
+        author=AGENT, invocation_id="inv",
+        content=types.Content(role="user", parts=[types.Part(
+            function_response=types.FunctionResponse(id="c1", name="ship", response=response))]),
+        actions=EventActions(requested_tool_confirmations={"c1": ToolConfirmation(hint="ok?")}),
+    )
+    stored = from_adk_event(event)
+    [native] = stored.function_responses()
+    assert is_placeholder_response(native.response)
+    assert CallLedger.of([stored]).get("c1").decision() == "waits_for_confirmation"
+    mapping = {**_mapping_of(stored)}
+    [back] = to_adk_events([mapping])
+    assert back.model_dump(exclude_none=True) == event.model_dump(exclude_none=True)
+
+
+def _mapping_of(event: Event) -> dict[str, Any]:
+    """The stored mapping of ``event`` (what ``EventStore.read_mappings`` gives)."""
+    import dataclasses
+
+    raw = dataclasses.asdict(event)
+    raw["content"] = raw["content"] and {"role": raw["content"]["role"],
+                                         "parts": list(raw["content"]["parts"])}
+    return raw
