@@ -98,8 +98,11 @@ class EventStoreDurabilityPlugin(BasePlugin):
 
     ``session_service`` is the runner's ``EventStoreSessionService``. ``idempotent_tools``
     names the tools that may safely run again after a crash (also: a tool with
-    ``IDEMPOTENT_ATTRIBUTE`` set). Raises ``StoreUsageError`` when a run's session did not come
-    from ``session_service``.
+    ``IDEMPOTENT_ATTRIBUTE`` set). Raises ``StoreUsageError`` when ``session_service`` is not an
+    ``EventStoreSessionService``. A run raises ``ToolCallInDoubt`` at a call in doubt, and ADK's
+    ``StaleSessionError`` when another process claimed or answered the session first (the tool
+    did not run). A long-running call claimed and never answered is in doubt too when ADK asks
+    to run it again (ADK's Resume normally waits for its result instead).
     """
 
     def __init__(
