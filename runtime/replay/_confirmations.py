@@ -293,7 +293,9 @@ class ConfirmationScan:
         s.requests[cid] = _Request(
             original=original, requested=requested, order=(-self._position, index)
         )
-        if original.id in s.responded:
+        if original.id in s.settled:
+            # Only a settling response handles it: a placeholder newer than the request is the
+            # call's own "waits for confirmation" (google-adk writes it after the request).
             s.handled.add(cid)
 
     def _awaited_originals(self) -> set[str]:

@@ -22,6 +22,9 @@ policy of docs/protocol.md §3 and §9 instead:
   lists it as in doubt. ``evs respond SESSION CALL --result …`` records its result (the tool
   never runs again), ``evs rerun SESSION CALL`` allows one more run; the next ``run_async``
   (with the invocation id, as any ADK resume) continues from there;
+- a confirmation request whose "requires confirmation" answer a crash left out gets that
+  answer as ADK writes it, when the invocation is resumed (``before_run_callback``), so the
+  log says the call waits for its confirmation;
 - a model response already recorded is not requested again: ADK asks the model once more when
   an invocation's final answer was recorded but the process died before the invocation ended;
   the plugin then answers that request with the recorded answer (``before_model_callback``).
@@ -37,13 +40,17 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event as AdkEvent
+from google.adk.events import EventActions
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.sessions import Session
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 from typing_extensions import override
 
 from eventstore import CallRecord, StoreUsageError, idempotency_key
@@ -57,6 +64,8 @@ IDEMPOTENT_ATTRIBUTE = "evs_idempotent"
 plugin, like one named in ``idempotent_tools``."""
 
 _REQUEST_CONFIRMATION = "adk_request_confirmation"
+_ASKED = "This tool call requires confirmation, please approve or reject."
+"""ADK's own answer to a call its confirmation gate holds back."""
 
 
 class ToolCallInDoubt(BaseException):
@@ -175,6 +184,15 @@ class EventStoreDurabilityPlugin(BasePlugin):
         return confirmation is None or not confirmation.confirmed
 
     @override
+    async def before_run_callback(
+        self, *, invocation_context: InvocationContext
+    ) -> types.Content | None:
+        session = invocation_context.session
+        for placeholder in _missing_placeholders(session, invocation_context.invocation_id):
+            await self._service.append_event(session, placeholder)
+        return None
+
+    @override
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
@@ -210,6 +228,42 @@ def _recorded_final_answer(callback_context: CallbackContext) -> AdkEvent | None
             return None
         return event
     return None
+
+
+def _missing_placeholders(session: Session, invocation_id: str) -> list[AdkEvent]:
+    """The answers ADK writes right after a confirmation request and that a crash left out.
+
+    ADK appends a confirmation request, then the original call's "requires confirmation"
+    response. A process that died between the two leaves a call that reads, in the log, as
+    never run and never asked about; restoring the response as ADK writes it makes the log say
+    what ADK's resume does (the call waits for its confirmation), so ``evs pending`` lists it
+    with the ``evs confirm`` command that answers it."""
+    answered = {r.id for e in session.events for r in e.get_function_responses()}
+    missing: list[AdkEvent] = []
+    for event in session.events:
+        if event.invocation_id != invocation_id or event.author == "user":
+            continue
+        for call in event.get_function_calls():
+            original = (call.args or {}).get("originalFunctionCall")
+            if call.name != _REQUEST_CONFIRMATION or call.id in answered or not isinstance(
+                    original, dict):
+                continue
+            oid, name = original.get("id"), original.get("name")
+            if not isinstance(oid, str) or not isinstance(name, str) or oid in answered:
+                continue
+            asked = (call.args or {}).get("toolConfirmation")
+            asked = asked if isinstance(asked, dict) else {}
+            answered.add(oid)
+            missing.append(AdkEvent(
+                invocation_id=event.invocation_id, author=event.author, branch=event.branch,
+                content=types.Content(role="user", parts=[types.Part(
+                    function_response=types.FunctionResponse(
+                        id=oid, name=name, response={"error": _ASKED}))]),
+                actions=EventActions(skip_summarization=True, requested_tool_confirmations={
+                    oid: ToolConfirmation(hint=str(asked.get("hint") or ""),
+                                          payload=asked.get("payload"))}),
+            ))
+    return missing
 
 
 def _replayed(event: AdkEvent) -> dict[str, Any]:
