@@ -26,6 +26,7 @@ from _durable_shop import (  # noqa: E402
     run,
 )
 from google.adk.errors import StaleSessionError  # noqa: E402
+from google.genai import types  # noqa: E402
 
 from eventstore import CallLedger, Event, EventStore, StoreUsageError  # noqa: E402
 from eventstore.integrations.adk import (  # noqa: E402
@@ -80,6 +81,9 @@ async def test_durability_claims_every_call_before_its_result_and_adk_sees_no_cl
     assert (asked.call.name, asked.kind) == ("ship_order", "confirmation")
 
     await _confirm(store, service, sid)
+    # ADK writes the request before the placeholder: the answer still reads as acted on next.
+    [confirmed] = pending(await _log(store, sid), idempotent_tools=["lookup_price"]).unanswered
+    assert (confirmed.call.name, confirmed.kind) == ("ship_order", "confirmed_not_run")
     await run(runner, sid, invocation_id=invocation)
 
     events = await _log(store, sid)
@@ -404,3 +408,27 @@ def _mapping_of(event: Event) -> dict[str, Any]:
     raw["content"] = raw["content"] and {"role": raw["content"]["role"],
                                          "parts": list(raw["content"]["parts"])}
     return raw
+
+
+async def test_confirmation_request_whose_placeholder_a_crash_left_out_is_pending(
+    store: EventStore,
+) -> None:
+    """Killed between ADK's confirmation request and its placeholder: the resumed invocation
+    restores the placeholder, and the call is listed as waiting for its confirmation."""
+    service, world = EventStoreSessionService(store), World()
+    sid = await _start(service)
+    runner = build_runner(service, world)
+    message = types.Content(role="user", parts=[types.Part(text="Buy the book.")])
+    async for event in runner.run_async(user_id=USER, session_id=sid, new_message=message):
+        if any(c.name == "adk_request_confirmation" for c in event.get_function_calls()):
+            break  # the process dies right after the request was appended
+    events = await _log(store, sid)
+    assert not pending(events, idempotent_tools=["lookup_price"]).confirmations
+    await run(build_runner(EventStoreSessionService(store), world), sid,
+              invocation_id=_invocation(events))
+    [asked] = pending(await _log(store, sid), idempotent_tools=["lookup_price"]).confirmations
+    assert asked.call.name == "ship_order"
+    await _confirm(store, service, sid)
+    await run(build_runner(EventStoreSessionService(store), world), sid,
+              invocation_id=_invocation(events))
+    assert world.runs["ship_order"] == 1
