@@ -6,6 +6,7 @@ backward and live; state is the fold of the log; artifacts are versioned.
 
 from ._calls import (
     CLAIMED_BY_KEY,
+    CONFIRMATION_REQUIRED_KIND,
     RERUN_DECISION_KEY,
     CallDecision,
     CallLedger,
@@ -79,6 +80,7 @@ from .store.facade import Artifact, ArtifactVersion, EventStore, Session, Sessio
 
 __all__ = [
     "CLAIMED_BY_KEY",
+    "CONFIRMATION_REQUIRED_KIND",
     "DEFAULT_URL",
     "MAX_JSON_DEPTH",
     "PARENT_LINK_KEY",

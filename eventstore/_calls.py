@@ -140,6 +140,9 @@ class CallRecord:
     """The response that settles it (the first one; None while unsettled)."""
     placeholder: bool = False
     """It got the ``confirmation_required`` placeholder (and nothing settled it since)."""
+    placeholder_seq: int | None = None
+    """``seq`` of its newest placeholder: a claim older than it is an execution that ended
+    asking for a confirmation (the tool asked for it itself), not one that may have crashed."""
     claims: int = 0
     """How many claims name it."""
     last_claim_seq: int | None = None
@@ -201,6 +204,7 @@ class CallLedger:
                 continue
             if is_placeholder_response(response.response):
                 record.placeholder = True
+                record.placeholder_seq = event.seq
             else:
                 record.response = response.response
                 record.placeholder = False

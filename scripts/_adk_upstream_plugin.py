@@ -14,19 +14,31 @@ factory, the plugin adds a backend parameter (the same ids) whose fixture swaps 
 cases run on ours. It does so only with ``EVS_ADK_ARTIFACTS`` set, which
 ``run_adk_upstream_tests.py --artifacts`` sets (and selects those cases).
 
+ADK's tests of resumable invocations (runners, agents, flows) build their services inside each
+test, through ``tests/unittests/testing_utils.py`` or directly. With ``EVS_ADK_RESUME`` set to a
+backend (``run_adk_upstream_tests.py --resume`` sets it, once per backend), every
+``InMemorySessionService()`` those modules make is ``EventStoreSessionService`` on a fresh store
+of that backend instead, seen through ``_Synced``: the same service, its calls run on one event
+loop of its own, so the synchronous ``create_session_sync`` / ``get_session_sync`` that
+``testing_utils.InMemoryRunner`` calls from inside a running test loop work too.
+
 ``EVS_ADK_BACKENDS`` (default ``memory,sqlite,postgres``) picks the backends;
 ``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
 import sys
+import tempfile
+import threading
 import types
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +150,96 @@ def pytest_configure(config: pytest.Config) -> None:
     module.BACKENDS = BACKENDS  # type: ignore[attr-defined]
     module.session_service = session_service  # type: ignore[attr-defined]
     sys.modules[_MODULE] = module
+
+
+# --- resumable invocations: ADK's tests that build their own services ------------------------
+
+_RESUME_ENV = "EVS_ADK_RESUME"
+
+
+class _Synced:
+    """``EventStoreSessionService`` on ``url``, every call run on an event loop in a thread of
+    its own (async callers await it, the ``*_sync`` methods wait for it)."""
+
+    def __init__(self, url: str) -> None:
+        from eventstore.integrations.adk import EventStoreSessionService
+
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True).start()
+        self.inner = EventStoreSessionService(url)
+
+    def _submit(self, name: str, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        method = getattr(self.inner, name)
+        return asyncio.run_coroutine_threadsafe(method(*args, **kwargs), self._loop)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_sync"):
+            return lambda *a, **k: self._submit(name.removesuffix("_sync"), *a, **k).result()
+        attr = getattr(self.inner, name)
+        if not asyncio.iscoroutinefunction(attr):
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.wrap_future(self._submit(name, *args, **kwargs))
+
+        return call
+
+
+def _register_as_session_service() -> None:
+    from google.adk.sessions import BaseSessionService
+
+    BaseSessionService.register(_Synced)
+
+
+_made: list[tuple[_Synced, str | None]] = []
+
+
+def _admin_now(sql: str) -> None:
+    """``_admin`` from synchronous code, also inside a running test loop (in a thread)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _admin(sql)).result()
+
+
+def _fresh_url(kind: str) -> tuple[str, str | None]:
+    if kind == "memory":
+        return "memory://", None
+    if kind == "sqlite":
+        return str(Path(tempfile.mkdtemp(prefix="evs-adk-resume-")) / "evs.db"), None
+    database = f"evs_adk_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    _admin_now(f'CREATE DATABASE "{database}"')
+    return _POSTGRES.rsplit("/", 1)[0] + "/" + database, database
+
+
+def _ours(*args: object, **kwargs: object) -> _Synced:
+    url, database = _fresh_url(os.environ[_RESUME_ENV])
+    service = _Synced(url)
+    _made.append((service, database))
+    return service
+
+
+@pytest.fixture(autouse=True)
+def evs_resume_backend(request: pytest.FixtureRequest,
+                       monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """With ``EVS_ADK_RESUME``, the module's (and ``testing_utils``') in-memory session service
+    is ours on that backend; the stores made are closed (databases dropped) after the test."""
+    if not os.environ.get(_RESUME_ENV):
+        yield
+        return
+    _register_as_session_service()
+    for module in (request.module, sys.modules.get("tests.unittests.testing_utils")):
+        if module is not None and hasattr(module, "InMemorySessionService"):
+            monkeypatch.setattr(module, "InMemorySessionService", _ours)
+    try:
+        yield
+    finally:
+        log = os.environ.get("EVS_ADK_RESUME_LOG")
+        if log and _made:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(request.node.nodeid + "\n")
+        while _made:
+            service, database = _made.pop()
+            with contextlib.suppress(Exception):
+                service.close_sync()
+            service._loop.call_soon_threadsafe(service._loop.stop)
+            if database is not None:
+                _admin_now(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

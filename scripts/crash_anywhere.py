@@ -49,6 +49,11 @@ from _crash_common import (
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS: dict[str, Scenario] = {
+    "adk": Scenario(
+        framework="adk",
+        module=HERE / "_crash_adk.py",
+        idempotent_tools=frozenset({"lookup_price"}),
+    ),
     "runtime": Scenario(
         framework="runtime",
         module=HERE / "_crash_runtime.py",

@@ -8,8 +8,15 @@ the backend registry). Every test of ``tests/unittests/sessions/test_session_ser
 that takes the shared ``session_service`` fixture runs on memory, SQLite and PostgreSQL
 (``scripts/_adk_upstream_plugin.py``); ADK's tests of its own services are deselected. With
 ``--artifacts``, the in-memory cases of ``tests/unittests/artifacts/test_artifact_service.py``
-run on ``EventStoreArtifactService`` instead (that module imports google-cloud-storage). Exits
-with pytest's status.
+run on ``EventStoreArtifactService`` instead (that module imports google-cloud-storage).
+
+With ``--resume``, ADK's tests of resumable invocations (``RESUME_TESTS``: pause, resume and
+tool confirmation in the runner, the resumable LLM, loop, parallel and sequential agents,
+agent transfer, the App) run first on ADK's own in-memory service, then once per backend of
+``EVS_ADK_BACKENDS`` with every session service those tests build replaced by ours
+(``EVS_ADK_RESUME``, see the plugin); it prints, per backend, how many tests passed on ADK's
+service, how many of them ran on ours, and how many of those passed on ours, naming any that
+passed on ADK's and not on ours (the exit status is 1 then). Other exits: pytest's status.
 """
 
 from __future__ import annotations
@@ -17,7 +24,52 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+RESUME_TESTS = (
+    "tests/unittests/runners/test_pause_invocation.py",
+    "tests/unittests/runners/test_resume_invocation.py",
+    "tests/unittests/runners/test_run_tool_confirmation.py",
+    "tests/unittests/agents/test_resumable_llm_agent.py",
+    "tests/unittests/agents/test_loop_agent.py",
+    "tests/unittests/agents/test_parallel_agent.py",
+    "tests/unittests/agents/test_sequential_agent.py",
+    "tests/unittests/flows/llm_flows/test_agent_transfer.py",
+    "tests/unittests/apps/test_apps.py",
+)
+"""ADK's test modules that run resumable invocations (``grep -l is_resumable``)."""
+
+
+def _passed(checkout: Path, env: dict[str, str], rest: list[str]) -> set[str]:
+    command = [
+        sys.executable, "-m", "pytest", "-p", "_adk_upstream_plugin", "-p", "no:cacheprovider",
+        "--rootdir", str(checkout), "-o", "asyncio_mode=auto", "-q", "-rA",
+        *[t for t in RESUME_TESTS if (checkout / t).is_file()], *rest,
+    ]
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
+                          check=False)
+    return {line.split(" ", 1)[1].split(" - ")[0] for line in done.stdout.splitlines()
+            if line.startswith("PASSED ")}
+
+
+def _resume(checkout: Path, env: dict[str, str], rest: list[str]) -> int:
+    baseline = _passed(checkout, env, rest)
+    missed = False
+    for kind in os.environ.get("EVS_ADK_BACKENDS", "memory,sqlite,postgres").split(","):
+        with tempfile.TemporaryDirectory() as scratch:
+            log = Path(scratch) / "ran-on-ours"
+            ours = _passed(checkout, dict(env, EVS_ADK_RESUME=kind,
+                                          EVS_ADK_RESUME_LOG=str(log)), rest)
+            ran = set(log.read_text().split()) if log.exists() else set()
+        lost = sorted((baseline & ran) - ours)
+        print(f"{kind}: {len(baseline)} passed on ADK's in-memory service; {len(ran)} ran on "
+              f"ours, {len(ran & ours)} of them passed ({len(baseline & ran & ours)} of the "
+              f"{len(baseline & ran)} that pass on ADK's)")
+        for nodeid in lost:
+            print(f"    passes on ADK's service, not on ours: {nodeid}")
+        missed = missed or bool(lost)
+    return 1 if missed else 0
 
 
 def main(argv: list[str]) -> int:
@@ -39,6 +91,9 @@ def main(argv: list[str]) -> int:
         [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]))
     if artifacts:
         env["EVS_ADK_ARTIFACTS"] = "1"
+    if "--resume" in rest:
+        rest.remove("--resume")
+        return _resume(checkout, env, rest)
     command = [
         sys.executable, "-m", "pytest", "-p", "_adk_upstream_plugin", "-p", "no:cacheprovider",
         "--rootdir", str(checkout), "-o", "asyncio_mode=auto",

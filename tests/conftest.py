@@ -54,6 +54,8 @@ SLOW_MODULES = frozenset({
     "cli/test_show_paged.py",
     # Hypothesis with hundreds of examples of large ADK events; LangGraph's conformance suite.
     "eventstore/integrations/adk/test_adk_events.py",
+    # The ADK crash scenario killed and resumed in subprocesses, answered by `evs`.
+    "eventstore/integrations/adk/test_adk_crash.py",
     "eventstore/integrations/langgraph/test_contract_langgraph.py",
     # Hypothesis over whole runs (hundreds of examples, a runner and a store each): 1.5 to
     # 2.5 s of CPU per module, the quick subset's slowest tests.

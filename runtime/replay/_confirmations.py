@@ -293,7 +293,9 @@ class ConfirmationScan:
         s.requests[cid] = _Request(
             original=original, requested=requested, order=(-self._position, index)
         )
-        if original.id in s.settled:  # a placeholder is no response: the call did not run
+        if original.id in s.settled:
+            # Only a settling response handles it: a placeholder is no response (the call did
+            # not run), and google-adk writes the call's placeholder after the request.
             s.handled.add(cid)
 
     def _awaited_originals(self) -> set[str]:

@@ -11,6 +11,7 @@ the parent's next run then continues the child.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -85,6 +86,8 @@ class _Lookup:
     answers: dict[str, list[tuple[int, bool | None]]] = field(default_factory=dict)
     messages: list[int] = field(default_factory=list)
     turns: UserTurns = field(default_factory=lambda: UserTurns(newest_first=True))
+    invocation_id: str = ""
+    """The invocation of the model event that made the call (an answer joins it)."""
 
     def feed(self, event: Event) -> bool:
         self.position += 1
@@ -111,6 +114,7 @@ class _Lookup:
                 if call.id == self.call_id:
                     self.call, self.author = call, event.author
                     self.long_running = call.id in event.long_running_tool_ids
+                    self.invocation_id = event.invocation_id
                     return False
         if is_user_message(event):
             self.message = event  # read newest first: ends as the closest message after the call
@@ -352,8 +356,13 @@ async def _append_checked(
             )
         if in_doubt_only:
             _check_claim_age(session_id, lookup, min_claim_age)
+        answer = build(call)
+        if not answer.invocation_id and lookup.invocation_id:
+            # An answer belongs to the invocation that made the call, as frameworks that
+            # resume an invocation by id (google-adk's Resume) write it themselves.
+            answer = dataclasses.replace(answer, invocation_id=lookup.invocation_id)
         try:
-            (stored,) = await store.append(session_id, build(call), expected_version=version,
+            (stored,) = await store.append(session_id, answer, expected_version=version,
                                            app_name=where[0], user_id=where[1])
         except ConcurrencyError:
             if attempt == attempts - 1:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -124,3 +126,14 @@ def test_calls_ledger_is_a_function_of_the_log(steps: list[str]) -> None:
     assert first == second
     if "answer" in steps:
         assert first.decision() == "settled"
+
+
+def test_calls_placeholder_seq_says_whether_a_claim_ended_asking_for_confirmation() -> None:
+    """A tool that asks for its own confirmation runs (is claimed) until it asks: its claim is
+    older than the placeholder; the confirmed run's claim is newer."""
+    asked = [_turn("c"), _claim("c"), _answer("c", PLACEHOLDER)]
+    seqd = [dataclasses.replace(e, seq=i) for i, e in enumerate(asked, start=1)]
+    record = CallLedger.of(seqd).get("c")
+    assert (record.last_claim_seq, record.placeholder_seq) == (2, 3)
+    again = CallLedger.of([*seqd, dataclasses.replace(_claim("c"), seq=4)]).get("c")
+    assert (again.last_claim_seq, again.placeholder_seq) == (4, 3)

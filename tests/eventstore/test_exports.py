@@ -8,6 +8,7 @@ import eventstore
 
 PUBLIC = {
     "CLAIMED_BY_KEY",
+    "CONFIRMATION_REQUIRED_KIND",
     "RERUN_DECISION_KEY",
     "CallDecision",
     "CallLedger",

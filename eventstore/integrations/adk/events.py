@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from eventstore import (
+    CONFIRMATION_REQUIRED_KIND,
     Content,
     Event,
     EventActions,
@@ -41,6 +42,7 @@ from eventstore import (
     FunctionResponse,
     Part,
     ToolConfirmation,
+    is_placeholder_response,
 )
 
 __all__ = [
@@ -229,6 +231,31 @@ def _confirmations(raw: Any) -> dict[str, ToolConfirmation]:
 _CONTENT_KEYS = frozenset(("parts", "role"))
 
 
+def _confirmations_requested(raw: Json) -> frozenset[str]:
+    actions = raw.get("actions")
+    requested = actions.get("requested_tool_confirmations") if isinstance(actions, dict) else None
+    return frozenset(requested) if isinstance(requested, dict) else frozenset()
+
+
+def _as_placeholder(part: Part, waiting: frozenset[str]) -> Part:
+    """A function response of a call its own event asks a confirmation for is stored natively
+    as the ``confirmation_required`` placeholder (docs/protocol.md §5), whatever ADK wrote as
+    the response (its "requires confirmation" error, or what the tool returned after
+    ``request_confirmation``): the call did not run, so no reader may take it as settled. The
+    part's patch keeps ADK's own response."""
+    response = part.function_response
+    if response is None or response.id not in waiting or is_placeholder_response(
+            response.response):
+        return part
+    error = response.response.get("error")
+    message = error if isinstance(error, str) else "This tool call requires confirmation."
+    return Part(function_response=FunctionResponse(
+        id=response.id, name=response.name,
+        response={"error": {"kind": CONFIRMATION_REQUIRED_KIND, "tool": response.name,
+                            "message": message}},
+    ))
+
+
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -256,8 +283,11 @@ def event_from_adk_json(
     if isinstance(raw_content, dict):
         natives: list[Part] = []
         entries: list[Json] = []
+        waiting = _confirmations_requested(raw)
         for part_raw in raw_content.get("parts") or []:
             native = _native_part(part_raw) if isinstance(part_raw, dict) else None
+            if native is not None and waiting:
+                native = _as_placeholder(native, waiting)
             if native is None:
                 entries.append({"part": part_raw})
             else:

@@ -53,6 +53,9 @@ from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
 from eventstore import (
+    RERUN_DECISION_KEY,
+    CallLedger,
+    CallRecord,
     ConcurrencyError,
     DuplicateEventError,
     Event,
@@ -61,6 +64,7 @@ from eventstore import (
     SessionExistsError,
     SessionNotFoundError,
     StoreUsageError,
+    claim_event,
 )
 
 from .._handle import StoreHandle
@@ -92,26 +96,37 @@ def _set_marker(session: AdkSession, version: int) -> None:
 
 
 def to_adk_events(mappings: list[dict[str, Any]]) -> list[AdkEvent]:
-    """ADK events of stored event mappings (``EventStore.read_mappings``); creation events
-    are left out."""
+    """ADK events of stored event mappings (``EventStore.read_mappings``); creation events,
+    claims and re-run decisions are left out (see ``_is_hidden``)."""
     kept = []
     for m in mappings:
         ext = m["custom_metadata"].get(EXTENSION_KEY)
-        if not (isinstance(ext, dict) and ext.get("create") is True):
-            kept.append(m)
+        if isinstance(ext, dict) and ext.get("create") is True:
+            continue
+        if m["content"] is None and (m["started_call_ids"]
+                                     or RERUN_DECISION_KEY in m["custom_metadata"]):
+            continue
+        kept.append(m)
     return build_adk_events(kept, _DEFAULTS)
 
 
-def _is_creation(r: dict[str, Any]) -> bool:
+def _is_hidden(r: dict[str, Any]) -> bool:
+    """Events of the stored encoding an ADK session does not show: the creation event (ADK's
+    services show none for ``create_session``'s state), and the protocol's bookkeeping without
+    content — claims (docs/protocol.md §3) and re-run decisions (§9), which the durability
+    plugin reads from the log itself. ADK's resume logic reads a session's newest events to
+    decide whether a call still has to run; a claim there would read as a pause."""
     metadata = r.get("m")
+    if "c" not in r and (r.get("s") or (metadata and RERUN_DECISION_KEY in metadata)):
+        return True
     ext = metadata.get(EXTENSION_KEY) if metadata else None
     return isinstance(ext, dict) and ext.get("create") is True
 
 
 def adk_event_or_none(r: dict[str, Any]) -> AdkEvent | None:
-    """The ADK event of one event in the stored encoding, or None for a creation event
-    (``read_converted``'s conversion in ``get_session``)."""
-    return None if _is_creation(r) else build_adk_event_compact(r, _DEFAULTS)
+    """The ADK event of one event in the stored encoding, or None for an event an ADK session
+    does not show (``_is_hidden``; ``read_converted``'s conversion in ``get_session``)."""
+    return None if _is_hidden(r) else build_adk_event_compact(r, _DEFAULTS)
 
 
 def from_adk_event(event: AdkEvent) -> Event:
@@ -348,6 +363,56 @@ class EventStoreSessionService(BaseSessionService):
         _set_marker(session, max(stored.seq or expected + 1, expected))
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
+
+    async def call_record(self, session: AdkSession, call_id: str) -> CallRecord:
+        """What the log says of call ``call_id`` of ``session``, as far as ``session`` has read
+        it (its storage marker): ``CallLedger`` over the events from the model turn that made
+        the call on (read newest first until that turn; nothing before it concerns the call)."""
+        store = await self._handle.get()
+        upto = _marker(session)
+        if upto is None:
+            upto = (await store.session_info(session.id, app_name=session.app_name,
+                                             user_id=session.user_id)).version
+        newest_first: list[Event] = []
+        cursor, size = upto, 32
+        while cursor > 0:
+            page = await store.read(session.id, upto=cursor, backwards=True, limit=size,
+                                    app_name=session.app_name, user_id=session.user_id)
+            newest_first.extend(page)
+            if any(c.id == call_id for e in page for c in e.function_calls()) or len(
+                    page) < size or page[-1].seq is None:
+                break
+            cursor, size = page[-1].seq - 1, min(size * 2, 1024)
+        newest_first.reverse()
+        return CallLedger.of(newest_first).get(call_id)
+
+    async def append_claim(
+        self, session: AdkSession, *, call_ids: Sequence[str], author: str,
+        invocation_id: str, branch: str | None = None,
+    ) -> Event:
+        """Append the claim (docs/protocol.md §3) of ``call_ids`` before their tools run, with
+        ``expected_version`` = the version ``session`` was read at, and move ``session``'s
+        marker past it (the claim is not one of its ADK events: ``_is_hidden``). Raises ADK's
+        ``StaleSessionError`` when another writer moved the session since: the calls must not
+        run then."""
+        store = await self._handle.get()
+        expected = _marker(session)
+        if expected is None:
+            expected = (await store.session_info(session.id, app_name=session.app_name,
+                                                 user_id=session.user_id)).version
+        claim = claim_event(session_id=session.id, call_ids=call_ids, author=author,
+                            invocation_id=invocation_id, branch=branch)
+        try:
+            [stored] = await store.append(session.id, claim, expected_version=expected,
+                                          app_name=session.app_name, user_id=session.user_id)
+        except ConcurrencyError as exc:
+            raise StaleSessionError(_stale(session.id, f"version {exc.actual_version}")) \
+                from exc
+        except SessionNotFoundError as exc:
+            raise AdkNotFound(f"Session {session.id} not found.") from exc
+        _set_marker(session, stored.seq or expected + 1)
+        session.last_update_time = max(session.last_update_time, stored.timestamp)
+        return stored
 
     async def close(self) -> None:
         """Close the store if this service opened it from a URL."""

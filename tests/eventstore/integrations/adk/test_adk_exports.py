@@ -11,7 +11,8 @@ from _extras import require_extra
 require_extra("google.adk", "adk")
 
 PUBLIC = {
-    "EXTENSION_KEY", "EventStoreArtifactService", "EventStoreMemoryService",
+    "EXTENSION_KEY", "IDEMPOTENT_ATTRIBUTE", "EventStoreArtifactService",
+    "EventStoreDurabilityPlugin", "EventStoreMemoryService", "ToolCallInDoubt",
     "EventStoreSessionService", "event_from_adk_json", "event_to_adk_json", "from_adk_event",
     "to_adk_events", "to_adk_memory",
 }
