@@ -54,6 +54,11 @@ SCENARIOS: dict[str, Scenario] = {
         module=HERE / "_crash_runtime.py",
         idempotent_tools=frozenset({"lookup_price"}),
     ),
+    "openai-agents": Scenario(
+        framework="openai-agents",
+        module=HERE / "_crash_openai_agents.py",
+        idempotent_tools=frozenset({"lookup_price"}),
+    ),
 }
 """Every scenario the driver knows, by ``--framework`` name."""
 DEFAULT_POSTGRES = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
