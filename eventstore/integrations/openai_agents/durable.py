@@ -106,7 +106,7 @@ class DurableRun:
     @classmethod
     async def _open(cls, store: EventStore, session: EventStoreSession, *, input_json: Any,
                     agent: str, idempotent: frozenset[str], resume_any: bool) -> DurableRun:
-        scope = {"app_name": session._app_name, "user_id": session._user_id}
+        scope: dict[str, Any] = {"app_name": session._app_name, "user_id": session._user_id}
         newer: list[Event] = []
         record: RunRecord | None = None
         try:
@@ -150,7 +150,7 @@ class DurableRun:
         the newer events and retry, unless ``conflict`` names one of them as this run's work
         done elsewhere (then ConcurrentRunError)."""
         session = self.session
-        scope = {"app_name": session._app_name, "user_id": session._user_id}
+        scope: dict[str, Any] = {"app_name": session._app_name, "user_id": session._user_id}
 
         async def job(store: EventStore) -> list[Event]:
             while True:

@@ -40,7 +40,6 @@ from eventstore import (
     Content,
     Event,
     FunctionCall,
-    FunctionResponse,
     Part,
 )
 
@@ -114,7 +113,7 @@ def model_event(*, run_id: str, step: int, author: str, response: Mapping[str, A
         if not isinstance(item, Mapping):
             continue
         if item.get("type") == "message":
-            texts = [c.get("text") for c in item.get("content") or ()
+            texts = [str(c["text"]) for c in item.get("content") or ()
                      if isinstance(c, Mapping) and isinstance(c.get("text"), str)]
             if texts:
                 parts.append(Part(text="".join(texts)))

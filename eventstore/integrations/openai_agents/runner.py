@@ -106,7 +106,7 @@ class DurableModel(Model):
                 from agents.items import ModelResponse
                 from agents.usage import Usage
 
-                done = event.response
+                done: Any = getattr(event, "response", None)
                 await run.record_model(step, ModelResponse(
                     output=list(done.output), usage=Usage(), response_id=done.id),
                     author=self.author, skip_calls=_handoff_names(args, kwargs))
@@ -326,7 +326,7 @@ class EventStoreRunner:
                 run_config=config, error_handlers=error_handlers,
                 previous_response_id=previous_response_id,
                 auto_previous_response_id=auto_previous_response_id,
-                conversation_id=conversation_id, session=_RunSession(run))  # type: ignore[arg-type]
+                conversation_id=conversation_id, session=_RunSession(run))
         except BaseException as exc:
             doubt = _in_doubt(exc)
             if doubt is not None:
@@ -360,7 +360,7 @@ class EventStoreRunner:
             starting_agent, input, session=session, idempotent_tools=idempotent_tools,
             run_config=options.pop("run_config", None))
         result = Runner.run_streamed(agent, sdk_input, run_config=config,
-                                     session=_RunSession(run), **options)  # type: ignore[arg-type]
+                                     session=_RunSession(run), **options)
         events = result.stream_events
 
         async def stream() -> AsyncIterator[Any]:

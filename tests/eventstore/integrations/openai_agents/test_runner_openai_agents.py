@@ -8,7 +8,6 @@ log or through the SDK's ``RunState``; guardrails and handoffs keep working."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,8 +15,10 @@ from _extras import require_extra
 
 require_extra("agents", "openai-agents")
 
+from _oai_order_agent import FINAL, OrderModel, Shop  # noqa: E402
 from agents import (  # noqa: E402
     Agent,
+    AgentsException,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     Runner,
@@ -35,16 +36,13 @@ from eventstore.integrations.openai_agents import (  # noqa: E402
 from eventstore.integrations.openai_agents.durable import DurableRun  # noqa: E402
 from runtime.replay import answer_confirmation, pending, rerun_call, submit_response  # noqa: E402
 
-from _oai_order_agent import FINAL, OrderModel, Shop  # noqa: E402
-
 APP, USER, SID = "shop", "ada", "order-1"
 ASK = "Buy the book and ship it."
 
 
 @pytest.fixture(autouse=True)
-def _no_tracing() -> Iterator[None]:
+def _no_tracing() -> None:
     set_tracing_disabled(True)
-    yield
 
 
 class Crash(Exception):
@@ -119,16 +117,16 @@ async def test_runner_ends_as_the_sdks_runner_does(sql_target: Any) -> None:
     session = _session(sql_target.url)
     items = await session.get_items()
     session.close()
-    assert items[0]["content"] == ASK and items[-1]["role"] == "assistant"
+    assert items[0]["content"] == ASK
+    assert items[-1]["role"] == "assistant"
 
 
 async def test_runner_resumes_with_no_model_response_asked_again(
         sql_target: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     shop, model = Shop(), OrderModel()
     _crash_at(monkeypatch, "record_model", when=lambda step, *a, **k: step == 2)
-    with pytest.raises(Exception) as crashed:
+    with pytest.raises((Crash, AgentsException)):
         await _run(shop, model, sql_target.url)
-    assert "record_model" in repr(crashed.value) or isinstance(crashed.value, Crash)
     stopped = await _run(shop, model, sql_target.url)
     assert [i.tool_name for i in stopped.interruptions] == ["ship_order"]
     # Responses 0 and 1 were recorded: never asked again; 2 was lost in the crash.
@@ -141,12 +139,13 @@ async def test_runner_stops_at_a_call_in_doubt_until_its_result_is_given(
     shop, model = Shop(), OrderModel()
     _crash_at(monkeypatch, "record_output", when=lambda call_id, sdk, **k: k["tool"] ==
               "charge_card")
-    with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the tool's crash
+    with pytest.raises(AgentsException):  # the SDK wraps the tool's crash
         await _run(shop, model, sql_target.url, idempotent_tools={"lookup_price"})
     assert shop.runs["charge_card"] == 1
     with pytest.raises(CallInDoubtError) as doubt:
         await _run(shop, model, sql_target.url, idempotent_tools={"lookup_price"})
-    assert doubt.value.tool == "charge_card" and shop.runs["charge_card"] == 1
+    assert doubt.value.tool == "charge_card"
+    assert shop.runs["charge_card"] == 1
     report = pending(await _events(sql_target.url), idempotent_tools=["lookup_price"])
     assert [p.call.name for p in report.in_doubt] == ["charge_card"]
     async with await open_store(sql_target.url) as store:
@@ -167,7 +166,7 @@ async def test_runner_runs_a_call_in_doubt_again_once_a_rerun_is_decided(
     shop, model = Shop(), OrderModel()
     _crash_at(monkeypatch, "record_output", when=lambda call_id, sdk, **k: k["tool"] ==
               "charge_card")
-    with pytest.raises(Exception):  # noqa: B017
+    with pytest.raises(AgentsException):
         await _run(shop, model, sql_target.url)
     with pytest.raises(CallInDoubtError) as doubt:
         await _run(shop, model, sql_target.url)
@@ -175,7 +174,8 @@ async def test_runner_runs_a_call_in_doubt_again_once_a_rerun_is_decided(
         await rerun_call(store, session_id=SID, call_id=doubt.value.function_call_id,
                          min_claim_age=None, app_name=APP, user_id=USER)
     stopped = await _run(shop, model, sql_target.url)
-    assert stopped.interruptions and shop.runs["charge_card"] == 2
+    assert stopped.interruptions
+    assert shop.runs["charge_card"] == 2
 
 
 async def test_runner_runs_an_idempotent_tool_again_after_a_crash(
@@ -183,7 +183,7 @@ async def test_runner_runs_an_idempotent_tool_again_after_a_crash(
     shop, model = Shop(), OrderModel()
     _crash_at(monkeypatch, "record_output", when=lambda call_id, sdk, **k: k["tool"] ==
               "lookup_price")
-    with pytest.raises(Exception):  # noqa: B017
+    with pytest.raises(AgentsException):
         await _run(shop, model, sql_target.url, idempotent_tools={"lookup_price"})
     stopped = await _run(shop, model, sql_target.url, idempotent_tools={"lookup_price"})
     assert stopped.interruptions
@@ -212,7 +212,8 @@ async def test_runner_takes_the_sdks_run_state_and_records_its_decision(
     state = first.to_state()
     state.approve(state.get_interruptions()[0])
     done = await _run(shop, model, sql_target.url, input=state)
-    assert done.final_output == FINAL and shop.runs["ship_order"] == 1
+    assert done.final_output == FINAL
+    assert shop.runs["ship_order"] == 1
     events = await _events(sql_target.url)
     answers = [r.response for e in events for r in e.function_responses()
                if r.name == "adk_request_confirmation"]
@@ -236,7 +237,8 @@ def test_runner_run_sync_and_a_new_input_after_the_run(tmp_path: Any) -> None:
         assert result.final_output == "12."
         again = EventStoreRunner.run_sync(shop.agent(model), "Price?", session=session)
         # A new run on the history: the model sees the price already looked up.
-        assert again.final_output == "12." and shop.runs["lookup_price"] == 1
+        assert again.final_output == "12."
+        assert shop.runs["lookup_price"] == 1
         roles = [i.get("role") or i.get("type") for i in asyncio.run(session.get_items())]
         assert roles == ["user", "function_call", "function_call_output", "assistant", "user",
                          "assistant"]
@@ -249,7 +251,9 @@ async def test_runner_keeps_guardrails_and_handoffs(tmp_path: Any) -> None:
 
     @input_guardrail
     async def no_refunds(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in str(input))
+        newest = input[-1] if isinstance(input, list) else input  # the history comes first
+        return GuardrailFunctionOutput(output_info=None,
+                                       tripwire_triggered="refund" in str(newest))
 
     shop, model = Shop(), OrderModel(plan=(("lookup_price", '{"item": "book"}'),),
                                      final="12.")
@@ -262,7 +266,8 @@ async def test_runner_keeps_guardrails_and_handoffs(tmp_path: Any) -> None:
         with pytest.raises(InputGuardrailTripwireTriggered):
             await EventStoreRunner.run(front, "A refund please.", session=session)
         result = await EventStoreRunner.run(front, "Price?", session=session)
-        assert result.final_output == "12." and result.last_agent.name == "order_agent"
+        assert result.final_output == "12."
+        assert result.last_agent.name == "order_agent"
     finally:
         session.close()
     events = await _events(url)
