@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,7 @@ if __name__ == "__main__":
     parser.add_argument("--session", required=True)
     options = parser.parse_args()
     asyncio.run(main(options.db, options.session))
+    # The end is reported and the store closed: leave now, so that a random kill cannot land
+    # in the interpreter's slow teardown and read as a run that died after its end.
+    sys.stdout.flush()
+    os._exit(0)
