@@ -93,19 +93,22 @@ class DurableRun:
 
     @classmethod
     async def open(cls, session: EventStoreSession, *, input_json: Any, agent: str,
-                   idempotent: frozenset[str], resume_any: bool) -> DurableRun:
-        """The session's unfinished run when ``input_json`` is its input (or ``resume_any``),
-        else a new run started now (an unfinished one is marked abandoned)."""
+                   idempotent: frozenset[str], resume_any: bool,
+                   exact: bool = False) -> DurableRun:
+        """The session's unfinished run when ``input_json`` is its input (or empty, unless
+        ``exact``; or anything with ``resume_any``), else a new run started now (an
+        unfinished one is marked abandoned)."""
 
         async def job(store: EventStore) -> DurableRun:
             return await cls._open(store, session, input_json=input_json, agent=agent,
-                                   idempotent=idempotent, resume_any=resume_any)
+                                   idempotent=idempotent, resume_any=resume_any, exact=exact)
 
         return await session._handle.run(job)
 
     @classmethod
     async def _open(cls, store: EventStore, session: EventStoreSession, *, input_json: Any,
-                    agent: str, idempotent: frozenset[str], resume_any: bool) -> DurableRun:
+                    agent: str, idempotent: frozenset[str], resume_any: bool,
+                    exact: bool) -> DurableRun:
         scope: dict[str, Any] = {"app_name": session._app_name, "user_id": session._user_id}
         newer: list[Event] = []
         record: RunRecord | None = None
@@ -122,7 +125,7 @@ class DurableRun:
             for event in reversed(newer):
                 record.feed(event)
             if record.ended is None and (resume_any or record.input == input_json
-                                         or input_json in ("", [], None)):
+                                         or (not exact and input_json in ("", [], None))):
                 base = await session._scan(store, limit=None, upto=record.start_seq)
                 run = cls(session=session, record=record, idempotent=idempotent,
                           base_items=[item for _, item in reversed(base)], resumed=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -65,17 +65,33 @@ class RecordedToolError(RuntimeError):
     """A tool that raised when it ran: a resumed run raises its recorded error again."""
 
 
+class _RunRef:
+    """The durable run the wrappers record in: given, or opened on first use (a streamed run
+    is handed to the SDK before anything can be awaited)."""
+
+    def __init__(self, run: DurableRun | None = None,
+                 opener: Callable[[], Awaitable[DurableRun]] | None = None) -> None:
+        self.run = run
+        self._opener = opener
+
+    async def get(self) -> DurableRun:
+        if self.run is None:
+            assert self._opener is not None
+            self.run = await self._opener()
+        return self.run
+
+
 class DurableModel(Model):
     """A model whose responses are recorded in the run's log before the SDK acts on them; a
     response already recorded for this step of the run is returned without a request."""
 
-    def __init__(self, model: Model, run: DurableRun, *, author: str) -> None:
+    def __init__(self, model: Model, ref: _RunRef, *, author: str) -> None:
         self.model = model
-        self.run = run
+        self.ref = ref
         self.author = author
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        run = self.run
+        run = await self.ref.get()
         step = run.next_model
         run.next_model += 1
         if step < len(run.record.models):
@@ -89,7 +105,7 @@ class DurableModel(Model):
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         from openai.types.responses import Response, ResponseCompletedEvent
 
-        run = self.run
+        run = await self.ref.get()
         step = run.next_model
         run.next_model += 1
         if step < len(run.record.models):
@@ -125,13 +141,13 @@ class _RunSession:
     """The SDK's ``Session`` for one durable run: the history, then the run's own items;
     items a resumed run already stored are not stored again."""
 
-    def __init__(self, run: DurableRun) -> None:
-        self._run = run
-        self.session_id = run.session.session_id
-        self.session_settings = run.session.session_settings
+    def __init__(self, ref: _RunRef, session: EventStoreSession) -> None:
+        self._ref = ref
+        self.session_id = session.session_id
+        self.session_settings = session.session_settings
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        items = self._run.view_items()
+        items = (await self._ref.get()).view_items()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         chosen = items if limit is None else (items[-limit:] if limit > 0 else [])
@@ -139,11 +155,11 @@ class _RunSession:
         return result
 
     async def add_items(self, items: list[Any]) -> None:
-        await self._run.add_items(list(items))
+        await (await self._ref.get()).add_items(list(items))
 
     async def pop_item(self) -> Any | None:
         # The SDK pops only to rewind a turn it retries; the log keeps the pop.
-        run = self._run
+        run = await self._ref.get()
         if run.item_cursor > 0 and run.item_cursor == len(run.record.items):
             run.item_cursor -= 1
             run.record.items.pop()
@@ -151,14 +167,16 @@ class _RunSession:
         return None
 
     async def clear_session(self) -> None:
-        self._run.base_items.clear()
-        await self._run.session.clear_session()
+        run = await self._ref.get()
+        run.base_items.clear()
+        await run.session.clear_session()
 
 
-def _tool_wrapper(tool: FunctionTool, run: DurableRun, author: str) -> FunctionTool:
+def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool:
     original = tool.on_invoke_tool
 
     async def invoke(context: Any, raw: str) -> Any:
+        run = await ref.get()
         sdk_id = str(getattr(context, "tool_call_id", "") or "")
         call_id = run.calls.get(sdk_id, sdk_id)
         record = run.record.ledger.get(call_id)
@@ -187,7 +205,7 @@ def _tool_wrapper(tool: FunctionTool, run: DurableRun, author: str) -> FunctionT
     return dataclasses.replace(tool, on_invoke_tool=invoke)
 
 
-def _wrap_agent(agent: Agent[Any], run: DurableRun, config: RunConfig,
+def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
                 memo: dict[int, Agent[Any]]) -> Agent[Any]:
     """A clone of ``agent`` (and of the agents it hands off to) with its model and function
     tools made durable."""
@@ -213,7 +231,7 @@ def _wrap_agent(agent: Agent[Any], run: DurableRun, config: RunConfig,
     return clone
 
 
-def _wrap_handoff(handoff: Handoff[Any, Any], run: DurableRun, config: RunConfig,
+def _wrap_handoff(handoff: Handoff[Any, Any], run: _RunRef, config: RunConfig,
                   memo: dict[int, Agent[Any]]) -> Handoff[Any, Any]:
     original = handoff.on_invoke_handoff
 
@@ -271,7 +289,7 @@ class EventStoreRunner:
         run = await DurableRun.open(session, input_json=input_json, agent=starting_agent.name,
                                     idempotent=frozenset(idempotent_tools),
                                     resume_any=given_state is not None)
-        agent = _wrap_agent(starting_agent, run, config, {})
+        agent = _wrap_agent(starting_agent, _RunRef(run), config, {})
         config = dataclasses.replace(config, model=None)
         stop = run.record.interruption
         if stop is None:
@@ -326,7 +344,7 @@ class EventStoreRunner:
                 run_config=config, error_handlers=error_handlers,
                 previous_response_id=previous_response_id,
                 auto_previous_response_id=auto_previous_response_id,
-                conversation_id=conversation_id, session=_RunSession(run))
+                conversation_id=conversation_id, session=_RunSession(_RunRef(run), session))
         except BaseException as exc:
             doubt = _in_doubt(exc)
             if doubt is not None:
@@ -350,17 +368,39 @@ class EventStoreRunner:
                            "loop: await EventStoreRunner.run(...) instead.")
 
     @classmethod
-    async def run_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
-                           idempotent_tools: Iterable[str] = (), **options: Any
-                           ) -> RunResultStreaming:
-        """``Runner.run_streamed``, durable: awaited (the run is opened in the log first), it
-        returns the SDK's ``RunResultStreaming``; the run is recorded as it streams and its
-        end (or stop for approvals) once ``stream_events()`` is exhausted."""
-        run, agent, sdk_input, config = await cls._prepare(
-            starting_agent, input, session=session, idempotent_tools=idempotent_tools,
-            run_config=options.pop("run_config", None))
-        result = Runner.run_streamed(agent, sdk_input, run_config=config,
-                                     session=_RunSession(run), **options)
+    def run_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                     idempotent_tools: Iterable[str] = (), **options: Any
+                     ) -> RunResultStreaming:
+        """``Runner.run_streamed``, durable: returns the SDK's ``RunResultStreaming`` at once;
+        the run is opened in the log when the SDK first reads the session, recorded as it
+        streams, and its end (or stop for approvals) recorded once ``stream_events()`` is
+        exhausted. A run that crashed resumes when streamed again with the same input; a run
+        stopped for approvals continues through ``run`` (which loads its ``RunState``)."""
+        if not isinstance(session, EventStoreSession):
+            raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
+                                  f"run is recorded in its log (got {type(session).__name__}).")
+        if isinstance(input, RunState):
+            raise StoreUsageError("EventStoreRunner.run_streamed continues a run stopped for "
+                                  "approvals only through run(): pass the RunState to run().")
+        config = options.pop("run_config", None)
+        config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
+        input_json = _input_json(input)
+
+        async def opener() -> DurableRun:
+            run = await DurableRun.open(session, input_json=input_json,
+                                        agent=starting_agent.name,
+                                        idempotent=frozenset(idempotent_tools),
+                                        resume_any=False, exact=True)
+            if run.record.interruption is not None:
+                raise StoreUsageError(
+                    f"The run of session {session.session_id!r} is stopped for approvals: "
+                    "continue it with EventStoreRunner.run, which loads its RunState.")
+            return run
+
+        ref = _RunRef(opener=opener)
+        agent = _wrap_agent(starting_agent, ref, config, {})
+        result = Runner.run_streamed(agent, input, run_config=dataclasses.replace(
+            config, model=None), session=_RunSession(ref, session), **options)
         events = result.stream_events
 
         async def stream() -> AsyncIterator[Any]:
@@ -371,10 +411,11 @@ class EventStoreRunner:
                 doubt = _in_doubt(exc)
                 if doubt is not None:
                     raise doubt from None
-                if isinstance(exc, _ENDS_RUN):
-                    await run.end("error")
+                if isinstance(exc, _ENDS_RUN) and ref.run is not None:
+                    await ref.run.end("error")
                 raise
-            await cls._finish(run, result)
+            if ref.run is not None:
+                await cls._finish(ref.run, result)
 
         result.stream_events = stream  # type: ignore[method-assign]
         return result

@@ -38,6 +38,17 @@ class OrderModel(Model):
         self.final = final
         self.requests: Counter[int] = Counter()
 
+    async def stream_response(self, system_instructions: Any, input: Any, *args: Any,
+                              **kwargs: Any) -> Any:
+        """The same response, streamed as the one ``response.completed`` event."""
+        from openai.types.responses import Response, ResponseCompletedEvent
+
+        done = await self.get_response(system_instructions, input)
+        yield ResponseCompletedEvent(type="response.completed", sequence_number=0,
+                                     response=Response(
+            id="resp", created_at=0.0, model="fake", object="response", output=done.output,
+            parallel_tool_calls=False, tool_choice="auto", tools=[]))
+
     async def get_response(self, system_instructions: Any, input: Any, *args: Any,
                            **kwargs: Any) -> ModelResponse:
         turn = len(answered(input))
@@ -56,9 +67,6 @@ class OrderModel(Model):
                 id=f"msg_{turn}", type="message", role="assistant", status="completed",
                 content=[ResponseOutputText(type="output_text", text=text, annotations=[])])]
         return ModelResponse(output=output, usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
 
 class Shop:

@@ -277,3 +277,28 @@ async def test_runner_keeps_guardrails_and_handoffs(tmp_path: Any) -> None:
     authors = [e.author for e in events if "model" in e.custom_metadata.get(RUN_KEY, {})]
     assert authors[-2:] == ["front", "order_agent"]
     assert not pending(events, idempotent_tools=[])
+
+
+async def test_runner_streams_and_resumes_a_streamed_run(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = str(tmp_path / "stream.db")
+    plan = (("lookup_price", '{"item": "book"}'), ("charge_card", '{"amount": 12}'))
+    shop, model = Shop(), OrderModel(plan=plan, final="Charged.")
+    _crash_at(monkeypatch, "record_model", when=lambda step, *a, **k: step == 2)
+    session = _session(url)
+    try:
+        crashed = EventStoreRunner.run_streamed(shop.agent(model), "Charge.", session=session)
+        with pytest.raises((Crash, AgentsException)):
+            async for _ in crashed.stream_events():
+                pass
+        result = EventStoreRunner.run_streamed(shop.agent(model), "Charge.", session=session)
+        kinds = [event.type async for event in result.stream_events()]
+    finally:
+        session.close()
+    assert "run_item_stream_event" in kinds
+    assert result.final_output == "Charged."
+    assert shop.runs == {"lookup_price": 1, "charge_card": 1}
+    assert model.requests == {0: 1, 1: 1, 2: 2}
+    ends = [e.custom_metadata[RUN_KEY]["end"] for e in await _events(url)
+            if "end" in e.custom_metadata.get(RUN_KEY, {})]
+    assert ends == ["completed"]
