@@ -88,6 +88,10 @@ class DurableRun:
     calls: dict[str, str] = dataclasses.field(default_factory=dict)
     """SDK call id → the call's id in the log, for the newest model response."""
     lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    held: list[Event] = dataclasses.field(default_factory=list)
+    """Session items not appended yet: they go with the run's next write (they are derived
+    from the model responses and outputs before them, so a crash that loses them loses
+    nothing a replay does not write again)."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -171,6 +175,7 @@ class DurableRun:
                                                      what=what) from None
 
         async with self.lock:
+            events, self.held = [*self.held, *events], []
             stored = await session._handle.run(job)
             for event in stored:
                 self.record.feed(event)
@@ -255,12 +260,14 @@ class DurableRun:
 
             fresh.append(Event(author=author, id=event_id, content=content, custom_metadata={
                 METADATA_KEY: {"item": plain}, **self._tag(item=position)}))
-        if fresh:
-            await self.write(fresh)
+        self.held.extend(fresh)
 
     def view_items(self) -> list[Any]:
         """The session's items as this run sees them: the history, then its own so far."""
-        return [*self.base_items, *self.record.items[: self.item_cursor]]
+        from .items import METADATA_KEY
+
+        held = [e.custom_metadata[METADATA_KEY]["item"] for e in self.held]
+        return [*self.base_items, *[*self.record.items, *held][: self.item_cursor]]
 
     async def interrupt(self, interruptions: Sequence[Any], *, state: dict[str, Any]) -> None:
         """Record the run's stop for approvals: per call a ``confirmation_required``

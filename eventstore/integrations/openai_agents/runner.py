@@ -160,6 +160,11 @@ class _RunSession:
     async def pop_item(self) -> Any | None:
         # The SDK pops only to rewind a turn it retries; the log keeps the pop.
         run = await self._ref.get()
+        if run.held and run.item_cursor == len(run.record.items) + len(run.held):
+            run.item_cursor -= 1
+            from .items import METADATA_KEY
+
+            return run.held.pop().custom_metadata[METADATA_KEY]["item"]
         if run.item_cursor > 0 and run.item_cursor == len(run.record.items):
             run.item_cursor -= 1
             run.record.items.pop()
