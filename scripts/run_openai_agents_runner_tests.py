@@ -23,6 +23,7 @@ With no test paths it runs ``DEFAULT_TESTS``.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import os
 import sys
 import uuid
@@ -60,10 +61,15 @@ REAL_RUNNER = agents.Runner
 ROUTES: Counter[str] = Counter()
 """How the shim sent each call: ``ours`` or why not."""
 _LAST: dict[str, EventStoreSession] = {}
+_INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("inside_durable_run",
+                                                               default=False)
+"""True within a run the shim sent to ours: a nested run (an agent tool's) is the SDK's."""
 
 
 def _route(input: Any, session: Any, options: dict[str, Any]) -> tuple[str, Any]:
     """(why not ours, or "ours"; the session ours runs on)."""
+    if _INSIDE.get():
+        return "a nested run (an agent tool's, run by the SDK inside ours)", None
     if options.get("conversation_id") or options.get("previous_response_id") or options.get(
             "auto_previous_response_id"):
         return "server-managed conversation", None
@@ -87,6 +93,7 @@ class DurableRunnerShim:
                   **options: Any) -> Any:
         how, ours = _route(input, session, options)
         if how == "ours":
+            token = _INSIDE.set(True)
             try:
                 result = await EventStoreRunner.run(starting_agent, input, session=ours,
                                                     **options)
@@ -97,6 +104,8 @@ class DurableRunnerShim:
             else:
                 ROUTES[how] += 1
                 return result
+            finally:
+                _INSIDE.reset(token)
         ROUTES[how] += 1
         return await REAL_RUNNER.run(starting_agent, input, session=session, **options)
 
@@ -106,7 +115,12 @@ class DurableRunnerShim:
         how, ours = _route(input, session, options)
         ROUTES[how] += 1
         if how == "ours":
-            return EventStoreRunner.run_sync(starting_agent, input, session=ours, **options)
+            token = _INSIDE.set(True)
+            try:
+                return EventStoreRunner.run_sync(starting_agent, input, session=ours,
+                                                 **options)
+            finally:
+                _INSIDE.reset(token)
         return REAL_RUNNER.run_sync(starting_agent, input, session=session, **options)
 
     @classmethod

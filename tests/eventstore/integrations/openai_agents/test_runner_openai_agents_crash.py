@@ -26,12 +26,15 @@ SCENARIO = Scenario(framework="openai-agents", module=ROOT / "scripts" / "_crash
 FINAL = "Ordered the book for 12; receipt r-12, tracking t-book."
 
 
+# The scenario's writes: 1 the session, 2 the run's start, 3 model response 0, 4-5 the claim and
+# output of lookup_price, 6 response 1, 7-8 charge_card's, 9 response 2, 10 the stop for
+# ship_order's approval; then (after `evs confirm`) its claim and output, response 3, the end.
 @pytest.mark.parametrize(("point", "decision"), [
     pytest.param(None, None, id="uninterrupted"),
-    pytest.param("before:6", None, id="lookup-ran-output-lost-idempotent-rerun"),
-    pytest.param("after:9", "rerun charge_card", id="charge-claimed-not-run-evs-rerun"),
-    pytest.param("before:10", "respond charge_card", id="charge-ran-output-lost-evs-respond"),
-    pytest.param("after:15", None, id="stopped-for-approval"),
+    pytest.param("before:5", None, id="lookup-ran-output-lost-idempotent-rerun"),
+    pytest.param("after:7", "rerun charge_card", id="charge-claimed-not-run-evs-rerun"),
+    pytest.param("before:8", "respond charge_card", id="charge-ran-output-lost-evs-respond"),
+    pytest.param("after:10", None, id="stopped-for-approval"),
 ])
 def test_runner_survives_sigkill_at_a_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             point: str | None, decision: str | None) -> None:
