@@ -305,8 +305,11 @@ class EventStoreRunner:
                 f"Session {session.session_id!r} has no run stopped for approvals to continue "
                 "with this RunState: run EventStoreRunner with the session from the start.")
         if given_state is not None:
+            # The caller's state is the newer one (its approvals, of any kind of tool); its
+            # function tools' decisions are recorded in the log as answers first.
             await run.answer(_state_decisions(given_state))
-        state = await RunState.from_json(agent, stop.state)
+        state = await RunState.from_json(
+            agent, given_state.to_json() if given_state is not None else stop.state)
         run.next_model = stop.models
         run.item_cursor = stop.items
         for step in range(min(stop.models, len(run.record.models))):
