@@ -30,6 +30,7 @@ the same answers when the state is given back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -117,16 +118,19 @@ class DurableModel(Model):
                 model="replayed", object="response", output=recorded.output,
                 parallel_tool_calls=False, tool_choice="auto", tools=[]))
             return
-        async for event in self.model.stream_response(*args, **kwargs):
-            if getattr(event, "type", None) == "response.completed":
-                from agents.items import ModelResponse
-                from agents.usage import Usage
+        # Closed here, in the task that iterates it, whenever the SDK stops early.
+        inner: Any = self.model.stream_response(*args, **kwargs)
+        async with contextlib.aclosing(inner) as stream:
+            async for event in stream:
+                if getattr(event, "type", None) == "response.completed":
+                    from agents.items import ModelResponse
+                    from agents.usage import Usage
 
-                done: Any = getattr(event, "response", None)
-                await run.record_model(step, ModelResponse(
-                    output=list(done.output), usage=Usage(), response_id=done.id),
-                    author=self.author, skip_calls=_handoff_names(args, kwargs))
-            yield event
+                    done: Any = getattr(event, "response", None)
+                    await run.record_model(step, ModelResponse(
+                        output=list(done.output), usage=Usage(), response_id=done.id),
+                        author=self.author, skip_calls=_handoff_names(args, kwargs))
+                yield event
 
     async def close(self) -> None:
         await self.model.close()
