@@ -120,15 +120,30 @@ async def recorded_turns(db: str, session_id: str) -> int:
                and "model" in e.custom_metadata[RUN_KEY])
 
 
+async def has_run(db: str, session_id: str) -> bool:
+    async with await open_store(db, auto_upgrade=True) as store:
+        try:
+            events = (await store.get_session(session_id, app_name=APP, user_id=USER)).events
+        except SessionNotFoundError:
+            return False
+    return any(isinstance(e.custom_metadata.get(RUN_KEY), dict)
+               and "start" in e.custom_metadata[RUN_KEY] for e in events)
+
+
 async def main(db: str, session_id: str) -> None:
     set_tracing_disabled(True)
-    say_start(recorded_model_turns=await recorded_turns(db, session_id))
+    recorded = await recorded_turns(db, session_id)
+    say_start(recorded_model_turns=recorded)
     install_crash_point()
     agent = Agent(name="order_agent", model=OrderModel(),
                   tools=[lookup_price, charge_card, ship_order])
     session = EventStoreSession(session_id, db, app_name=APP, user_id=USER)
     try:
-        result = await EventStoreRunner.run(agent, "Buy the book and ship it.", session=session,
+        # The first process asks; the next ones continue the run ("" resumes the newest run,
+        # replaying it when it already completed), as the runtime's scenario runs with
+        # new_message=None.
+        ask = "Buy the book and ship it." if not await has_run(db, session_id) else ""
+        result = await EventStoreRunner.run(agent, ask, session=session,
                                             idempotent_tools={"lookup_price"})
     except CallInDoubtError:
         say_end(status="in_doubt")

@@ -128,8 +128,11 @@ class DurableRun:
         if record is not None:
             for event in reversed(newer):
                 record.feed(event)
-            if record.ended is None and (resume_any or record.input == input_json
-                                         or (not exact and input_json in ("", [], None))):
+            empty = not exact and input_json in ("", [], None)
+            # An empty input continues the newest run: an unfinished one resumes, a completed
+            # one is replayed from the log (its result again, nothing asked or run).
+            if (record.ended is None and (resume_any or record.input == input_json or empty)) \
+                    or (record.ended == "completed" and empty):
                 base = await session._scan(store, limit=None, upto=record.start_seq)
                 run = cls(session=session, record=record, idempotent=idempotent,
                           base_items=[item for _, item in reversed(base)], resumed=True)
@@ -345,6 +348,8 @@ class DurableRun:
                       "message": REJECTION_MESSAGE}})
 
     async def end(self, how: str) -> None:
-        """Record that the run returned (``completed``) or raised for good (``error``)."""
+        """Record that the run returned (``completed``) or raised for good (``error``), once."""
+        if self.record.ended is not None:
+            return
         await self.write([Event(author="user", invocation_id=self.record.run_id,
                                 custom_metadata=self._tag(end=how))])

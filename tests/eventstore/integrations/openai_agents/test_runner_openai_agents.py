@@ -302,3 +302,16 @@ async def test_runner_streams_and_resumes_a_streamed_run(
     ends = [e.custom_metadata[RUN_KEY]["end"] for e in await _events(url)
             if "end" in e.custom_metadata.get(RUN_KEY, {})]
     assert ends == ["completed"]
+
+
+async def test_runner_replays_a_completed_run_for_an_empty_input(tmp_path: Any) -> None:
+    url = str(tmp_path / "done.db")
+    shop, model = Shop(), OrderModel(plan=(("lookup_price", '{"item": "book"}'),),
+                                     final="12.")
+    first = await _run(shop, model, url, input="Price?")
+    again = await _run(shop, model, url, input="")  # e.g. a process that died after the end
+    assert again.final_output == first.final_output == "12."
+    assert shop.runs == {"lookup_price": 1}
+    assert model.requests == {0: 1, 1: 1}
+    starts = [e for e in await _events(url) if "start" in e.custom_metadata.get(RUN_KEY, {})]
+    assert len(starts) == 1
