@@ -59,6 +59,11 @@ SCENARIOS: dict[str, Scenario] = {
         module=HERE / "_crash_runtime.py",
         idempotent_tools=frozenset({"lookup_price"}),
     ),
+    "openai-agents": Scenario(
+        framework="openai-agents",
+        module=HERE / "_crash_openai_agents.py",
+        idempotent_tools=frozenset({"lookup_price"}),
+    ),
     "pydantic-ai": Scenario(
         framework="pydantic-ai",
         module=HERE / "_crash_pydantic_ai.py",

@@ -10,8 +10,9 @@ from _extras import require_extra
 require_extra("agents", "openai-agents")
 
 PUBLIC = {
-    "CACHE_NAME", "METADATA_KEY", "CompactionRequest", "Compactor", "EventStoreSession",
-    "ResponsesCompactor", "SessionItemError", "mirrored_call_id",
+    "CACHE_NAME", "METADATA_KEY", "RUN_KEY", "CallInDoubtError", "CompactionRequest",
+    "Compactor", "ConcurrentRunError", "DurableModel", "EventStoreRunner", "EventStoreSession",
+    "RecordedToolError", "ResponsesCompactor", "SessionItemError", "mirrored_call_id",
 }
 
 

@@ -1,0 +1,433 @@
+"""``EventStoreRunner``: the SDK's ``Runner.run`` / ``run_sync`` / ``run_streamed``, durable on an
+``EventStoreSession``'s log (``pip install 'agent-eventstore[openai-agents]'``)::
+
+    result = await EventStoreRunner.run(agent, "Buy the book", session=session,
+                                        idempotent_tools={"lookup_price"})
+
+Same arguments, same result types. Built on the SDK's public API only: the agent is cloned with
+its model wrapped (``DurableModel``: each response is recorded in the log before the SDK acts on
+it, and a recorded one is returned without asking the model) and each ``FunctionTool``'s
+``on_invoke_tool`` wrapped (a claim is appended before the body runs, the output right after;
+a recorded output is returned without running it); the SDK gets a view of the session that
+skips the items a resumed run already stored. What each event means: ``records``.
+
+Crash anywhere, resume: calling the runner again on the session (with the same input, or
+``""``, or the ``RunState`` the run returned) continues its unfinished run: the SDK replays the
+recorded steps, nothing recorded is asked for or run again, and a call that was started and has
+no output is *in doubt*: unless its tool is in ``idempotent_tools`` the runner raises
+``CallInDoubtError`` instead of running it (``evs respond`` gives its result, ``evs rerun``
+allows one more run). A different input starts a new run (the unfinished one is abandoned).
+
+Approvals from any process: when a tool with ``needs_approval`` interrupts the run, the stop is
+in the log as a confirmation request (docs/protocol.md §5) holding the SDK's
+``RunState.to_json()``; ``evs pending`` lists it and ``evs confirm SESSION ID --yes|--no``
+answers it. The next call loads that ``RunState`` from the log, applies the answers
+(``RunState.approve`` / ``reject``) and continues: an approved tool runs once, a rejected one
+gets the SDK's rejection. Decisions made in process on ``result.to_state()`` are recorded as
+the same answers when the state is given back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+from agents import Agent, Handoff, Model, RunConfig, Runner, RunState
+from agents.exceptions import (
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
+)
+from agents.models.multi_provider import MultiProvider
+from agents.result import RunResult, RunResultStreaming
+from agents.run_config import DEFAULT_MAX_TURNS
+from agents.tool import FunctionTool
+from pydantic_core import to_jsonable_python
+
+from eventstore import StoreUsageError
+
+from .durable import CallInDoubtError, DurableRun
+from .items import plain_item
+from .records import decode_model_response, recorded_output
+from .session import EventStoreSession
+
+__all__ = ["DurableModel", "EventStoreRunner", "RecordedToolError"]
+
+_ENDS_RUN = (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
+             MaxTurnsExceeded)
+"""Errors a replay would raise again: the run ends with them (a new call starts anew)."""
+
+
+class RecordedToolError(RuntimeError):
+    """A tool that raised when it ran: a resumed run raises its recorded error again."""
+
+
+class _RunRef:
+    """The durable run the wrappers record in: given, or opened on first use (a streamed run
+    is handed to the SDK before anything can be awaited)."""
+
+    def __init__(self, run: DurableRun | None = None,
+                 opener: Callable[[], Awaitable[DurableRun]] | None = None) -> None:
+        self.run = run
+        self._opener = opener
+
+    async def get(self) -> DurableRun:
+        if self.run is None:
+            assert self._opener is not None
+            self.run = await self._opener()
+        return self.run
+
+
+class DurableModel(Model):
+    """A model whose responses are recorded in the run's log before the SDK acts on them; a
+    response already recorded for this step of the run is returned without a request."""
+
+    def __init__(self, model: Model, ref: _RunRef, *, author: str) -> None:
+        self.model = model
+        self.ref = ref
+        self.author = author
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        run = await self.ref.get()
+        step = run.next_model
+        run.next_model += 1
+        if step < len(run.record.models):
+            run.use_calls(step)
+            return decode_model_response(run.record.models[step])
+        response = await self.model.get_response(*args, **kwargs)
+        await run.record_model(step, response, author=self.author,
+                               skip_calls=_handoff_names(args, kwargs))
+        return response
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        from openai.types.responses import Response, ResponseCompletedEvent
+
+        run = await self.ref.get()
+        step = run.next_model
+        run.next_model += 1
+        if step < len(run.record.models):
+            run.use_calls(step)
+            recorded = decode_model_response(run.record.models[step])
+            yield ResponseCompletedEvent(type="response.completed", sequence_number=0,
+                                         response=Response(
+                id=recorded.response_id or f"replayed-{step}", created_at=0.0,
+                model="replayed", object="response", output=recorded.output,
+                parallel_tool_calls=False, tool_choice="auto", tools=[]))
+            return
+        # Closed here, in the task that iterates it, whenever the SDK stops early.
+        inner: Any = self.model.stream_response(*args, **kwargs)
+        async with contextlib.aclosing(inner) as stream:
+            async for event in stream:
+                if getattr(event, "type", None) == "response.completed":
+                    from agents.items import ModelResponse
+                    from agents.usage import Usage
+
+                    done: Any = getattr(event, "response", None)
+                    await run.record_model(step, ModelResponse(
+                        output=list(done.output), usage=Usage(), response_id=done.id),
+                        author=self.author, skip_calls=_handoff_names(args, kwargs))
+                yield event
+
+    async def close(self) -> None:
+        await self.model.close()
+
+
+def _handoff_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> frozenset[str]:
+    handoffs = kwargs.get("handoffs", args[5] if len(args) > 5 else ())
+    return frozenset(str(getattr(h, "tool_name", "")) for h in handoffs or ())
+
+
+class _RunSession:
+    """The SDK's ``Session`` for one durable run: the history, then the run's own items;
+    items a resumed run already stored are not stored again."""
+
+    def __init__(self, ref: _RunRef, session: EventStoreSession) -> None:
+        self._ref = ref
+        self.session_id = session.session_id
+        self.session_settings = session.session_settings
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        items = (await self._ref.get()).view_items()
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        chosen = items if limit is None else (items[-limit:] if limit > 0 else [])
+        result: list[Any] = orjson.loads(orjson.dumps(chosen))
+        return result
+
+    async def add_items(self, items: list[Any]) -> None:
+        await (await self._ref.get()).add_items(list(items))
+
+    async def pop_item(self) -> Any | None:
+        # The SDK pops only to rewind a turn it retries; the log keeps the pop.
+        run = await self._ref.get()
+        if run.held and run.item_cursor == len(run.record.items) + len(run.held):
+            run.item_cursor -= 1
+            from .items import METADATA_KEY
+
+            return run.held.pop().custom_metadata[METADATA_KEY]["item"]
+        if run.item_cursor > 0 and run.item_cursor == len(run.record.items):
+            run.item_cursor -= 1
+            run.record.items.pop()
+            return await run.session.pop_item()
+        return None
+
+    async def clear_session(self) -> None:
+        run = await self._ref.get()
+        run.base_items.clear()
+        await run.session.clear_session()
+
+
+def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool:
+    original = tool.on_invoke_tool
+
+    async def invoke(context: Any, raw: str) -> Any:
+        run = await ref.get()
+        sdk_id = str(getattr(context, "tool_call_id", "") or "")
+        call_id = run.calls.get(sdk_id, sdk_id)
+        record = run.record.ledger.get(call_id)
+        decision = record.decision(idempotent=tool.name in run.idempotent)
+        if decision == "settled":
+            assert record.response is not None
+            error = record.response.get("error")
+            if isinstance(error, Mapping) and error.get("kind") == "execution_failed" \
+                    and set(record.response) == {"error"}:
+                raise RecordedToolError(str(error.get("message")))
+            return recorded_output(record.response)
+        if decision == "in_doubt":
+            raise CallInDoubtError(session_id=run.session.session_id,
+                                   function_call_id=call_id, tool=tool.name)
+        await run.claim(call_id, sdk_id, author=author)
+        try:
+            value = await original(context, raw)
+        except Exception as exc:
+            await run.record_output(call_id, sdk_id, tool=tool.name, author=author, response={
+                "error": {"kind": "execution_failed", "tool": tool.name, "message": str(exc)}})
+            raise
+        await run.record_output(call_id, sdk_id, tool=tool.name, author=author,
+                                response=run.output_response(value))
+        return value
+
+    return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
+                memo: dict[int, Agent[Any]]) -> Agent[Any]:
+    """A clone of ``agent`` (and of the agents it hands off to) with its model and function
+    tools made durable."""
+    if id(agent) in memo:
+        return memo[id(agent)]
+    model = config.model if config.model is not None else agent.model
+    if not isinstance(model, Model):
+        provider = config.model_provider or MultiProvider()
+        model = provider.get_model(model or None)
+    clone = agent.clone(model=DurableModel(model, run, author=agent.name))
+    memo[id(agent)] = clone
+    clone.tools = [_tool_wrapper(t, run, agent.name) if isinstance(t, FunctionTool) else t
+                   for t in agent.tools]
+    handoffs: list[Agent[Any] | Handoff[Any, Any]] = []
+    for target in agent.handoffs:
+        if isinstance(target, Agent):
+            handoffs.append(_wrap_agent(target, run, config, memo))
+        elif isinstance(target, Handoff):
+            handoffs.append(_wrap_handoff(target, run, config, memo))
+        else:
+            handoffs.append(target)
+    clone.handoffs = handoffs
+    return clone
+
+
+def _wrap_handoff(handoff: Handoff[Any, Any], run: _RunRef, config: RunConfig,
+                  memo: dict[int, Agent[Any]]) -> Handoff[Any, Any]:
+    original = handoff.on_invoke_handoff
+
+    async def invoke(*args: Any, **kwargs: Any) -> Any:
+        return _wrap_agent(await original(*args, **kwargs), run, config, memo)
+
+    return dataclasses.replace(handoff, on_invoke_handoff=invoke)
+
+
+def _input_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    return [plain_item(item, index) for index, item in enumerate(value)]
+
+
+def _state_decisions(state: RunState[Any, Any]) -> dict[str, bool]:
+    """SDK call id → the decision recorded on ``state`` (``approve`` / ``reject``)."""
+    found: dict[str, bool] = {}
+    context = state.to_json().get("context") or {}
+    for entry in context.get("function_tool_approvals") or ():
+        decision = entry.get("decision") or {}
+        for verdict, key in ((True, "approved"), (False, "rejected")):
+            ids = decision.get(key)
+            if isinstance(ids, list):
+                found.update({str(i): verdict for i in ids})
+    return found
+
+
+def _in_doubt(error: BaseException) -> CallInDoubtError | None:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, CallInDoubtError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class EventStoreRunner:
+    """``Runner.run`` / ``run_sync`` / ``run_streamed`` made durable on an
+    ``EventStoreSession`` (see the module): the same arguments plus ``idempotent_tools``
+    (names of tools that may run again after a crash), the same result types. ``session`` is
+    required. Raises ``CallInDoubtError`` when the run reaches a call in doubt."""
+
+    @classmethod
+    async def _prepare(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                       idempotent_tools: Iterable[str], run_config: Any) -> tuple[
+                           DurableRun, Agent[Any], Any, RunConfig]:
+        if not isinstance(session, EventStoreSession):
+            raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
+                                  f"run is recorded in its log (got {type(session).__name__}).")
+        config = RunConfig(**run_config) if isinstance(run_config, dict) else (
+            run_config or RunConfig())
+        given_state = input if isinstance(input, RunState) else None
+        input_json = None if given_state is not None else _input_json(input)
+        run = await DurableRun.open(session, input_json=input_json, agent=starting_agent.name,
+                                    idempotent=frozenset(idempotent_tools),
+                                    resume_any=given_state is not None)
+        agent = _wrap_agent(starting_agent, _RunRef(run), config, {})
+        config = dataclasses.replace(config, model=None)
+        stop = run.record.interruption
+        if stop is None:
+            if run.resumed or given_state is None:
+                stored = run.record.input if run.resumed else input
+                return run, agent, to_jsonable_python(stored) if run.resumed else stored, config
+            raise StoreUsageError(
+                f"Session {session.session_id!r} has no run stopped for approvals to continue "
+                "with this RunState: run EventStoreRunner with the session from the start.")
+        if given_state is not None:
+            # The caller's state is the newer one (its approvals, of any kind of tool); its
+            # function tools' decisions are recorded in the log as answers first.
+            await run.answer(_state_decisions(given_state))
+        state = await RunState.from_json(
+            agent, given_state.to_json() if given_state is not None else stop.state)
+        run.next_model = stop.models
+        run.item_cursor = stop.items
+        for step in range(min(stop.models, len(run.record.models))):
+            run.use_calls(step)
+        by_sdk = {sdk: confirm for confirm, sdk in stop.calls.items()}
+        for item in state.get_interruptions():
+            sdk_id = str(getattr(item.raw_item, "call_id", "") or "")
+            answer = run.record.answers.get(by_sdk.get(sdk_id, ""))
+            if answer is True:
+                state.approve(item)
+            elif answer is False:
+                state.reject(item)
+                call_id = run.calls.get(sdk_id, sdk_id)
+                await run.reject(call_id, tool=str(item.tool_name or ""),
+                                 author=getattr(item.agent, "name", run.record.agent))
+        return run, agent, state, config
+
+    @classmethod
+    async def _finish(cls, run: DurableRun, result: Any) -> None:
+        if result.interruptions:
+            await run.interrupt(result.interruptions, state=result.to_state().to_json())
+        else:
+            await run.end("completed")
+
+    @classmethod
+    async def run(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                  idempotent_tools: Iterable[str] = (), context: Any = None,
+                  max_turns: int | None = DEFAULT_MAX_TURNS, hooks: Any = None,
+                  run_config: Any = None, error_handlers: Any = None,
+                  previous_response_id: str | None = None,
+                  auto_previous_response_id: bool = False,
+                  conversation_id: str | None = None) -> RunResult:
+        """``Runner.run``, durable (see the class)."""
+        run, agent, sdk_input, config = await cls._prepare(
+            starting_agent, input, session=session, idempotent_tools=idempotent_tools,
+            run_config=run_config)
+        try:
+            result = await Runner.run(
+                agent, sdk_input, context=context, max_turns=max_turns, hooks=hooks,
+                run_config=config, error_handlers=error_handlers,
+                previous_response_id=previous_response_id,
+                auto_previous_response_id=auto_previous_response_id,
+                conversation_id=conversation_id, session=_RunSession(_RunRef(run), session))
+        except BaseException as exc:
+            doubt = _in_doubt(exc)
+            if doubt is not None:
+                raise doubt from None
+            if isinstance(exc, _ENDS_RUN):
+                await run.end("error")
+            raise
+        await cls._finish(run, result)
+        return result
+
+    @classmethod
+    def run_sync(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                 **options: Any) -> RunResult:
+        """``Runner.run_sync``, durable: ``run`` on a loop of its own (from a thread with no
+        running loop, as the SDK's)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(cls.run(starting_agent, input, session=session, **options))
+        raise RuntimeError("EventStoreRunner.run_sync cannot be called from a running event "
+                           "loop: await EventStoreRunner.run(...) instead.")
+
+    @classmethod
+    def run_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                     idempotent_tools: Iterable[str] = (), **options: Any
+                     ) -> RunResultStreaming:
+        """``Runner.run_streamed``, durable: returns the SDK's ``RunResultStreaming`` at once;
+        the run is opened in the log when the SDK first reads the session, recorded as it
+        streams, and its end (or stop for approvals) recorded once ``stream_events()`` is
+        exhausted. A run that crashed resumes when streamed again with the same input; a run
+        stopped for approvals continues through ``run`` (which loads its ``RunState``)."""
+        if not isinstance(session, EventStoreSession):
+            raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
+                                  f"run is recorded in its log (got {type(session).__name__}).")
+        if isinstance(input, RunState):
+            raise StoreUsageError("EventStoreRunner.run_streamed continues a run stopped for "
+                                  "approvals only through run(): pass the RunState to run().")
+        config = options.pop("run_config", None)
+        config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
+        input_json = _input_json(input)
+
+        async def opener() -> DurableRun:
+            run = await DurableRun.open(session, input_json=input_json,
+                                        agent=starting_agent.name,
+                                        idempotent=frozenset(idempotent_tools),
+                                        resume_any=False, exact=True)
+            if run.record.interruption is not None:
+                raise StoreUsageError(
+                    f"The run of session {session.session_id!r} is stopped for approvals: "
+                    "continue it with EventStoreRunner.run, which loads its RunState.")
+            return run
+
+        ref = _RunRef(opener=opener)
+        agent = _wrap_agent(starting_agent, ref, config, {})
+        result = Runner.run_streamed(agent, input, run_config=dataclasses.replace(
+            config, model=None), session=_RunSession(ref, session), **options)
+        events = result.stream_events
+
+        async def stream() -> AsyncIterator[Any]:
+            try:
+                async for event in events():
+                    yield event
+            except BaseException as exc:
+                doubt = _in_doubt(exc)
+                if doubt is not None:
+                    raise doubt from None
+                if isinstance(exc, _ENDS_RUN) and ref.run is not None:
+                    await ref.run.end("error")
+                raise
+            if ref.run is not None:
+                await cls._finish(ref.run, result)
+
+        result.stream_events = stream  # type: ignore[method-assign]
+        return result
