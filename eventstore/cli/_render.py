@@ -224,7 +224,12 @@ def print_event(
         elif status is not None:
             unread = ("" if timeline.read_to is None
                       else f" (no answer up to #{timeline.read_to}; not read further)")
-            tail = (f"  {STATUS_TEXT[status]}{unread}", "yellow")
+            text = STATUS_TEXT[status]
+            if status == "not_started" and record is not None and record.long_running:
+                # A framework that records no claim (google-adk without the durability
+                # plugin) still marks the call long-running in the model turn.
+                text = "pending (long-running; no start recorded)"
+            tail = (f"  {text}{unread}", "yellow")
         else:
             tail = ("  (call id used before)", "red")
         given = provider_call_id(event, call.id)
