@@ -102,6 +102,10 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         self._home = Home(own=self._owns_loop)
         self.app_name = app_name
         self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
+        # Thread id -> the creation of its session in flight (on the home loop): LangGraph
+        # puts a new thread's first checkpoint and writes concurrently, and each of them
+        # trying to create the session costs a failed transaction.
+        self._creating: dict[str, asyncio.Future[None]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -305,16 +309,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
     async def _load(self, thread_id: str) -> ThreadIndex:
         store = await self._store()
         index = ThreadIndex()
-        try:
-            await store.session_info(thread_id, app_name=self.app_name, user_id=_USER)
-        except SessionNotFoundError:
-            return self._keep(thread_id, index)
-        index.exists = True
-        try:
+        try:  # no session_info first: the read says as well whether the session exists
             events = await store.read_mappings(thread_id, compact=True,
                                                app_name=self.app_name, user_id=_USER)
         except SessionNotFoundError:
-            return self._keep(thread_id, ThreadIndex())
+            return self._keep(thread_id, index)
+        index.exists = True
         for event in events:
             index.apply(event)
         return self._keep(thread_id, index)
@@ -339,7 +339,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
 
         event = event_of(meaning)
         seq: int | None = None
-        if not index.exists:  # a new thread, as far as this saver knows: create it
+        creating = self._creating.get(thread_id)
+        if creating is not None:  # another write of this saver is creating it: append after
+            await asyncio.shield(creating)
+        elif not index.exists:  # a new thread, as far as this saver knows: create it
+            made = self._creating[thread_id] = asyncio.get_running_loop().create_future()
             try:
                 session = await store.create_session(
                     app_name=self.app_name, user_id=_USER, session_id=thread_id, events=[event]
@@ -347,6 +351,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 seq = session.events[-1].seq
             except SessionExistsError:  # made meanwhile, by another saver
                 pass
+            finally:
+                del self._creating[thread_id]
+                made.set_result(None)
         while seq is None:
             try:
                 seq = (await store.append(thread_id, [event], expected_version=None,

@@ -1,0 +1,86 @@
+"""What one new LangGraph thread costs the store: its session is created once, by the first
+write, even when LangGraph puts the first checkpoint and writes at once; a thread is found
+with one read."""
+
+from __future__ import annotations
+
+from _extras import require_extra
+
+langgraph = require_extra("langgraph", "langgraph")
+
+import asyncio  # noqa: E402
+from collections import Counter  # noqa: E402
+from typing import Any  # noqa: E402
+
+from _evs_support import BackendTarget  # noqa: E402
+from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+
+from eventstore import EventStore  # noqa: E402
+from eventstore.integrations.langgraph import METADATA_KEY, EventStoreSaver  # noqa: E402
+
+
+def _counted(store: EventStore, names: tuple[str, ...]) -> Counter[str]:
+    """Count the calls of the store's ``names`` methods (the real methods still run)."""
+    calls: Counter[str] = Counter()
+    for name in names:
+        real = getattr(store, name)
+
+        async def counting(*args: Any, _real: Any = real, _name: str = name,
+                           **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return await _real(*args, **kwargs)
+
+        setattr(store, name, counting)
+    return calls
+
+
+async def test_concurrent_first_writes_create_the_thread_once(backend_target: BackendTarget
+                                                              ) -> None:
+    store = await backend_target.open()
+    try:
+        await _first_writes_at_once(store)
+    finally:
+        await store.aclose()
+
+
+async def _first_writes_at_once(store: EventStore) -> None:
+    calls = _counted(store, ("create_session", "append"))
+    saver = EventStoreSaver(store)
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"a": 1}
+    checkpoint["channel_versions"] = {"a": "1"}
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": "",
+                               "checkpoint_id": checkpoint["id"]}}
+    await asyncio.gather(
+        saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
+                   {"source": "input", "step": -1}, {"a": "1"}),
+        *(saver.aput_writes(config, [("a", i)], f"task-{i}") for i in range(3)),
+    )
+    assert calls == {"create_session": 1, "append": 3}
+    events = await store.read("t")
+    assert sorted(e.custom_metadata[METADATA_KEY]["t"] for e in events) == [
+        "checkpoint", "writes", "writes", "writes"]
+    got = await saver.aget_tuple(config)
+    assert got is not None
+    assert sorted(v for _, _, v in got.pending_writes) == [0, 1, 2]
+    await saver.aclose()
+
+
+async def test_a_thread_is_found_with_one_read(backend_target: BackendTarget) -> None:
+    store = await backend_target.open()
+    try:
+        await _found_with_one_read(store)
+    finally:
+        await store.aclose()
+
+
+async def _found_with_one_read(store: EventStore) -> None:
+    async with EventStoreSaver(store) as first:
+        checkpoint = empty_checkpoint()
+        await first.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint,
+                         {"source": "input", "step": -1}, {})
+    calls = _counted(store, ("session_info", "read_mappings"))
+    async with EventStoreSaver(store) as second:  # knows nothing of the thread yet
+        assert await second.aget_tuple({"configurable": {"thread_id": "t"}}) is not None
+        assert await second.aget_tuple({"configurable": {"thread_id": "new"}}) is None
+    assert calls == {"read_mappings": 2}
