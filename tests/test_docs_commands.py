@@ -17,7 +17,7 @@ import typer
 from runtime.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
-_EVS = re.compile(r"^(?:\S*/)?evs\s+(.*)$")
+_EVS = re.compile(r"^(?:\S*/)?evs\s+(?!=)(.*)$")
 _SPLIT = re.compile(r"\s(?:&&|\|\||\||;)\s")
 
 
@@ -49,6 +49,19 @@ def _root() -> Any:
     return typer.main.get_command(app)  # built once: typer makes the tree anew on each call
 
 
+def _take_group_options(group: Any, tokens: list[str], path: list[str]) -> None:
+    """Move the group's own options (``evs --read-db URL sessions``) from ``tokens`` to
+    ``path``, with their values."""
+    options = {name: param for param in group.params for name in getattr(param, "opts", ())
+               if name not in ("--help", "--version")}
+    while tokens and tokens[0].split("=", 1)[0] in options:
+        token = tokens.pop(0)
+        path.append(token)
+        param = options[token.split("=", 1)[0]]
+        if "=" not in token and not getattr(param, "is_flag", False) and tokens:
+            path.append(tokens.pop(0))
+
+
 def _problem(command: str) -> str | None:
     """Why ``command`` does not parse as an ``evs`` command line, or None."""
     match = _EVS.match(command)
@@ -56,7 +69,10 @@ def _problem(command: str) -> str | None:
     tokens = shlex.split(match[1])
     node: Any = _root()
     path = ["evs"]
-    while hasattr(node, "commands") and tokens and tokens[0] in node.commands:
+    while hasattr(node, "commands") and tokens:
+        _take_group_options(node, tokens, path)
+        if not tokens or tokens[0] not in node.commands:
+            break
         path.append(tokens[0])
         node = node.commands[tokens.pop(0)]
     eager = {"--help", "--version"} & set(tokens)

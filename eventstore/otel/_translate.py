@@ -3,10 +3,10 @@
 Nothing here imports opentelemetry; ``_sdk`` turns the ``SpanRecord`` values into SDK spans.
 The rules, all functions of the log alone (so a second export is identical):
 
-- An event belongs to its ``invocation_id``; a user event without one (a message, a
-  confirmation answer, a long-running result) belongs to the next invocation after it, and is
-  left out when none follows. One trace per invocation: its root span is
-  ``invoke_agent {agent}``, from its first to its last event.
+- An event belongs to its ``invocation_id``; a user event (a message, a confirmation answer,
+  a long-running result) belongs to the next invocation after it — when none follows, to the
+  invocation it names, and is left out when it names none. One trace per invocation: its root
+  span is ``invoke_agent {agent}``, from its first to its last event.
 - Every model turn is a ``chat`` span under the root, from the event before it (when that one
   belongs to the same invocation) to the model event; usage tokens, model, response id and
   finish reason come from the event's ``custom_metadata`` as the model adapters record them.
@@ -133,11 +133,14 @@ def _owners(events: Sequence[Event]) -> list[str | None]:
     following: str | None = None
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
-        if event.invocation_id or event.author != "user":
+        if event.author != "user":
             following = event.invocation_id
             owners[index] = following
         else:
-            owners[index] = following
+            # A user event is input to the invocation after it, even one naming the invocation
+            # of the call it answers (``evs confirm``/``respond`` stamp it for frameworks that
+            # resume by invocation id): at the end of the log, its own invocation if it names one.
+            owners[index] = following if following is not None else (event.invocation_id or None)
     return owners
 
 

@@ -56,16 +56,17 @@ class _Watch:
 
 
 def _unowned(event: Event) -> bool:
-    """A user event without an invocation id: it belongs to the next invocation."""
-    return event.author == "user" and not event.invocation_id
+    """A user event appended before an invocation began (a message, an answer or a result
+    submitted from outside — which may name the invocation of the call it answers): no run
+    emitted what it ended, so the next invocation does."""
+    return event.author == "user"
 
 
 def _watch(log: Sequence[Event], session_id: str, start: int) -> _Watch:
     """The watch of an invocation whose first append is at seq ``start`` of ``log``."""
     prefix = [e for e in log if e.seq is not None and e.seq < start]
-    # A user event without an invocation id (an answer, a result submitted from outside)
-    # belongs to the invocation after it, as in the export: what it ended is this
-    # invocation's to emit.
+    # A user event before this invocation (an answer, a result submitted from outside) was
+    # appended by no run: what it ended is this invocation's to emit.
     own = len(prefix)
     while own > 0 and _unowned(prefix[own - 1]):
         own -= 1
