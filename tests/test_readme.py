@@ -264,7 +264,8 @@ def test_readme_mcp_example_lists_sessions_through_evs_mcp_server(
 def test_readme_agents_sdk_example_talks_to_the_stand_in_server(
     tmp_path: Path, providers: dict[str, str], httpserver_ipv4: HTTPServer
 ) -> None:
-    done = _run(_readme_block("EventStoreSession(", also="from agents import"), tmp_path, providers)
+    block = _readme_block("EventStoreSession(", also="from agents import Agent, Runner")
+    done = _run(block, tmp_path, providers)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == _TEXT
     assert [r.path for r, _ in httpserver_ipv4.log] == ["/v1/responses"]

@@ -63,7 +63,7 @@ SHORT_HELP = {
     "delete": "Delete a session.",
     "fork": "Fork a session at a seq into a new session.",
     "prune": "Delete old sessions, each archived and verified first.",
-    "heads": "Export every session's head, for evs verify --expect-heads after a failover.",
+    "heads": "Export every session's head (for verify --expect-heads).",
 }
 """One whole short sentence per command for the command list (click would cut the docstring's
 first sentence mid-word)."""

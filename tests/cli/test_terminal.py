@@ -138,7 +138,7 @@ def _commands() -> list[tuple[str, ...]]:
 def test_help_summaries_are_whole_sentences() -> None:
     listing = invoke("--help").stdout
     commands = listing.split("Commands:")[1].splitlines()[1:]
-    assert len(commands) == 21  # 16 commands, the db, memory and retention groups, mcp-server, web
+    assert len(commands) == 22  # 17 commands, the db, memory and retention groups, mcp-server, web
     for line in commands:
         _name, summary = line.split(None, 1)
         assert summary.endswith("."), line

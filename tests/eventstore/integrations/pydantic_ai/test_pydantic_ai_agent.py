@@ -5,6 +5,9 @@ external results through ``evs respond``."""
 
 from __future__ import annotations
 
+import asyncio
+import warnings
+
 from _extras import require_extra
 
 require_extra("pydantic_ai", "pydantic-ai")
@@ -243,11 +246,20 @@ async def test_pydantic_ai_stream_iter_and_event_handler(tmp_path: Path) -> None
 def test_pydantic_ai_run_sync_continues_the_session(tmp_path: Path) -> None:
     db = str(tmp_path / "sync.db")
     sync = EventStoreAgent(Agent(TestModel(), name="sync"), store=db)
-    first = sync.run_sync("hello", session_id="sy")
-    second = sync.run_sync("again", session_id="sy")
-    assert first.output == second.output == "success (no tool calls)"
-    assert len(second.all_messages()) == 4
-    sync.store.close_now()
+    try:
+        first = sync.run_sync("hello", session_id="sy")
+        second = sync.run_sync("again", session_id="sy")
+        assert first.output == second.output == "success (no tool calls)"
+        assert len(second.all_messages()) == 4
+    finally:
+        sync.store.close_now()
+        # pydantic-ai's run_sync leaves the event loop it made current and open (to reuse
+        # it); closing it here keeps its sockets from being collected in a later test.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        loop.close()
+        asyncio.set_event_loop(None)
 
 
 @pytest.mark.postgres
