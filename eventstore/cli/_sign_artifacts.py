@@ -21,8 +21,8 @@ is now is what the operator vouches for, which is why ``evs verify`` comes first
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Annotated, Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -102,46 +102,55 @@ async def sign_artifacts(backend: Backend, *, dry_run: bool) -> SignReport:
             listed = await backend.list_artifacts(app_name=app, user_id=user, session_id=scope)
             for filename, versions in listed.items():
                 for version in versions:
-                    seal = await _sign_version(backend, backend.signing_key, ArtifactSeal(
-                        app_name=app, user_id=user, session_id=scope, filename=filename,
-                        version=version, problem="", outcome=""), dry_run=dry_run)
-                    if seal is None:
+                    where = _Where(app, user, scope, filename, version)
+                    judged = await _sign_version(backend, backend.signing_key, where,
+                                                 dry_run=dry_run)
+                    if judged is None:
                         report.ok += 1
-                    elif seal.outcome:
-                        report.versions.append(seal)
+                    elif judged[1] != "gone":
+                        report.versions.append(ArtifactSeal(
+                            app_name=app, user_id=user, session_id=scope, filename=filename,
+                            version=version, problem=judged[0], outcome=judged[1]))
         if len(scopes) < SCOPES_PAGE:
             return report
         after = scopes[-1]
 
 
-async def _sign_version(backend: Backend, key: bytes, version: ArtifactSeal, *,
-                        dry_run: bool) -> ArtifactSeal | None:
-    """``version`` (named, not judged yet) as judged and, unless ``dry_run``, signed; None when
-    it checks out (its outcome empty when it was deleted since it was listed)."""
-    record = await backend.load_artifact(
-        app_name=version.app_name, user_id=version.user_id, session_id=version.session_id,
-        filename=version.filename, version=version.version)
+class _Where(NamedTuple):
+    """One stored artifact version's address."""
+
+    app_name: str
+    user_id: str
+    session_id: str | None
+    filename: str
+    version: int
+
+
+async def _sign_version(backend: Backend, key: bytes, where: _Where, *,
+                        dry_run: bool) -> tuple[str, str] | None:
+    """Judge the version ``where`` names and, unless ``dry_run``, sign it when it may be:
+    ``(problem, outcome)`` (``ArtifactSeal``'s; outcome ``gone`` when it was deleted since it
+    was listed), or None when it checks out."""
+    address = where._asdict()
+    record = await backend.load_artifact(**address)
     if record is None:
-        return version
+        return "", "gone"
     problem = artifact_problem(record, key)
     if problem is None:
         return None
     if problem not in _SIGNABLE:
-        return replace(version, problem=problem, outcome="refused")
+        return problem, "refused"
     try:
         digest, signature = seal_artifact(
             key, filename=record.filename, version=record.version, mime_type=record.mime_type,
             created_at=record.created_at, metadata=record.metadata, data=record.data)
     except (ValueError, TypeError):  # a row no save could have written
-        return replace(version, problem="artifact_edited", outcome="refused")
+        return "artifact_edited", "refused"
     assert signature is not None
     if dry_run:
-        return replace(version, problem=problem, outcome="would_sign")
-    sealed = await backend.store_artifact_seal(
-        app_name=version.app_name, user_id=version.user_id, session_id=version.session_id,
-        filename=version.filename, version=version.version, digest=digest,
-        signature=signature)
-    return replace(version, problem=problem, outcome="signed" if sealed else "changed")
+        return problem, "would_sign"
+    sealed = await backend.store_artifact_seal(**address, digest=digest, signature=signature)
+    return problem, "signed" if sealed else "changed"
 
 
 def _no_key() -> CliError:
