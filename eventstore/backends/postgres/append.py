@@ -6,7 +6,8 @@ as one call of the server-side function ``evs_append`` (revisions 0007, 0008, 00
 append, in a transaction of its own: the session's advisory lock, its head (version, whether an
 id is stored, the app's position, the head record) read after the lock, then either a judged
 retry / ConcurrencyError / TamperedLogError, or ``insert``. ``insert`` also writes a session's
-initial events in ``create_session``'s transaction.
+initial events in ``create_session``'s transaction; ``create_at_once`` is that transaction's
+common case (first events that change no shared state, no artifacts) as one statement.
 """
 
 from __future__ import annotations
