@@ -24,7 +24,8 @@ Needs the extras (``pip install -e '.[adk,openai-agents]'``). On temporary SQLit
 
 Prints rates, load ms and our ratio to each baseline, per chunk / round (median [min-max]).
 Targets, judged on the medians:
-ours >= 20x DatabaseSessionService on append and >= 5x on load; >= 1x SQLiteSession on both.
+ours >= 20x DatabaseSessionService on append and >= 5x on load; against SQLiteSession >= 2x on
+``add_items`` and >= 1x on both reads.
 Exit status 1 when a target is missed (the full run only; --quick is a smoke run).
 """
 
@@ -292,18 +293,19 @@ async def run_openai(tmp: Path, n_oa: int) -> list[str]:
     add = [o / b for o, b in zip(ours.chunk_rates, base.chunk_rates, strict=True)]
     warm = [b / o for o, b in zip(ours.warm_ms, base.warm_ms, strict=True)]
     cold = [b / o for o, b in zip(ours.cold_ms, base.cold_ms, strict=True)]
-    print(f"  ours vs SQLiteSession (target 1x): add {spread(add)}x, get warm {spread(warm)}x, "
+    print(f"  ours vs SQLiteSession (targets: add 2x, get 1x): add {spread(add)}x, "
+          f"get warm {spread(warm)}x, "
           f"cold {spread(cold)}x")
     print(f"  ours cold without its saved cache: {spread(uncached_ms)} ms "
           f"({statistics.median(base.cold_ms) / statistics.median(uncached_ms):.2f}x; "
           "not judged)")
 
     return [
-        what for what, ratios in (
-            ("add_items >= 1x SQLiteSession", add),
-            ("get_items warm >= 1x SQLiteSession", warm),
-            ("get_items cold >= 1x SQLiteSession", cold),
-        ) if statistics.median(ratios) < 1
+        what for what, ratios, target in (
+            ("add_items >= 2x SQLiteSession", add, 2.0),
+            ("get_items warm >= 1x SQLiteSession", warm, 1.0),
+            ("get_items cold >= 1x SQLiteSession", cold, 1.0),
+        ) if statistics.median(ratios) < target
     ]
 
 

@@ -383,7 +383,10 @@ def main(argv: list[str] | None = None) -> int:
                 for ours in order:
                     got[ours] = run_one(pair, ours=ours, tmp=Path(tmp), legs=legs, sizes=sizes)
                 results[pair].append((got[True], got[False]))
-                print(f"round {r + 1}/{rounds} {pair} done", file=sys.stderr, flush=True)
+                mine, theirs = got[True].times, got[False].times
+                print(f"round {r + 1}/{rounds} {pair}: " + ", ".join(
+                    f"{leg} {mine[leg] / theirs[leg]:.2f}" for leg in legs),
+                    file=sys.stderr, flush=True)
     missed: list[str] = []
     for pair, legs in chosen.items():
         missed += report(pair, legs, results[pair])

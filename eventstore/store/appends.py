@@ -5,19 +5,32 @@ compaction (``compact``, and ``read_compacted``, what a run loads after one). Kn
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
-from eventstore._args import MAX_INT, check_lookup, is_utf8, shown
+from eventstore._args import MAX_INT, check_lookup, check_str, is_utf8, shown
 from eventstore._codec import check_event, event_kind, with_seq
 from eventstore._compacted import CompactedHistory, compact_session, read_compacted
 from eventstore._encode_fast import encode_plain
 from eventstore._events import Content, Event
-from eventstore._exceptions import InvalidEventError, StoreUsageError
+from eventstore._exceptions import (
+    InvalidEventError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreUsageError,
+)
 from eventstore._scopes import scope_deltas
 from eventstore._state import TEMP_PREFIX, touches_shared_keys
 from eventstore._statefold import decode_stored
 from eventstore._stored import STORED_SCHEMA_VERSION, encode_compact
-from eventstore.backends.protocol import NewEvent, StoredEvent, new_event
+from eventstore.backends.protocol import (
+    Backend,
+    NewEvent,
+    SessionRecord,
+    StoredEvent,
+    new_event,
+    written,
+)
 
 from .reads import EventReads
 
@@ -36,6 +49,10 @@ def event_batch(events: object, method: str, *, empty_ok: bool = False) -> list[
         f"{method}() takes an Event or an iterable of Events, not {type(events).__name__}."
     )
 
+
+_CREATE_TURNS = 3
+"""How many times ``append(create=True)`` tries to make or append to a session that other
+processes keep making and deleting."""
 
 MAX_COLUMN_CHARS = 255
 """The most characters an event id, invocation id or author may have (their columns' size)."""
@@ -139,6 +156,7 @@ class AppendMethods(EventReads):
         expected_version: int | None,
         app_name: str | None = None,
         user_id: str | None = None,
+        create: bool = False,
     ) -> list[Event]:
         """Append events atomically after ``expected_version`` and return them with ``seq`` set.
 
@@ -148,6 +166,13 @@ class AppendMethods(EventReads):
         nothing. Raises ConcurrencyError, DuplicateEventError, InvalidEventError or
         SessionNotFoundError (AmbiguousSessionError: see ``get_session``); after any error
         nothing was written.
+
+        ``create=True`` (``app_name`` and ``user_id`` given, ``expected_version`` None or 0):
+        when the app's user has no session ``session_id``, it is created with ``events`` as its
+        first, in one transaction as ``create_session(events=…)`` writes them, but without
+        folding the new session's state (for writers that need only the seqs, such as a
+        checkpointer's first checkpoint of a thread: on PostgreSQL one round trip). A session
+        made or deleted meanwhile by another process is appended to or made again.
         """
         backend = self._writable_backend()
         sid = check_lookup(session_id)
@@ -161,6 +186,19 @@ class AppendMethods(EventReads):
                 f"expected_version must be an int between 0 and {MAX_INT} (the largest seq) or "
                 f"None, not {shown(expected_version)}."
             )
+        if create is not False and create is not True:
+            raise StoreUsageError(f"create must be True or False, not {shown(create)}.")
+        if create:
+            if app_name is None or user_id is None:
+                raise StoreUsageError("append(create=True) needs app_name and user_id: they "
+                                      "say whose session it makes.")
+            check_str(app_name, "app_name")
+            check_str(user_id, "user_id")
+            if expected_version not in (None, 0):
+                raise StoreUsageError(
+                    f"append(create=True) makes a session with no events before these: "
+                    f"expected_version must be None or 0, not {shown(expected_version)}."
+                )
         prepared = [self._prepare(e) for e in batch]
         new = [n for _, n in prepared]
 
@@ -168,11 +206,46 @@ class AppendMethods(EventReads):
             return await backend.append(key, new, expected_version=expected_version,
                                         owner=owner)
 
-        stored = await self._keyed(sid, app_name, user_id, write)
+        if create:
+            assert app_name is not None
+            assert user_id is not None
+            stored = await self._append_creating(backend, sid, app_name, user_id, new, write)
+        else:
+            stored = await self._keyed(sid, app_name, user_id, write)
         return [
             with_seq(event, row.seq)
             for (event, _), row in zip(prepared, stored, strict=True)
         ]
+
+    async def _append_creating(
+        self, backend: Backend, sid: str, app_name: str, user_id: str, new: list[NewEvent],
+        write: Callable[[str, tuple[str, str]], Awaitable[list[StoredEvent]]],
+    ) -> list[StoredEvent]:
+        """``append(create=True)``'s writes: the session is made first unless this store
+        knows its key already (then appended to first); one that another process made (or
+        deleted) in between is appended to (or made) on the next turn."""
+        make = self._cached(sid, app_name, user_id) is None
+        for turn in range(_CREATE_TURNS):
+            last = turn == _CREATE_TURNS - 1
+            if make:
+                try:
+                    key = await backend.create_session(
+                        SessionRecord(session_id=sid, given_id=sid, app_name=app_name,
+                                      user_id=user_id, created_at=time.time()), new)
+                except SessionExistsError:
+                    if last:
+                        raise
+                else:
+                    self._remember(app_name, user_id, sid, key)
+                    return [written(key, e, seq=seq, position=0)
+                            for seq, e in enumerate(new, 1)]
+            try:
+                return await self._keyed(sid, app_name, user_id, write)
+            except SessionNotFoundError:
+                if last:
+                    raise
+            make = True
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def read_compacted(
         self, session_id: str, *, upto: int | None = None, app_name: str | None = None,

@@ -6,7 +6,8 @@ as one call of the server-side function ``evs_append`` (revisions 0007, 0008, 00
 append, in a transaction of its own: the session's advisory lock, its head (version, whether an
 id is stored, the app's position, the head record) read after the lock, then either a judged
 retry / ConcurrencyError / TamperedLogError, or ``insert``. ``insert`` also writes a session's
-initial events in ``create_session``'s transaction.
+initial events in ``create_session``'s transaction; ``create_at_once`` is that transaction's
+common case (first events that change no shared state, no artifacts) as one statement.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "LOCK_ARTIFACT",
     "LOCK_KEY",
     "append_locked",
+    "create_at_once",
     "fast_args",
     "fast_result",
     "insert",
@@ -102,10 +104,56 @@ _SET_SCOPE_HEAD_SQL = (
 )
 
 
+# A new session and its first events in one statement (``create_at_once``): the session row is
+# written with its head already set (the client chains the events), its key from the identity.
+# The lock on the key it wants comes first (``free_key`` takes the same one), so a creation on
+# the locked path never picks that key while this one writes it; a key held already (another
+# user's session, or this one's) inserts nothing and the caller takes the locked path.
+_CREATE_SQL = f"""
+WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock({LOCK_KEY}, $1)),
+s AS (
+  INSERT INTO evs_sessions (session_id, given_id, app_name, user_id, created_at, head_seq,
+    head_hash, head_signature)
+  SELECT $2, $16, $3, $4, $5, cardinality($14::bytea[]), $14[cardinality($14)], $15 FROM lock
+  ON CONFLICT (session_id) DO NOTHING
+  RETURNING session_key
+),
+ins AS (
+  INSERT INTO evs_events (row_key, position, session_id, seq, event_id, kind, invocation_id,
+    author, timestamp, shared_state, app_name, user_id, schema_version, payload, chain_hash,
+    signature)
+  SELECT (s.session_key << 32) | t.n, coalesce(greatest(
+      (SELECT position FROM evs_app_positions WHERE app_name = $3),
+      (SELECT max(position) FROM evs_events WHERE app_name = $3 AND shared_state)), 0),
+    $2, t.n, t.event_id, t.kind, t.invocation_id, t.author, t.ts, false, $3, $4, t.version,
+    t.payload, t.hash, t.sig
+  FROM s, unnest($6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::float8[],
+                 $11::int[], $12::bytea[], $14::bytea[], $13::bytea[])
+    WITH ORDINALITY AS t(event_id, kind, invocation_id, author, ts, version, payload, hash,
+                         sig, n)
+  RETURNING position
+)
+SELECT (SELECT session_key FROM s), (SELECT min(position) FROM ins)
+"""
+
+
 def lock_key(text: str) -> int:
     """The second key of an advisory lock on ``text`` (a session id, an app, artifact names)."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big",
                           signed=True)
+
+
+def _chained(session_id: str, events: Sequence[NewEvent], start: int, prev: bytes | None,
+             signing_key: bytes | None) -> tuple[list[bytes], list[bytes | None]]:
+    """The chain hashes of ``events`` at ``start``, after the event whose hash is ``prev``
+    (None: the session's first), and their signatures (None each when unkeyed)."""
+    hashes: list[bytes] = []
+    chain = GENESIS if prev is None else prev
+    for seq, e in enumerate(events, start):
+        chain = link(chain, seq, content_digest(e))
+        hashes.append(chain)
+    return hashes, [None if signing_key is None else sign_event(signing_key, session_id, h)
+                    for h in hashes]
 
 
 async def insert(
@@ -128,8 +176,6 @@ async def insert(
         # position: a shared-state event still in flight gets a larger one, so no fold changes.
         clock = await conn.fetchval(_APP_POSITION_SQL, app_name) or 0
     positions = []
-    hashes: list[bytes] = []
-    chain = GENESIS if prev is None else prev
     scopes: ScopeWriter | None = None
     if shared:  # under the app's lock: the streams' heads as committed
         found = {row[0]: (int(row[1]), row[2]) for row in await conn.fetch(
@@ -142,10 +188,8 @@ async def insert(
             scopes.add(app_name, user_id, session_id=session_id, seq=seq, event_id=e.event_id,
                        position=clock, app_delta=e.app_delta, user_delta=e.user_delta)
         positions.append(clock)
-        chain = link(chain, seq, content_digest(e))
-        hashes.append(chain)
-    signatures = [None if signing_key is None else sign_event(signing_key, session_id, h)
-                  for h in hashes]
+    hashes, signatures = _chained(session_id, events, start, prev, signing_key)
+    chain = hashes[-1]
     rows = await conn.fetch(
         _INSERT_SQL, session_id, start - 1, app_name, user_id,
         [e.event_id for e in events], [e.kind for e in events],
@@ -175,6 +219,36 @@ async def insert(
         written(session_id, e, seq=start + i, position=positions[i], chain_hash=hashes[i],
                 signature=signatures[i])
         for i, e in enumerate(events)
+    ]
+
+
+async def create_at_once(
+    conn: Any, session_id: str, given_id: str, app_name: str, user_id: str, created_at: float,
+    events: Sequence[NewEvent], *, signing_key: bytes | None = None,
+) -> list[StoredEvent] | None:
+    """Create the session ``given_id`` under the key ``session_id`` with ``events`` (at least
+    one, none changing ``user:``/``app:`` state) as its first, in one statement (its own
+    transaction) on ``conn``, and return them as stored; None when another session holds
+    that key (nothing written: the locked path picks a key). Raises asyncpg's
+    UniqueViolationError when the app's user has a session of that id under another key."""
+    assert events
+    assert not any(e.shared_state for e in events)
+    hashes, signatures = _chained(session_id, events, 1, None, signing_key)
+    head = None if signing_key is None else sign_head(signing_key, session_id, len(events),
+                                                      hashes[-1])
+    key, position = await conn.fetchrow(
+        _CREATE_SQL, lock_key(session_id), session_id, app_name, user_id, created_at,
+        [e.event_id for e in events], [e.kind for e in events],
+        [e.invocation_id for e in events], [e.author for e in events],
+        [e.timestamp for e in events], [e.schema_version for e in events],
+        [e.payload for e in events], signatures, hashes, head, given_id,
+    )
+    if key is None:
+        return None
+    return [
+        written(session_id, e, seq=i, position=position, chain_hash=hashes[i - 1],
+                signature=signatures[i - 1])
+        for i, e in enumerate(events, 1)
     ]
 
 

@@ -84,6 +84,7 @@ from .append import (
     APPEND_SQL,
     LOCK_ARTIFACT,
     append_locked,
+    create_at_once,
     fast_args,
     fast_result,
     insert,
@@ -295,6 +296,18 @@ class PostgresBackend(SQLBackendBase):
                               artifacts: Sequence[NewArtifact],
                               imported: Sequence[ImportedLink]) -> str:
         given = record.id
+        if initial and not artifacts and not imported and not any(
+                e.shared_state for e in initial):
+            async def at_once(conn: Any) -> list[StoredEvent] | None:
+                return await create_at_once(conn, record.session_id, given, record.app_name,
+                                            record.user_id, record.created_at, initial,
+                                            signing_key=self.signing_key)
+
+            # One round trip, the common case; None: the key is held, the locked path picks.
+            if await self._run(at_once, what=f"create session {given!r}",
+                               session_id=given) is not None:
+                self._wrote(given)
+                return record.session_id
 
         async def job(conn: Any) -> str:
             sid = await queries.free_key(conn, record.session_id)

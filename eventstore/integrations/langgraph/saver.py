@@ -41,7 +41,6 @@ from eventstore import (
     Event,
     EventStore,
     Part,
-    SessionExistsError,
     SessionNotFoundError,
     StoreUsageError,
 )
@@ -345,12 +344,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         elif not index.exists:  # a new thread, as far as this saver knows: create it
             made = self._creating[thread_id] = asyncio.get_running_loop().create_future()
             try:
-                session = await store.create_session(
-                    app_name=self.app_name, user_id=_USER, session_id=thread_id, events=[event]
-                )
-                seq = session.events[-1].seq
-            except SessionExistsError:  # made meanwhile, by another saver
-                pass
+                # Made with the event (no state fold: the saver reads none); appended to
+                # when another saver made it meanwhile.
+                seq = (await store.append(thread_id, [event], expected_version=None,
+                                          app_name=self.app_name, user_id=_USER,
+                                          create=True))[0].seq
             finally:
                 del self._creating[thread_id]
                 made.set_result(None)
@@ -363,13 +361,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 index = ThreadIndex()
                 if whole is not None:
                     event = event_of(whole())
-                try:
-                    session = await store.create_session(
-                        app_name=self.app_name, user_id=_USER, session_id=thread_id,
-                        events=[event])
-                    seq = session.events[-1].seq
-                except SessionExistsError:  # made meanwhile, by another saver
-                    pass
+                seq = (await store.append(thread_id, [event], expected_version=None,
+                                          app_name=self.app_name, user_id=_USER,
+                                          create=True))[0].seq
         if seq == index.seq + 1 and self._threads.get(thread_id) is index:
             index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
 

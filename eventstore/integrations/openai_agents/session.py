@@ -53,7 +53,6 @@ from eventstore import (
     Event,
     EventActions,
     EventStore,
-    SessionExistsError,
     SessionNotFoundError,
     StoreClosedError,
     StoreUsageError,
@@ -352,12 +351,9 @@ class EventStoreSession:
             await store.append(self.session_id, events, expected_version=None,
                                app_name=self._app_name, user_id=self._user_id)
         except SessionNotFoundError:
-            # The first items (or the session was deleted): create it, then append.
-            with contextlib.suppress(SessionExistsError):
-                await store.create_session(app_name=self._app_name, user_id=self._user_id,
-                                           session_id=self.session_id)
+            # The first items (or the session was deleted): the append creates it.
             await store.append(self.session_id, events, expected_version=None,
-                               app_name=self._app_name, user_id=self._user_id)
+                               app_name=self._app_name, user_id=self._user_id, create=True)
 
     async def pop_item(self) -> Any | None:
         """Remove the newest item and return it (None when there is none): appends a pop event
