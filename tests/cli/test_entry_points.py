@@ -1,5 +1,5 @@
 """The real entry points (the ``evs`` script and ``python -m runtime.cli``, the store-only
-``python -m eventstore.cli``), the exported surfaces, and the rule that importing ``eventstore``
+``python -m eventstore.commands``), the exported surfaces, and the rule that importing ``eventstore``
 never imports ``runtime``."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import orjson
 import pytest
 from _cli_support import REPO, evs_subprocess
 
-import eventstore.cli
+import eventstore.commands
 import runtime.cli
 from eventstore import EventStore
 
@@ -27,7 +27,7 @@ STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "impo
 
 def test_cli_exported_members() -> None:
     assert runtime.cli.__all__ == ["app", "main"]
-    assert eventstore.cli.__all__ == [
+    assert eventstore.commands.__all__ == [
         "DEFAULT_DB",
         "AppOption",
         "CliError",
@@ -60,7 +60,7 @@ def test_cli_exported_members() -> None:
         "short_json",
         "verify_session",
     ]
-    assert callable(eventstore.cli.main)
+    assert callable(eventstore.commands.main)
     assert callable(runtime.cli.main)
 
 
@@ -75,7 +75,7 @@ for info in pkgutil.walk_packages(eventstore.__path__, "eventstore."):
     names.append(info.name)
 for name in names:
     importlib.import_module(name)
-assert "eventstore.cli._app" in sys.modules, names
+assert "eventstore.commands._app" in sys.modules, names
 assert "eventstore.backends.sqlite.base" in sys.modules, names
 leaked = sorted(m for m in sys.modules if m == "runtime" or m.startswith("runtime."))
 assert not leaked, leaked
@@ -88,7 +88,7 @@ print(len(names))
 
 
 def test_store_only_module_entry_point() -> None:
-    result = subprocess.run([sys.executable, "-m", "eventstore.cli", "--help"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "eventstore.commands", "--help"], cwd=REPO,
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     commands = result.stdout.split("Commands:")[1].split()
@@ -171,7 +171,7 @@ def test_usage_errors_are_one_line_with_status_2(args: list[str], message: str) 
 
 
 def test_store_only_usage_error_is_one_line() -> None:
-    result = subprocess.run([sys.executable, "-m", "eventstore.cli", "demo"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "eventstore.commands", "demo"], cwd=REPO,
                             capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert result.stderr.startswith("evs: error: No such command 'demo'.")

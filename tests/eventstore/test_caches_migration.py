@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 pytestmark = pytest.mark.slow
 
