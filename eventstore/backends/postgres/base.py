@@ -52,16 +52,7 @@ from eventstore._exceptions import (
 )
 from eventstore._migrate import check_revision, head_revision, upgrade
 from eventstore._urls import redact_url
-from eventstore.backends.protocol import (
-    ImportedLink,
-    ImportSource,
-    NewArtifact,
-    NewEvent,
-    SessionRecord,
-    StoredEvent,
-    check_artifact_version,
-    check_batch_ids,
-)
+from eventstore.backends import records, rules
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
@@ -306,9 +297,10 @@ class PostgresBackend(SQLBackendBase):
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
-                              artifacts: Sequence[NewArtifact],
-                              imported: Sequence[ImportedLink]) -> str:
+    async def _create_session(self, record: records.SessionRecord,
+                              initial: Sequence[records.NewEvent],
+                              artifacts: Sequence[records.NewArtifact],
+                              imported: Sequence[records.ImportedLink]) -> str:
         given = record.id
 
         async def job(conn: Any) -> str:
@@ -332,7 +324,7 @@ class PostgresBackend(SQLBackendBase):
                          scope(given if artifact.session_scoped else None), artifact.filename)
                 await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
                                    lock_key("\0".join(names)))
-                check_artifact_version(sid, artifact, await artifacts_sql.save(
+                rules.check_artifact_version(sid, artifact, await artifacts_sql.save(
                     conn, names, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at, signing_key=self.signing_key))
             return str(sid)
@@ -342,7 +334,8 @@ class PostgresBackend(SQLBackendBase):
         self._wrote(given, created)
         return created
 
-    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+    async def import_session(self, record: records.SessionRecord,
+                             source: records.ImportSource) -> str:
         given = record.id
         consumed = False
 
@@ -365,7 +358,7 @@ class PostgresBackend(SQLBackendBase):
                 if page is None:
                     return str(sid)
                 if page.events:
-                    check_batch_ids(given, page.events)
+                    rules.check_batch_ids(given, page.events)
                     rows = await insert(conn, sid, record.app_name, record.user_id, key,
                                         page.events, start, prev=prev,
                                         signing_key=self.signing_key)
@@ -382,7 +375,7 @@ class PostgresBackend(SQLBackendBase):
                              artifact.filename)
                     await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
                                        lock_key("\0".join(names)))
-                    check_artifact_version(sid, artifact, await artifacts_sql.save(
+                    rules.check_artifact_version(sid, artifact, await artifacts_sql.save(
                         conn, names, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
@@ -435,9 +428,9 @@ class PostgresBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def _append(self, session_id: str, events: Sequence[NewEvent],
+    async def _append(self, session_id: str, events: Sequence[records.NewEvent],
                       expected_version: int | None,
-                      owner: tuple[str, str] | None) -> list[StoredEvent]:
+                      owner: tuple[str, str] | None) -> list[records.StoredEvent]:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
@@ -445,7 +438,7 @@ class PostgresBackend(SQLBackendBase):
                 self._announce(session_id)
                 return fast
 
-        async def job(conn: Any) -> list[StoredEvent]:
+        async def job(conn: Any) -> list[records.StoredEvent]:
             return await append_locked(conn, session_id, events, expected_version,
                                        self.signing_key, owner=owner)
 
@@ -456,9 +449,9 @@ class PostgresBackend(SQLBackendBase):
         return stored
 
     async def _append_fast(
-        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
+        self, session_id: str, events: Sequence[records.NewEvent], expected_version: int | None,
         owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent] | None:
+    ) -> list[records.StoredEvent] | None:
         """The common append in one round trip (``evs_append``, revisions 0010, 0019): one
         statement, committed together with the other sessions' appends sent at the same
         moment (``group``). Returns None when the case needs the slower path (a

@@ -74,16 +74,7 @@ from eventstore._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
-from eventstore.backends.protocol import (
-    ImportedLink,
-    ImportSource,
-    NewArtifact,
-    NewEvent,
-    SessionRecord,
-    StoredEvent,
-    check_artifact_version,
-    check_batch_ids,
-)
+from eventstore.backends import records, rules
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     ROW_COLUMNS,
@@ -365,9 +356,10 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
-                              artifacts: Sequence[NewArtifact],
-                              imported: Sequence[ImportedLink]) -> str:
+    async def _create_session(self, record: records.SessionRecord,
+                              initial: Sequence[records.NewEvent],
+                              artifacts: Sequence[records.NewArtifact],
+                              imported: Sequence[records.ImportedLink]) -> str:
         given = record.id
 
         def job(conn: sqlite3.Connection) -> str:
@@ -395,14 +387,15 @@ class SQLiteBackend(SQLBackendBase):
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
                        scope(given if artifact.session_scoped else None), artifact.filename)
-                check_artifact_version(sid, artifact, artifacts_sql.save(
+                rules.check_artifact_version(sid, artifact, artifacts_sql.save(
                     conn, key, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at, signing_key=self.signing_key))
             return sid
 
         return await self._grouped(job, what=f"create session {given!r}", session_id=given)
 
-    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+    async def import_session(self, record: records.SessionRecord,
+                             source: records.ImportSource) -> str:
         given = record.id
 
         def job(conn: sqlite3.Connection) -> str:
@@ -417,7 +410,7 @@ class SQLiteBackend(SQLBackendBase):
             )
             while (page := source()) is not None:
                 if page.events:
-                    check_batch_ids(given, page.events)
+                    rules.check_batch_ids(given, page.events)
                     insert(conn, sid, head(conn, sid), page.events, self.signing_key)
                 conn.executemany(
                     "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, signature, "
@@ -427,7 +420,7 @@ class SQLiteBackend(SQLBackendBase):
                 for artifact in page.artifacts:
                     key = (record.app_name, record.user_id,
                            scope(given if artifact.session_scoped else None), artifact.filename)
-                    check_artifact_version(sid, artifact, artifacts_sql.save(
+                    rules.check_artifact_version(sid, artifact, artifacts_sql.save(
                         conn, key, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
@@ -468,14 +461,14 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def _append(self, session_id: str, events: Sequence[NewEvent],
+    async def _append(self, session_id: str, events: Sequence[records.NewEvent],
                       expected_version: int | None,
-                      owner: tuple[str, str] | None) -> list[StoredEvent]:
+                      owner: tuple[str, str] | None) -> list[records.StoredEvent]:
         request = AppendRequest(session_id, events, expected_version, self.signing_key, owner)
 
         heads = self._heads
 
-        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+        def job(conn: sqlite3.Connection) -> list[records.StoredEvent]:
             return append_one(conn, request, heads)
 
         stored = await self._grouped(job, what=f"append to session {session_id!r}",
