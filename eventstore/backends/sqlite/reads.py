@@ -10,7 +10,8 @@ per chunk, not one per session; and the free key a new session gets.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from eventstore._exceptions import SessionNotFoundError
 from eventstore.backends.protocol import (
@@ -43,8 +44,17 @@ __all__ = [
     "save_head_states",
 ]
 
+T = TypeVar("T")
+
 _CHUNK = 500
 """Ids per statement (well below SQLite's limit on bound parameters)."""
+
+
+def _chunks(items: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:
+    """``items`` a chunk of ``_CHUNK`` at a time, each with its ``?`` placeholders."""
+    for start in range(0, len(items), _CHUNK):
+        chunk = items[start:start + _CHUNK]
+        yield chunk, ", ".join("?" * len(chunk))
 
 
 def read_since(
@@ -81,9 +91,7 @@ def load_snapshots(
 ) -> dict[str, HeadState]:
     """The newest snapshot of each session that has one still bound to its event."""
     found: dict[str, HeadState] = {}
-    for start in range(0, len(session_ids), _CHUNK):
-        chunk = session_ids[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in _chunks(session_ids):
         for sid, seq, state, chain_hash, mac in conn.execute(
             "SELECT sn.session_id, sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn "
             "JOIN evs_sessions s ON s.session_id = sn.session_id "
@@ -106,9 +114,7 @@ def read_shared_heads(
     names = list(scopes)
     snapshots: dict[str, SharedSnapshot] = {}
     entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
-    for start in range(0, len(names), _CHUNK):
-        chunk = names[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in _chunks(names):
         for user, position, count, state, chain_hash, mac in conn.execute(
             "SELECT sn.user_id, sn.position, sn.event_count, sn.state, sn.chain_hash, sn.mac "
             f"FROM evs_shared_snapshots sn {BOUND_SHARED} "
@@ -139,9 +145,7 @@ def load_head_states(
     """The head state of each session that has one still current (its event at ``seq``
     holds its chain hash), one statement per chunk of ids."""
     found: dict[str, HeadState] = {}
-    for start in range(0, len(session_ids), _CHUNK):
-        chunk = session_ids[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in _chunks(session_ids):
         for sid, seq, chain_hash, state, mac in conn.execute(
             "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
             "JOIN evs_sessions s ON s.session_id = h.session_id "
@@ -175,8 +179,7 @@ def read_many(
     """Each session's events after its given seq, oldest first (one statement per chunk)."""
     found: dict[str, list[StoredEvent]] = {sid: [] for sid in after}
     items = list(after.items())
-    for start in range(0, len(items), _CHUNK):
-        chunk = items[start:start + _CHUNK]
+    for chunk, _ in _chunks(items):
         values = ", ".join("(?, ?)" for _ in chunk)
         params = tuple(v for sid, low in chunk for v in (sid, seq_bound(low)))
         rows = conn.execute(
