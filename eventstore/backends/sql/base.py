@@ -368,7 +368,7 @@ class SQLBackendBase(ABC):
     async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
         if not states:
             return
-        await self._cache_write(lambda conn: self._queries.save_head_states(conn, states),
+        await self._cache_write(lambda conn: self._snapshots.save_head_states(conn, states),
                                 what="save head states", transaction=True)
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
@@ -514,7 +514,7 @@ class SQLBackendBase(ABC):
                                      what="clear retention policies", keeps_heads=True)
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read_job(lambda conn: self._queries.load_snapshots(conn, session_ids),
+        return await self._read_job(lambda conn: self._snapshots.load_many(conn, session_ids),
                                     what="load snapshots")
 
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
@@ -529,8 +529,9 @@ class SQLBackendBase(ABC):
             what=f"read shared state of app {app_name!r}")
 
     async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read_job(lambda conn: self._queries.load_head_states(conn, session_ids),
-                                    what="load head states")
+        return await self._read_job(
+            lambda conn: self._snapshots.load_head_states(conn, session_ids),
+            what="load head states")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         rows = await self._fetch(_SESSION_BY_ID, (session_id,),
