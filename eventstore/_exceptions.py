@@ -21,7 +21,8 @@ The tree::
     ├── ArtifactConflictError            a session created with artifacts would number one
     │                                    differently than given (nothing written)
     ├── TamperedArtifactError            a keyed store's artifact version does not match its
-    │                                    signed record (its bytes or MIME type were edited)
+    │                                    signed record (edited), or carries no seal (saved
+    │                                    before the key or revision 0020, or stripped)
     ├── CorruptEventError                a stored event row cannot be decoded
     ├── CorruptSnapshotError             a stored state snapshot (a cache) cannot be decoded
     ├── ArchiveError                     a prune's archive of a session could not be written or
@@ -209,22 +210,43 @@ class ArtifactConflictError(EventStoreError):
 
 
 class TamperedArtifactError(EventStoreError):
-    """A keyed store refused to serve an artifact version: its stored bytes, MIME type, save
-    time or metadata no longer match the record the store signed when it saved it (``reason``
-    says which check failed), so it was changed behind the store's back. ``evs verify``
-    reports it too."""
+    """A keyed store refused to serve an artifact version that its key does not vouch for
+    (``problem``, the code ``evs verify`` reports too, and ``reason`` say which):
 
-    def __init__(self, session_id: str | None, filename: str, version: int, *, reason: str):
+    - ``artifact_edited``, ``artifact_bad_signature``: its stored bytes, MIME type, save time
+      or metadata no longer match the record the store signed when it saved it, so it was
+      changed behind the store's back;
+    - ``artifact_unsigned``, ``artifact_unverified``: its record carries no signature (saved
+      before the store was keyed) or no digest (saved before revision 0020), or someone
+      removed them; nothing tells such a version from an edited one, so it is not served
+      until an operator who checked it with ``evs verify`` adopts it with
+      ``evs db sign-artifacts``.
+    """
+
+    def __init__(self, session_id: str | None, filename: str, version: int, *, reason: str,
+                 problem: str = "artifact_edited"):
         where = "among the user's artifacts" if session_id is None else (
             f"in session {session_id!r}")
-        super().__init__(
-            f"Version {version} of artifact {filename!r} {where} was changed behind the "
-            f"store's back ({reason}); it is not served. `evs verify` names the damage."
-        )
+        if problem in _UNVOUCHED:
+            message = (
+                f"Version {version} of artifact {filename!r} {where} is not served by this "
+                f"keyed store: {reason}, so the key does not vouch for its content. Once "
+                "`evs verify` shows the database is as you expect, `evs db sign-artifacts` "
+                "vouches for such versions as they are now.")
+        else:
+            message = (
+                f"Version {version} of artifact {filename!r} {where} was changed behind the "
+                f"store's back ({reason}); it is not served. `evs verify` names the damage.")
+        super().__init__(message)
         self.session_id = session_id
         self.filename = filename
         self.version = version
         self.reason = reason
+        self.problem = problem
+
+
+_UNVOUCHED = frozenset({"artifact_unsigned", "artifact_unverified"})
+"""``TamperedArtifactError.problem`` codes of versions whose seal is missing, not wrong."""
 
 
 class CorruptEventError(EventStoreError):

@@ -45,7 +45,7 @@ def test_cli_page_covers_every_command_and_option() -> None:
         for param in command.params:
             for opt in param.opts if param.param_type_name == "option" else ():
                 assert opt in section, f"evs {name}: {opt} is not on the page"
-    for sub in ("upgrade", "current", "rebuild-snapshots"):
+    for sub in ("upgrade", "current", "rebuild-snapshots", "sign-artifacts"):
         assert f"### `evs db {sub}`" in page
 
 

@@ -393,6 +393,27 @@ class Backend(Protocol):
         """Return the artifact's versions oldest first, each with ``data`` empty (b"")."""
         ...
 
+    async def artifact_scopes(
+        self, *, after: tuple[str, str, str | None] | None, limit: int
+    ) -> list[tuple[str, str, str | None]]:
+        """Return up to ``limit`` scopes holding artifact versions, as ``(app_name, user_id,
+        session id the app gave, or None for the user's)``, ordered by app, user, then scope
+        (the user's first), after the scope ``after`` (the previous page's last one)."""
+        ...
+
+    async def store_artifact_seal(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int, digest: bytes, signature: bytes,
+    ) -> bool:
+        """Seal one stored artifact version with ``digest`` and ``signature`` (``seal_artifact``
+        of its content) where it has none: only when its signature is NULL and its digest is
+        NULL or already ``digest`` (a digest is never replaced; the one conditional UPDATE
+        writes only those two columns of that row, and no event row). Returns whether the
+        version was sealed (False: no such version, or it is signed, or its stored digest is
+        another, e.g. it was deleted and saved again meanwhile). A save of a new version at
+        the same time is unaffected (another row)."""
+        ...
+
     async def delete_artifact(
         self, *, app_name: str, user_id: str, session_id: str | None, filename: str
     ) -> int:

@@ -113,22 +113,27 @@ _REFUSED_ARTIFACTS = {
     "artifact_edited": "its bytes, MIME type, save time or metadata no longer hash to the "
                        "digest stored when it was saved",
     "artifact_bad_signature": "the signature of its record is not this key's",
+    "artifact_unsigned": "its record carries no signature by this key (saved before the store "
+                         "was keyed, or its signature was removed)",
+    "artifact_unverified": "its record carries no digest (saved before revision 0020, or its "
+                           "digest was removed)",
 }
-"""The problems for which a keyed store serves no version, with their reason."""
+"""The problems for which a keyed store serves no version, with their reason: every problem
+``artifact_problem`` names, so a keyed store serves only what its key vouches for."""
 
 
 def check_served_artifact(record: ArtifactRecord, signing_key: bytes | None, *,
                           scope: str | None) -> None:
     """Raise TamperedArtifactError (``scope``: the session id the artifact is under, None for
-    the user's) when a keyed store must not serve ``record``: ``artifact_problem`` says it was
-    edited or its signature is not the key's. Unkeyed, or an unsigned version (saved before
-    the key), it is served; ``evs verify`` reports those."""
+    the user's) when a keyed store must not serve ``record``: ``artifact_problem`` names any
+    problem (edited, a signature not the key's, no signature, no digest). Unkeyed, every
+    version is served; ``evs verify`` reports the edited ones."""
     if signing_key is None:
         return
     problem = artifact_problem(record, signing_key)
-    if problem in _REFUSED_ARTIFACTS:
+    if problem is not None:
         raise TamperedArtifactError(scope, record.filename, record.version,
-                                    reason=_REFUSED_ARTIFACTS[problem])
+                                    reason=_REFUSED_ARTIFACTS[problem], problem=problem)
 
 
 def seal_fork_link(signing_key: bytes | None, link: ForkLink) -> tuple[bytes, bytes | None]:

@@ -19,6 +19,7 @@ from ._inspect import sessions, show, state, tail
 from ._maintain import db_current, db_rebuild_snapshots, db_upgrade, delete, export, verify
 from ._memory_cmds import memory_rebuild, memory_search
 from ._retention_cmds import prune, retention_clear, retention_set, retention_show
+from ._sign_artifacts import db_sign_artifacts
 
 __all__ = [
     "SHORT_HELP",
@@ -43,14 +44,16 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-db_app = typer.Typer(help="Schema migrations (alembic) for the database.", no_args_is_help=True,
-                     rich_markup_mode=None)
+db_app = typer.Typer(help="Schema migrations (alembic) and maintenance of the database.",
+                     no_args_is_help=True, rich_markup_mode=None)
 db_app.command("upgrade", short_help="Create the database or migrate it to the newest "
                "schema.", cls=Command)(db_upgrade)
 db_app.command("current", short_help="Show the database's schema revision.",
                cls=Command)(db_current)
 db_app.command("rebuild-snapshots", short_help="Drop every state snapshot (a cache).",
                cls=Command)(db_rebuild_snapshots)
+db_app.command("sign-artifacts", short_help="Sign artifact versions saved before the key "
+               "(run evs verify first).", cls=Command)(db_sign_artifacts)
 
 SHORT_HELP = {
     "sessions": "List sessions, one page at a time.",
@@ -73,7 +76,7 @@ for _name, _command in (("sessions", sessions), ("show", show), ("state", state)
                         ("import", import_), ("delete", delete), ("fork", fork),
                         ("prune", prune), ("heads", heads)):
     app.command(_name, short_help=SHORT_HELP[_name], cls=Command)(_command)
-app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) for the database.")
+app.add_typer(db_app, name="db", short_help="Schema migrations (alembic) and maintenance.")
 
 memory_app = typer.Typer(
     help="Memory over past sessions: the full-text index, derived from the log.",

@@ -11,7 +11,8 @@ with what is stored; a difference is a finding with a stable code:
 - ``artifact_edited`` (its bytes, MIME type, save time or metadata no longer hash to its stored
   digest), ``artifact_bad_signature``, ``artifact_unsigned`` (keyed: saved before the key, or
   its signature removed), ``artifact_unverified`` (no digest: saved before revision 0020 by an
-  older version, or its digest removed);
+  older version, or its digest removed); a keyed store serves none of them, and
+  ``evs db sign-artifacts`` adopts the last two (``_sign_artifacts``);
 - ``fork_link_edited`` (the link no longer hashes to its stored digest, or its origin's event at
   the fork's seq is not the event the fork copied), ``fork_link_bad_signature``,
   ``fork_link_unsigned`` (keyed: made before the key, and its origin is gone, so no signed
@@ -45,9 +46,11 @@ _ARTIFACT_WORDS = {
     "artifact_bad_signature": "its record's signature does not match under this key: it was "
                               "forged or changed",
     "artifact_unsigned": "it carries no signature by this key: saved before the store was "
-                         "keyed, or its signature was removed",
+                         "keyed, or its signature was removed (a keyed store refuses it until "
+                         "evs db sign-artifacts vouches for it)",
     "artifact_unverified": "it carries no digest: saved by a version older than revision "
-                           "0020, or its digest was removed",
+                           "0020, or its digest was removed (a keyed store refuses it until "
+                           "evs db sign-artifacts vouches for it)",
 }
 
 

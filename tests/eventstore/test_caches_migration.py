@@ -2,8 +2,9 @@
 (``0020_caches_in_evidence.py``) up and down on populated SQLite and PostgreSQL databases:
 the downgrade drops the new columns; the upgrade deletes the unbound snapshots (caches), and
 backfills the digest of every artifact version and fork link, so the log, state, artifacts and
-links read back unchanged, an unkeyed ``evs verify`` finds nothing, and an edit made after the
-upgrade is found."""
+links read back unchanged, an unkeyed ``evs verify`` finds nothing, a keyed store serves the
+migrated (unsigned) versions only once ``evs db sign-artifacts`` vouched for them, and an edit
+made after the upgrade is found."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from alembic import command
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from eventstore import EventStore, open_store
+from eventstore import EventStore, TamperedArtifactError, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
 from eventstore.commands._maintain import verify_session
+from eventstore.commands._sign_artifacts import sign_artifacts
 
 pytestmark = pytest.mark.slow
 
@@ -90,14 +92,23 @@ async def _round_trip(url: str) -> None:
             assert await verify_session(store, sid) == []
     finally:
         await store.aclose()
-    # A keyed store serves the migrated (unsigned) versions, and verify names them.
+    # A keyed store refuses the migrated (unsigned) versions, and verify names them, until
+    # the operator vouches for them (evs db sign-artifacts).
     async with await open_store(url, signing_key=KEY) as keyed:
-        assert (await keyed.load_artifact("s", "a.txt")).data == b"alpha"
+        with pytest.raises(TamperedArtifactError):
+            await keyed.load_artifact("s", "a.txt")
         codes = {f.code for f in await verify_session(keyed, "s")}
         assert "artifact_unsigned" in codes
         # The migrated (unsigned) fork link: its origin's event at the fork's seq vouches.
         assert not {f.code for f in await verify_session(keyed, "f")
                     if f.code.startswith("fork_link")}
+        report = await sign_artifacts(keyed.backend, dry_run=False)
+        assert (report.count("signed"), report.count("refused")) == (2, 0)
+        assert (await keyed.load_artifact("s", "a.txt")).data == b"alpha"
+        assert (await keyed.load_artifact(None, "b.bin", app_name="app",
+                                          user_id="ada")).data == b"beta"
+        assert not {f.code for f in await verify_session(keyed, "s")
+                    if f.code.startswith("artifact")}
     # An edit after the upgrade is found.
     await _execute(url, "UPDATE evs_artifacts SET mime_type = 'text/html' "
                    "WHERE filename = 'a.txt'")

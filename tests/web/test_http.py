@@ -573,3 +573,32 @@ def test_web_artifacts_show_text_and_images_and_never_serve_html(tmp_path: Path)
         assert html.headers["content-disposition"] == "attachment"
         missing = http.get("/artifacts/s", params={"name": "notes.txt", "version": "9"})
         assert missing.status_code == 404
+
+
+def test_web_serves_no_artifact_version_a_keyed_store_does_not_vouch_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A version whose signature was removed behind the store's back (or saved before the
+    # key) is refused on the page and as raw bytes; the listing still names it.
+    db = tmp_path / "keyed.db"
+    key = "w" * 32
+
+    async def work() -> None:
+        async with await open_store(str(db), auto_upgrade=True, signing_key=key) as store:
+            await store.create_session(app_name="a", user_id="u", session_id="s")
+            await store.save_artifact("s", "notes.txt", b"the real notes",
+                                      mime_type="text/plain")
+
+    asyncio.run(work())
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE evs_artifacts SET signature = NULL")
+    monkeypatch.setenv("EVS_SIGNING_KEY", key)
+    http, _ = client(db)
+    with http:
+        assert "v0" in http.get("/artifacts/s").text
+        page = http.get("/artifacts/s", params={"name": "notes.txt"})
+        assert page.status_code == 400
+        assert "not served by this keyed store" in unescape(page.text)
+        assert "the real notes" not in page.text
+        raw = http.get("/artifact-raw/s", params={"name": "notes.txt", "version": "0"})
+        assert raw.status_code == 400
+        assert b"the real notes" not in raw.content

@@ -81,6 +81,34 @@ class ArtifactMethods(MemoryData):
         versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
         return [dataclasses.replace(r, data=b"") for r in versions]
 
+    async def artifact_scopes(
+        self, *, after: tuple[str, str, str | None] | None, limit: int
+    ) -> list[tuple[str, str, str | None]]:
+        """See ``Backend.artifact_scopes``."""
+        self._check_open()
+
+        def order(scope: tuple[str, str, str | None]) -> tuple[str, str, str]:
+            return scope[0], scope[1], scope[2] or ""  # the user's first, as the SQL backends
+
+        scopes = sorted({key[:3] for key, records in self._artifacts.items() if records},
+                        key=order)
+        return [s for s in scopes if after is None or order(s) > order(after)][:limit]
+
+    async def store_artifact_seal(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int, digest: bytes, signature: bytes,
+    ) -> bool:
+        """See ``Backend.store_artifact_seal``."""
+        self._check_open()
+        versions = self._artifacts.get((app_name, user_id, session_id, filename), [])
+        for n, record in enumerate(versions):
+            if record.version == version:
+                if record.signature is not None or record.digest not in (None, digest):
+                    return False
+                versions[n] = dataclasses.replace(record, digest=digest, signature=signature)
+                return True
+        return False
+
     async def delete_artifact(
         self, *, app_name: str, user_id: str, session_id: str | None, filename: str
     ) -> int:

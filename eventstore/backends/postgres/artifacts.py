@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from eventstore.backends.protocol import ArtifactRecord, seal_artifact
+from eventstore.backends.sql import SEAL_ARTIFACT_SQL, artifact_seal_params
+from eventstore.backends.sql.base import numbered
 
-__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
+__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "seal", "versions"]
 
 ArtifactKey = tuple[str, str, str, str]
 """``(app_name, user_id, session_scope, filename)``: the columns naming one artifact."""
@@ -72,6 +74,15 @@ async def versions(conn: Any, key: ArtifactKey) -> list[ArtifactRecord]:
             f"WHERE {_WHERE} ORDER BY version", *key
         )
     ]
+
+
+async def seal(conn: Any, key: ArtifactKey, version: int, *, digest: bytes,
+               signature: bytes) -> bool:
+    """Store the seal of an unsigned version (``Backend.store_artifact_seal``); return whether
+    its row was sealed (the UPDATE's row lock orders it with a delete of the row)."""
+    status = await conn.execute(numbered(SEAL_ARTIFACT_SQL),
+                                *artifact_seal_params(key, version, digest, signature))
+    return bool(status.split()[-1] == "1")
 
 
 async def delete(conn: Any, key: ArtifactKey) -> int:

@@ -48,6 +48,7 @@ from .rows import (
     SCOPE_COLUMNS,
     SCOPE_HEAD_COLUMNS,
     SESSION_COLUMNS,
+    artifact_scope,
     event_rows,
     scope,
     scope_entries,
@@ -79,6 +80,11 @@ _STREAM_SQL = (
 _STREAM_HEADS_SQL = (
     f"SELECT {SCOPE_HEAD_COLUMNS} FROM evs_scope_heads ORDER BY app_name, user_id"
 )
+_ARTIFACT_SCOPES_SQL = (
+    "SELECT DISTINCT app_name, user_id, session_scope FROM evs_artifacts {where}"
+    "ORDER BY app_name, user_id, session_scope LIMIT ?"
+)
+_AFTER_SCOPE = "WHERE (app_name, user_id, session_scope) > (?, ?, ?) "
 _IMPORTED_SQL = (
     "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
     "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
@@ -443,6 +449,26 @@ class SQLBackendBase(ABC):
         key = (app_name, user_id, scope(session_id), filename)
         return await self._read_job(lambda conn: self._artifacts_sql.versions(conn, key),
                                     what=f"list versions of artifact {filename!r}")
+
+    async def artifact_scopes(
+        self, *, after: tuple[str, str, str | None] | None, limit: int
+    ) -> list[tuple[str, str, str | None]]:
+        where, params = "", list[Any]([limit])
+        if after is not None:
+            where, params = _AFTER_SCOPE, [after[0], after[1], scope(after[2]), limit]
+        rows = await self._fetch(_ARTIFACT_SCOPES_SQL.format(where=where), params,
+                                 what="list the artifacts' scopes")
+        return [(r[0], r[1], artifact_scope(r[2])) for r in rows]
+
+    async def store_artifact_seal(
+        self, *, app_name: str, user_id: str, session_id: str | None, filename: str,
+        version: int, digest: bytes, signature: bytes,
+    ) -> bool:
+        key = (app_name, user_id, scope(session_id), filename)
+        return await self._write_job(
+            lambda conn: self._artifacts_sql.seal(conn, key, version, digest=digest,
+                                                  signature=signature),
+            what=f"sign version {version} of artifact {filename!r}", keeps_heads=True)
 
     async def read_since(
         self, session_id: str, *, timestamp: float, upto: int | None, newest: int | None,

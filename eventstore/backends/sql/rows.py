@@ -20,6 +20,7 @@ from ..protocol import EventRow, SessionRecord, StoredEvent
 
 __all__ = [
     "APP_POSITIONS_SQL",
+    "SEAL_ARTIFACT_SQL",
     "BOUND_SHARED",
     "EVENT_COLUMNS",
     "MAX_POSITION",
@@ -32,6 +33,8 @@ __all__ = [
     "USER_SCOPE",
     "ROW_COLUMNS",
     "Wakeups",
+    "artifact_scope",
+    "artifact_seal_params",
     "event_rows",
     "payload_bytes",
     "prefixed",
@@ -139,6 +142,28 @@ USER_SCOPE = ""
 def scope(session_id: str | None) -> str:
     """Return the ``session_scope`` column value for an artifact scope."""
     return USER_SCOPE if session_id is None else session_id
+
+
+def artifact_scope(session_scope: str) -> str | None:
+    """Return the artifact scope an ``evs_artifacts.session_scope`` value names (``scope``'s
+    inverse: None for the user's)."""
+    return None if session_scope == USER_SCOPE else session_scope
+
+
+SEAL_ARTIFACT_SQL = (
+    "UPDATE evs_artifacts SET digest = coalesce(digest, ?), signature = ? "
+    "WHERE app_name = ? AND user_id = ? AND session_scope = ? AND filename = ? AND version = ? "
+    "AND signature IS NULL AND (digest IS NULL OR digest = ?)"
+)
+"""``Backend.store_artifact_seal``'s one statement: parameters ``(digest, signature, app,
+user, session_scope, filename, version, digest)`` (``artifact_seal_params``)."""
+
+
+def artifact_seal_params(key: tuple[str, str, str, str], version: int, digest: bytes,
+                         signature: bytes) -> tuple[Any, ...]:
+    """The parameters of ``SEAL_ARTIFACT_SQL`` for version ``version`` of the artifact
+    ``key`` names (app, user, session_scope, filename)."""
+    return (digest, signature, *key, version, digest)
 
 
 def shared_scope(user_id: str | None) -> str:

@@ -10,8 +10,9 @@ import sqlite3
 from typing import Any
 
 from eventstore.backends.protocol import ArtifactRecord, seal_artifact
+from eventstore.backends.sql import SEAL_ARTIFACT_SQL, artifact_seal_params
 
-__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "versions"]
+__all__ = ["ArtifactKey", "delete", "list_versions", "load", "save", "seal", "versions"]
 
 ArtifactKey = tuple[str, str, str, str]
 """``(app_name, user_id, session_scope, filename)``: the columns naming one artifact."""
@@ -75,6 +76,14 @@ def versions(conn: sqlite3.Connection, key: ArtifactKey) -> list[ArtifactRecord]
             f"WHERE {_WHERE} ORDER BY version", key
         )
     ]
+
+
+def seal(conn: sqlite3.Connection, key: ArtifactKey, version: int, *, digest: bytes,
+         signature: bytes) -> bool:
+    """Store the seal of an unsigned version (``Backend.store_artifact_seal``); return whether
+    its row was sealed."""
+    return conn.execute(SEAL_ARTIFACT_SQL,
+                        artifact_seal_params(key, version, digest, signature)).rowcount == 1
 
 
 def delete(conn: sqlite3.Connection, key: ArtifactKey) -> int:
