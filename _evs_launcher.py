@@ -5,7 +5,8 @@ or two, and until ``run_app`` runs nothing of ours is there to turn Ctrl-C into 
 status 130: Python would print a ``KeyboardInterrupt`` traceback from deep inside an import.
 This module imports only the standard library, so it is loaded before the first Ctrl-C can land
 and catches one that lands during the imports. (It is a top-level module because a module inside
-``runtime`` would have ``runtime/__init__.py`` imported first.)
+``runtime`` would have ``runtime/__init__.py`` imported first.) docs/architecture.md, "The command
+line", says which command lives where.
 
 ``python -m runtime.cli`` cannot start here: Python imports ``runtime`` before any code of
 ``runtime.cli`` runs. So ``runtime/__init__.py`` calls ``guard_startup`` first thing, which

@@ -1,7 +1,7 @@
 """How a child session (an agent run as a tool) names and links to its parent call.
 
-The store owns these two rules so that store-only tools (``python -m eventstore.cli show``) find
-children exactly as the runtime creates them.
+The store owns these two rules so that store-only tools (``python -m eventstore.commands
+show``) find children exactly as the runtime creates them.
 """
 
 from __future__ import annotations

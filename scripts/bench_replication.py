@@ -36,7 +36,7 @@ from _bench_events import realistic_event
 from _pg_cluster import Replication, _binaries, _root
 
 from eventstore import EventStore, StorageError, open_store
-from eventstore.cli import verify_session
+from eventstore.commands import verify_session
 
 
 def _pair(*, synchronous: bool) -> Replication:

@@ -34,8 +34,9 @@ _HEADER = """\
      Run `.venv/bin/python scripts/gen_cli_docs.py` after changing a command. -->
 
 `evs` is installed with the package (`python -m runtime.cli` is the same program);
-`python -m eventstore.cli` is its store-only subset (inspection, verify, export/import, tail,
-migrations) for machines that do not run agents. Every command takes `--db URL` (or
+`python -m eventstore.commands` (formerly `python -m eventstore.cli`, which still works) is its
+store-only subset (inspection, verify, export/import, tail, migrations) for machines that do not
+run agents. Every command takes `--db URL` (or
 `EVS_DATABASE_URL`; default `./evs.db`) and prints one line on stderr and a non-zero exit
 status on failure: 1 for an error, 2 for bad usage, 3 when `evs verify` found problems,
 130 after Ctrl-C.

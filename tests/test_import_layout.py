@@ -37,13 +37,22 @@ The rules:
    ``eventstore.backends``, only its own package, the shared base and the backend contract
    (``protocol`` with its ``records`` and ``rules``), never the other backend nor the memory
    backend; the shared base imports only itself and the contract (it finds a backend's rooms
-   by name in that backend's own package); and both packages have every room the base names.
+   by name in that backend's own package); and both packages have every room the base names;
+8. ``evs`` is one command line in two packages: ``runtime.cli`` is the program (the console
+   script's ``_evs_launcher:main`` runs it), ``eventstore.commands`` the store's commands and
+   the toolkit they are all built with. The launcher imports only the standard library at
+   import time (it must load before a Ctrl-C can land); ``eventstore.cli``, the old name, only
+   re-exports ``eventstore.commands`` and nothing of ours imports it; and of ``runtime`` only
+   the program and what shows a log as it does (``RUNTIME_VIEWS``) import the commands' toolkit:
+   the loop never depends on the command line.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import sys
+import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +62,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("eventstore", "runtime")
 BACKENDS = "eventstore.backends"
-FACADE = ("eventstore", "eventstore.store", "eventstore.recall.service", "eventstore.cli",
-          "eventstore.integrations")
+FACADE = ("eventstore", "eventstore.store", "eventstore.recall.service", "eventstore.commands",
+          "eventstore.cli", "eventstore.integrations")
 """What a backend must not reach: each name and every module under it (the root only itself)."""
 INTEGRATIONS = "eventstore.integrations"
 COMPAT_ALIASES = {"eventstore.integrations.adk_memory": "eventstore.integrations.adk"}
@@ -66,6 +75,13 @@ SHARED_BASE = "eventstore.backends.sql"
 CONTRACT = ("eventstore.backends.protocol", "eventstore.backends.records",
             "eventstore.backends.rules")
 """What every backend implements and judges by (rule 7)."""
+COMMANDS = "eventstore.commands"
+OLD_COMMANDS = "eventstore.cli"
+PROGRAM = "runtime.cli"
+RUNTIME_VIEWS = ("runtime.web", "runtime.mcp", "runtime.testing")
+"""Of ``runtime``, what may use the commands' toolkit besides the program (rule 8): the web
+inspector and the MCP server show a session as ``evs show`` does, and recorded-session tests
+read ``evs export``'s format."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -343,3 +359,30 @@ def test_import_layout_sql_backends_share_only_the_base() -> None:
     missing = sorted(f"{package}.{room}" for package in SQL_BACKENDS
                      for room in rooms.values() if f"{package}.{room}" not in MODULES)
     assert missing == []
+
+
+def test_import_layout_one_command_line() -> None:
+    launcher = ast.parse((ROOT / "_evs_launcher.py").read_text(encoding="utf-8"))
+    loaded = sorted({alias.name.partition(".")[0] if isinstance(node, ast.Import)
+                     else (node.module or "").partition(".")[0]
+                     for node in _module_level(launcher.body, types=False)
+                     for alias in node.names})
+    stdlib = sorted(name for name in loaded if name in sys.stdlib_module_names)
+    assert loaded == stdlib, "the launcher imports only the standard library at import time"
+    script = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert script["project"]["scripts"] == {"evs": "_evs_launcher:main"}
+    graph = _graph("anywhere")
+    assert {t for t in graph[OLD_COMMANDS] if _within(t, "eventstore")} == {COMMANDS}
+    users_of_old = sorted(name for name, targets in graph.items()
+                          if OLD_COMMANDS in targets and name != OLD_COMMANDS)
+    assert users_of_old == [], f"{OLD_COMMANDS} is an old name, kept for users only"
+    toolkit_users = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items() if _within(name, "runtime")
+        and not any(_within(name, allowed) for allowed in (PROGRAM, *RUNTIME_VIEWS))
+        for target in targets if _within(target, COMMANDS)
+    )
+    assert toolkit_users == [], "the loop never depends on the command line: " + ", ".join(
+        toolkit_users)
+    assert any(_within(t, COMMANDS) for t in graph[f"{PROGRAM}._app"]), \
+        "the program mounts the store's commands"

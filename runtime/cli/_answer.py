@@ -18,7 +18,7 @@ import orjson
 import typer
 
 from eventstore import Event, EventStore, InvalidEventError, check_json_value
-from eventstore.cli import (
+from eventstore.commands import (
     DEFAULT_DB,
     AppOption,
     CliError,

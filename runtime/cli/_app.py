@@ -1,16 +1,17 @@
-"""The full ``evs`` typer application: the store's commands plus the runtime's.
+"""The ``evs`` typer application: the store's commands plus the runtime's.
 
-``eventstore.cli.app`` contributes ``sessions``, ``show``, ``state``, ``tail``, ``verify``,
-``export``, ``import`` and ``db``; this package adds the commands that drive the runtime.
+``eventstore.commands.app`` contributes the store's commands (``sessions``, ``show``, ``state``,
+``tail``, ``verify``, ``export``, ``import``, ``db`` …); this package adds the commands that
+drive the runtime.
 """
 
 from __future__ import annotations
 
 import typer
 
-from eventstore.cli import app as store_app
-from eventstore.cli._app import ReadDbOption, TopJsonOption, VersionOption, top_options
-from eventstore.cli._common import Command
+from eventstore.commands import app as store_app
+from eventstore.commands._app import ReadDbOption, TopJsonOption, VersionOption, top_options
+from eventstore.commands._common import Command
 
 from ._answer import confirm, rerun, respond
 from ._compact import compact

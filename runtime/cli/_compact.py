@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from eventstore import Event
-from eventstore.cli import (
+from eventstore.commands import (
     DEFAULT_DB,
     AppOption,
     CliError,

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from eventstore import ConcurrencyError, Content, Event, EventStore, Part, open_store
-from eventstore.cli import (
+from eventstore.commands import (
     DEFAULT_DB,
     AppOption,
     CliError,
@@ -39,7 +39,7 @@ from eventstore.cli import (
     run,
     shared_address,
 )
-from eventstore.cli._common import refuse_directory
+from eventstore.commands._common import refuse_directory
 from runtime import AgentRuntimeError, CallAlreadyAnsweredError, Model, RunResult
 from runtime.replay import answer_confirmation, pending, submit_response
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from eventstore import Event
-from eventstore.cli import CliError
+from eventstore.commands import CliError
 from runtime import Model
 from runtime.models import (
     AnthropicModel,

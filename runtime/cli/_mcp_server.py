@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from eventstore.cli import DEFAULT_DB, CliError, DbOption, open_existing, run
-from eventstore.cli._common import name_program
+from eventstore.commands import DEFAULT_DB, CliError, DbOption, open_existing, run
+from eventstore.commands._common import name_program
 
 from ._web import AllowedHostOption, allowed_policy
 

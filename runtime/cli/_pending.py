@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from eventstore import EventStore
-from eventstore.cli import (
+from eventstore.commands import (
     DEFAULT_DB,
     AppOption,
     DbOption,

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from eventstore.cli import DEFAULT_DB, CliError, DbOption, errors, printable
-from eventstore.cli._common import require_file
+from eventstore.commands import DEFAULT_DB, CliError, DbOption, errors, printable
+from eventstore.commands._common import require_file
 
 from .._host_check import HostPolicy, is_loopback, split_host
 

@@ -10,7 +10,7 @@ import re
 import shlex
 from collections.abc import Callable
 
-from eventstore.cli import prog
+from eventstore.commands import prog
 
 __all__ = ["command_words", "function_words"]
 

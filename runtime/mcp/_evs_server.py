@@ -117,7 +117,7 @@ async def _sessions(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any
 
 
 async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._inspect import load_show_view
+    from eventstore.commands._inspect import load_show_view
 
     view = await load_show_view(store, str(args["session_id"]), app_name=args.get("app"),
                                 user_id=args.get("user"))
@@ -125,7 +125,7 @@ async def _show(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _state(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli._inspect import state_payload
+    from eventstore.commands._inspect import state_payload
 
     info = await store.session_info(str(args["session_id"]), app_name=args.get("app"),
                                     user_id=args.get("user"))
@@ -144,7 +144,7 @@ def _pending_factory(db: str) -> _Handler:
 
 
 async def _verify(store: EventStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    from eventstore.cli import verify_session
+    from eventstore.commands import verify_session
 
     session_id = args.get("session_id")
     findings = []

@@ -35,7 +35,7 @@ from eventstore import (
     Part,
     open_store,
 )
-from eventstore.cli import ExportedArtifact, ExportFormatError, dump_artifact, parse_export
+from eventstore.commands import ExportedArtifact, ExportFormatError, dump_artifact, parse_export
 from runtime._agent import Agent
 from runtime._context import ToolContext
 from runtime._exceptions import RecordingError

@@ -50,9 +50,9 @@ from eventstore import (
 )
 from eventstore._codec import EventKind
 from eventstore._export import write_export
-from eventstore.cli import CliError, open_existing
-from eventstore.cli._render import short_json
-from eventstore.cli._verify import check_log
+from eventstore.commands import CliError, open_existing
+from eventstore.commands._render import short_json
+from eventstore.commands._verify import check_log
 
 from .._host_check import HostCheck, HostPolicy
 from ..cli._words import command_words

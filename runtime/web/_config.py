@@ -6,7 +6,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 
-from eventstore.cli._common import sqlite_path
+from eventstore.commands._common import sqlite_path
 
 from .._host_check import is_loopback
 

@@ -15,8 +15,8 @@ import orjson
 
 from eventstore import CorruptEventError, Event
 from eventstore.backends.protocol import StoredEvent
-from eventstore.cli import analyze, event_entry, prog
-from eventstore.cli._timeline import Timeline, is_error_response
+from eventstore.commands import analyze, event_entry, prog
+from eventstore.commands._timeline import Timeline, is_error_response
 
 from ..cli._words import function_words
 

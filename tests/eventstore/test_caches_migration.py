@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import EventStore, TamperedArtifactError, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
-from eventstore.cli._maintain import verify_session
-from eventstore.cli._sign_artifacts import sign_artifacts
+from eventstore.commands._maintain import verify_session
+from eventstore.commands._sign_artifacts import sign_artifacts
 
 pytestmark = pytest.mark.slow
 

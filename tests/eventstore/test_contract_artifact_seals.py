@@ -29,9 +29,9 @@ from eventstore import Event, EventActions, EventStore, TamperedArtifactError, o
 from eventstore._chain import artifact_digest, sign_artifact
 from eventstore._export import write_export
 from eventstore.backends.memory import MemoryBackend
-from eventstore.cli import _sign_artifacts
-from eventstore.cli._maintain import verify_session
-from eventstore.cli._sign_artifacts import sign_artifacts
+from eventstore.commands import _sign_artifacts
+from eventstore.commands._maintain import verify_session
+from eventstore.commands._sign_artifacts import sign_artifacts
 
 KEY = b"s" * 32
 

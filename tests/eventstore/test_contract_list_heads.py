@@ -172,7 +172,7 @@ async def test_listing_equals_fold_after_any_operations(
 
 
 async def test_verify_reports_a_head_state_that_is_not_the_fold(store: EventStore) -> None:
-    from eventstore.cli._maintain import verify_session
+    from eventstore.commands._maintain import verify_session
 
     await store.create_session(app_name=APP, user_id="u", session_id="s",
                                events=[delta_event({"k": 1}), delta_event({"k": 2})])

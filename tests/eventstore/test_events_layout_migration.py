@@ -19,7 +19,7 @@ from alembic import command
 
 from eventstore import EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 # Whole-module: it is among the slowest of the suite (`pytest -m "not slow"` leaves it out).
 pytestmark = pytest.mark.slow

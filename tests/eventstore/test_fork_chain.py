@@ -10,7 +10,7 @@ from _tamper import raw
 
 from eventstore import EventStore, StoreUsageError, open_store
 from eventstore._chain import signature_ok
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 KEY = b"f" * 32
 KEYED = [pytest.param(None, id="unkeyed"), pytest.param(KEY, id="keyed")]

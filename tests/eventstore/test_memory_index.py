@@ -181,7 +181,7 @@ async def test_memory_rebuild_from_the_log_equals_the_index(store: EventStore) -
 def test_memory_rebuild_command(sql_target: BackendTarget) -> None:
     from typer.testing import CliRunner
 
-    from eventstore.cli import app
+    from eventstore.commands import app
 
     async def setup() -> None:
         async with await open_store(sql_target.url, auto_upgrade=True) as store:
@@ -211,7 +211,7 @@ def test_memory_rebuild_command(sql_target: BackendTarget) -> None:
 def test_memory_search_usage_names_arguments_in_capitals() -> None:
     from typer.testing import CliRunner
 
-    from eventstore.cli import app
+    from eventstore.commands import app
 
     missing = CliRunner().invoke(app, ["memory", "search"])
     assert missing.exit_code == 2

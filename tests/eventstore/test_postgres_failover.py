@@ -22,8 +22,8 @@ from _pg_cluster import Replication, replication
 
 from eventstore import EventStore, StorageError, open_store
 from eventstore.backends.postgres.base import CONNECT_TIMEOUT
-from eventstore.cli import verify_session
-from eventstore.cli._heads import ExpectedHead, check_heads
+from eventstore.commands import verify_session
+from eventstore.commands._heads import ExpectedHead, check_heads
 
 __all__ = ["replication"]
 

@@ -17,8 +17,8 @@ from _evs_support import BackendTarget, StoreFactory, delta_event
 from _tamper import raw
 
 from eventstore import EventStore, open_store
-from eventstore.cli._maintain import verify_session
-from eventstore.cli._verify_streams import StreamCheck
+from eventstore.commands._maintain import verify_session
+from eventstore.commands._verify_streams import StreamCheck
 
 KEY = b"k" * 32
 KEYED = [pytest.param(None, id="unkeyed"), pytest.param(KEY, id="keyed")]

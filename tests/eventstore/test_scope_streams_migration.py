@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from eventstore import Event, EventActions, EventStore, open_store
 from eventstore._migrate import _config, current_revision, head_revision, upgrade
-from eventstore.cli._maintain import verify_session
-from eventstore.cli._verify_streams import StreamCheck
+from eventstore.commands._maintain import verify_session
+from eventstore.commands._verify_streams import StreamCheck
 
 _BEFORE = "0014"
 KEY = b"m" * 32

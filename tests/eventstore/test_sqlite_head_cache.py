@@ -21,7 +21,7 @@ from _group_support import (
 
 from eventstore import Event, EventStore, TamperedLogError, open_store
 from eventstore.backends.sqlite.append import Head, HeadCache
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 Append = tuple[str, Event, int | None]
 

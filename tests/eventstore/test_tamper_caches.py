@@ -24,8 +24,8 @@ from eventstore import Event, EventStore, TamperedArtifactError, open_store
 from eventstore._exceptions import StorageError
 from eventstore._state import apply_actions
 from eventstore.backends.memory import MemoryBackend
-from eventstore.cli._app import app as evs_app
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._app import app as evs_app
+from eventstore.commands._maintain import verify_session
 
 KEY = b"k" * 32
 KEYED = [pytest.param(None, id="unkeyed"), pytest.param(KEY, id="keyed")]

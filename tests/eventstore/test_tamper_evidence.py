@@ -10,7 +10,7 @@ from _evs_support import BackendTarget
 from _tamper import SESSION, make_log, raw, tamper
 
 from eventstore import CorruptEventError, Event, TamperedLogError, open_store
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 KEY = b"k" * 32
 

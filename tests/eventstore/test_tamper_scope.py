@@ -15,7 +15,7 @@ from _evs_support import BackendTarget, delta_event
 from _tamper import raw
 
 from eventstore import open_store
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 KEY = b"k" * 32
 KEYED = [pytest.param(None, id="unkeyed"), pytest.param(KEY, id="keyed")]

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "runtime" / "cli"))
 
 from _cli_support import invoke
 

@@ -229,7 +229,7 @@ def test_refused_export_of_an_app_says_by_count_what_was_sent(
 
 
 def test_eventstore_and_its_cli_import_without_opentelemetry() -> None:
-    code = ("import sys, eventstore, eventstore.cli._maintain; "
+    code = ("import sys, eventstore, eventstore.commands._maintain; "
             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).parents[2])

@@ -21,7 +21,7 @@ from _recording_agents import booker_agent, demo_agent, demo_processors, planner
 
 from eventstore import open_store
 from eventstore._migrate import head_revision
-from eventstore.cli._exchange import parse_export
+from eventstore.commands._exchange import parse_export
 from runtime.testing import load_recording, replay_recording
 
 HERE = Path(__file__).resolve().parent

@@ -171,7 +171,7 @@ def test_web_export_download_streams_in_flat_memory(
                  id="in-doubt"),
 ])
 def test_web_page_words_name_the_page_s_forms(reason: str, said: str) -> None:
-    from eventstore.cli import prog
+    from eventstore.commands import prog
     from runtime.web._view import page_words
 
     assert page_words(reason) == said.replace("evs rerun", f"{prog()} rerun")

@@ -39,7 +39,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar, cast
 
 import asyncpg
@@ -52,18 +52,7 @@ from eventstore._exceptions import (
 )
 from eventstore._migrate import check_revision, head_revision, upgrade
 from eventstore._urls import redact_url
-from eventstore.backends.protocol import (
-    HeadState,
-    ImportedLink,
-    ImportSource,
-    NewArtifact,
-    NewEvent,
-    SessionRecord,
-    SharedSnapshot,
-    StoredEvent,
-    check_artifact_version,
-    check_batch_ids,
-)
+from eventstore.backends import records, rules
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     NEWEST_ROW_KEY,
@@ -71,15 +60,14 @@ from eventstore.backends.sql import (
     Wakeups,
     row_key,
     scope,
-    seq_bound,
     seq_of_row_key,
 )
-from eventstore.backends.sql.base import SQLBackendBase, numbered
+from eventstore.backends.sql.base import RangeRead, SQLBackendBase, numbered
 
 from . import artifacts as artifacts_sql
 from . import fork as forks
 from . import reads as queries
-from . import retention, snapshots
+from . import retention
 from .append import (
     APPEND_SQL,
     LOCK_ARTIFACT,
@@ -281,20 +269,39 @@ class PostgresBackend(SQLBackendBase):
             self._wrote(session_id)
         return result
 
-    async def _fetch(
-        self, sql: str, params: Sequence[Any], *, what: str, stale_ok: bool = False,
-        session_id: str | None = None,
-    ) -> list[Any]:
+    def _statement_job(self, sql: str, params: Sequence[Any]
+                       ) -> Callable[[Any], Awaitable[list[Any]]]:
         async def job(conn: Any) -> list[Any]:
             return list(await conn.fetch(numbered(sql), *params))
 
-        return await self._read_job(job, what=what, stale_ok=stale_ok, session_id=session_id)
+        return job
+
+    def _range_job(self, wanted: RangeRead, build: Callable[[str, list[Any]], list[T]]
+                   ) -> Callable[[Any], Awaitable[list[T]]]:
+        """The range read of row keys ``low..high`` (``limit``), ``build`` applied to its
+        rows; the key's lookup judges a missing session (or one not the owner's)."""
+        sql = (_ROWS_SQL if wanted.plain else _READ_SQL).format(
+            order="DESC" if wanted.backwards else "ASC")
+
+        async def job(conn: Any) -> list[T]:
+            key = await queries.session_key(conn, wanted.session_id, wanted.owner)
+            rows = await conn.fetch(sql, row_key(key, wanted.low), row_key(key, wanted.high),
+                                    wanted.limit)
+            return build(wanted.session_id, rows)
+
+        return job
+
+    async def _cache_write(self, job: Callable[[Any], Awaitable[None] | None], *, what: str,
+                           session_id: str | None = None, transaction: bool = False) -> None:
+        await self._run(cast("Callable[[Any], Awaitable[None]]", job), what=what,
+                        session_id=session_id, write=transaction)
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
-                              artifacts: Sequence[NewArtifact],
-                              imported: Sequence[ImportedLink]) -> str:
+    async def _create_session(self, record: records.SessionRecord,
+                              initial: Sequence[records.NewEvent],
+                              artifacts: Sequence[records.NewArtifact],
+                              imported: Sequence[records.ImportedLink]) -> str:
         given = record.id
         if initial and not artifacts and not imported and not any(
                 e.shared_state for e in initial):
@@ -330,7 +337,7 @@ class PostgresBackend(SQLBackendBase):
                          scope(given if artifact.session_scoped else None), artifact.filename)
                 await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
                                    lock_key("\0".join(names)))
-                check_artifact_version(sid, artifact, await artifacts_sql.save(
+                rules.check_artifact_version(sid, artifact, await artifacts_sql.save(
                     conn, names, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at, signing_key=self.signing_key))
             return str(sid)
@@ -340,7 +347,8 @@ class PostgresBackend(SQLBackendBase):
         self._wrote(given, created)
         return created
 
-    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+    async def import_session(self, record: records.SessionRecord,
+                             source: records.ImportSource) -> str:
         given = record.id
         consumed = False
 
@@ -363,7 +371,7 @@ class PostgresBackend(SQLBackendBase):
                 if page is None:
                     return str(sid)
                 if page.events:
-                    check_batch_ids(given, page.events)
+                    rules.check_batch_ids(given, page.events)
                     rows = await insert(conn, sid, record.app_name, record.user_id, key,
                                         page.events, start, prev=prev,
                                         signing_key=self.signing_key)
@@ -380,7 +388,7 @@ class PostgresBackend(SQLBackendBase):
                              artifact.filename)
                     await conn.execute("SELECT pg_advisory_xact_lock($1, $2)", LOCK_ARTIFACT,
                                        lock_key("\0".join(names)))
-                    check_artifact_version(sid, artifact, await artifacts_sql.save(
+                    rules.check_artifact_version(sid, artifact, await artifacts_sql.save(
                         conn, names, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
@@ -433,9 +441,9 @@ class PostgresBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def _append(self, session_id: str, events: Sequence[NewEvent],
+    async def _append(self, session_id: str, events: Sequence[records.NewEvent],
                       expected_version: int | None,
-                      owner: tuple[str, str] | None) -> list[StoredEvent]:
+                      owner: tuple[str, str] | None) -> list[records.StoredEvent]:
         if self.signing_key is None and not any(e.shared_state for e in events):
             fast = await self._append_fast(session_id, events, expected_version, owner)
             if fast is not None:
@@ -443,7 +451,7 @@ class PostgresBackend(SQLBackendBase):
                 self._announce(session_id)
                 return fast
 
-        async def job(conn: Any) -> list[StoredEvent]:
+        async def job(conn: Any) -> list[records.StoredEvent]:
             return await append_locked(conn, session_id, events, expected_version,
                                        self.signing_key, owner=owner)
 
@@ -454,9 +462,9 @@ class PostgresBackend(SQLBackendBase):
         return stored
 
     async def _append_fast(
-        self, session_id: str, events: Sequence[NewEvent], expected_version: int | None,
+        self, session_id: str, events: Sequence[records.NewEvent], expected_version: int | None,
         owner: tuple[str, str] | None = None,
-    ) -> list[StoredEvent] | None:
+    ) -> list[records.StoredEvent] | None:
         """The common append in one round trip (``evs_append``, revisions 0010, 0019): one
         statement, committed together with the other sessions' appends sent at the same
         moment (``group``). Returns None when the case needs the slower path (a
@@ -473,54 +481,6 @@ class PostgresBackend(SQLBackendBase):
             raise _translate(exc, url=self.url, what=f"append to session {session_id!r}",
                              session_id=session_id) from exc
         return fast_result(session_id, events, status, version, position, hashes)
-
-    async def _read_range(
-        self,
-        session_id: str,
-        plain: bool,
-        backwards: bool,
-        build: Callable[[str, list[Any]], list[T]],
-        *,
-        after: int | None,
-        upto: int | None,
-        limit: int | None,
-        owner: tuple[str, str] | None = None,
-    ) -> list[T]:
-        """Run one of the range reads (row keys ``low..high``, ``limit``) and ``build`` its
-        rows; raises SessionNotFoundError for a missing session (or one not ``owner``'s: the
-        key's lookup judges it)."""
-        low, high = seq_bound(after or 0), seq_bound(upto)
-        sql = (_ROWS_SQL if plain else _READ_SQL).format(order="DESC" if backwards else "ASC")
-
-        async def job(conn: Any) -> list[T]:
-            key = await queries.session_key(conn, session_id, owner)
-            rows = await conn.fetch(sql, row_key(key, low), row_key(key, high), limit)
-            return build(session_id, rows)
-
-        return await self._read(job, what=f"read session {session_id!r}",
-                                session_id=session_id)
-
-    # -- snapshots -----------------------------------------------------------------------------
-
-    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
-        await self._run(lambda conn: snapshots.save(conn, session_id, snapshot),
-                        what=f"save a snapshot of session {session_id!r}",
-                        session_id=session_id)
-
-    async def save_cache(
-        self, session_id: str, name: str, seq: int, data: bytes, *,
-        owner: tuple[str, str] | None = None,
-    ) -> None:
-        await self._run(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data,
-                                                          owner),
-                        what=f"save cache {name!r} of session {session_id!r}",
-                        session_id=session_id)
-
-    async def save_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
-    ) -> None:
-        await self._run(lambda conn: snapshots.save_shared(conn, app_name, user_id, snapshot),
-                        what=f"save a shared-state snapshot of app {app_name!r}", write=True)
 
     # -- artifacts -----------------------------------------------------------------------------
 
@@ -550,14 +510,6 @@ class PostgresBackend(SQLBackendBase):
             return await artifacts_sql.delete(conn, key)
 
         return await self._run(job, what=f"delete artifact {filename!r}", write=True)
-
-    # -- cold-path reads (framework adapters) ----------------------------------------------------
-
-    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
-        if not states:
-            return
-        await self._run(lambda conn: queries.save_head_states(conn, states),
-                        what="save head states", write=True)
 
     # -- live tails ----------------------------------------------------------------------------
 

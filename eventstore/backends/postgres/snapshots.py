@@ -5,18 +5,22 @@ state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''`
 ``user:`` state at a ``position``. A snapshot is read only while what it folded is still there
 (the event at its seq, the stream entry at its count and position, holds the chain hash it
 names: revision 0020); on a keyed store the reader checks its MAC (``eventstore._statefold``).
+The other caches of state live here too: the session caches (``evs_session_caches``) and the
+head states (``evs_head_states``); the snapshots and head states of many sessions are read in
+one query each (``ANY``, ``unnest``; ``DISTINCT ON`` for the newest snapshot).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eventstore._exceptions import SessionNotFoundError
 from eventstore.backends.protocol import HeadState, SharedSnapshot
-from eventstore.backends.sql import BOUND_SHARED, MAX_POSITION, seq_bound, shared_scope
+from eventstore.backends.sql import BOUND_SHARED, MAX_POSITION, SEQ_BITS, seq_bound, shared_scope
 
-__all__ = ["BOUND_SNAPSHOT", "drop_all", "load", "load_cache", "load_shared", "save",
-           "save_cache", "save_shared"]
+__all__ = ["BOUND_SNAPSHOT", "drop_all", "load", "load_cache", "load_head_states", "load_many",
+           "load_shared", "save", "save_cache", "save_head_states", "save_shared"]
 
 
 BOUND_SNAPSHOT = (
@@ -133,4 +137,49 @@ async def save_shared(
         "chain_hash = excluded.chain_hash, mac = excluded.mac",
         app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state,
         snapshot.chain_hash, snapshot.mac,
+    )
+
+
+async def load_many(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:
+    """The newest snapshot of each session that has one still bound to its event."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT ON (sn.session_id) sn.session_id, sn.seq, sn.state, sn.chain_hash, "
+        f"sn.mac FROM evs_snapshots sn {BOUND_SNAPSHOT} "
+        "WHERE sn.session_id = ANY($1::varchar[]) ORDER BY sn.session_id, sn.seq DESC",
+        list(session_ids),
+    )
+    return {row[0]: HeadState(seq=int(row[1]), state=bytes(row[2]), chain_hash=bytes(row[3]),
+                              mac=None if row[4] is None else bytes(row[4])) for row in rows}
+
+
+async def load_head_states(conn: Any, session_ids: Sequence[str]) -> dict[str, HeadState]:
+    """The head state of each session that has one still current (its event at ``seq``
+    holds its chain hash), in one query."""
+    rows = await conn.fetch(
+        "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
+        "JOIN evs_sessions s ON s.session_id = h.session_id "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + h.seq "
+        "WHERE h.session_id = ANY($1::varchar[]) AND e.chain_hash = h.chain_hash",
+        list(session_ids),
+    )
+    return {row[0]: HeadState(seq=int(row[1]), chain_hash=bytes(row[2]), state=bytes(row[3]),
+                              mac=None if row[4] is None else bytes(row[4]))
+            for row in rows}
+
+
+async def save_head_states(conn: Any, states: Mapping[str, HeadState]) -> None:
+    """Store (or replace) each head state whose session's event at ``seq`` holds its chain
+    hash (``Backend.save_head_states``), in one statement."""
+    items = list(states.items())
+    await conn.execute(
+        "INSERT INTO evs_head_states (session_id, seq, chain_hash, state, mac) "
+        "SELECT w.sid, w.seq, w.chain_hash, w.state, w.mac FROM unnest($1::varchar[], "
+        "$2::int[], $3::bytea[], $4::bytea[], $5::bytea[]) AS w(sid, seq, chain_hash, state, mac) "
+        "JOIN evs_sessions s ON s.session_id = w.sid "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + w.seq "
+        "AND e.chain_hash = w.chain_hash "
+        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
+        "chain_hash = excluded.chain_hash, state = excluded.state, mac = excluded.mac",
+        [sid for sid, _ in items], [h.seq for _, h in items], [h.chain_hash for _, h in items],
+        [h.state for _, h in items], [h.mac for _, h in items],
     )

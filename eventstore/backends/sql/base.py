@@ -14,6 +14,7 @@ alike are here, with ``?`` placeholders (a driver with numbered ones converts th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import re
@@ -52,12 +53,13 @@ from .rows import (
     scope,
     scope_entries,
     scope_heads,
+    seq_bound,
     session_record,
     shared_scope,
     stored_events,
 )
 
-__all__ = ["SESSION_SQL", "SQLBackendBase", "numbered"]
+__all__ = ["SESSION_SQL", "RangeRead", "SQLBackendBase", "numbered"]
 
 SESSION_SQL = f"""
 SELECT {SESSION_COLUMNS} FROM evs_sessions s
@@ -87,6 +89,26 @@ _IMPORTED_SQL = (
     "SELECT seq, chain_hash, signature, origin_session_id FROM evs_imported_chain "
     "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class RangeRead:
+    """One range read of a session's events, as a backend's ``_range_job`` reads it."""
+
+    session_id: str
+    """The session read."""
+    plain: bool
+    """Plain rows (``EventRow``) rather than envelopes (``StoredEvent``)."""
+    backwards: bool
+    """Newest first."""
+    low: int
+    """Rows with ``seq`` above this (``seq_bound`` of ``after``)."""
+    high: int
+    """Rows with ``seq`` up to this (``seq_bound`` of ``upto``)."""
+    limit: int | None
+    """How many rows at most (None: all)."""
+    owner: tuple[str, str] | None
+    """``(app, user)`` the session must belong to, when given."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -192,29 +214,48 @@ class SQLBackendBase(ABC):
         """``delete_artifact`` of every version under ``key`` (app, user, scope, filename)."""
 
     @abstractmethod
+    def _statement_job(self, sql: str, params: Sequence[Any]
+                       ) -> Callable[[Any], list[Any] | Awaitable[list[Any]]]:
+        """The job (for ``_read_job``) that returns the rows of one read statement written
+        with ``?`` placeholders, given ``params``."""
+
+    @abstractmethod
+    def _range_job(self, wanted: RangeRead, build: Callable[[str, list[Any]], list[T]]
+                   ) -> Callable[[Any], list[T] | Awaitable[list[T]]]:
+        """The job (for ``_read_job``) of one range read of a session's events: the rows
+        ``wanted`` names, built by ``build``; it raises SessionNotFoundError for a missing
+        session (or one not ``wanted.owner``'s)."""
+
+    @abstractmethod
+    async def _cache_write(self, job: Callable[[Any], Awaitable[None] | None], *, what: str,
+                           session_id: str | None = None, transaction: bool = False) -> None:
+        """Run ``job``, a write of a cache (snapshots, head states, session caches) that moves
+        no session's head, in a transaction when ``transaction`` (else it is one statement
+        the backend may run as it is); a read-only store keeps no cache and runs nothing."""
+
     async def _fetch(
         self, sql: str, params: Sequence[Any], *, what: str, stale_ok: bool = False,
         session_id: str | None = None,
     ) -> list[Any]:
         """The rows of one read statement (``?`` placeholders) with ``params``
         (``stale_ok``, ``session_id``: as ``_read_job``)."""
+        return await self._read_job(self._statement_job(sql, params), what=what,
+                                    stale_ok=stale_ok, session_id=session_id)
 
-    @abstractmethod
     async def _read_range(
-        self,
-        session_id: str,
-        plain: bool,
-        backwards: bool,
-        build: Callable[[str, list[Any]], list[T]],
-        *,
-        after: int | None,
-        upto: int | None,
-        limit: int | None,
+        self, session_id: str, build: Callable[[str, list[Any]], list[T]], *, plain: bool,
+        backwards: bool, after: int | None, upto: int | None, limit: int | None,
         owner: tuple[str, str] | None,
     ) -> list[T]:
         """One range read of the session's events (plain rows or envelopes, oldest or newest
-        first) built by ``build``; SessionNotFoundError for a missing session (or one not
-        ``owner``'s)."""
+        first) built by ``build``, where a standby may answer it; SessionNotFoundError for a
+        missing session (or one not ``owner``'s)."""
+        wanted = RangeRead(session_id=session_id, plain=plain, backwards=backwards,
+                           low=seq_bound(after or 0), high=seq_bound(upto), limit=limit,
+                           owner=owner)
+        return await self._read_job(self._range_job(wanted, build),
+                                    what=f"read session {session_id!r}", stale_ok=True,
+                                    session_id=session_id)
 
     async def create_session(
         self,
@@ -288,8 +329,9 @@ class SQLBackendBase(ABC):
         limit: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[StoredEvent]:
-        return await self._read_range(session_id, False, backwards, stored_events, after=after,
-                                      upto=upto, limit=limit, owner=owner)
+        return await self._read_range(session_id, stored_events, plain=False,
+                                      backwards=backwards, after=after, upto=upto, limit=limit,
+                                      owner=owner)
 
     async def read_rows(
         self,
@@ -301,11 +343,39 @@ class SQLBackendBase(ABC):
         limit: int | None,
         owner: tuple[str, str] | None = None,
     ) -> list[EventRow]:
-        return await self._read_range(session_id, True, backwards, event_rows, after=after,
-                                      upto=upto, limit=limit, owner=owner)
+        return await self._read_range(session_id, event_rows, plain=True,
+                                      backwards=backwards, after=after, upto=upto, limit=limit,
+                                      owner=owner)
 
     async def drop_snapshots(self) -> int:
         return await self._write_job(self._snapshots.drop_all, what="drop snapshots")
+
+    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
+        await self._cache_write(lambda conn: self._snapshots.save(conn, session_id, snapshot),
+                                what=f"save a snapshot of session {session_id!r}",
+                                session_id=session_id)
+
+    async def save_cache(
+        self, session_id: str, name: str, seq: int, data: bytes, *,
+        owner: tuple[str, str] | None = None,
+    ) -> None:
+        await self._cache_write(
+            lambda conn: self._snapshots.save_cache(conn, session_id, name, seq, data, owner),
+            what=f"save cache {name!r} of session {session_id!r}", session_id=session_id)
+
+    async def save_shared_snapshot(
+        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
+    ) -> None:
+        # In a transaction: SQLite counts inside it, so a concurrent delete cannot slip in.
+        await self._cache_write(
+            lambda conn: self._snapshots.save_shared(conn, app_name, user_id, snapshot),
+            what=f"save a shared-state snapshot of app {app_name!r}", transaction=True)
+
+    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
+        if not states:
+            return
+        await self._cache_write(lambda conn: self._snapshots.save_head_states(conn, states),
+                                what="save head states", transaction=True)
 
     async def load_snapshot(self, session_id: str, *, upto: int | None) -> HeadState | None:
         return await self._read_job(lambda conn: self._snapshots.load(conn, session_id, upto),
@@ -470,7 +540,7 @@ class SQLBackendBase(ABC):
                                      what="clear retention policies", keeps_heads=True)
 
     async def load_snapshots(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read_job(lambda conn: self._queries.load_snapshots(conn, session_ids),
+        return await self._read_job(lambda conn: self._snapshots.load_many(conn, session_ids),
                                     what="load snapshots")
 
     async def read_many(self, after: Mapping[str, int]) -> dict[str, list[StoredEvent]]:
@@ -485,8 +555,9 @@ class SQLBackendBase(ABC):
             what=f"read shared state of app {app_name!r}")
 
     async def load_head_states(self, session_ids: Sequence[str]) -> dict[str, HeadState]:
-        return await self._read_job(lambda conn: self._queries.load_head_states(conn, session_ids),
-                                    what="load head states")
+        return await self._read_job(
+            lambda conn: self._snapshots.load_head_states(conn, session_ids),
+            what="load head states")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         rows = await self._fetch(_SESSION_BY_ID, (session_id,),

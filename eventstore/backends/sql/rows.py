@@ -37,6 +37,7 @@ __all__ = [
     "artifact_seal_params",
     "event_rows",
     "payload_bytes",
+    "prefixed",
     "scope",
     "seq_bound",
     "session_record",
@@ -99,6 +100,12 @@ statistics of a young table, aggregated ``max`` over every row of the session.""
 
 MAX_POSITION = (1 << 63) - 1
 """The largest global ``position``; stands in for "no upper bound"."""
+
+
+def prefixed(columns: str, alias: str) -> str:
+    """``columns`` (a comma-separated list such as ``EVENT_COLUMNS``) with each column
+    qualified by the table ``alias`` (``e.seq, e.position, …``), for a query that joins."""
+    return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
 
 
 def row_key(session_key: int, seq: int) -> int:

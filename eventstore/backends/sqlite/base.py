@@ -64,7 +64,7 @@ import dataclasses
 import functools
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar, cast
 
 from eventstore._exceptions import (
@@ -74,31 +74,19 @@ from eventstore._exceptions import (
     StoreClosedError,
     StoreUsageError,
 )
-from eventstore.backends.protocol import (
-    HeadState,
-    ImportedLink,
-    ImportSource,
-    NewArtifact,
-    NewEvent,
-    SessionRecord,
-    SharedSnapshot,
-    StoredEvent,
-    check_artifact_version,
-    check_batch_ids,
-)
+from eventstore.backends import records, rules
 from eventstore.backends.sql import (
     EVENT_COLUMNS,
     ROW_COLUMNS,
     Wakeups,
     scope,
-    seq_bound,
 )
-from eventstore.backends.sql.base import SQLBackendBase
+from eventstore.backends.sql.base import RangeRead, SQLBackendBase
 
 from . import artifacts as artifacts_sql
 from . import fork as forks
 from . import reads as queries
-from . import retention, snapshots
+from . import retention
 from .append import (
     HEAD_SQL,
     AppendRequest,
@@ -336,17 +324,42 @@ class SQLiteBackend(SQLBackendBase):
         return cast("R", await self._write(job, what=what, session_id=session_id,
                                            keeps_heads=keeps_heads))
 
-    async def _fetch(
-        self, sql: str, params: Sequence[Any], *, what: str, stale_ok: bool = False,
-        session_id: str | None = None,
-    ) -> list[Any]:
-        return await self._read(lambda conn: conn.execute(sql, params).fetchall(), what=what)
+    def _statement_job(self, sql: str, params: Sequence[Any]
+                       ) -> Callable[[sqlite3.Connection], list[Any]]:
+        return lambda conn: conn.execute(sql, params).fetchall()
+
+    def _range_job(self, wanted: RangeRead, build: Callable[[str, list[Any]], list[T]]
+                   ) -> Callable[[sqlite3.Connection], list[T]]:
+        """One of the range reads (``_RANGE_SQL``), ``build`` applied to its rows; when
+        nothing came back, the session's key is looked up to tell a missing session (or one
+        not the owner's) from an empty range."""
+        session_id, owner = wanted.session_id, wanted.owner
+        sql = _RANGE_SQL[wanted.plain, wanted.backwards, owner is not None]
+        whose: tuple[str, ...] = (session_id,) if owner is None else (session_id, *owner)
+        params = (*whose, wanted.low, wanted.high, -1 if wanted.limit is None else wanted.limit)
+
+        def job(conn: sqlite3.Connection) -> list[T]:
+            rows = conn.execute(sql, params).fetchall()
+            if not rows and conn.execute(
+                    _KEY_SQL if owner is None else _KEY_SQL + _OWNED, whose).fetchone() is None:
+                raise SessionNotFoundError(session_id)
+            return build(session_id, rows)
+
+        return job
+
+    async def _cache_write(self, job: Callable[[Any], Awaitable[None] | None], *, what: str,
+                           session_id: str | None = None, transaction: bool = False) -> None:
+        if self._read_only:
+            return  # a cache: a read-only store simply does not keep one
+        # Always a transaction of its own on the writer (every write here is one).
+        await self._write(job, what=what, session_id=session_id, keeps_heads=True)
 
     # -- sessions ------------------------------------------------------------------------------
 
-    async def _create_session(self, record: SessionRecord, initial: Sequence[NewEvent],
-                              artifacts: Sequence[NewArtifact],
-                              imported: Sequence[ImportedLink]) -> str:
+    async def _create_session(self, record: records.SessionRecord,
+                              initial: Sequence[records.NewEvent],
+                              artifacts: Sequence[records.NewArtifact],
+                              imported: Sequence[records.ImportedLink]) -> str:
         given = record.id
 
         def job(conn: sqlite3.Connection) -> str:
@@ -374,14 +387,15 @@ class SQLiteBackend(SQLBackendBase):
             for artifact in artifacts:
                 key = (record.app_name, record.user_id,
                        scope(given if artifact.session_scoped else None), artifact.filename)
-                check_artifact_version(sid, artifact, artifacts_sql.save(
+                rules.check_artifact_version(sid, artifact, artifacts_sql.save(
                     conn, key, mime_type=artifact.mime_type, data=artifact.data,
                     created_at=artifact.created_at, signing_key=self.signing_key))
             return sid
 
         return await self._grouped(job, what=f"create session {given!r}", session_id=given)
 
-    async def import_session(self, record: SessionRecord, source: ImportSource) -> str:
+    async def import_session(self, record: records.SessionRecord,
+                             source: records.ImportSource) -> str:
         given = record.id
 
         def job(conn: sqlite3.Connection) -> str:
@@ -396,7 +410,7 @@ class SQLiteBackend(SQLBackendBase):
             )
             while (page := source()) is not None:
                 if page.events:
-                    check_batch_ids(given, page.events)
+                    rules.check_batch_ids(given, page.events)
                     insert(conn, sid, head(conn, sid), page.events, self.signing_key)
                 conn.executemany(
                     "INSERT INTO evs_imported_chain (session_id, seq, chain_hash, signature, "
@@ -406,7 +420,7 @@ class SQLiteBackend(SQLBackendBase):
                 for artifact in page.artifacts:
                     key = (record.app_name, record.user_id,
                            scope(given if artifact.session_scoped else None), artifact.filename)
-                    check_artifact_version(sid, artifact, artifacts_sql.save(
+                    rules.check_artifact_version(sid, artifact, artifacts_sql.save(
                         conn, key, mime_type=artifact.mime_type, data=artifact.data,
                         created_at=artifact.created_at, signing_key=self.signing_key))
                 if page.copy_of is not None:
@@ -447,80 +461,20 @@ class SQLiteBackend(SQLBackendBase):
 
     # -- the log -------------------------------------------------------------------------------
 
-    async def _append(self, session_id: str, events: Sequence[NewEvent],
+    async def _append(self, session_id: str, events: Sequence[records.NewEvent],
                       expected_version: int | None,
-                      owner: tuple[str, str] | None) -> list[StoredEvent]:
+                      owner: tuple[str, str] | None) -> list[records.StoredEvent]:
         request = AppendRequest(session_id, events, expected_version, self.signing_key, owner)
 
         heads = self._heads
 
-        def job(conn: sqlite3.Connection) -> list[StoredEvent]:
+        def job(conn: sqlite3.Connection) -> list[records.StoredEvent]:
             return append_one(conn, request, heads)
 
         stored = await self._grouped(job, what=f"append to session {session_id!r}",
                                      session_id=session_id, request=request)
         self._wakeups.wake(session_id)
         return stored
-
-    async def _read_range(
-        self,
-        session_id: str,
-        plain: bool,
-        backwards: bool,
-        build: Callable[[str, list[Any]], list[T]],
-        *,
-        after: int | None,
-        upto: int | None,
-        limit: int | None,
-        owner: tuple[str, str] | None,
-    ) -> list[T]:
-        """Run one of the range reads (``_RANGE_SQL``) and ``build`` its rows; raises
-        SessionNotFoundError when nothing came back for a missing session (or one not of
-        ``owner``'s)."""
-        low, high = seq_bound(after or 0), seq_bound(upto)
-        count = -1 if limit is None else limit
-        sql = _RANGE_SQL[plain, backwards, owner is not None]
-        whose: tuple[str, ...] = (session_id,) if owner is None else (session_id, *owner)
-
-        def job(conn: sqlite3.Connection) -> list[T]:
-            rows = conn.execute(sql, (*whose, low, high, count)).fetchall()
-            if not rows and conn.execute(
-                    _KEY_SQL if owner is None else _KEY_SQL + _OWNED, whose).fetchone() is None:
-                raise SessionNotFoundError(session_id)
-            return build(session_id, rows)
-
-        return await self._read(job, what=f"read session {session_id!r}")
-
-    # -- snapshots -----------------------------------------------------------------------------
-
-    async def save_snapshot(self, session_id: str, snapshot: HeadState) -> None:
-        if self._read_only:
-            return  # snapshots are a cache; a read-only store simply does not keep one
-        await self._write(lambda conn: snapshots.save(conn, session_id, snapshot),
-                          what=f"save a snapshot of session {session_id!r}",
-                          session_id=session_id, keeps_heads=True)
-
-    async def save_cache(
-        self, session_id: str, name: str, seq: int, data: bytes, *,
-        owner: tuple[str, str] | None = None,
-    ) -> None:
-        if self._read_only:
-            return  # a cache; a read-only store simply does not keep one
-        await self._write(lambda conn: snapshots.save_cache(conn, session_id, name, seq, data,
-                                                            owner),
-                          what=f"save cache {name!r} of session {session_id!r}",
-                          session_id=session_id, keeps_heads=True)
-
-    async def save_shared_snapshot(
-        self, *, app_name: str, user_id: str | None, snapshot: SharedSnapshot
-    ) -> None:
-        if self._read_only:
-            return  # a cache: a read-only store does not keep one
-        # Counted inside the write transaction, so a concurrent delete cannot slip in between.
-        await self._write(
-            lambda conn: snapshots.save_shared(conn, app_name, user_id, snapshot),
-            what=f"save a shared-state snapshot of app {app_name!r}", keeps_heads=True,
-        )
 
     # -- artifacts -----------------------------------------------------------------------------
 
@@ -540,14 +494,6 @@ class SQLiteBackend(SQLBackendBase):
         filename = key[3]
         return await self._write(lambda conn: artifacts_sql.delete(conn, key),
                                  what=f"delete artifact {filename!r}")
-
-    # -- cold-path reads (framework adapters) ----------------------------------------------------
-
-    async def save_head_states(self, states: Mapping[str, HeadState]) -> None:
-        if self._read_only or not states:
-            return  # a cache: a read-only store does not keep one
-        await self._write(lambda conn: queries.save_head_states(conn, states),
-                          what="save head states", keeps_heads=True)
 
     # -- live tails ----------------------------------------------------------------------------
 

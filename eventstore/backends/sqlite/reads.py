@@ -1,50 +1,43 @@
 """The SQLite backend's cold-path reads: plain functions of a connection, run on a driver thread.
 
 Where SQLite's SQL differs from PostgreSQL's (the statements both write alike are the shared
-base's, ``backends/sql/base.py``): events bounded by timestamp, and the snapshots, head states
-and event tails of many sessions, read a chunk of ``_CHUNK`` ids per statement (SQLite has no
-array parameters) so that listing sessions with their state costs a fixed number of statements
-per chunk, not one per session; and the free key a new session gets.
+base's, ``backends/sql/base.py``, named here ``sql.…``): events bounded by timestamp, the
+event tails of many sessions and the shared-state heads of many scopes, read a chunk of
+``_CHUNK`` ids per statement (``chunks``: SQLite has no array parameters) so that listing
+sessions with their state costs a fixed number of statements per chunk, not one per session;
+and the free key a new session gets. (The snapshots and head states of many sessions are the
+``snapshots`` room's.)
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from eventstore._exceptions import SessionNotFoundError
-from eventstore.backends.protocol import (
-    HeadState,
-    ScopeEntry,
-    SharedSnapshot,
-    StoredEvent,
-    fresh_key,
-)
-from eventstore.backends.sql import (
-    BOUND_SHARED,
-    EVENT_COLUMNS,
-    SCOPE_COLUMNS,
-    SEQ_BITS,
-    payload_bytes,
-    scope_entries,
-    seq_bound,
-    shared_scope,
-    stored_event,
-    stored_events,
-)
+from eventstore.backends import sql
+from eventstore.backends.protocol import ScopeEntry, SharedSnapshot, StoredEvent, fresh_key
 
 __all__ = [
+    "chunks",
     "free_key",
-    "load_head_states",
-    "load_snapshots",
     "read_many",
     "read_shared_heads",
     "read_since",
-    "save_head_states",
 ]
+
+T = TypeVar("T")
 
 _CHUNK = 500
 """Ids per statement (well below SQLite's limit on bound parameters)."""
+
+
+def chunks(items: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:
+    """``items`` a chunk of ``_CHUNK`` at a time, each with its ``?`` placeholders."""
+    for start in range(0, len(items), _CHUNK):
+        chunk = items[start:start + _CHUNK]
+        yield chunk, ", ".join("?" * len(chunk))
 
 
 def read_since(
@@ -58,43 +51,20 @@ def read_since(
 ) -> list[StoredEvent]:
     """Events ``seq <= upto`` with ``timestamp >=`` the bound, oldest first (the newest N);
     SessionNotFoundError when the session is missing (or not ``owner``'s)."""
-    sql = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
+    key_sql = "SELECT session_key FROM evs_sessions WHERE session_id = ?"
     if owner is not None:
-        sql += " AND app_name = ? AND user_id = ?"
-    row = conn.execute(sql, (session_id,) if owner is None else (session_id, *owner)).fetchone()
+        key_sql += " AND app_name = ? AND user_id = ?"
+    row = conn.execute(key_sql, (session_id,) if owner is None else (session_id, *owner)).fetchone()
     if row is None:
         raise SessionNotFoundError(session_id)
-    base = int(row[0]) << SEQ_BITS
+    base = int(row[0]) << sql.SEQ_BITS
     rows = conn.execute(
-        f"SELECT {EVENT_COLUMNS} FROM evs_events WHERE row_key > ? AND row_key <= ? "
+        f"SELECT {sql.EVENT_COLUMNS} FROM evs_events WHERE row_key > ? AND row_key <= ? "
         "AND timestamp >= ? ORDER BY row_key DESC LIMIT ?",
-        (base, base + seq_bound(upto), timestamp, -1 if newest is None else newest),
+        (base, base + sql.seq_bound(upto), timestamp, -1 if newest is None else newest),
     ).fetchall()
     rows.reverse()
-    return stored_events(session_id, rows)
-
-
-
-
-def load_snapshots(
-    conn: sqlite3.Connection, session_ids: Sequence[str]
-) -> dict[str, HeadState]:
-    """The newest snapshot of each session that has one still bound to its event."""
-    found: dict[str, HeadState] = {}
-    for start in range(0, len(session_ids), _CHUNK):
-        chunk = session_ids[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
-        for sid, seq, state, chain_hash, mac in conn.execute(
-            "SELECT sn.session_id, sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn "
-            "JOIN evs_sessions s ON s.session_id = sn.session_id "
-            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + sn.seq "
-            f"WHERE sn.session_id IN ({marks}) AND e.chain_hash = sn.chain_hash "
-            "ORDER BY sn.session_id, sn.seq",
-            tuple(chunk),
-        ):
-            found[sid] = HeadState(seq=int(seq), state=bytes(state), chain_hash=bytes(chain_hash),
-                                   mac=mac if isinstance(mac, bytes) else None)
-    return found
+    return sql.stored_events(session_id, rows)
 
 
 def read_shared_heads(
@@ -102,28 +72,26 @@ def read_shared_heads(
 ) -> dict[str | None, tuple[SharedSnapshot | None, list[ScopeEntry]]]:
     """Each scope's newest shared snapshot and its stream entries after it
     (``Backend.read_shared_heads``): one statement of each kind per chunk of scopes."""
-    scopes = {shared_scope(u): u for u in user_ids}
+    scopes = {sql.shared_scope(u): u for u in user_ids}
     names = list(scopes)
     snapshots: dict[str, SharedSnapshot] = {}
     entries: dict[str, list[ScopeEntry]] = {n: [] for n in names}
-    for start in range(0, len(names), _CHUNK):
-        chunk = names[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in chunks(names):
         for user, position, count, state, chain_hash, mac in conn.execute(
             "SELECT sn.user_id, sn.position, sn.event_count, sn.state, sn.chain_hash, sn.mac "
-            f"FROM evs_shared_snapshots sn {BOUND_SHARED} "
+            f"FROM evs_shared_snapshots sn {sql.BOUND_SHARED} "
             f"WHERE sn.app_name = ? AND sn.user_id IN ({marks}) ORDER BY sn.user_id, sn.position",
             (app_name, *chunk),
         ):
             snapshots[user] = SharedSnapshot(position=int(position), count=int(count),
-                                             state=payload_bytes(state),
+                                             state=sql.payload_bytes(state),
                                              chain_hash=bytes(chain_hash),
                                              mac=mac if isinstance(mac, bytes) else None)
         values = ", ".join("(?, ?)" for _ in chunk)
         params = tuple(v for n in chunk for v in (n, snapshots[n].count if n in snapshots
                                                    else 0))
-        columns = ", ".join("e." + c.strip() for c in SCOPE_COLUMNS.split(","))
-        for entry in scope_entries(conn.execute(
+        columns = sql.prefixed(sql.SCOPE_COLUMNS, "e")
+        for entry in sql.scope_entries(conn.execute(
             f"WITH wanted(u, low) AS (VALUES {values}) SELECT {columns} FROM wanted "
             "JOIN evs_scope_entries e ON e.app_name = ? AND e.user_id = wanted.u "
             "AND e.stream_seq > wanted.low ORDER BY e.user_id, e.stream_seq",
@@ -133,62 +101,25 @@ def read_shared_heads(
     return {scopes[n]: (snapshots.get(n), entries[n]) for n in names}
 
 
-def load_head_states(
-    conn: sqlite3.Connection, session_ids: Sequence[str]
-) -> dict[str, HeadState]:
-    """The head state of each session that has one still current (its event at ``seq``
-    holds its chain hash), one statement per chunk of ids."""
-    found: dict[str, HeadState] = {}
-    for start in range(0, len(session_ids), _CHUNK):
-        chunk = session_ids[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
-        for sid, seq, chain_hash, state, mac in conn.execute(
-            "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
-            "JOIN evs_sessions s ON s.session_id = h.session_id "
-            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + h.seq "
-            f"WHERE h.session_id IN ({marks}) AND e.chain_hash = h.chain_hash",
-            tuple(chunk),
-        ):
-            if isinstance(state, bytes) and isinstance(chain_hash, bytes):
-                found[sid] = HeadState(seq=int(seq), chain_hash=chain_hash, state=state,
-                                       mac=mac if isinstance(mac, bytes) else None)
-    return found
-
-
-def save_head_states(conn: sqlite3.Connection, states: Mapping[str, HeadState]) -> None:
-    """Store (or replace) each head state whose session's event at ``seq`` holds its chain
-    hash (``Backend.save_head_states``)."""
-    conn.executemany(
-        "INSERT INTO evs_head_states (session_id, seq, chain_hash, state, mac) "
-        "SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM evs_sessions s "
-        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + ?2 "
-        "WHERE s.session_id = ?1 AND e.chain_hash = ?3) "
-        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
-        "chain_hash = excluded.chain_hash, state = excluded.state, mac = excluded.mac",
-        [(sid, h.seq, h.chain_hash, h.state, h.mac) for sid, h in states.items()],
-    )
-
-
 def read_many(
     conn: sqlite3.Connection, after: Mapping[str, int]
 ) -> dict[str, list[StoredEvent]]:
     """Each session's events after its given seq, oldest first (one statement per chunk)."""
     found: dict[str, list[StoredEvent]] = {sid: [] for sid in after}
     items = list(after.items())
-    for start in range(0, len(items), _CHUNK):
-        chunk = items[start:start + _CHUNK]
+    for chunk, _ in chunks(items):
         values = ", ".join("(?, ?)" for _ in chunk)
-        params = tuple(v for sid, low in chunk for v in (sid, seq_bound(low)))
+        params = tuple(v for sid, low in chunk for v in (sid, sql.seq_bound(low)))
         rows = conn.execute(
             f"WITH wanted(sid, low) AS (VALUES {values}) "
-            f"SELECT wanted.sid, {', '.join('e.' + c.strip() for c in EVENT_COLUMNS.split(','))} "
+            f"SELECT wanted.sid, {sql.prefixed(sql.EVENT_COLUMNS, 'e')} "
             "FROM wanted JOIN evs_sessions s ON s.session_id = wanted.sid "
             "JOIN evs_events e ON e.row_key > (s.session_key << 32) + wanted.low "
             "AND e.row_key < (s.session_key + 1) << 32 ORDER BY e.row_key",
             params,
         )
         for row in rows:
-            found[row[0]].append(stored_event(row[0], row[1:]))
+            found[row[0]].append(sql.stored_event(row[0], row[1:]))
     return found
 
 

@@ -5,11 +5,15 @@ state at a ``seq``, ``evs_shared_snapshots`` an app's ``app:`` state (user ``''`
 ``user:`` state at a ``position``. A snapshot is read only while what it folded is still there:
 the event at its seq (the stream entry at its count and position) holds the chain hash it names
 (revision 0020); the MAC, on a keyed store, is checked by the reader (``eventstore._statefold``).
+The other caches of state live here too: the session caches (``evs_session_caches``) and the
+head states (``evs_head_states``); the snapshots and head states of many sessions are read a
+chunk of ids per statement (``reads.chunks``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 
 from eventstore._exceptions import CorruptSnapshotError, SessionNotFoundError
 from eventstore.backends.protocol import HeadState, SharedSnapshot
@@ -23,7 +27,10 @@ from eventstore.backends.sql import (
     stored_type,
 )
 
-__all__ = ["drop_all", "load", "load_cache", "load_shared", "save", "save_cache", "save_shared"]
+from .reads import chunks
+
+__all__ = ["drop_all", "load", "load_cache", "load_head_states", "load_many", "load_shared", "save",
+           "save_cache", "save_head_states", "save_shared"]
 
 
 def load(conn: sqlite3.Connection, session_id: str, upto: int | None) -> HeadState | None:
@@ -141,4 +148,57 @@ def save_shared(
         "chain_hash = excluded.chain_hash, mac = excluded.mac",
         (app_name, shared_scope(user_id), snapshot.position, snapshot.count, snapshot.state,
          snapshot.chain_hash, snapshot.mac),
+    )
+
+
+def load_many(
+    conn: sqlite3.Connection, session_ids: Sequence[str]
+) -> dict[str, HeadState]:
+    """The newest snapshot of each session that has one still bound to its event."""
+    found: dict[str, HeadState] = {}
+    for chunk, marks in chunks(session_ids):
+        for sid, seq, state, chain_hash, mac in conn.execute(
+            "SELECT sn.session_id, sn.seq, sn.state, sn.chain_hash, sn.mac FROM evs_snapshots sn "
+            "JOIN evs_sessions s ON s.session_id = sn.session_id "
+            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + sn.seq "
+            f"WHERE sn.session_id IN ({marks}) AND e.chain_hash = sn.chain_hash "
+            "ORDER BY sn.session_id, sn.seq",
+            tuple(chunk),
+        ):
+            found[sid] = HeadState(seq=int(seq), state=bytes(state), chain_hash=bytes(chain_hash),
+                                   mac=mac if isinstance(mac, bytes) else None)
+    return found
+
+
+def load_head_states(
+    conn: sqlite3.Connection, session_ids: Sequence[str]
+) -> dict[str, HeadState]:
+    """The head state of each session that has one still current (its event at ``seq``
+    holds its chain hash), one statement per chunk of ids."""
+    found: dict[str, HeadState] = {}
+    for chunk, marks in chunks(session_ids):
+        for sid, seq, chain_hash, state, mac in conn.execute(
+            "SELECT h.session_id, h.seq, h.chain_hash, h.state, h.mac FROM evs_head_states h "
+            "JOIN evs_sessions s ON s.session_id = h.session_id "
+            f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + h.seq "
+            f"WHERE h.session_id IN ({marks}) AND e.chain_hash = h.chain_hash",
+            tuple(chunk),
+        ):
+            if isinstance(state, bytes) and isinstance(chain_hash, bytes):
+                found[sid] = HeadState(seq=int(seq), chain_hash=chain_hash, state=state,
+                                       mac=mac if isinstance(mac, bytes) else None)
+    return found
+
+
+def save_head_states(conn: sqlite3.Connection, states: Mapping[str, HeadState]) -> None:
+    """Store (or replace) each head state whose session's event at ``seq`` holds its chain
+    hash (``Backend.save_head_states``)."""
+    conn.executemany(
+        "INSERT INTO evs_head_states (session_id, seq, chain_hash, state, mac) "
+        "SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM evs_sessions s "
+        f"JOIN evs_events e ON e.row_key = (s.session_key << {SEQ_BITS}) + ?2 "
+        "WHERE s.session_id = ?1 AND e.chain_hash = ?3) "
+        "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, "
+        "chain_hash = excluded.chain_hash, state = excluded.state, mac = excluded.mac",
+        [(sid, h.seq, h.chain_hash, h.state, h.mac) for sid, h in states.items()],
     )

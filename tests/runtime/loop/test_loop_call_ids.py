@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventstore import Content, Event, EventStore, FunctionCall, FunctionResponse, Part
-from eventstore.cli._render import PROVIDER_CALL_IDS_KEY as SHOWN_KEY
-from eventstore.cli._render import event_entry
-from eventstore.cli._timeline import analyze
-from eventstore.cli._verify import check_events
+from eventstore.commands._render import PROVIDER_CALL_IDS_KEY as SHOWN_KEY
+from eventstore.commands._render import event_entry
+from eventstore.commands._timeline import analyze
+from eventstore.commands._verify import check_events
 from runtime import (
     PROVIDER_CALL_IDS_KEY,
     Agent,

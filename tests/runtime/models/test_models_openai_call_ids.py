@@ -39,7 +39,7 @@ from runtime import PROVIDER_CALL_IDS_KEY  # noqa: E402
 from runtime.cli._demo_agent import demo_runner  # noqa: E402
 from runtime.models import OpenAIChatModel  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cli"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from _cli_support import evs_subprocess  # noqa: E402
 
 PATH = "/v1/chat/completions"

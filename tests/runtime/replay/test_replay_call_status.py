@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_replay_properties import build, step
 
-from eventstore.cli import analyze
+from eventstore.commands import analyze
 from runtime.replay import feed_all, pending
 from runtime.replay._respond import _Lookup
 

@@ -23,7 +23,7 @@ from eventstore import (
     open_store,
 )
 from eventstore._chain import content_digest, link
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 from runtime.replay import answer_confirmation, pending
 
 KEY = b"the-owner's-key"

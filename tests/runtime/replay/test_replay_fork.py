@@ -17,7 +17,7 @@ from eventstore import (
     open_store,
 )
 from eventstore._fork import StepScan
-from eventstore.cli._exchange import parse_export
+from eventstore.commands._exchange import parse_export
 from runtime.cli._demo_agent import REPORT, demo_idempotent_tools, demo_runner
 from runtime.replay import answer_confirmation, plan_resume
 

@@ -15,7 +15,7 @@ from google.genai import types  # noqa: E402
 
 from eventstore import EventStore, TamperedArtifactError  # noqa: E402
 from eventstore.backends.memory import MemoryBackend  # noqa: E402
-from eventstore.cli._sign_artifacts import sign_artifacts  # noqa: E402
+from eventstore.commands._sign_artifacts import sign_artifacts  # noqa: E402
 from eventstore.integrations.adk import EventStoreArtifactService  # noqa: E402
 
 KEY = b"a" * 32

@@ -28,7 +28,7 @@ from eventstore import (  # noqa: E402
     StoredEvent,
     StoreUsageError,
 )
-from eventstore.cli._verify import check_events  # noqa: E402
+from eventstore.commands._verify import check_events  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     CACHE_NAME,
     METADATA_KEY,

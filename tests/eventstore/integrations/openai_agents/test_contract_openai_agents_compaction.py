@@ -26,7 +26,7 @@ from openai.types.responses import (  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from eventstore import EventStore, StoreUsageError  # noqa: E402
-from eventstore.cli import app  # noqa: E402
+from eventstore.commands import app  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     METADATA_KEY,
     CompactionRequest,

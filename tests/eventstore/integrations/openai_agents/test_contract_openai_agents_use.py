@@ -21,7 +21,7 @@ from agents.memory.session_settings import SessionSettings  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from eventstore import EventStore, StoreClosedError, StoreUsageError  # noqa: E402
-from eventstore.cli import app  # noqa: E402
+from eventstore.commands import app  # noqa: E402
 from eventstore.integrations.openai_agents import (  # noqa: E402
     EventStoreSession,
     SessionItemError,

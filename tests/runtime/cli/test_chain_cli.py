@@ -11,7 +11,7 @@ import orjson
 from _cli_support import invoke
 
 from eventstore import open_store
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 
 def _export(paused_db: Path, dump: Path) -> list[bytes]:

@@ -24,7 +24,7 @@ def _show_entry(db: Path, call_id: str) -> dict[str, object]:
 
 def _web_status(db: Path, call_id: str) -> tuple[str, str]:
     from eventstore import open_store
-    from eventstore.cli import run
+    from eventstore.commands import run
     from runtime.web._view import Row, pair
 
     async def read() -> list[Event]:

@@ -15,8 +15,8 @@ import typer
 from _cli_support import invoke, make_session, paused_weather_log
 
 from eventstore import Event, TamperedLogError, open_store
-from eventstore.cli import errors
-from eventstore.cli._common import name_program, prog
+from eventstore.commands import errors
+from eventstore.commands._common import name_program, prog
 
 
 def _paused_demo(db: Path) -> tuple[str, str]:

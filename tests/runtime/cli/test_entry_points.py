@@ -1,6 +1,5 @@
-"""The real entry points (the ``evs`` script and ``python -m runtime.cli``, the store-only
-``python -m eventstore.cli``), the exported surfaces, and the rule that importing ``eventstore``
-never imports ``runtime``."""
+"""The real entry points of the ``evs`` program: the console script and ``python -m runtime.cli``
+(the store-only ``python -m eventstore.commands`` is tested in ``tests/eventstore/commands``)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import orjson
 import pytest
 from _cli_support import REPO, evs_subprocess
 
-import eventstore.cli
 import runtime.cli
 from eventstore import EventStore
 
@@ -25,77 +23,9 @@ STORE_COMMANDS = ("sessions", "show", "state", "tail", "verify", "export", "impo
                   "prune", "retention")
 
 
-def test_cli_exported_members() -> None:
+def test_program_exported_members() -> None:
     assert runtime.cli.__all__ == ["app", "main"]
-    assert eventstore.cli.__all__ == [
-        "DEFAULT_DB",
-        "AppOption",
-        "CliError",
-        "DbOption",
-        "Export",
-        "ExportFormatError",
-        "ExportedArtifact",
-        "Finding",
-        "JsonOption",
-        "Timeline",
-        "UserOption",
-        "address_flags",
-        "analyze",
-        "app",
-        "confirm_command",
-        "console",
-        "dump_artifact",
-        "errors",
-        "event_entry",
-        "main",
-        "open_existing",
-        "parse_export",
-        "print_event",
-        "print_json",
-        "printable",
-        "prog",
-        "run",
-        "run_app",
-        "shared_address",
-        "short_json",
-        "verify_session",
-    ]
-    assert callable(eventstore.cli.main)
     assert callable(runtime.cli.main)
-
-
-def test_importing_any_eventstore_module_does_not_import_runtime() -> None:
-    code = """
-import importlib, pkgutil, sys
-import eventstore
-names = ["eventstore"]
-for info in pkgutil.walk_packages(eventstore.__path__, "eventstore."):
-    if info.name.rsplit(".", 1)[-1] == "__main__":
-        continue  # importing it would run the command line
-    names.append(info.name)
-for name in names:
-    importlib.import_module(name)
-assert "eventstore.cli._app" in sys.modules, names
-assert "eventstore.backends.sqlite.base" in sys.modules, names
-leaked = sorted(m for m in sys.modules if m == "runtime" or m.startswith("runtime."))
-assert not leaked, leaked
-print(len(names))
-"""
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                            text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    assert int(result.stdout) > 15
-
-
-def test_store_only_module_entry_point() -> None:
-    result = subprocess.run([sys.executable, "-m", "eventstore.cli", "--help"], cwd=REPO,
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    commands = result.stdout.split("Commands:")[1].split()
-    for command in STORE_COMMANDS:
-        assert command in commands
-    for command in RUNTIME_COMMANDS:
-        assert command not in commands
 
 
 def test_module_entry_point_help() -> None:
@@ -167,14 +97,6 @@ def test_usage_errors_are_one_line_with_status_2(args: list[str], message: str) 
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith(message)
-    assert result.stderr.count("\n") == 1
-
-
-def test_store_only_usage_error_is_one_line() -> None:
-    result = subprocess.run([sys.executable, "-m", "eventstore.cli", "demo"], cwd=REPO,
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 2
-    assert result.stderr.startswith("evs: error: No such command 'demo'.")
     assert result.stderr.count("\n") == 1
 
 

@@ -33,7 +33,7 @@ from runtime.cli import app
 
 T = TypeVar("T")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 AGENT = "weather_agent"
 
 

@@ -1,9 +1,13 @@
-"""The store-only ``evs`` commands, and the toolkit the full ``evs`` builds its commands with.
+"""The store's ``evs`` commands, and the toolkit every ``evs`` command is built with.
 
-``app`` holds the commands that need nothing but the store: ``sessions``, ``show``, ``state``,
-``tail``, ``verify``, ``export``, ``import`` and ``db``; ``python -m eventstore.cli`` runs it.
-The ``evs`` console script is ``runtime.cli``: this app plus the commands that drive the runtime
-(``eventstore`` never imports ``runtime``).
+This package is half of the one ``evs`` command line: ``app`` holds the commands that need
+nothing but the store (``sessions``, ``show``, ``state``, ``tail``, ``verify``, ``export``,
+``import``, ``delete``, ``fork``, ``prune``, ``heads`` and the ``db``, ``memory`` and
+``retention`` groups), and the toolkit (options, one-line errors, ``run_app``, the timeline and
+its rendering) is what ``runtime.cli`` builds the rest with. ``runtime.cli`` is the ``evs``
+console script: this app plus the commands that drive the runtime (``eventstore`` never imports
+``runtime``). ``python -m eventstore.commands`` (or its old name, ``python -m eventstore.cli``)
+runs this app alone, for a machine with only the store.
 
 Every command takes ``--db URL`` (or ``EVS_DATABASE_URL``; default ``./evs.db``) and ``--json``.
 Read commands open the database read-only and never change it. Errors are one line on stderr and
@@ -72,5 +76,5 @@ __all__ = [
 
 
 def main() -> None:
-    """Run the store-only commands (``python -m eventstore.cli``)."""
+    """Run the store-only commands (``python -m eventstore.commands``)."""
     run_app(standalone)

@@ -211,7 +211,9 @@ def _detect_prog(argv0: str, *, module: str) -> str:
     """What ``prog()`` returns for a process started as ``argv0``."""
     if not argv0 or argv0 == "-c":
         return "evs"
-    if Path(argv0).name == "__main__.py":
+    started = _module_started_as(argv0)
+    if started is not None or Path(argv0).name == "__main__.py":
+        module = started or module
         python = sys.executable or "python3"
         found = shutil.which(Path(python).name)
         if found and _same_file(found, python):
@@ -222,6 +224,16 @@ def _detect_prog(argv0: str, *, module: str) -> str:
     if found and _same_file(found, argv0):
         return shlex.quote(name)
     return shlex.quote(argv0)
+
+
+def _module_started_as(argv0: str) -> str | None:
+    """The module ``python -m MODULE`` ran when that module is a plain one, not a package's
+    ``__main__`` (``python -m eventstore.cli``, the old name): its file is ``argv0``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is None or spec.name.endswith(".__main__") or spec.origin != argv0:
+        return None
+    return str(spec.name)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -491,7 +503,7 @@ def run_app(app: typer.Typer) -> None:
     sentence instead. Running without a command still prints the help.
     """
     global _prog
-    module = "runtime.cli" if app.info.name == "evs" else "eventstore.cli"
+    module = "runtime.cli" if app.info.name == "evs" else "eventstore.commands"
     _prog = _detect_prog(sys.argv[0] if sys.argv else "", module=module)
     if not isinstance(sys.stdout, _PipeSafeStdout):
         sys.stdout = _PipeSafeStdout(sys.stdout)

@@ -22,7 +22,7 @@ from _cli_support import (
 )
 
 from eventstore import EventStore
-from eventstore.cli._retention_cmds import format_duration, parse_duration
+from eventstore.commands._retention_cmds import format_duration, parse_duration
 
 DAY = 86_400.0
 

@@ -179,7 +179,7 @@ def test_delete_without_a_terminal_needs_yes(paused_db: Path) -> None:
 @pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
 def test_delete_asks_on_a_terminal(paused_db: Path, monkeypatch: pytest.MonkeyPatch,
                                    answer: str, deleted: bool) -> None:
-    monkeypatch.setattr("eventstore.cli._maintain._interactive", lambda: True)
+    monkeypatch.setattr("eventstore.commands._maintain._interactive", lambda: True)
     result = invoke("delete", "s1", "--db", str(paused_db), input=answer)
     assert "Delete session s1 (app weather, user ada, 9 events" in result.stderr
     assert (result.exit_code == 0) is deleted

@@ -12,7 +12,7 @@ from _cli_support import AGENT, build, call, invoke, response
 
 from eventstore import Content, Event, EventActions, EventStore
 from eventstore.backends.sqlite.base import SQLiteBackend
-from eventstore.cli._show_pages import SHOW_PAGE
+from eventstore.commands._show_pages import SHOW_PAGE
 
 SIZE = 3_000
 FAR_CALL = 2_901
@@ -145,7 +145,7 @@ def test_show_window_names_an_edit_in_it_and_not_one_before_it(
 
 
 def test_verify_reads_the_log_in_pages(long_db: Path, rows_read: list[int]) -> None:
-    from eventstore.cli._maintain import VERIFY_PAGE
+    from eventstore.commands._maintain import VERIFY_PAGE
 
     result = invoke("verify", "s1", "--db", str(long_db))
     assert result.exit_code == 0, result.output
@@ -165,7 +165,7 @@ def test_verify_finds_a_break_past_the_first_page(long_db: Path, tmp_path: Path)
 
 
 def test_state_reads_the_log_in_pages(long_db: Path, rows_read: list[int]) -> None:
-    from eventstore.cli._inspect import STATE_PAGE
+    from eventstore.commands._inspect import STATE_PAGE
 
     result = invoke("state", "s1", "--db", str(long_db))
     assert result.exit_code == 0, result.output

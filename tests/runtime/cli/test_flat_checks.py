@@ -28,11 +28,11 @@ from _cli_support import (
 from eventstore import Content, Event, EventActions, ToolConfirmation, _export, open_store
 from eventstore._codec import with_seq
 from eventstore._exchange import ExportFormatError, dump_header, parse_header
-from eventstore.cli import _carried, _import, _maintain
-from eventstore.cli._carried import read_header
-from eventstore.cli._log_check import LogCheck
-from eventstore.cli._maintain import verify_session
-from eventstore.cli._verify import check_events
+from eventstore.commands import _carried, _import, _maintain
+from eventstore.commands._carried import read_header
+from eventstore.commands._log_check import LogCheck
+from eventstore.commands._maintain import verify_session
+from eventstore.commands._verify import check_events
 
 CONFIRM = "adk_request_confirmation"
 

@@ -157,7 +157,7 @@ standalone = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-"""What ``python -m eventstore.cli`` runs: ``app`` plus ``--version`` (``app`` itself has no
+"""What ``python -m eventstore.commands`` runs: ``app`` plus ``--version`` (``app`` itself has no
 callback, because ``runtime.cli`` merges it into the full ``evs``)."""
 standalone.add_typer(app)
 

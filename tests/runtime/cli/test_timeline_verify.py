@@ -20,7 +20,7 @@ from eventstore import (
 from eventstore._chain import GENESIS, chain_hashes
 from eventstore._codec import encode_event
 from eventstore._state import has_shared_keys
-from eventstore.cli._exchange import (
+from eventstore.commands._exchange import (
     ExportedArtifact,
     ExportFormatError,
     dump_artifact,
@@ -29,8 +29,8 @@ from eventstore.cli._exchange import (
     parse_export,
     referenced_artifacts,
 )
-from eventstore.cli._timeline import analyze
-from eventstore.cli._verify import check_artifacts, check_log, check_snapshots
+from eventstore.commands._timeline import analyze
+from eventstore.commands._verify import check_artifacts, check_log, check_snapshots
 
 
 def _numbered(events: list[Event]) -> list[Event]:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from eventstore.cli import _progress
+from eventstore.commands import _progress
 
 
 class _Terminal(io.StringIO):

@@ -20,7 +20,7 @@ from _cli_support import (
 )
 
 from eventstore import Content, Event, open_store
-from eventstore.cli import _import
+from eventstore.commands import _import
 
 PAGE = 3
 """Events per page in these tests: the 13-event log spans five pages."""
