@@ -20,7 +20,7 @@ from eventstore import (
     StoreUsageError,
     open_store,
 )
-from eventstore.cli._maintain import verify_session
+from eventstore.commands._maintain import verify_session
 
 APP = "app"
 USER = "alice"

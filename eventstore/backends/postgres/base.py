@@ -305,7 +305,7 @@ class PostgresBackend(SQLBackendBase):
         given = record.id
         if initial and not artifacts and not imported and not any(
                 e.shared_state for e in initial):
-            async def at_once(conn: Any) -> list[StoredEvent] | None:
+            async def at_once(conn: Any) -> list[records.StoredEvent] | None:
                 return await create_at_once(conn, record.session_id, given, record.app_name,
                                             record.user_id, record.created_at, initial,
                                             signing_key=self.signing_key)
