@@ -230,13 +230,16 @@ def _ours(*args: object, **kwargs: object) -> _Synced:
 @pytest.fixture(autouse=True)
 def evs_resume_backend(request: pytest.FixtureRequest,
                        monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """With ``EVS_ADK_RESUME``, the module's (and ``testing_utils``') in-memory session service
-    is ours on that backend; the stores made are closed (databases dropped) after the test."""
+    """With ``EVS_ADK_RESUME``, the in-memory session service of the module and of ADK's
+    ``*testing_utils`` helpers is ours on that backend; the stores made are closed (databases
+    dropped) after the test."""
     if not os.environ.get(_RESUME_ENV):
         yield
         return
     _register_as_session_service()
-    for module in (request.module, sys.modules.get("tests.unittests.testing_utils")):
+    helpers = [m for name, m in list(sys.modules.items())
+               if name.startswith("tests.unittests.") and name.endswith("testing_utils")]
+    for module in (request.module, *helpers):
         if module is not None and hasattr(module, "InMemorySessionService"):
             monkeypatch.setattr(module, "InMemorySessionService", _ours)
     try:
