@@ -333,7 +333,7 @@ def _swapped(metafunc: pytest.Metafunc) -> bool:
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
     """A swapped test given an ADK service as its ``session_service`` parameter gets ours."""
     ours = pyfuncitem.funcargs.get("evs_adk_swap")
-    if ours is not None and "session_service" in pyfuncitem.funcargs:
+    if isinstance(ours, type) and "session_service" in pyfuncitem.funcargs:
         pyfuncitem.funcargs["session_service"] = ours()
     yield
 
