@@ -4,7 +4,8 @@ with ``DBOSAgent`` / ``PrefectAgent`` / ``TemporalAgent`` swapped for ``EventSto
 
     .venv/bin/python scripts/run_pydantic_ai_upstream_tests.py /path/to/pydantic-ai \\
         [--file test_dbos.py …] [--backend sqlite|postgres] [--path DIR …] \\
-        [--server-path DIR …] [--timeout SECONDS] [--swap-only]
+        [--server-path DIR …] [--temporal-cli PATH] [--timeout SECONDS] [--workers N] \\
+        [--swap-only]
 
 ``/path/to/pydantic-ai`` is a checkout of pydantic/pydantic-ai kept outside this project. Its
 tests need the pydantic-ai release they were written for: ``--path`` puts directories in front
@@ -38,11 +39,14 @@ from run_pydantic_ai_durable_tests import DEFAULT_POSTGRES, INTERNALS
 HERE = Path(__file__).resolve().parent
 
 
-def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int) -> dict[str, str]:
+def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
+              workers: int) -> dict[str, str]:
+    # A test stuck in a thread is not interrupted by a signal: the thread method ends its
+    # worker, which xdist replaces (the test counts as failed).
     command = [
         sys.executable, "-m", "pytest", "-p", "_pai_upstream_plugin", "-p", "no:cacheprovider",
-        "-p", "no:asyncio", "-q", "-rA", "-n", "0", f"tests/{file}",
-        *(["--timeout", str(timeout)] if timeout else []),
+        "-p", "no:asyncio", "-q", "-rA", "-n", str(workers), f"tests/{file}",
+        *(["--timeout", str(timeout), "--timeout-method=thread"] if timeout else []),
     ]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
                           check=False)
@@ -92,6 +96,7 @@ def main() -> int:
     parser.add_argument("--temporal-cli")
     parser.add_argument("--timeout", type=int, default=0,
                         help="seconds per test (needs pytest-timeout); 0: none")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
     parser.add_argument("--swap-only", action="store_true",
                         help="skip the baseline run (every test counts as passed on theirs)")
     options = parser.parse_args()
@@ -101,18 +106,19 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
             env = _env(options, scratch)
-            theirs = {} if options.swap_only else _outcomes(checkout, file, env, options.timeout)
+            theirs = {} if options.swap_only else _outcomes(checkout, file, env,
+                                                            options.timeout, options.workers)
             log = scratch / "ran-on-ours"
             swapped = dict(env, EVS_PAI_SWAP="1", EVS_PAI_LOG=str(log))
             if options.backend == "sqlite":
                 swapped["EVS_PAI_STORE"] = str(scratch / "evs.db")
-                ours = _outcomes(checkout, file, swapped, options.timeout)
+                ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
             else:
                 from _crash_common import postgres_database
 
                 with postgres_database(options.postgres) as url:
                     swapped["EVS_PAI_STORE"] = url
-                    ours = _outcomes(checkout, file, swapped, options.timeout)
+                    ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
             ran = set(log.read_text().split()) if log.exists() else set()
         if options.swap_only:
             theirs = dict.fromkeys(ours, "PASSED")
