@@ -22,6 +22,12 @@ of that backend instead, seen through ``_Synced``: the same service, its calls r
 loop of its own, so the synchronous ``create_session_sync`` / ``get_session_sync`` that
 ``testing_utils.InMemoryRunner`` calls from inside a running test loop work too.
 
+ADK's tests written for its own services in that module (``BACKEND_SPECIFIC``) build those
+services inside the test. With ``EVS_ADK_BACKEND_SPECIFIC`` set
+(``run_adk_upstream_tests.py --backend-specific``), each runs once per backend with the
+module's service classes swapped for a subclass of ours bound to a fresh store, and only those
+cases are collected.
+
 ``EVS_ADK_BACKENDS`` (default ``memory,sqlite,postgres``) picks the backends;
 ``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one).
 """
@@ -137,10 +143,14 @@ async def evs_artifact_backend(
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Give each ADK artifact test that draws its service from the module's factory a backend."""
+    """Give each ADK artifact test that draws its service from the module's factory, and each
+    test of ``BACKEND_SPECIFIC``, a backend."""
     if (os.environ.get("EVS_ADK_ARTIFACTS") and metafunc.module.__name__ == _ARTIFACTS
             and "artifact_service_factory" in metafunc.fixturenames):
         metafunc.parametrize("evs_artifact_backend", BACKENDS, indirect=True,
+                             ids=lambda backend: backend.name)
+    if _swapped(metafunc):
+        metafunc.parametrize("evs_adk_swap", BACKENDS, indirect=True,
                              ids=lambda backend: backend.name)
 
 
@@ -220,13 +230,16 @@ def _ours(*args: object, **kwargs: object) -> _Synced:
 @pytest.fixture(autouse=True)
 def evs_resume_backend(request: pytest.FixtureRequest,
                        monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """With ``EVS_ADK_RESUME``, the module's (and ``testing_utils``') in-memory session service
-    is ours on that backend; the stores made are closed (databases dropped) after the test."""
+    """With ``EVS_ADK_RESUME``, the in-memory session service of the module and of ADK's
+    ``*testing_utils`` helpers is ours on that backend; the stores made are closed (databases
+    dropped) after the test."""
     if not os.environ.get(_RESUME_ENV):
         yield
         return
     _register_as_session_service()
-    for module in (request.module, sys.modules.get("tests.unittests.testing_utils")):
+    helpers = [m for name, m in list(sys.modules.items())
+               if name.startswith("tests.unittests.") and name.endswith("testing_utils")]
+    for module in (request.module, *helpers):
         if module is not None and hasattr(module, "InMemorySessionService"):
             monkeypatch.setattr(module, "InMemorySessionService", _ours)
     try:
@@ -243,3 +256,98 @@ def evs_resume_backend(request: pytest.FixtureRequest,
             service._loop.call_soon_threadsafe(service._loop.stop)
             if database is not None:
                 _admin_now(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+# --- ADK's tests of its own database services, on ours ----------------------------------------
+
+_SESSIONS = "tests.unittests.sessions.test_session_service"
+_SPECIFIC_ENV = "EVS_ADK_BACKEND_SPECIFIC"
+
+BACKEND_SPECIFIC = (
+    "test_append_event_to_stale_session",
+    "test_sqlite_append_event_uses_typed_stale_session_error",
+    "test_append_event_concurrent_stale_sessions_reject_stale_writer",
+    "test_append_event_allows_timestamp_drift_for_current_session",
+    "test_append_event_allows_markerless_current_session",
+    "test_append_event_to_deleted_session_raises_session_not_found",
+    "test_append_event_with_non_serializable_state_delta",
+    "test_get_session_orders_tied_timestamps_by_id",
+    "test_create_session_with_padded_duplicate_id_raises_error",
+    "test_create_session_with_blank_id_generates_one",
+    "test_append_event_is_idempotent_for_same_event_id",
+    "test_append_different_events_not_deduplicated",
+)
+"""ADK's tests written for its ``DatabaseSessionService`` / ``SqliteSessionService`` /
+``InMemorySessionService`` that state what a session service owes its callers (the
+stale-writer error and its words, concurrent stale writers, timestamp drift, marker-less
+session objects, a deleted session, a state value JSON cannot encode, ties ordered by id,
+padded and blank ids, an identical re-append, a different event under a held id). They build
+ADK's services inside the test, so the registry cannot reach them; with
+``EVS_ADK_BACKEND_SPECIFIC`` set each runs once per backend with the module's service classes
+swapped for ours (a test parametrized over ADK's service types runs once, under ``DATABASE``:
+every type is our service then)."""
+
+
+@pytest.fixture(autouse=True)
+async def evs_adk_swap(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[type | None]:
+    """For a test of ``BACKEND_SPECIFIC``: the module's session service classes build our
+    service on the parameter's backend (constructor arguments are ignored; ``async with``
+    closes it); yields that class. Elsewhere (no parameter) this does nothing."""
+    backend: Backend | None = getattr(request, "param", None)
+    if backend is None:
+        yield None
+        return
+    from eventstore.integrations.adk import EventStoreSessionService
+
+    made: list[EventStoreSessionService] = []
+    async with _store_url(backend.name.removeprefix("evs_"), tmp_path) as url:
+
+        class Ours(EventStoreSessionService):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(url)
+                made.append(self)
+
+            async def __aenter__(self) -> Ours:
+                return self
+
+            async def __aexit__(self, *exc: object) -> None:
+                await self.close()
+
+        for name in ("DatabaseSessionService", "SqliteSessionService", "InMemorySessionService"):
+            monkeypatch.setattr(request.module, name, Ours)
+        try:
+            yield Ours
+        finally:
+            for service in made:
+                await service.close()
+
+
+def _swapped(metafunc: pytest.Metafunc) -> bool:
+    return bool(os.environ.get(_SPECIFIC_ENV) and metafunc.module.__name__ == _SESSIONS
+                and metafunc.function.__name__ in BACKEND_SPECIFIC)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Iterator[None]:
+    """A swapped test given an ADK service as its ``session_service`` parameter gets ours."""
+    ours = pyfuncitem.funcargs.get("evs_adk_swap")
+    if isinstance(ours, type) and "session_service" in pyfuncitem.funcargs:
+        pyfuncitem.funcargs["session_service"] = ours()
+    yield
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``EVS_ADK_BACKEND_SPECIFIC``, keep only the swapped cases, one per ADK service
+    type (``DATABASE``)."""
+    if not os.environ.get(_SPECIFIC_ENV):
+        return
+    keep: list[pytest.Item] = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        kind = params.get("service_type")
+        if "evs_adk_swap" in params and (kind is None or kind.name == "DATABASE"):
+            keep.append(item)
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep

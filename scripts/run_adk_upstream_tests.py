@@ -1,6 +1,7 @@
 """Run google-adk's own session contract tests on our ``EventStoreSessionService``.
 
-    .venv/bin/python scripts/run_adk_upstream_tests.py /path/to/adk-python [--artifacts] [args…]
+    .venv/bin/python scripts/run_adk_upstream_tests.py /path/to/adk-python \
+        [--artifacts | --backend-specific | --resume] [args…]
 
 ``/path/to/adk-python`` is a checkout of google/adk-python outside this project, at the
 version of the installed google-adk (its ``tests/unittests/sessions/_conformance.py`` holds
@@ -9,6 +10,9 @@ that takes the shared ``session_service`` fixture runs on memory, SQLite and Pos
 (``scripts/_adk_upstream_plugin.py``); ADK's tests of its own services are deselected. With
 ``--artifacts``, the in-memory cases of ``tests/unittests/artifacts/test_artifact_service.py``
 run on ``EventStoreArtifactService`` instead (that module imports google-cloud-storage).
+With ``--backend-specific``, the tests of that module written for ADK's own services
+(``BACKEND_SPECIFIC`` in the plugin: stale writers, a deleted session, ties, padded ids, …)
+run on ours instead, their service classes swapped, once per backend.
 
 With ``--resume``, ADK's tests of resumable invocations (``RESUME_TESTS``: pause, resume and
 tool confirmation in the runner, the resumable LLM, loop, parallel and sequential agents,
@@ -37,14 +41,24 @@ RESUME_TESTS = (
     "tests/unittests/agents/test_sequential_agent.py",
     "tests/unittests/flows/llm_flows/test_agent_transfer.py",
     "tests/unittests/apps/test_apps.py",
+    # 2.x moved agent transfer into the workflow package and added resumable workflows
+    "tests/unittests/workflow/test_agent_transfer.py",
+    "tests/unittests/workflow/test_workflow_hitl.py",
+    "tests/unittests/workflow/test_workflow_parallel_worker.py",
+    "tests/unittests/workflow/test_node_tool.py",
+    "tests/unittests/workflow/test_llm_agent_as_node.py",
+    "tests/unittests/workflow/test_dynamic_use_as_output.py",
+    "tests/unittests/workflow/test_function_node.py",
 )
-"""ADK's test modules that run resumable invocations (``grep -l is_resumable``)."""
+"""ADK's test modules that run resumable invocations (``grep -l is_resumable``, less those
+that test the context objects alone); a module the checkout does not have is skipped."""
 
 
 def _passed(checkout: Path, env: dict[str, str], rest: list[str]) -> set[str]:
     command = [
         sys.executable, "-m", "pytest", "-p", "_adk_upstream_plugin", "-p", "no:cacheprovider",
         "--rootdir", str(checkout), "-o", "asyncio_mode=auto", "-q", "-rA",
+        "--continue-on-collection-errors",
         *[t for t in RESUME_TESTS if (checkout / t).is_file()], *rest,
     ]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
@@ -79,10 +93,14 @@ def main(argv: list[str]) -> int:
     checkout = Path(argv[0]).resolve()
     rest = argv[1:]
     artifacts = "--artifacts" in rest
+    specific = "--backend-specific" in rest
     if artifacts:
         rest.remove("--artifacts")
         tests = ["tests/unittests/artifacts/test_artifact_service.py",
                  "-k", "(IN_MEMORY or in_memory) and evs_"]
+    elif specific:
+        rest.remove("--backend-specific")
+        tests = ["tests/unittests/sessions/test_session_service.py"]
     else:
         tests = ["tests/unittests/sessions/test_session_service.py",
                  "-k", "evs_memory or evs_sqlite or evs_postgres"]
@@ -91,6 +109,8 @@ def main(argv: list[str]) -> int:
         [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]))
     if artifacts:
         env["EVS_ADK_ARTIFACTS"] = "1"
+    if specific:
+        env["EVS_ADK_BACKEND_SPECIFIC"] = "1"
     if "--resume" in rest:
         rest.remove("--resume")
         return _resume(checkout, env, rest)
