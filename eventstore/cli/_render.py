@@ -14,6 +14,7 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from .._calls import DEFERRAL_KEYS, deferred_call_ids
 from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Compaction, Event
 from .._links import parent_link
@@ -81,6 +82,14 @@ def _call_text(name: str, args: Any) -> str:
     return f"{name}({short_json(args, limit=60)})"
 
 
+def _named_call(call_id: str, timeline: Timeline) -> str:
+    """A call an event refers to by id, as ``evs show`` names it (with its position)."""
+    record = timeline.calls.get(call_id)
+    if record is not None:
+        return f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
+    return "a call not in the log!" if timeline.read_from <= 1 else timeline.unread_call()
+
+
 def _when(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -99,7 +108,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
             entry["status"] = timeline.status(call.id)
             entry["status_text"] = STATUS_TEXT[entry["status"]]
             entry["answered_at"] = final.seq if final else None
-            entry["long_running"] = record.long_running
+            entry["long_running"] = record.long_running or record.deferred
             entry["confirmation_ids"] = list(record.confirmation_ids)
         confirmation = timeline.confirmations.get(call.id)
         if confirmation is not None and confirmation.seq == event.seq:
@@ -136,6 +145,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         "responses": responses,
         "started_call_ids": list(event.started_call_ids),
         "rerun_call_ids": rerun_decisions(event),
+        "deferred_call_ids": list(deferred_call_ids(event)),
         "state_delta": actions.state_delta,
         "state_deletions": list(actions.state_deletions),
         "artifact_delta": actions.artifact_delta,
@@ -191,16 +201,17 @@ def print_event(
     header.append(f" {_when(event.timestamp)}  ", style="dim")
     header.append(printable(event.author), style="cyan" if event.author == "user"
                   else "magenta")
-    kind = "re-run decision" if reruns and not event.text() else event_kind(event)
+    deferred = deferred_call_ids(event)
+    kind = ("re-run decision" if reruns and not event.text() else "deferral"
+            if deferred and event.content is None else event_kind(event))
     header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)
     for call_id in reruns:
-        record = timeline.calls.get(call_id)
-        what = (f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
-                if record else "a call not in the log!" if timeline.read_from <= 1
-                else timeline.unread_call())
-        _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"), (what, "bold"),
-              (f"  [{call_id}]", "dim"))
+        _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"),
+              (_named_call(call_id, timeline), "bold"), (f"  [{call_id}]", "dim"))
+    for call_id in deferred:
+        _line(console, ("⇥ ", "bold"), ("deferred by its tool, waits for its result: ", "yellow"),
+              (_named_call(call_id, timeline), "bold"), (f"  [{call_id}]", "dim"))
     if event.text():
         _line(console, ("“" + event.text() + "”", ""))
     compaction = event.actions.compaction
@@ -288,7 +299,7 @@ def print_event(
         # Keys starting with "_" are an integration's own records (ADK's "_adk" extension
         # field), kept for a lossless round trip, not for reading (--json and --raw have them).
         for key, value in event.custom_metadata.items():
-            if not key.startswith("_"):
+            if not key.startswith("_") and key not in DEFERRAL_KEYS:
                 _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
 
 

@@ -23,7 +23,7 @@ from .._call_status import (
     confirmation_answer,
     deciding_request,
 )
-from .._calls import is_placeholder_response
+from .._calls import deferred_call_ids, is_placeholder_response
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, FunctionResponse
 
 __all__ = [
@@ -66,6 +66,9 @@ class CallRecord:
     """Seq of the execution-started claim, if any."""
     last_started_seq: int | None = None
     """Seq of the newest execution-started claim, if any."""
+    deferred: bool = False
+    """A deferral newer than its newest claim: its tool said its result comes from outside
+    (docs/protocol.md §7), so it is long-running, not in doubt."""
     answers: list[Answer] = field(default_factory=list)
     """Responses with this call's id, oldest first."""
     confirmation_ids: list[str] = field(default_factory=list)
@@ -158,7 +161,7 @@ class Timeline:
                     if c in self.confirmations and self.confirmations[c].author != "user"]
         return CallFacts(
             settled=record.final_answer is not None,
-            long_running=record.long_running,
+            long_running=record.long_running or record.deferred,
             claim_seq=record.last_started_seq,
             requests=[RequestFacts(
                 seq=r.seq, confirmation_id=r.confirmation_id, answers=r.answers,
@@ -220,6 +223,11 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
                 if record.started_seq is None:
                     record.started_seq = seq
                 record.last_started_seq = seq
+                record.deferred = False
+        for call_id in deferred_call_ids(event):
+            record = timeline.calls.get(call_id)
+            if record is not None and record.last_started_seq is not None:
+                record.deferred = True
         asked = event.actions.requested_tool_confirmations
         for response in event.function_responses():
             record = timeline.calls.get(response.id)
