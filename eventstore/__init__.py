@@ -65,6 +65,7 @@ from ._exceptions import (
     TamperedLogError,
 )
 from ._fork import ForkLink, SessionForks
+from ._framework_records import is_framework_record
 from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._retention import PrunedSession, PruneReport, RetentionPolicy
@@ -155,6 +156,7 @@ __all__ = [
     "event_kind",
     "fold_state",
     "idempotency_key",
+    "is_framework_record",
     "is_placeholder_response",
     "new_event_id",
     "open_store",

@@ -68,3 +68,15 @@ def answer_forms(html: str) -> list[AnswerForm]:
         name: unescape(value)
         for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form)
     }) for url, form in found]
+
+
+def answer_pending(http: TestClient, config: WebConfig, sid: str, *, expect: str,
+                   **fields: str) -> str:
+    """Sign in on session ``sid``'s pending page, check it lists ``expect``, submit its only
+    answer form with ``fields`` (``action="approve"``, a ``result``) and return the page the
+    answer leads to."""
+    sign_in(http, config, f"/pending/{sid}")
+    page = http.get(f"/pending/{sid}").text
+    assert expect in text_of(page)
+    [form] = answer_forms(page)
+    return form.post(http, **fields)

@@ -19,6 +19,7 @@ from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Compaction, Event
 from .._links import parent_link
 from ._common import printable
+from ._records_view import RecordLine, record_kind, record_lines
 from ._timeline import CallStatus, Timeline, is_error_response
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "print_event",
     "print_events",
     "provider_call_id",
+    "record_entries",
     "rerun_decisions",
     "short_json",
 ]
@@ -146,6 +148,8 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         "started_call_ids": list(event.started_call_ids),
         "rerun_call_ids": rerun_decisions(event),
         "deferred_call_ids": list(deferred_call_ids(event)),
+        "record_kind": record_kind(event),
+        "records": record_entries(event, timeline),
         "state_delta": actions.state_delta,
         "state_deletions": list(actions.state_deletions),
         "artifact_delta": actions.artifact_delta,
@@ -202,8 +206,9 @@ def print_event(
     header.append(printable(event.author), style="cyan" if event.author == "user"
                   else "magenta")
     deferred = deferred_call_ids(event)
+    records = record_lines(event, timeline)
     kind = ("re-run decision" if reruns and not event.text() else "deferral"
-            if deferred and event.content is None else event_kind(event))
+            if deferred and event.content is None else record_kind(event) or event_kind(event))
     header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)
     for call_id in reruns:
@@ -294,13 +299,41 @@ def print_event(
             _line(console, (flag.replace("_", " "), "dim"))
     if event.actions.transfer_to_agent:
         _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
-    if event.content is None and not event.started_call_ids:
+    for line in records:
+        _print_record(console, line)
+    if event.content is None and not event.started_call_ids and not records:
         # Runtime bookkeeping without content (a live stream's end, a re-run decision, …).
         # Keys starting with "_" are an integration's own records (ADK's "_adk" extension
         # field), kept for a lossless round trip, not for reading (--json and --raw have them).
         for key, value in event.custom_metadata.items():
             if not key.startswith("_") and key not in DEFERRAL_KEYS:
                 _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
+
+
+def _print_record(console: Console, record: RecordLine) -> None:
+    """One line of a framework door's record (``record_lines``), read as its shape reads."""
+    where = f"call #{record.call_seq}" if record.call_seq is not None else "call not read"
+    if record.shape == "call":
+        _line(console, ("→ ", "bold"), (_call_text(record.name, record.value), "bold"),
+              (f"  [{record.call_id}]", "dim"),
+              (f"  the framework's copy of {where}" if record.call_seq is not None else "",
+               "dim"))
+    elif record.shape == "output":
+        _line(console, ("← ", "bold"), (record.name or "?", "bold"),
+              (f" [{record.call_id}]", "dim"), (f" ({where}) ", "dim"),
+              (("retry: " if record.error else "") + (
+                  record.value if isinstance(record.value, str) else short_json(record.value)),
+               "red" if record.error else "green"))
+    elif record.shape == "text":
+        _line(console, ("“" + str(record.value) + "”", ""))
+    else:
+        _line(console, (str(record.value), "dim"))
+
+
+def record_entries(event: Event, timeline: Timeline) -> list[dict[str, Any]]:
+    """``record_lines`` as JSON-ready mappings (``evs show --json``, ``evs web``)."""
+    return [{"shape": r.shape, "value": r.value, "name": r.name, "call_id": r.call_id,
+             "call_seq": r.call_seq, "error": r.error} for r in record_lines(event, timeline)]
 
 
 def _print_confirmation(

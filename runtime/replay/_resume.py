@@ -38,6 +38,7 @@ from eventstore import (
     FunctionCall,
     ToolConfirmation,
     deferred_call_ids,
+    is_framework_record,
     rerun_call_ids,
 )
 
@@ -335,7 +336,9 @@ class HeadScan:
     """Sans-IO: reads the log's head (newest first) and decides ``HeadStatus`` for one agent.
 
     The runner and ``pending()`` both use it, so "does the next run call the model" has one
-    answer. The agent's own claim events are skipped: the calls they claim are in the turn before.
+    answer. The agent's own claim and deferral events are skipped: the calls they name are in the
+    turn before; so are events holding only a framework door's records (``is_framework_record``:
+    a durable run's item copies and its end), which are nothing new for the model.
     Events holding only answers to the turn's calls are walked past: confirmation answers, the
     agent's responses (to calls run on an answer, or answered in the turn's step) and submitted
     results of its calls. ``runs_first`` names calls the next run executes before it reads the
@@ -364,6 +367,8 @@ class HeadScan:
             return True  # its claims and deferrals: the calls are in the turn before
         if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
             return True  # a live stream's end: bookkeeping, nothing for the model
+        if is_framework_record(event):
+            return True  # a framework door's bookkeeping (its run's end, item copies)
         answers = _confirmation_answers(event)
         results = None if answers is not None else self._submitted_results(event)
         if answers is not None or results is not None:

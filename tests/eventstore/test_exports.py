@@ -18,6 +18,7 @@ PUBLIC = {
     "claim_event",
     "deferred_call_ids",
     "idempotency_key",
+    "is_framework_record",
     "is_placeholder_response",
     "rerun_call_ids",
     "DEFAULT_URL",

@@ -16,7 +16,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
-from _pai import Crash, evs, order_agent, pending  # noqa: E402
+from _pai import Crash, deferring_agent, evs, order_agent, pending  # noqa: E402
 from pydantic_ai import (  # noqa: E402
     Agent,
     ApprovalRequired,
@@ -376,24 +376,7 @@ async def test_pydantic_ai_deferred_call_reads_as_long_running_everywhere(tmp_pa
 
     db = str(tmp_path / "deferred.db")
     ran: list[str] = []
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        from _pai import returns
-
-        done = returns(messages)
-        if not done:
-            return ModelResponse(parts=[ToolCallPart("render", {"page": 1}, "r1")])
-        return ModelResponse(parts=[TextPart(f"rendered: {done['render']}")])
-
-    agent: Agent[None, Any] = Agent(FunctionModel(model), name="printer",
-                                    output_type=[str, DeferredToolRequests])
-
-    @agent.tool_plain
-    def render(page: int) -> str:
-        ran.append("render")
-        raise CallDeferred
-
-    wrapped = EventStoreAgent(agent, store=db, idempotent_tools=["render"])
+    wrapped = EventStoreAgent(deferring_agent(ran=ran), store=db, idempotent_tools=["render"])
     for _ in range(2):
         waiting = await wrapped.run("Render page 1" if not ran else None, session_id="d")
         assert isinstance(waiting.output, DeferredToolRequests)

@@ -13,13 +13,10 @@ require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
 
-from _pai import order_agent, returns  # noqa: E402
-from _web_client import answer_forms, client, sign_in, text_of  # noqa: E402
-from pydantic_ai import Agent, CallDeferred, DeferredToolRequests  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from _pai import deferring_agent, order_agent  # noqa: E402
+from _web_client import answer_forms, answer_pending, client, text_of  # noqa: E402
+from pydantic_ai import DeferredToolRequests  # noqa: E402
 
 from eventstore.integrations.pydantic_ai import EventStoreAgent  # noqa: E402
 
@@ -41,11 +38,8 @@ async def test_pydantic_ai_approval_in_evs_web_lets_the_next_run_ship_once(
         assert "[c3] awaiting confirmation" in timeline
         assert "confirm ship" in timeline
         assert "hint: Approve ship?" in timeline
-        sign_in(http, config, "/pending/s")
-        page = http.get("/pending/s").text
-        assert "confirmation: ship" in text_of(page)
-        [form] = answer_forms(page)
-        assert "approved" in form.post(http, action="approve")
+        assert "approved" in answer_pending(http, config, "s", expect="confirmation: ship",
+                                            action="approve")
     done = await agent.run(None, session_id="s")
     assert done.output == "done: shipped book"
     assert ran == ["lookup", "charge", "ship"]
@@ -61,22 +55,7 @@ async def test_pydantic_ai_approval_in_evs_web_lets_the_next_run_ship_once(
 async def test_pydantic_ai_deferred_call_answered_in_evs_web(tmp_path: Path) -> None:
     db = str(tmp_path / "deferred.db")
     ran: list[str] = []
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        done = returns(messages)
-        if not done:
-            return ModelResponse(parts=[ToolCallPart("render", {"page": 1}, "r1")])
-        return ModelResponse(parts=[TextPart(f"rendered: {done['render']}")])
-
-    shop: Agent[None, Any] = Agent(FunctionModel(model), name="printer",
-                                   output_type=[str, DeferredToolRequests])
-
-    @shop.tool_plain
-    def render(page: int) -> str:
-        ran.append("render")
-        raise CallDeferred
-
-    agent = EventStoreAgent(shop, store=db)
+    agent = EventStoreAgent(deferring_agent(ran=ran), store=db)
     waiting = await agent.run("Render page 1", session_id="d")
     assert isinstance(waiting.output, DeferredToolRequests)
     http, config = client(db, writes=True)
@@ -84,12 +63,8 @@ async def test_pydantic_ai_deferred_call_answered_in_evs_web(tmp_path: Path) -> 
         timeline = text_of(http.get("/s/d").text)
         assert "[r1] pending (long-running: its result is submitted later)" in timeline
         assert "in doubt" not in timeline
-        sign_in(http, config, "/pending/d")
-        page = http.get("/pending/d").text
-        assert "long running: render" in text_of(page)
-        [form] = answer_forms(page)
-        assert form.fields["action"] == "respond"
-        assert "recorded" in form.post(http, result='{"result": "PDF"}')
+        assert "recorded" in answer_pending(http, config, "d", expect="long running: render",
+                                            result='{"result": "PDF"}')
     done = await agent.run(None, session_id="d")
     assert done.output == "rendered: PDF"
     assert ran == ["render"]
