@@ -31,11 +31,6 @@ from ._timeline import CallRecord, Timeline
 
 __all__ = ["RecordLine", "record_kind", "record_lines"]
 
-_LOOK_BACK = 200
-"""How many of the timeline's newest calls a session item's call is looked for among (its model
-turn comes just before it; the look is bounded so a long page stays linear)."""
-
-
 @dataclass(frozen=True, slots=True)
 class RecordLine:
     """One line describing a record."""
@@ -87,14 +82,11 @@ def record_lines(event: Event, timeline: Timeline) -> list[RecordLine]:
 def _mirrored(timeline: Timeline, call_id: str, before: int) -> CallRecord | None:
     """The newest call before ``before`` that mirrors the SDK's call ``call_id`` (stored as
     ``call_id@event id``, or as ``call_id`` itself)."""
-    prefix = f"{call_id}@"
-    for looked, record in enumerate(reversed(timeline.calls.values())):
-        if looked >= _LOOK_BACK:
-            break
-        if record.seq < before and (record.call.id == call_id
-                                    or record.call.id.startswith(prefix)):
-            return record
-    return None
+    found = [r for r in timeline.mirrors.get(call_id, ()) if r.seq < before]
+    if found:
+        return found[-1]
+    record = timeline.calls.get(call_id)
+    return record if record is not None and record.seq < before else None
 
 
 def _item_lines(item: Mapping[str, Any], event: Event, timeline: Timeline) -> Iterator[RecordLine]:

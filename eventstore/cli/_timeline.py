@@ -129,6 +129,9 @@ class Timeline:
     """Seqs of the user messages (user events with text), in log order."""
     turns: UserTurns = field(default_factory=UserTurns)
     """The log's user turns (which answers a run acts on)."""
+    mirrors: dict[str, list[CallRecord]] = field(default_factory=dict)
+    """A framework's call id -> the calls stored as ``ID@event id`` (an OpenAI Agents door's
+    mirror of the SDK's call), oldest first: a session item names the SDK's id."""
     read_from: int = 1
     """The lowest seq the analysed events cover: 1 for a reading from the log's start; above
     1 when only a part was read (``evs show`` of a window), so a call made before it is not
@@ -195,12 +198,15 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
             if call.id in timeline.calls:
                 timeline.duplicate_calls.append((seq, call))
                 continue
-            timeline.calls[call.id] = CallRecord(
+            made = timeline.calls[call.id] = CallRecord(
                 seq=seq,
                 call=call,
                 author=event.author,
                 long_running=call.id in event.long_running_tool_ids,
             )
+            given, mirrored, _ = call.id.partition("@")
+            if mirrored:
+                timeline.mirrors.setdefault(given, []).append(made)
             if call.name == REQUEST_CONFIRMATION_FUNCTION:
                 original = call.args.get("originalFunctionCall")
                 original = dict(original) if isinstance(original, Mapping) else {}
