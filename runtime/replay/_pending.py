@@ -195,8 +195,7 @@ class _Log:
     user_requests: dict[str, tuple[FunctionCall, str, int]] = dataclasses.field(
         default_factory=dict)
     """Confirmation requests a user wrote (never trusted; named when an answer is refused)."""
-    deferrals: Deferrals = dataclasses.field(default_factory=Deferrals)
-    """Calls their tool deferred after their newest claim (long-running, §7)."""
+    deferrals: Deferrals = dataclasses.field(default_factory=Deferrals)  # long-running (§7)
 
 
 def _ordered(events: Iterable[Event]) -> list[Event]:
@@ -569,11 +568,9 @@ class _Report:
                 continue
             claim = ix.claims.get(cid)
             if (entry.long_running or cid in ix.deferrals) and claim is not None:
-                self.add(
-                    "long_running", entry.call, entry.seq,
-                    f"Long-running call {cid!r} of tool {name!r} (an older turn) is waiting "
-                    "for its result; supply it with submit_response().",
-                )
+                self.add("long_running", entry.call, entry.seq,
+                         f"Long-running call {cid!r} of tool {name!r} (an older turn) is "
+                         "waiting for its result; supply it with submit_response().")
             elif claim is not None:
                 self.add(
                     "abandoned", entry.call, entry.seq,
