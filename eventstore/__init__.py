@@ -7,11 +7,14 @@ backward and live; state is the fold of the log; artifacts are versioned.
 from ._calls import (
     CLAIMED_BY_KEY,
     CONFIRMATION_REQUIRED_KIND,
+    DEFERRED_CALLS_KEY,
     RERUN_DECISION_KEY,
     CallDecision,
     CallLedger,
     CallRecord,
+    Deferrals,
     claim_event,
+    deferred_call_ids,
     idempotency_key,
     is_placeholder_response,
     rerun_call_ids,
@@ -62,6 +65,7 @@ from ._exceptions import (
     TamperedLogError,
 )
 from ._fork import ForkLink, SessionForks
+from ._framework_records import is_framework_record
 from ._links import PARENT_LINK_KEY, child_session_id, parent_link
 from ._open import DEFAULT_URL, open_store, resolve_url
 from ._retention import PrunedSession, PruneReport, RetentionPolicy
@@ -82,6 +86,7 @@ __all__ = [
     "CLAIMED_BY_KEY",
     "CONFIRMATION_REQUIRED_KIND",
     "DEFAULT_URL",
+    "DEFERRED_CALLS_KEY",
     "MAX_JSON_DEPTH",
     "PARENT_LINK_KEY",
     "REQUEST_CONFIRMATION_FUNCTION",
@@ -105,6 +110,7 @@ __all__ = [
     "Content",
     "CorruptEventError",
     "CorruptSnapshotError",
+    "Deferrals",
     "DuplicateEventError",
     "Event",
     "EventActions",
@@ -146,9 +152,11 @@ __all__ = [
     "check_json_value",
     "child_session_id",
     "claim_event",
+    "deferred_call_ids",
     "event_kind",
     "fold_state",
     "idempotency_key",
+    "is_framework_record",
     "is_placeholder_response",
     "new_event_id",
     "open_store",

@@ -9,7 +9,10 @@ resumes calls alike, and ``evs pending`` reads them all the same way:
 - a function response settles the call, unless it is the ``confirmation_required`` placeholder
   of a call that waits for a human (that call did not run);
 - a *re-run decision* (``custom_metadata["rerun_call_ids"]``) newer than a call's newest claim
-  allows exactly one more execution of a call in doubt.
+  allows exactly one more execution of a call in doubt;
+- a *deferral* (``custom_metadata["deferred_call_ids"]``) newer than a call's newest claim says
+  its tool handed the result to the outside while it ran (pydantic-ai's ``CallDeferred``): the
+  call is long-running, as if its model turn had marked it, not in doubt (§7).
 
 ``CallLedger`` is sans-IO: fed the session's events oldest first, it says for each call whether
 it is settled (and with what), waits to be run, may run again, or is *in doubt*.
@@ -30,13 +33,17 @@ from ._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
 __all__ = [
     "CLAIMED_BY_KEY",
     "CONFIRMATION_REQUIRED_KIND",
+    "DEFERRAL_KEYS",
+    "DEFERRED_CALLS_KEY",
     "IDEMPOTENCY_KEYS_KEY",
     "RERUN_DECISION_KEY",
     "CallDecision",
     "CallLedger",
     "CallRecord",
+    "Deferrals",
     "claim_event",
     "claimant",
+    "deferred_call_ids",
     "idempotency_key",
     "is_placeholder_response",
     "rerun_call_ids",
@@ -53,6 +60,15 @@ RERUN_DECISION_KEY = "rerun_call_ids"
 """``custom_metadata`` key of a resume-decision event (docs/protocol.md §9): the in-doubt call ids
 a human allowed to run again. Such an event has no content; it counts only if it is newer than
 the call's last claim, so every decision allows one more execution."""
+
+DEFERRED_CALLS_KEY = "deferred_call_ids"
+"""``custom_metadata`` key of a deferral event (docs/protocol.md §7): no content; the claimed
+calls it names wait for a result from outside (their tool said so while it ran). It counts for a
+call only when it is newer than the call's newest claim."""
+
+DEFERRAL_KEYS = (DEFERRED_CALLS_KEY, "pydantic_ai_deferred_call_ids")
+"""Every key a deferral is read under: the Pydantic AI door wrote the second before deferrals
+were the protocol's."""
 
 CONFIRMATION_REQUIRED_KIND = "confirmation_required"
 """The error kind of the placeholder response a call gets while it waits for a confirmation."""
@@ -117,6 +133,38 @@ def rerun_call_ids(event: Event) -> tuple[str, ...]:
     return tuple(i for i in ids if isinstance(i, str))
 
 
+def deferred_call_ids(event: Event) -> tuple[str, ...]:
+    """Return the call ids a deferral event names (empty for other events)."""
+    for key in DEFERRAL_KEYS:
+        ids = event.custom_metadata.get(key)
+        if isinstance(ids, list):
+            return tuple(i for i in ids if isinstance(i, str))
+    return ()
+
+
+class Deferrals:
+    """Which calls wait for a result from outside because a deferral newer than their newest
+    claim says so (sans-IO). Feed every claim and deferral in one direction: oldest first, or
+    newest first with ``newest_first=True``; then ask ``call_id in deferrals``."""
+
+    def __init__(self, *, newest_first: bool = False) -> None:
+        self._newest_first = newest_first
+        self._deferred: set[str] = set()
+        self._claimed: set[str] = set()  # newest first: calls whose newest claim was seen
+
+    def feed(self, event: Event) -> None:
+        """Take the next event."""
+        if self._newest_first:
+            self._deferred.update(i for i in deferred_call_ids(event) if i not in self._claimed)
+            self._claimed.update(event.started_call_ids)
+        else:
+            self._deferred.difference_update(event.started_call_ids)
+            self._deferred.update(deferred_call_ids(event))
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._deferred
+
+
 CallDecision = Literal["settled", "run", "rerun", "in_doubt", "waits_for_confirmation"]
 """What a resumer owes a call (stable strings):
 
@@ -149,6 +197,9 @@ class CallRecord:
     """``seq`` of its newest claim."""
     rerun_allowed: bool = False
     """A re-run decision newer than its newest claim allows one more execution."""
+    deferred: bool = False
+    """A deferral newer than its newest claim: the call waits for its result from outside (§7),
+    as a long-running call does; a resumer does not run it again."""
 
     def decision(self, *, idempotent: bool = False) -> CallDecision:
         """What a resumer owes this call; ``idempotent``: its tool may safely run again."""
@@ -193,6 +244,10 @@ class CallLedger:
             record.claims += 1
             record.last_claim_seq = event.seq
             record.rerun_allowed = False
+            record.deferred = False
+        for call_id in deferred_call_ids(event):
+            if call_id in self.records and self.records[call_id].claims:
+                self.records[call_id].deferred = True
         for call_id in rerun_call_ids(event):
             if call_id in self.records and self.records[call_id].claims:
                 self.records[call_id].rerun_allowed = True

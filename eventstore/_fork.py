@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ._calls import CONFIRMATION_REQUIRED_KIND, is_placeholder_response
+from ._calls import CONFIRMATION_REQUIRED_KIND, deferred_call_ids, is_placeholder_response
 from ._events import REQUEST_CONFIRMATION_FUNCTION, Event
 from ._state import USER_PREFIX
 
@@ -111,6 +111,7 @@ class _OpenCall:
     long_running: bool
     started: bool = False
     waiting_confirmation: bool = False
+    deferred: bool = False  # a deferral newer than its claim: long-running (§7)
 
 
 class StepScan:
@@ -127,7 +128,8 @@ class StepScan:
     def feed(self, event: Event) -> None:
         """Take the next (newer) event."""
         content = event.content
-        if content is None and not event.started_call_ids:
+        deferred = deferred_call_ids(event)
+        if content is None and not event.started_call_ids and not deferred:
             return  # a state delta, a decision, bookkeeping: no call opens or closes
         self._open = None
         if content is not None and content.role == "model" and event.author != "user":
@@ -151,6 +153,11 @@ class StepScan:
             found = self._calls.get(call_id)
             if found is not None:
                 found.started = True
+                found.deferred = False
+        for call_id in deferred:
+            found = self._calls.get(call_id)
+            if found is not None and found.started:
+                found.deferred = True
         for response in event.function_responses():
             if response.name == REQUEST_CONFIRMATION_FUNCTION:
                 self._requests.pop(response.id, None)
@@ -170,7 +177,8 @@ class StepScan:
                 (call_id, call.name, call.seq) for call_id, call in self._calls.items()
                 if not (
                     (call.waiting_confirmation and call_id in awaited)
-                    or (call.long_running and call.started and not call.waiting_confirmation)
+                    or ((call.long_running or call.deferred) and call.started
+                        and not call.waiting_confirmation)
                 )
             ]
         return list(self._open)

@@ -16,7 +16,6 @@ agent gave its final answer.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import warnings
@@ -27,14 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
-from _crash_common import (
-    call_key,
-    install_crash_point,
-    record_model_request,
-    record_tool_run,
-    say_end,
-    say_start,
-)
+import _crash_common as crash
 
 warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
 
@@ -55,30 +47,8 @@ from eventstore.integrations.adk import (  # noqa: E402
 )
 
 APP, USER, AGENT = "crash_shop", "ada", "order_agent"
-TOOLS = ("lookup_price", "charge_card", "ship_order")
 REQUEST_CONFIRMATION = "adk_request_confirmation"
 ASKED = "This tool call requires confirmation, please approve or reject."
-
-
-def lookup_price(item: str) -> dict[str, object]:
-    """Look up an item's price (reading only: safe to run again)."""
-    result = {"item": item, "price": 12}
-    record_tool_run("lookup_price", call_key("lookup_price", {"item": item}), result)
-    return result
-
-
-def charge_card(amount: int) -> dict[str, object]:
-    """Charge the customer's card (a second run would charge twice)."""
-    result = {"charged": amount, "receipt": f"r-{amount}"}
-    record_tool_run("charge_card", call_key("charge_card", {"amount": amount}), result)
-    return result
-
-
-def ship_order(item: str) -> dict[str, object]:
-    """Ship the order (a human confirms it first)."""
-    result: dict[str, object] = {"shipped": item, "tracking": f"t-{item}"}
-    record_tool_run("ship_order", call_key("ship_order", {"item": item}), result)
-    return result
 
 
 def _answered(request: LlmRequest) -> set[str]:
@@ -86,16 +56,12 @@ def _answered(request: LlmRequest) -> set[str]:
     for content in request.contents:
         for part in content.parts or ():
             response = part.function_response
-            if response is None or response.name not in TOOLS:
+            if response is None or response.name not in crash.ORDER_TOOLS:
                 continue
             if (response.response or {}).get("error") == ASKED:
                 continue
             names.add(response.name)
     return names
-
-
-def _call(name: str, **args: Any) -> types.Part:
-    return types.Part(function_call=types.FunctionCall(name=name, args=args))
 
 
 class OrderModel(BaseLlm):
@@ -107,15 +73,12 @@ class OrderModel(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         turn = len(_answered(llm_request))
-        record_model_request(turn)
-        if turn == 0:
-            part = _call("lookup_price", item="book")
-        elif turn == 1:
-            part = _call("charge_card", amount=12)
-        elif turn == 2:
-            part = _call("ship_order", item="book")
+        crash.record_model_request(turn)
+        if turn < len(crash.ORDER_CALLS):
+            name, args = crash.ORDER_CALLS[turn]
+            part = types.Part(function_call=types.FunctionCall(name=name, args=args))
         else:
-            part = types.Part(text="Ordered the book for 12; receipt r-12, tracking t-book.")
+            part = types.Part(text=crash.ORDER_ANSWER)
         yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
 
@@ -124,7 +87,7 @@ def _is_model_turn(event: Any) -> bool:
     if event.author != AGENT or event.content is None or event.content.role != "model":
         return False
     calls = event.get_function_calls()
-    return not calls or any(call.name in TOOLS for call in calls)
+    return not calls or any(call.name in crash.ORDER_TOOLS for call in calls)
 
 
 def _invocation(session: Session) -> str | None:
@@ -154,11 +117,12 @@ def _status(session: Session) -> tuple[str, str | None]:
 
 
 async def main(db: str, session_id: str) -> None:
-    install_crash_point()
+    crash.install_crash_point()
     service = EventStoreSessionService(db)
     agent = LlmAgent(
         name=AGENT, model=OrderModel(), instruction="Sell books.",
-        tools=[lookup_price, charge_card, FunctionTool(ship_order, require_confirmation=True)],
+        tools=[crash.lookup_price, crash.charge_card,
+               FunctionTool(crash.ship_order, require_confirmation=True)],
     )
     app = App(
         name=APP, root_agent=agent,
@@ -169,32 +133,29 @@ async def main(db: str, session_id: str) -> None:
     try:
         session = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
         events = session.events if session else []
-        say_start(recorded_model_turns=sum(1 for e in events if _is_model_turn(e)))
+        crash.say_start(recorded_model_turns=sum(1 for e in events if _is_model_turn(e)))
         if session is None:
             session = await service.create_session(app_name=APP, user_id=USER,
                                                    session_id=session_id)
         invocation = _invocation(session)
         message = None if invocation else types.Content(
-            role="user", parts=[types.Part(text="Buy the book and ship it.")])
+            role="user", parts=[types.Part(text=crash.ORDER_PROMPT)])
         try:
             async for _ in runner.run_async(user_id=USER, session_id=session_id,
                                             invocation_id=invocation, new_message=message):
                 pass
         except ToolCallInDoubt:
-            say_end(status="in_doubt")
+            crash.say_end(status="in_doubt")
             return
         done = await service.get_session(app_name=APP, user_id=USER, session_id=session_id)
         assert done is not None
         status, output = _status(done)
-        say_end(status=status, output=output)
+        crash.say_end(status=status, output=output)
     finally:
         await runner.close()
         await service.close()
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db", required=True)
-    parser.add_argument("--session", required=True)
-    options = parser.parse_args()
+    options = crash.scenario_options()
     asyncio.run(main(options.db, options.session))

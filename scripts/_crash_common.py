@@ -33,6 +33,7 @@ Every output line of the protocol is one JSON object prefixed with ``CRASH_PROTO
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -148,6 +149,56 @@ def record_model_request(turn: int) -> None:
 def record_tool_run(tool: str, key: str, result: object) -> None:
     """Log that a tool's side effect happened (once per real run of its body)."""
     _append_line(_TOOLS_FILE, {"pid": os.getpid(), "tool": tool, "key": key, "result": result})
+
+
+# --- the order scenario every framework's module runs -----------------------------------------
+
+ORDER_TOOLS = ("lookup_price", "charge_card", "ship_order")
+"""The order agent's tools: ``lookup_price`` (idempotent), ``charge_card`` (not idempotent: a
+second run would charge twice), ``ship_order`` (a human approves it first)."""
+ORDER_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("lookup_price", {"item": "book"}),
+    ("charge_card", {"amount": 12}),
+    ("ship_order", {"item": "book"}),
+)
+"""The call the fake model asks for at each response number, while tools are left to answer."""
+ORDER_PROMPT = "Buy the book and ship it."
+ORDER_ANSWER = "Ordered the book for 12; receipt r-12, tracking t-book."
+"""The final answer (response number ``len(ORDER_CALLS)``)."""
+
+
+def lookup_price(item: str) -> dict[str, object]:
+    """Look up an item's price (reading only: safe to run again)."""
+    result = {"item": item, "price": 12}
+    record_tool_run("lookup_price", call_key("lookup_price", {"item": item}), result)
+    return result
+
+
+def charge_card(amount: int) -> dict[str, object]:
+    """Charge the customer's card (a second run would charge twice)."""
+    result = {"charged": amount, "receipt": f"r-{amount}"}
+    record_tool_run("charge_card", call_key("charge_card", {"amount": amount}), result)
+    return result
+
+
+def ship_order(item: str) -> dict[str, object]:
+    """Ship the order (a human approves it first)."""
+    result: dict[str, object] = {"shipped": item, "tracking": f"t-{item}"}
+    record_tool_run("ship_order", call_key("ship_order", {"item": item}), result)
+    return result
+
+
+def call_key(tool: str, args: object) -> str:
+    """The ledger key of a logical call: its tool and its arguments (canonical JSON)."""
+    return f"{tool}:{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
+
+
+def scenario_options() -> argparse.Namespace:
+    """A scenario module's command line: ``--db URL --session ID``."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--session", required=True)
+    return parser.parse_args()
 
 
 # --- the driver ------------------------------------------------------------------------------
@@ -273,11 +324,6 @@ def _decide(session: str, *, db: str, workdir: Path, idempotent: frozenset[str])
     return done
 
 
-def call_key(tool: str, args: object) -> str:
-    """The ledger key of a logical call: its tool and its arguments (canonical JSON)."""
-    return f"{tool}:{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
-
-
 def run_scenario(
     scenario: Scenario,
     *,
@@ -312,7 +358,9 @@ def run_scenario(
             point, delay = None, None
             continue
         delay = None
-        if child.returncode != 0 or child.end is None:
+        # A random kill may land after the run said how it ended (in a slow teardown): the run
+        # was over, so its end counts; any other exit without an end is a miss.
+        if child.end is None or child.returncode not in (0, -signal.SIGKILL):
             outcome.error = f"exit {child.returncode}: {child.stderr[-3000:]}"
             break
         status = child.end["status"]

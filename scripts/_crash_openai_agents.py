@@ -20,11 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _crash_common as crash
 from _crash_common import (
-    call_key,
     install_crash_point,
     record_model_request,
-    record_tool_run,
     say_end,
     say_start,
 )
@@ -48,28 +47,9 @@ TOOLS = ("lookup_price", "charge_card", "ship_order")
 FINAL = "Ordered the book for 12; receipt r-12, tracking t-book."
 
 
-@function_tool
-def lookup_price(item: str) -> dict[str, object]:
-    """Look up an item's price (reading only: safe to run again)."""
-    result = {"item": item, "price": 12}
-    record_tool_run("lookup_price", call_key("lookup_price", {"item": item}), result)
-    return result
-
-
-@function_tool
-def charge_card(amount: int) -> dict[str, object]:
-    """Charge the customer's card (a second run would charge twice)."""
-    result = {"charged": amount, "receipt": f"r-{amount}"}
-    record_tool_run("charge_card", call_key("charge_card", {"amount": amount}), result)
-    return result
-
-
-@function_tool(needs_approval=True)
-def ship_order(item: str) -> dict[str, object]:
-    """Ship the order (a human approves it first)."""
-    result: dict[str, object] = {"shipped": item, "tracking": f"t-{item}"}
-    record_tool_run("ship_order", call_key("ship_order", {"item": item}), result)
-    return result
+lookup_price = function_tool(crash.lookup_price)
+charge_card = function_tool(crash.charge_card)
+ship_order = function_tool(crash.ship_order, needs_approval=True)
 
 
 def _answered(items: Any) -> set[str]:

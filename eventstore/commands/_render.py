@@ -14,10 +14,12 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
+from .._calls import DEFERRAL_KEYS, deferred_call_ids
 from .._codec import event_kind
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Compaction, Event
 from .._links import parent_link
 from ._common import printable
+from ._records_view import RecordLine, record_kind, record_lines
 from ._timeline import CallStatus, Timeline, is_error_response
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "print_event",
     "print_events",
     "provider_call_id",
+    "record_entries",
     "rerun_decisions",
     "short_json",
 ]
@@ -81,6 +84,14 @@ def _call_text(name: str, args: Any) -> str:
     return f"{name}({short_json(args, limit=60)})"
 
 
+def _named_call(call_id: str, timeline: Timeline) -> str:
+    """A call an event refers to by id, as ``evs show`` names it (with its position)."""
+    record = timeline.calls.get(call_id)
+    if record is not None:
+        return f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
+    return "a call not in the log!" if timeline.read_from <= 1 else timeline.unread_call()
+
+
 def _when(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -99,7 +110,7 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
             entry["status"] = timeline.status(call.id)
             entry["status_text"] = STATUS_TEXT[entry["status"]]
             entry["answered_at"] = final.seq if final else None
-            entry["long_running"] = record.long_running
+            entry["long_running"] = record.long_running or record.deferred
             entry["confirmation_ids"] = list(record.confirmation_ids)
         confirmation = timeline.confirmations.get(call.id)
         if confirmation is not None and confirmation.seq == event.seq:
@@ -136,6 +147,9 @@ def event_entry(event: Event, timeline: Timeline) -> dict[str, Any]:
         "responses": responses,
         "started_call_ids": list(event.started_call_ids),
         "rerun_call_ids": rerun_decisions(event),
+        "deferred_call_ids": list(deferred_call_ids(event)),
+        "record_kind": record_kind(event),
+        "records": record_entries(event, timeline),
         "state_delta": actions.state_delta,
         "state_deletions": list(actions.state_deletions),
         "artifact_delta": actions.artifact_delta,
@@ -191,16 +205,18 @@ def print_event(
     header.append(f" {_when(event.timestamp)}  ", style="dim")
     header.append(printable(event.author), style="cyan" if event.author == "user"
                   else "magenta")
-    kind = "re-run decision" if reruns and not event.text() else event_kind(event)
+    deferred = deferred_call_ids(event)
+    records = record_lines(event, timeline)
+    kind = ("re-run decision" if reruns and not event.text() else "deferral"
+            if deferred and event.content is None else record_kind(event) or event_kind(event))
     header.append(f"  {kind.replace('_', ' ')}", style="dim")
     console.print(header)
     for call_id in reruns:
-        record = timeline.calls.get(call_id)
-        what = (f"{_call_text(record.call.name, record.call.args)} (call #{record.seq})"
-                if record else "a call not in the log!" if timeline.read_from <= 1
-                else timeline.unread_call())
-        _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"), (what, "bold"),
-              (f"  [{call_id}]", "dim"))
+        _line(console, ("↻ ", "bold"), ("re-run allowed: ", "yellow"),
+              (_named_call(call_id, timeline), "bold"), (f"  [{call_id}]", "dim"))
+    for call_id in deferred:
+        _line(console, ("⇥ ", "bold"), ("deferred by its tool, waits for its result: ", "yellow"),
+              (_named_call(call_id, timeline), "bold"), (f"  [{call_id}]", "dim"))
     if event.text():
         _line(console, ("“" + event.text() + "”", ""))
     compaction = event.actions.compaction
@@ -283,13 +299,41 @@ def print_event(
             _line(console, (flag.replace("_", " "), "dim"))
     if event.actions.transfer_to_agent:
         _line(console, (f"transfer to {event.actions.transfer_to_agent}", "dim"))
-    if event.content is None and not event.started_call_ids:
+    for line in records:
+        _print_record(console, line)
+    if event.content is None and not event.started_call_ids and not records:
         # Runtime bookkeeping without content (a live stream's end, a re-run decision, …).
         # Keys starting with "_" are an integration's own records (ADK's "_adk" extension
         # field), kept for a lossless round trip, not for reading (--json and --raw have them).
         for key, value in event.custom_metadata.items():
-            if not key.startswith("_"):
+            if not key.startswith("_") and key not in DEFERRAL_KEYS:
                 _line(console, (f"{key} ", "dim"), (short_json(value), "dim"))
+
+
+def _print_record(console: Console, record: RecordLine) -> None:
+    """One line of a framework door's record (``record_lines``), read as its shape reads."""
+    where = f"call #{record.call_seq}" if record.call_seq is not None else "call not read"
+    if record.shape == "call":
+        _line(console, ("→ ", "bold"), (_call_text(record.name, record.value), "bold"),
+              (f"  [{record.call_id}]", "dim"),
+              (f"  the framework's copy of {where}" if record.call_seq is not None else "",
+               "dim"))
+    elif record.shape == "output":
+        _line(console, ("← ", "bold"), (record.name or "?", "bold"),
+              (f" [{record.call_id}]", "dim"), (f" ({where}) ", "dim"),
+              (("retry: " if record.error else "") + (
+                  record.value if isinstance(record.value, str) else short_json(record.value)),
+               "red" if record.error else "green"))
+    elif record.shape == "text":
+        _line(console, ("“" + str(record.value) + "”", ""))
+    else:
+        _line(console, (str(record.value), "dim"))
+
+
+def record_entries(event: Event, timeline: Timeline) -> list[dict[str, Any]]:
+    """``record_lines`` as JSON-ready mappings (``evs show --json``, ``evs web``)."""
+    return [{"shape": r.shape, "value": r.value, "name": r.name, "call_id": r.call_id,
+             "call_seq": r.call_seq, "error": r.error} for r in record_lines(event, timeline)]
 
 
 def _print_confirmation(

@@ -29,6 +29,7 @@ from typing import Final
 from eventstore.backends.protocol import SessionRecord, StoredEvent
 from eventstore.store.facade import EventStore, SessionInfo
 
+from .._calls import deferred_call_ids
 from .._chain import GENESIS
 from .._chain_check import CHAIN_CODES
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event
@@ -106,6 +107,7 @@ def _wanted_calls(events: Sequence[Event]) -> set[str]:
     for event in events:
         wanted.update(r.id for r in event.function_responses())
         wanted.update(rerun_decisions(event))
+        wanted.update(deferred_call_ids(event))
         for call in event.function_calls():
             if call.name == REQUEST_CONFIRMATION_FUNCTION:
                 original = call.args.get("originalFunctionCall")

@@ -23,7 +23,7 @@ from .._call_status import (
     confirmation_answer,
     deciding_request,
 )
-from .._calls import is_placeholder_response
+from .._calls import deferred_call_ids, is_placeholder_response
 from .._events import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall, FunctionResponse
 
 __all__ = [
@@ -66,6 +66,9 @@ class CallRecord:
     """Seq of the execution-started claim, if any."""
     last_started_seq: int | None = None
     """Seq of the newest execution-started claim, if any."""
+    deferred: bool = False
+    """A deferral newer than its newest claim: its tool said its result comes from outside
+    (docs/protocol.md §7), so it is long-running, not in doubt."""
     answers: list[Answer] = field(default_factory=list)
     """Responses with this call's id, oldest first."""
     confirmation_ids: list[str] = field(default_factory=list)
@@ -126,6 +129,9 @@ class Timeline:
     """Seqs of the user messages (user events with text), in log order."""
     turns: UserTurns = field(default_factory=UserTurns)
     """The log's user turns (which answers a run acts on)."""
+    mirrors: dict[str, list[CallRecord]] = field(default_factory=dict)
+    """A framework's call id -> the calls stored as ``ID@event id`` (an OpenAI Agents door's
+    mirror of the SDK's call), oldest first: a session item names the SDK's id."""
     read_from: int = 1
     """The lowest seq the analysed events cover: 1 for a reading from the log's start; above
     1 when only a part was read (``evs show`` of a window), so a call made before it is not
@@ -158,7 +164,7 @@ class Timeline:
                     if c in self.confirmations and self.confirmations[c].author != "user"]
         return CallFacts(
             settled=record.final_answer is not None,
-            long_running=record.long_running,
+            long_running=record.long_running or record.deferred,
             claim_seq=record.last_started_seq,
             requests=[RequestFacts(
                 seq=r.seq, confirmation_id=r.confirmation_id, answers=r.answers,
@@ -192,12 +198,15 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
             if call.id in timeline.calls:
                 timeline.duplicate_calls.append((seq, call))
                 continue
-            timeline.calls[call.id] = CallRecord(
+            made = timeline.calls[call.id] = CallRecord(
                 seq=seq,
                 call=call,
                 author=event.author,
                 long_running=call.id in event.long_running_tool_ids,
             )
+            given, mirrored, _ = call.id.partition("@")
+            if mirrored:
+                timeline.mirrors.setdefault(given, []).append(made)
             if call.name == REQUEST_CONFIRMATION_FUNCTION:
                 original = call.args.get("originalFunctionCall")
                 original = dict(original) if isinstance(original, Mapping) else {}
@@ -220,6 +229,11 @@ def analyze(events: Iterable[Event], *, into: Timeline | None = None) -> Timelin
                 if record.started_seq is None:
                     record.started_seq = seq
                 record.last_started_seq = seq
+                record.deferred = False
+        for call_id in deferred_call_ids(event):
+            record = timeline.calls.get(call_id)
+            if record is not None and record.last_started_seq is not None:
+                record.deferred = True
         asked = event.actions.requested_tool_confirmations
         for response in event.function_responses():
             record = timeline.calls.get(response.id)

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, FunctionCall
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Deferrals, Event, FunctionCall
 
 from ._log import (
     CLAIMED_BY_KEY,
@@ -195,6 +195,7 @@ class _Log:
     user_requests: dict[str, tuple[FunctionCall, str, int]] = dataclasses.field(
         default_factory=dict)
     """Confirmation requests a user wrote (never trusted; named when an answer is refused)."""
+    deferrals: Deferrals = dataclasses.field(default_factory=Deferrals)  # long-running (§7)
 
 
 def _ordered(events: Iterable[Event]) -> list[Event]:
@@ -233,6 +234,7 @@ def _index(log: list[Event]) -> _Log:
             out.settled[call_id] = seq
         for call_id in event.started_call_ids:
             out.claims[call_id] = event
+        out.deferrals.feed(event)
         if is_user_message(event):
             out.messages.append(event)
     return out
@@ -565,12 +567,10 @@ class _Report:
             if cid in self.covered or ix.responded.get(cid, 0) > entry.seq:
                 continue
             claim = ix.claims.get(cid)
-            if entry.long_running and claim is not None:
-                self.add(
-                    "long_running", entry.call, entry.seq,
-                    f"Long-running call {cid!r} of tool {name!r} (an older turn) is waiting "
-                    "for its result; supply it with submit_response().",
-                )
+            if (entry.long_running or cid in ix.deferrals) and claim is not None:
+                self.add("long_running", entry.call, entry.seq,
+                         f"Long-running call {cid!r} of tool {name!r} (an older turn) is "
+                         "waiting for its result; supply it with submit_response().")
             elif claim is not None:
                 self.add(
                     "abandoned", entry.call, entry.seq,

@@ -21,6 +21,7 @@ from eventstore import (
     REQUEST_CONFIRMATION_FUNCTION,
     ConcurrencyError,
     Content,
+    Deferrals,
     Event,
     EventStore,
     FunctionCall,
@@ -86,6 +87,7 @@ class _Lookup:
     answers: dict[str, list[tuple[int, bool | None]]] = field(default_factory=dict)
     messages: list[int] = field(default_factory=list)
     turns: UserTurns = field(default_factory=lambda: UserTurns(newest_first=True))
+    deferrals: Deferrals = field(default_factory=lambda: Deferrals(newest_first=True))
     invocation_id: str = ""
     """The invocation of the model event that made the call (an answer joins it)."""
 
@@ -93,6 +95,7 @@ class _Lookup:
         self.position += 1
         self._note_confirmations(event)
         self.turns.feed(event)
+        self.deferrals.feed(event)
         for response in event.function_responses():
             if response.id != self.call_id:
                 continue
@@ -113,7 +116,8 @@ class _Lookup:
             for call in event.function_calls():
                 if call.id == self.call_id:
                     self.call, self.author = call, event.author
-                    self.long_running = call.id in event.long_running_tool_ids
+                    self.long_running = (call.id in event.long_running_tool_ids
+                                         or call.id in self.deferrals)
                     self.invocation_id = event.invocation_id
                     return False
         if is_user_message(event):

@@ -32,10 +32,13 @@ from typing import Literal
 from eventstore import (
     REQUEST_CONFIRMATION_FUNCTION,
     RERUN_DECISION_KEY,
+    Deferrals,
     Event,
     EventActions,
     FunctionCall,
     ToolConfirmation,
+    deferred_call_ids,
+    is_framework_record,
     rerun_call_ids,
 )
 
@@ -182,6 +185,7 @@ class ResumeScan:
         self._responded: set[str] = set()
         self._started: set[str] = set()
         self._decided: set[str] = set()
+        self._deferrals = Deferrals(newest_first=True)
         self._turn: Event | None = None
         self._turn_status: dict[str, tuple[bool, bool, bool]] = {}
 
@@ -205,6 +209,7 @@ class ResumeScan:
         for call_id in rerun_call_ids(event):
             if call_id not in self._started:
                 self._decided.add(call_id)
+        self._deferrals.feed(event)
         self._started.update(event.started_call_ids)
         self._responded.update(r.id for r in event.function_responses())
         return self._confirmations_open or self._turn is None
@@ -222,6 +227,9 @@ class ResumeScan:
             call, answer = confirmed.call, confirmed.confirmation
             planned.add(call.id)
             rerun = confirmed.started_after_answer
+            if rerun and answer.confirmed and call.id in self._deferrals:
+                waiting.append(call)  # it ran on the answer and deferred its result (§7)
+                continue
             why: ResumeReason | None = "confirmed" if answer.confirmed else "rejected"
             if rerun and answer.confirmed:
                 # a rejection runs no tool, so only a confirmed call can be in doubt
@@ -245,7 +253,8 @@ class ResumeScan:
                 in_doubt.append(InDoubtCall(call=call, reason=_in_doubt_reason(call)))
         turn = self._turn
         if turn is not None:
-            long_running = set(turn.long_running_tool_ids)
+            long_running = {*turn.long_running_tool_ids, *(
+                c.id for c in tool_calls(turn) if c.id in self._deferrals)}
             for call in tool_calls(turn):
                 responded, started, decided = self._turn_status[call.id]
                 if responded or call.id in planned:
@@ -327,7 +336,9 @@ class HeadScan:
     """Sans-IO: reads the log's head (newest first) and decides ``HeadStatus`` for one agent.
 
     The runner and ``pending()`` both use it, so "does the next run call the model" has one
-    answer. The agent's own claim events are skipped: the calls they claim are in the turn before.
+    answer. The agent's own claim and deferral events are skipped: the calls they name are in the
+    turn before; so are events holding only a framework door's records (``is_framework_record``:
+    a durable run's item copies and its end), which are nothing new for the model.
     Events holding only answers to the turn's calls are walked past: confirmation answers, the
     agent's responses (to calls run on an answer, or answered in the turn's step) and submitted
     results of its calls. ``runs_first`` names calls the next run executes before it reads the
@@ -342,6 +353,7 @@ class HeadScan:
         self._past = False  # walking back past answers to the turn's calls
         self._responded: set[str] = set()
         self._results: set[str] = set()  # ids submitted results answer: the turn's, or news
+        self._deferrals = Deferrals(newest_first=True)
 
     def feed(self, event: Event) -> bool:
         """Take the next older event; return True while more are needed."""
@@ -349,10 +361,14 @@ class HeadScan:
             return False
         if event.actions.compaction is not None:
             return True  # a compaction: a summary of older events, nothing new for the model
-        if event.content is None and event.started_call_ids and event.author == self._agent:
-            return True
+        self._deferrals.feed(event)
+        if event.content is None and event.author == self._agent and (
+                event.started_call_ids or deferred_call_ids(event)):
+            return True  # its claims and deferrals: the calls are in the turn before
         if event.content is None and LIVE_STREAM_ENDED_KEY in event.custom_metadata:
             return True  # a live stream's end: bookkeeping, nothing for the model
+        if is_framework_record(event):
+            return True  # a framework door's bookkeeping (its run's end, item copies)
         answers = _confirmation_answers(event)
         results = None if answers is not None else self._submitted_results(event)
         if answers is not None or results is not None:
@@ -414,7 +430,8 @@ class HeadScan:
             return None
         if not self._results <= {c.id for c in calls}:
             return HeadStatus()  # a result of another turn's call: news for the model
-        long_running = set(event.long_running_tool_ids)
+        long_running = {*event.long_running_tool_ids,
+                        *(c.id for c in calls if c.id in self._deferrals)}
         waiting = tuple(c.id for c in open_calls if c.id in long_running)
         if not waiting or any(c.id not in long_running and c.id not in self._runs_first
                               for c in open_calls):

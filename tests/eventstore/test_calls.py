@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from eventstore import (
     CLAIMED_BY_KEY,
+    DEFERRED_CALLS_KEY,
     RERUN_DECISION_KEY,
     CallLedger,
     Content,
+    Deferrals,
     Event,
     FunctionCall,
     FunctionResponse,
@@ -137,3 +139,26 @@ def test_calls_placeholder_seq_says_whether_a_claim_ended_asking_for_confirmatio
     assert (record.last_claim_seq, record.placeholder_seq) == (2, 3)
     again = CallLedger.of([*seqd, dataclasses.replace(_claim("c"), seq=4)]).get("c")
     assert (again.last_claim_seq, again.placeholder_seq) == (4, 3)
+
+
+@pytest.mark.parametrize("key", [
+    pytest.param(DEFERRED_CALLS_KEY, id="protocol"),
+    pytest.param("pydantic_ai_deferred_call_ids", id="written-before-the-protocol"),
+])
+def test_calls_deferral_counts_until_a_newer_claim_both_ways(key: str) -> None:
+    deferral = Event(author="agent", custom_metadata={key: ["c1"]})
+    logs = {
+        "deferred": [_turn("c1", "c2"), _claim("c1", "c2"), deferral],
+        "claimed again": [_turn("c1", "c2"), _claim("c1", "c2"), deferral, _claim("c1")],
+    }
+    for name, events in logs.items():
+        forwards, backwards = Deferrals(), Deferrals(newest_first=True)
+        for event in events:
+            forwards.feed(event)
+        for event in reversed(events):
+            backwards.feed(event)
+        expected = name == "deferred"
+        assert ("c1" in forwards, "c1" in backwards) == (expected, expected), name
+        assert "c2" not in forwards
+        assert "c2" not in backwards
+        assert CallLedger.of(events).get("c1").deferred is expected

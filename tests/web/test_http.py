@@ -24,6 +24,7 @@ require_extra("starlette", "web")
 require_extra("jinja2", "web")
 require_extra("httpx", "web")
 
+from _web_client import client, sign_in, text_of  # noqa: E402
 from _web_support import WAIT, evs, web_server  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
@@ -36,24 +37,6 @@ from eventstore import (  # noqa: E402
     Part,
     open_store,
 )
-from runtime.web import WebConfig, create_app  # noqa: E402
-
-
-def client(db: Path, *, writes: bool = False, host: str = "127.0.0.1",
-           allowed: tuple[str, ...] = ()) -> tuple[TestClient, WebConfig]:
-    config = WebConfig(db=str(db), allow_writes=writes, poll_interval=0.05, host=host,
-                       allowed_hosts=allowed)
-    return TestClient(create_app(config), base_url="http://127.0.0.1:8765"), config
-
-
-def sign_in(http: TestClient, config: WebConfig, path: str = "/") -> str:
-    """Open ``path`` with the printed URL's token, as the user does, and return the CSRF value
-    the signed-in pages' forms carry."""
-    opened = http.get(f"{path}{'&' if '?' in path else '?'}token={config.token}")
-    assert opened.status_code == 200, opened.text
-    assert "token=" not in str(opened.url)
-    found = re.search(r'name="csrf" value="([^"]+)"', http.get(path).text)
-    return found.group(1) if found else ""
 
 
 @pytest.fixture
@@ -62,10 +45,6 @@ def reader(paused_demo: tuple[Path, str]) -> Iterator[tuple[TestClient, str]]:
     http, _ = client(db)
     with http:
         yield http, sid
-
-
-def text_of(html: str) -> str:
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 def test_web_sessions_list_links_the_demo_session(reader: tuple[TestClient, str]) -> None:

@@ -45,11 +45,7 @@ from .messages import (
     split_binaries,
 )
 
-__all__ = ["DEFERRED_KEY", "RunJournal", "SessionMovedError"]
-
-DEFERRED_KEY = "pydantic_ai_deferred_call_ids"
-"""``custom_metadata`` key of an event (no content) saying that the calls it names were
-deferred by their tool (``CallDeferred``): they wait for a result from outside (§7)."""
+__all__ = ["RunJournal", "SessionMovedError"]
 
 
 class SessionMovedError(RuntimeError):
@@ -81,8 +77,6 @@ class RunJournal:
     """Provider call id → stored call id."""
     artifacts: dict[tuple[str, int], bytes] = field(default_factory=dict)
     """Bytes of the artifacts the conversation stands on, by (filename, version)."""
-    deferred: set[str] = field(default_factory=set)
-    """Stored ids of calls their tool deferred (waiting for a result, not in doubt)."""
     model_requests: int = 0
     """Model requests this process really sent."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -94,13 +88,6 @@ class RunJournal:
         self.ledger = CallLedger.of(self.events)
         self.confirmations = Confirmations.of(self.events)
         self.call_ids = call_id_map(self.events)
-        for event in self.events:
-            self._note(event)
-
-    def _note(self, event: Event) -> None:
-        ids = event.custom_metadata.get(DEFERRED_KEY)
-        if isinstance(ids, list):
-            self.deferred.update(i for i in ids if isinstance(i, str))
 
     def marker(self, metadata: dict[str, Any]) -> Event:
         """An event without content that carries ``metadata`` (a decision, a deferral)."""
@@ -133,7 +120,6 @@ class RunJournal:
         for event in written:
             self.events.append(event)
             self.ledger.feed(event)
-            self._note(event)
             if event.seq is not None:
                 self.version = max(self.version, event.seq)
         self.confirmations = Confirmations.of(self.events)

@@ -10,6 +10,9 @@ each call it asks the session's ``CallLedger`` what the run owes it:
 - ``in_doubt`` (started, never answered, not idempotent): do not run it; the call is deferred
   (``CallDeferred``) and the run ends with ``DeferredToolRequests`` naming it, until
   ``evs respond`` records its result or ``evs rerun`` allows one more run;
+- a call whose body raised ``CallDeferred`` is recorded as deferred (a deferral event, §7): it
+  is long-running from then on, deferred again on every run until ``evs respond`` gives its
+  result;
 - a tool that needs approval runs only when the log holds a human's approval of that call
   (``evs confirm``); otherwise ``ApprovalRequired`` is raised before anything is claimed.
 
@@ -29,9 +32,16 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from eventstore import RERUN_DECISION_KEY, Content, Event, FunctionResponse, Part
+from eventstore import (
+    DEFERRED_CALLS_KEY,
+    RERUN_DECISION_KEY,
+    Content,
+    Event,
+    FunctionResponse,
+    Part,
+)
 
-from .journal import DEFERRED_KEY, RunJournal
+from .journal import RunJournal
 from .messages import result_payload
 
 __all__ = ["CURRENT_JOURNAL", "EventStoreToolset", "IN_DOUBT_KEY", "recorded_value"]
@@ -90,7 +100,7 @@ class EventStoreToolset(WrapperToolset[Any]):
         if decision == "settled":
             assert record.response is not None
             return recorded_value(dict(record.response))
-        if name in journal.long_running:
+        if name in journal.long_running or record.deferred:
             if record.claims == 0:
                 await journal.claim(call_id)
             raise CallDeferred(metadata={"call_id": call_id})
@@ -102,8 +112,6 @@ class EventStoreToolset(WrapperToolset[Any]):
         else:
             ctx = replace(ctx, tool_call_approved=False)
         if decision == "in_doubt":
-            if call_id in journal.deferred:
-                raise CallDeferred(metadata={"call_id": call_id})
             raise CallDeferred(metadata={IN_DOUBT_KEY: True, "call_id": call_id})
         await journal.claim(call_id)
         try:
@@ -120,7 +128,7 @@ class EventStoreToolset(WrapperToolset[Any]):
         except CallDeferred:
             # The call's result comes from outside: its claim stays (``evs respond`` answers
             # it, §7), and the log says it waits rather than being in doubt.
-            await journal.append([journal.marker({DEFERRED_KEY: [call_id]})])
+            await journal.append([journal.marker({DEFERRED_CALLS_KEY: [call_id]})])
             raise
         await journal.record_result(_response(journal, call_id, name, result_payload(value)))
         return value

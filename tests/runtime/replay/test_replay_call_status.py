@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from _replay_support import AGENT
+from _replay_support import AGENT, History, call
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_replay_properties import build, step
 
+from eventstore import DEFERRED_CALLS_KEY, Event
 from eventstore.commands import analyze
 from runtime.replay import feed_all, pending
 from runtime.replay._respond import _Lookup
@@ -75,3 +76,24 @@ def test_call_status_reads_the_same_forwards_and_backwards(steps: list[tuple[Any
         assert lookup.status() == timeline.status(call_id), call_id
         found = timeline.confirmation_of(call_id)
         assert lookup.confirmation_id() == (found.confirmation_id if found else None)
+
+
+def test_call_status_deferred_call_is_long_running_until_claimed_again() -> None:
+    # A tool that deferred its result while it ran (pydantic-ai's CallDeferred) cannot mark
+    # its model turn: the deferral after its claim makes the call long-running for every reader.
+    history = History()
+    history.user("render it")
+    history.model(call("charge_card", "c1"))
+    history.claim("c1")
+    history.add(Event(author=AGENT, custom_metadata={DEFERRED_CALLS_KEY: ["c1"]}))
+
+    def readings() -> tuple[list[str], str, str, str]:
+        report = pending(history.events, agent_name=AGENT, idempotent_tools=["charge_card"])
+        lookup = _Lookup("c1")
+        feed_all(lookup, history.newest_first())
+        return ([p.kind for p in report], report.next_run.step,
+                analyze(history.events).status("c1"), lookup.status())
+
+    assert readings() == (["long_running"], "waits", "long_running", "long_running")
+    history.claim("c1")  # claimed again after the deferral: this execution may have crashed
+    assert readings() == (["will_rerun"], "calls_model", "in_doubt", "in_doubt")

@@ -10,6 +10,7 @@ from hypothesis import event, example, given, settings, target
 from hypothesis import strategies as st
 
 from eventstore import (
+    DEFERRED_CALLS_KEY,
     REQUEST_CONFIRMATION_FUNCTION,
     Content,
     Event,
@@ -44,6 +45,7 @@ step = st.one_of(
         st.sampled_from(["yes", "no", "json", "malformed", "unknown", "forged"]),
     ),
     st.tuples(st.just("rerun"), st.integers(0, 7)),
+    st.tuples(st.just("defer"), st.integers(0, 7)),
     st.tuples(st.just("other_agent"), st.integers(0, 3)),
     st.tuples(st.just("mixed"), st.integers(0, 7), st.booleans()),
     st.tuples(st.just("result"), st.integers(0, 7)),
@@ -86,6 +88,9 @@ def build(steps: list[tuple[Any, ...]]) -> History:
                     custom_metadata={RERUN_DECISION_KEY: [calls[item[1] % len(calls)].id]},
                 )
             )
+        elif kind == "defer":  # the call's tool said its result comes from outside (§7)
+            history.add(Event(author=AGENT, custom_metadata={
+                DEFERRED_CALLS_KEY: [calls[item[1] % len(calls)].id]}))
         elif kind == "final":
             history.model(text=f"final {item[1]}")
         elif kind == "result":

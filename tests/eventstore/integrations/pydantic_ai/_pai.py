@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -63,6 +63,26 @@ def order_agent(*, ran: list[str], crash_in: set[str] | None = None,
     @agent.tool_plain(requires_approval=True)
     def ship(item: str) -> str:
         return effect("ship", f"shipped {item}")
+
+    return agent
+
+
+def deferring_agent(*, ran: list[str]) -> Agent[None, Any]:
+    """``render`` (its body defers its result: ``CallDeferred``), then a text with the result."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        done = returns(messages)
+        if not done:
+            return ModelResponse(parts=[ToolCallPart("render", {"page": 1}, "r1")])
+        return ModelResponse(parts=[TextPart(f"rendered: {done['render']}")])
+
+    agent: Agent[None, Any] = Agent(FunctionModel(model), name="printer",
+                                    output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain
+    def render(page: int) -> str:
+        ran.append("render")
+        raise CallDeferred
 
     return agent
 

@@ -16,7 +16,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
-from _pai import Crash, evs, order_agent, pending  # noqa: E402
+from _pai import Crash, deferring_agent, evs, order_agent, pending  # noqa: E402
 from pydantic_ai import (  # noqa: E402
     Agent,
     ApprovalRequired,
@@ -363,3 +363,38 @@ async def test_pydantic_ai_chat_round_trips_through_evs_export(tmp_path: Path) -
     assert _dump(await _conversation(other, new_id)) == _dump(await _conversation(db, "x"))
     assert len(await _conversation(other, new_id)) == 6
     assert [p["kind"] for p in pending(other, new_id)] == ["confirmation"]
+
+
+async def test_pydantic_ai_deferred_call_reads_as_long_running_everywhere(tmp_path: Path) -> None:
+    """A call whose body raised CallDeferred waits for its result from outside: the shared
+    readings (``pending()`` under ``evs pending``, ``call_status`` under ``evs show`` and
+    ``evs web``) call it long-running, not in doubt, and no run executes it again — not even
+    as an idempotent tool — until its result is given."""
+    from eventstore.commands._timeline import analyze
+    from runtime.replay import pending as pending_of
+    from runtime.replay import submit_response
+
+    db = str(tmp_path / "deferred.db")
+    ran: list[str] = []
+    wrapped = EventStoreAgent(deferring_agent(ran=ran), store=db, idempotent_tools=["render"])
+    for _ in range(2):
+        waiting = await wrapped.run("Render page 1" if not ran else None, session_id="d")
+        assert isinstance(waiting.output, DeferredToolRequests)
+        assert [c.tool_call_id for c in waiting.output.calls] == ["r1"]
+        assert IN_DOUBT_KEY not in waiting.output.metadata.get("r1", {})
+    assert ran == ["render"]
+    events = await _events(db, "d")
+    for known in (None, ["render"]):
+        report = pending_of(events, idempotent_tools=known)
+        assert [(p.kind, p.call.id) for p in report] == [("long_running", "r1")]
+        assert report.next_run.step == "waits"
+    assert analyze(events).status("r1") == "long_running"
+    async with await open_store(db) as store:
+        await submit_response(store, session_id="d", call_id="r1", response={"result": "PDF"})
+    done = await wrapped.run(None, session_id="d")
+    assert done.output == "rendered: PDF"
+    assert ran == ["render"]
+    report = pending_of(await _events(db, "d"), idempotent_tools=["render"])
+    assert list(report) == []
+    assert report.next_run.step == "completed"
+    await wrapped.aclose()
