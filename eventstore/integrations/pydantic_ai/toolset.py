@@ -103,7 +103,9 @@ class EventStoreToolset(WrapperToolset[Any]):
         if name in journal.long_running or record.deferred:
             if record.claims == 0:
                 await journal.claim(call_id)
-            raise CallDeferred(metadata={"call_id": call_id})
+            # No metadata of ours: ``DeferredToolRequests.metadata`` is the tools' own, as
+            # pydantic-ai hands it over (an external call has none).
+            raise CallDeferred()
         asked = call_id in journal.confirmations.requested
         if tool.tool_def.kind == "unapproved" or decision == "waits_for_confirmation" or asked:
             if journal.confirmations.answers.get(call_id) is not True:

@@ -176,11 +176,13 @@ async def test_pydantic_ai_external_tool_result_from_evs_respond(tmp_path: Path)
     waiting = await agent.run("Refund order 7", session_id="s")
     assert isinstance(waiting.output, DeferredToolRequests)
     assert [c.tool_name for c in waiting.output.calls] == ["approve_refund"]
+    assert waiting.output.metadata == {}  # as pydantic-ai hands an external call over
     [item] = pending(db, "s")
     assert item["kind"] == "long_running"
     assert item["call_id"] == "x1"
     again = await agent.run(None, session_id="s")  # nothing arrived yet: still waiting
     assert isinstance(again.output, DeferredToolRequests)
+    assert again.output.metadata == {}
     evs("respond", "s", "x1", "--result", '{"ok": true, "amount": 30}', db=db)
     done = await agent.run(None, session_id="s")
     assert done.output == "refund: {'amount': 30, 'ok': True}"
