@@ -48,9 +48,7 @@ from agents.run_config import DEFAULT_MAX_TURNS
 from agents.tool import FunctionTool
 from pydantic_core import to_jsonable_python
 
-from eventstore import StoreUsageError
-
-from eventstore import CallRecord
+from eventstore import CallRecord, StoreUsageError
 
 from .agent_tools import child_decisions, is_agent_tool, wrap_agent_tool
 from .durable import CallInDoubtError, DurableRun

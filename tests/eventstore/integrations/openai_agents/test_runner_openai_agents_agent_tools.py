@@ -101,7 +101,8 @@ async def _confirm(url: str, *, confirmed: bool) -> str:
                                        app_name=APP, user_id=USER)
         (item,) = report.confirmations
         assert item.call.name == "ship_order"
-        assert item.confirmation_id is not None and item.session_id is not None
+        assert item.confirmation_id is not None
+        assert item.session_id is not None
         await answer_confirmation(store, session_id=SID, confirmation_id=item.confirmation_id,
                                   confirmed=confirmed, app_name=APP, user_id=USER)
         return item.session_id
@@ -130,7 +131,8 @@ async def test_agent_tool_runs_in_a_child_session_linked_to_the_call(sql_target:
 
     child, events = await _child(sql_target.url)
     link = events[0].custom_metadata[PARENT_LINK_KEY]
-    assert link["session_id"] == SID and link["agent"] == "lead"
+    assert link["session_id"] == SID
+    assert link["agent"] == "lead"
     assert [c.name for e in _model_steps(events) for c in e.function_calls()] == [
         "charge_card", "ship_order"]
     assert sum(len(e.started_call_ids) for e in events) == 2
