@@ -72,13 +72,16 @@ ROUTES: Counter[str] = Counter()
 _LAST: dict[str, EventStoreSession] = {}
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("inside_durable_run",
                                                                default=False)
-"""True within a run the shim sent to ours: a nested run (an agent tool's) is the SDK's."""
+"""True within a run the shim sent to ours: a nested run (an agent tool's) goes to the SDK's
+``Runner``, whose default runner (``agent_tools.ChildRunRouter``) sends it to ours."""
 
 
 def _route(input: Any, session: Any, options: dict[str, Any]) -> tuple[str, Any]:
     """(why not ours, or "ours"; the session ours runs on)."""
     if _INSIDE.get():
-        return "a nested run (an agent tool's, run by the SDK inside ours)", None
+        # The SDK's Runner starts it; inside ours its default runner sends it to ours again,
+        # recorded in the agent tool call's child session.
+        return "a nested run (an agent tool's: ours records it in its child session)", None
     if options.get("conversation_id") or options.get("previous_response_id") or options.get(
             "auto_previous_response_id"):
         return "server-managed conversation", None

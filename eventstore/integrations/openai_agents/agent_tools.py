@@ -37,6 +37,7 @@ from typing import Any
 
 from agents import RunState
 from agents.agent_tool_state import (
+    drop_agent_tool_run_result,
     get_agent_tool_resume_state,
     get_agent_tool_state_scope,
     peek_agent_tool_run_result,
@@ -188,6 +189,7 @@ def wrap_agent_tool(tool: FunctionTool, *, get_run: Callable[[], Any], author: s
         call_id = run.calls.get(sdk_id, sdk_id)
         record = run.record.ledger.get(call_id)
         if record.decision(idempotent=True) == "settled":
+            _forget_nested_stop(context)
             return settled(record)
         await run.claim(call_id, sdk_id, author=author)
         _install_router()  # again: something may have replaced the default runner since
@@ -218,6 +220,15 @@ def wrap_agent_tool(tool: FunctionTool, *, get_run: Callable[[], Any], author: s
         return value
 
     return dataclasses.replace(tool, on_invoke_tool=invoke)
+
+
+def _forget_nested_stop(context: Any) -> None:
+    """For a call settled in the log: a ``RunState`` of a stop before it (loaded by a run
+    resumed after it) still holds the call's nested run as stopped, which the SDK would stop
+    at again; the call's output is what counts, so that nested run is dropped."""
+    tool_call = getattr(context, "tool_call", None)
+    if tool_call is not None:
+        drop_agent_tool_run_result(tool_call, scope_id=get_agent_tool_state_scope(context))
 
 
 def _completed_resume(context: Any, result: Any) -> None:
@@ -269,11 +280,13 @@ async def _newest_run(store: EventStore, session_id: str, app_name: str,
 
 
 async def child_decisions(run: DurableRun) -> dict[str, bool]:
-    """SDK call id → the answer recorded in a child session (of the run's open calls, and
-    their children, ``MAX_DEPTH`` levels down) to the confirmation its stop asks for."""
+    """SDK call id → the answer recorded in a child session (of the run's claimed calls,
+    and their children, ``MAX_DEPTH`` levels down) to the confirmation its stop asks for.
+    Settled calls count too: a stop recorded before one settled still names its nested
+    approval, which its answer lets the SDK go past (the call's output is then returned)."""
     session = run.session
     open_calls = [call_id for call_id, record in run.record.ledger.records.items()
-                  if record.claims and record.response is None]
+                  if record.claims]
 
     async def job(store: EventStore) -> dict[str, bool]:
         found: dict[str, bool] = {}
@@ -298,5 +311,5 @@ async def _decisions(store: EventStore, session: EventStoreSession, parent: str,
             for confirm_id, sdk_call_id in stop.calls.items():
                 if confirm_id in record.answers:
                     found.setdefault(sdk_call_id, record.answers[confirm_id])
-        deeper = [c for c, r in record.ledger.records.items() if r.claims and r.response is None]
+        deeper = [c for c, r in record.ledger.records.items() if r.claims]
         await _decisions(store, session, child, deeper, found, depth=depth + 1)
