@@ -57,9 +57,8 @@ DEFAULT_TESTS = (
     "tests/test_run_step_processing.py",
 )
 
-_NESTED_HITL = ("waits on an event its agent tool's resumed nested run would set; through ours the "
-                "agent tool's call, claimed and stopped inside, is in doubt on resume (nested "
-                "approvals are not carried across an agent tool yet), so it waits forever")
+_NESTED_HITL = ("cancels a resumed run while its nested model blocks, then waits on an event that "
+                "model sets; through ours it still waits forever (not investigated yet)")
 DESELECTED: dict[str, str] = {
     "tests/test_agent_as_tool.py::test_agent_as_tool_resume_survives_cancellation_after_"
     "nested_output_commit": _NESTED_HITL,
