@@ -13,16 +13,14 @@ request's contents; ``recorded_turns`` counts the model responses of both sessio
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import os
+import functools
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _crash_common import install_crash_point, record_model_request, say_end, say_start
+from _crash_common import record_model_request
 from _crash_openai_agents import (
     APP,
     FINAL,
@@ -30,20 +28,16 @@ from _crash_openai_agents import (
     _answered,
     _call,
     charge_card,
-    has_run,
+    cli,
     lookup_price,
+    main,
     ship_order,
 )
-from agents import Agent, Model, ModelResponse, Usage, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from eventstore import SessionNotFoundError, child_session_id, open_store
-from eventstore.integrations.openai_agents import (
-    RUN_KEY,
-    CallInDoubtError,
-    EventStoreRunner,
-    EventStoreSession,
-)
+from eventstore.integrations.openai_agents import RUN_KEY
 
 NESTED_FINAL = "Charged 12 (receipt r-12) and shipped the book (tracking t-book)."
 
@@ -110,35 +104,12 @@ async def recorded_turns(db: str, session_id: str) -> int:
     return total
 
 
-async def main(db: str, session_id: str) -> None:
-    set_tracing_disabled(True)
-    recorded = await recorded_turns(db, session_id)
-    say_start(recorded_model_turns=recorded)
-    install_crash_point()
+def as_tool_agent() -> Agent[Any]:
+    """The order agent with ``fulfil``, the fulfiller as a tool."""
     fulfiller = Agent(name="fulfiller", model=FulfilModel(), tools=[charge_card, ship_order])
-    agent = Agent(name="order_agent", model=OrderModel(), tools=[
+    return Agent(name="order_agent", model=OrderModel(), tools=[
         lookup_price, fulfiller.as_tool("fulfil", "Charge the card and ship the order.")])
-    session = EventStoreSession(session_id, db, app_name=APP, user_id=USER)
-    try:
-        ask = "Buy the book and ship it." if not await has_run(db, session_id) else ""
-        result = await EventStoreRunner.run(agent, ask, session=session,
-                                            idempotent_tools={"lookup_price"})
-    except CallInDoubtError:
-        say_end(status="in_doubt")
-        return
-    finally:
-        session.close()
-    if result.interruptions:
-        say_end(status="paused")
-    else:
-        say_end(status="done", output=str(result.final_output))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db", required=True)
-    parser.add_argument("--session", required=True)
-    options = parser.parse_args()
-    asyncio.run(main(options.db, options.session))
-    sys.stdout.flush()
-    os._exit(0)
+    cli(functools.partial(main, agent=as_tool_agent, turns=recorded_turns))

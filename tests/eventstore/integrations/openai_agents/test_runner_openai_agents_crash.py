@@ -41,13 +41,18 @@ FINAL = "Ordered the book for 12; receipt r-12, tracking t-book."
 ])
 def test_runner_survives_sigkill_at_a_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             point: str | None, decision: str | None) -> None:
+    _killed_and_resumed(SCENARIO, tmp_path, monkeypatch, point, decision)
+
+
+def _killed_and_resumed(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        point: str | None, decision: str | None) -> None:
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    outcome = run_scenario(SCENARIO, db=str(tmp_path / "crash.db"), workdir=tmp_path / "w",
+    outcome = run_scenario(scenario, db=str(tmp_path / "crash.db"), workdir=tmp_path / "w",
                            crash_point=point)
     assert outcome.error is None, outcome.error
     assert outcome.output == FINAL
     assert outcome.killed == (point is not None)
-    assert extra_runs_that_count(outcome, SCENARIO) == 0, outcome.extra_runs
+    assert extra_runs_that_count(outcome, scenario) == 0, outcome.extra_runs
     assert outcome.repeated_model_requests == 0
     assert "confirm ship_order" in outcome.decisions
     if decision is not None:
@@ -68,14 +73,4 @@ def test_runner_survives_sigkill_at_a_write(tmp_path: Path, monkeypatch: pytest.
 def test_runner_survives_sigkill_inside_an_agent_tool(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str | None,
         decision: str | None) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    outcome = run_scenario(AS_TOOL, db=str(tmp_path / "crash.db"), workdir=tmp_path / "w",
-                           crash_point=point)
-    assert outcome.error is None, outcome.error
-    assert outcome.output == FINAL
-    assert outcome.killed == (point is not None)
-    assert extra_runs_that_count(outcome, AS_TOOL) == 0, outcome.extra_runs
-    assert outcome.repeated_model_requests == 0
-    assert "confirm ship_order" in outcome.decisions
-    if decision is not None:
-        assert any(d.startswith(decision) for d in outcome.decisions), outcome.decisions
+    _killed_and_resumed(AS_TOOL, tmp_path, monkeypatch, point, decision)
