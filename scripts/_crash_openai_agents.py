@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ async def main(db: str, session_id: str, *,
         say_end(status="done", output=str(result.final_output))
 
 
-def cli(run: Callable[[str, str], Awaitable[None]]) -> None:
+def cli(run: Callable[[str, str], Coroutine[Any, Any, None]]) -> None:
     """Run one process of a scenario from its command line (``--db``, ``--session``)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True)
