@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -111,20 +112,28 @@ async def has_run(db: str, session_id: str) -> bool:
                and "start" in e.custom_metadata[RUN_KEY] for e in events)
 
 
-async def main(db: str, session_id: str) -> None:
+def order_agent() -> Agent[Any]:
+    """The scenario's agent: the three tools, the fake model."""
+    return Agent(name="order_agent", model=OrderModel(),
+                 tools=[lookup_price, charge_card, ship_order])
+
+
+async def main(db: str, session_id: str, *,
+               agent: Callable[[], Agent[Any]] = order_agent,
+               turns: Callable[[str, str], Awaitable[int]] = recorded_turns) -> None:
+    """One process of the scenario: ``agent()``'s run on the session, resumed from its log;
+    ``turns`` counts the model responses the log holds."""
     set_tracing_disabled(True)
-    recorded = await recorded_turns(db, session_id)
+    recorded = await turns(db, session_id)
     say_start(recorded_model_turns=recorded)
     install_crash_point()
-    agent = Agent(name="order_agent", model=OrderModel(),
-                  tools=[lookup_price, charge_card, ship_order])
     session = EventStoreSession(session_id, db, app_name=APP, user_id=USER)
     try:
         # The first process asks; the next ones continue the run ("" resumes the newest run,
         # replaying it when it already completed), as the runtime's scenario runs with
         # new_message=None.
         ask = "Buy the book and ship it." if not await has_run(db, session_id) else ""
-        result = await EventStoreRunner.run(agent, ask, session=session,
+        result = await EventStoreRunner.run(agent(), ask, session=session,
                                             idempotent_tools={"lookup_price"})
     except CallInDoubtError:
         say_end(status="in_doubt")
@@ -137,13 +146,18 @@ async def main(db: str, session_id: str) -> None:
         say_end(status="done", output=str(result.final_output))
 
 
-if __name__ == "__main__":
+def cli(run: Callable[[str, str], Coroutine[Any, Any, None]]) -> None:
+    """Run one process of a scenario from its command line (``--db``, ``--session``)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True)
     parser.add_argument("--session", required=True)
     options = parser.parse_args()
-    asyncio.run(main(options.db, options.session))
+    asyncio.run(run(options.db, options.session))
     # The end is reported and the store closed: leave now, so that a random kill cannot land
     # in the interpreter's slow teardown and read as a run that died after its end.
     sys.stdout.flush()
     os._exit(0)
+
+
+if __name__ == "__main__":
+    cli(main)

@@ -64,6 +64,11 @@ SCENARIOS: dict[str, Scenario] = {
         module=HERE / "_crash_openai_agents.py",
         idempotent_tools=frozenset({"lookup_price"}),
     ),
+    "openai-agents-as-tool": Scenario(
+        framework="openai-agents-as-tool",
+        module=HERE / "_crash_openai_agents_as_tool.py",
+        idempotent_tools=frozenset({"lookup_price"}),
+    ),
     "pydantic-ai": Scenario(
         framework="pydantic-ai",
         module=HERE / "_crash_pydantic_ai.py",

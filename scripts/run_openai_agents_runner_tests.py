@@ -57,9 +57,8 @@ DEFAULT_TESTS = (
     "tests/test_run_step_processing.py",
 )
 
-_NESTED_HITL = ("waits on an event its agent tool's resumed nested run would set; through ours the "
-                "agent tool's call, claimed and stopped inside, is in doubt on resume (nested "
-                "approvals are not carried across an agent tool yet), so it waits forever")
+_NESTED_HITL = ("cancels a resumed run while its nested model blocks, then waits on an event that "
+                "model sets; through ours it still waits forever (not investigated yet)")
 DESELECTED: dict[str, str] = {
     "tests/test_agent_as_tool.py::test_agent_as_tool_resume_survives_cancellation_after_"
     "nested_output_commit": _NESTED_HITL,
@@ -72,13 +71,16 @@ ROUTES: Counter[str] = Counter()
 _LAST: dict[str, EventStoreSession] = {}
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("inside_durable_run",
                                                                default=False)
-"""True within a run the shim sent to ours: a nested run (an agent tool's) is the SDK's."""
+"""True within a run the shim sent to ours: a nested run (an agent tool's) goes to the SDK's
+``Runner``, whose default runner (``agent_tools.ChildRunRouter``) sends it to ours."""
 
 
 def _route(input: Any, session: Any, options: dict[str, Any]) -> tuple[str, Any]:
     """(why not ours, or "ours"; the session ours runs on)."""
     if _INSIDE.get():
-        return "a nested run (an agent tool's, run by the SDK inside ours)", None
+        # The SDK's Runner starts it; inside ours its default runner sends it to ours again,
+        # recorded in the agent tool call's child session.
+        return "a nested run (an agent tool's: ours records it in its child session)", None
     if options.get("conversation_id") or options.get("previous_response_id") or options.get(
             "auto_previous_response_id"):
         return "server-managed conversation", None

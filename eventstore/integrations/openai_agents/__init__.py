@@ -8,7 +8,8 @@ The rooms, named after the SDK's own concepts: ``session`` (``EventStoreSession`
 stored form, its native mirror and the cache of the items at head) and ``compaction``
 (compaction without deleting anything: the request, the compactors, the summary), ``runner``
 (``EventStoreRunner``: ``Runner.run`` made durable on the session's log), ``durable`` (one
-durable run's writes) and ``records`` (what a durable run's events mean). The store's
+durable run's writes), ``records`` (what a durable run's events mean) and ``agent_tools``
+(an agent tool's nested run, durable in a child session linked to the call). The store's
 home loop, shared with the other frameworks' doors, is ``eventstore.integrations._handle``.
 """
 

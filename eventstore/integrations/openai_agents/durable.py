@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from eventstore import (
+    PARENT_LINK_KEY,
     REQUEST_CONFIRMATION_FUNCTION,
     ConcurrencyError,
     Content,
@@ -98,21 +99,27 @@ class DurableRun:
     @classmethod
     async def open(cls, session: EventStoreSession, *, input_json: Any, agent: str,
                    idempotent: frozenset[str], resume_any: bool,
-                   exact: bool = False) -> DurableRun:
+                   exact: bool = False, link: Mapping[str, Any] | None = None) -> DurableRun:
         """The session's unfinished run when ``input_json`` is its input (or empty, unless
         ``exact``; or anything with ``resume_any``), else a new run started now (an
-        unfinished one is marked abandoned)."""
+        unfinished one is marked abandoned).
+
+        With ``link`` the session is an agent tool's child session (one parent call, one
+        run): its newest run is continued whatever its input and end (a completed one is
+        replayed), and the first run's start is appended together with the link to the
+        parent (``PARENT_LINK_KEY``), in one batch."""
 
         async def job(store: EventStore) -> DurableRun:
             return await cls._open(store, session, input_json=input_json, agent=agent,
-                                   idempotent=idempotent, resume_any=resume_any, exact=exact)
+                                   idempotent=idempotent, resume_any=resume_any, exact=exact,
+                                   link=link)
 
         return await session._handle.run(job)
 
     @classmethod
     async def _open(cls, store: EventStore, session: EventStoreSession, *, input_json: Any,
                     agent: str, idempotent: frozenset[str], resume_any: bool,
-                    exact: bool) -> DurableRun:
+                    exact: bool, link: Mapping[str, Any] | None) -> DurableRun:
         scope: dict[str, Any] = {"app_name": session._app_name, "user_id": session._user_id}
         newer: list[Event] = []
         record: RunRecord | None = None
@@ -131,7 +138,8 @@ class DurableRun:
             empty = not exact and input_json in ("", [], None)
             # An empty input continues the newest run: an unfinished one resumes, a completed
             # one is replayed from the log (its result again, nothing asked or run).
-            if (record.ended is None and (resume_any or record.input == input_json or empty)) \
+            if link is not None or (record.ended is None and (
+                    resume_any or record.input == input_json or empty)) \
                     or (record.ended == "completed" and empty):
                 base = await session._scan(store, limit=None, upto=record.start_seq)
                 run = cls(session=session, record=record, idempotent=idempotent,
@@ -140,6 +148,8 @@ class DurableRun:
         version, items = await session._head(store)
         run_id = f"run-{uuid.uuid4().hex}"
         events = []
+        if record is None and link is not None:
+            events.append(Event(author="user", custom_metadata={PARENT_LINK_KEY: dict(link)}))
         if record is not None and record.ended is None:
             events.append(Event(author="user", custom_metadata={
                 RUN_KEY: {"run": record.run_id, "end": "abandoned"}}))
@@ -272,26 +282,39 @@ class DurableRun:
         held = [e.custom_metadata[METADATA_KEY]["item"] for e in self.held]
         return [*self.base_items, *[*self.record.items, *held][: self.item_cursor]]
 
+    def owns(self, item: Any) -> bool:
+        """Whether interruption ``item`` asks for a call of this run's own model responses
+        (not one inside an agent tool's nested run, whose child session holds its stop)."""
+        sdk_call_id = str(getattr(item.raw_item, "call_id", "") or "")
+        call = self.record.ledger.get(self.calls.get(sdk_call_id, "")).call
+        name = str(getattr(item, "tool_name", None) or getattr(item.raw_item, "name", ""))
+        return call is not None and call.name == name
+
     async def interrupt(self, interruptions: Sequence[Any], *, state: dict[str, Any]) -> None:
-        """Record the run's stop for approvals: per call a ``confirmation_required``
-        placeholder (§4), then one confirmation request (§5) holding ``state``. Nothing is
-        written when the newest stop already asks for exactly these calls, unanswered."""
+        """Record the run's stop for approvals: per call of its own a
+        ``confirmation_required`` placeholder (§4), then one event holding ``state`` that is a
+        confirmation request (§5) for those calls (calls inside agent tools are asked in their
+        child sessions). Nothing is written when the newest stop already asks for exactly
+        these calls, unanswered."""
         asked = [(item, str(getattr(item.raw_item, "call_id", "") or "")) for item in
                  interruptions]
         asked = [(item, sdk) for item, sdk in asked if sdk]
         if not asked:
             return
+        own = [(item, sdk) for item, sdk in asked if self.owns(item)]
+        nested = sorted([getattr(item.agent, "name", ""), sdk] for item, sdk in asked
+                        if not self.owns(item))
         previous = self.record.interruption
         if previous is not None and sorted(previous.calls.values()) == sorted(
-                s for _, s in asked) and not any(c in self.record.answers
-                                                 for c in previous.calls):
+                s for _, s in own) and previous.nested == nested and not any(
+                c in self.record.answers for c in previous.calls):
             return
         placeholders: list[Part] = []
         requests: list[Part] = []
         confirm_ids: dict[str, str] = {}
         asks: dict[str, ToolConfirmation] = {}
         author = ""
-        for item, sdk_call_id in asked:
+        for item, sdk_call_id in own:
             call_id = self.calls.get(sdk_call_id, sdk_call_id)
             name = str(getattr(item, "tool_name", None) or getattr(item.raw_item, "name", ""))
             author = author or getattr(item.agent, "name", "")
@@ -311,17 +334,17 @@ class DurableRun:
                     "toolConfirmation": {"hint": f"Approve {name}?", "confirmed": False,
                                          "payload": None}})))
         author = author or self.record.agent
-        events = [
-            Event(author=author, invocation_id=self.record.run_id,
-                  content=Content(role="user", parts=tuple(placeholders)),
-                  actions=EventActions(requested_tool_confirmations=asks)),
-            Event(author=author, invocation_id=self.record.run_id,
-                  content=Content(role="model", parts=tuple(requests)),
-                  long_running_tool_ids=tuple(confirm_ids),
-                  custom_metadata=self._tag(interrupt={
-                      "state": state, "models": self.next_model, "items": self.item_cursor,
-                      "calls": confirm_ids})),
-        ]
+        events = [Event(author=author, invocation_id=self.record.run_id,
+                        content=Content(role="user", parts=tuple(placeholders)),
+                        actions=EventActions(requested_tool_confirmations=asks))] \
+            if placeholders else []
+        events.append(Event(
+            author=author, invocation_id=self.record.run_id,
+            content=Content(role="model", parts=tuple(requests)) if requests else None,
+            long_running_tool_ids=tuple(confirm_ids),
+            custom_metadata=self._tag(interrupt={
+                "state": state, "models": self.next_model, "items": self.item_cursor,
+                "calls": confirm_ids, "nested": nested})))
         await self.write(events)
 
     async def answer(self, decisions: Mapping[str, bool]) -> None:

@@ -15,10 +15,15 @@ run's id under ``"run"`` and what the event is:
 - ``{"item": n}`` beside the session's ``{"item": …}`` meaning — the run's ``n``-th session item
   (the SDK's ``Session.add_items``), mirrored natively only when it is the user's input (the
   model turns and responses above already show the rest);
-- ``{"interrupt": {"state", "models", "items", "calls"}}`` — the run stopped for approvals: a
-  §5 confirmation request (after the §4 ``confirmation_required`` placeholders) holding the
-  SDK's ``RunState.to_json()``, how many model responses and items the run had then, and
-  ``{confirmation id: SDK call id}``;
+- ``{"interrupt": {"state", "models", "items", "calls", "nested"}}`` — the run stopped for
+  approvals: a §5 confirmation request (after the §4 ``confirmation_required`` placeholders)
+  holding the SDK's ``RunState.to_json()``, how many model responses and items the run had
+  then, ``{confirmation id: SDK call id}`` for its own calls, and ``[agent, SDK call id]`` of
+  the calls asked inside agent tools (no content of its own when those are all: the child
+  sessions hold their requests);
+- in an agent tool's child session, the first event is the link to the parent call
+  (``PARENT_LINK_KEY``, as the runtime's ``AgentTool`` writes it), appended with the child's
+  run start; the child's run is recorded as any run;
 - ``{"end": "completed" | "error"}`` — the run returned (or raised).
 
 ``RunRecord`` is sans-IO: fed a session's events oldest first from the newest run's start, it
@@ -176,6 +181,9 @@ class Interruption:
     """Confirmation id → SDK call id."""
     originals: dict[str, str]
     """Confirmation id → the call's id in the log (mirrored)."""
+    nested: list[list[str]] = dataclasses.field(default_factory=list)
+    """``[agent name, SDK call id]`` of the calls asked inside agent tools (their child
+    sessions hold those confirmation requests)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -238,7 +246,8 @@ class RunRecord:
                 state=dict(stop.get("state") or {}), models=int(stop.get("models", 0)),
                 items=int(stop.get("items", 0)), calls=dict(stop.get("calls") or {}),
                 originals={c.id: str(c.args.get("originalFunctionCall", {}).get("id"))
-                           for c in event.function_calls()})
+                           for c in event.function_calls()},
+                nested=[list(map(str, pair)) for pair in stop.get("nested") or ()])
         elif "end" in meaning:
             self.ended = str(meaning["end"])
 

@@ -48,8 +48,9 @@ from agents.run_config import DEFAULT_MAX_TURNS
 from agents.tool import FunctionTool
 from pydantic_core import to_jsonable_python
 
-from eventstore import StoreUsageError
+from eventstore import CallRecord, StoreUsageError
 
+from .agent_tools import child_decisions, is_agent_tool, wrap_agent_tool
 from .durable import CallInDoubtError, DurableRun
 from .items import plain_item
 from .records import decode_model_response, recorded_output
@@ -68,12 +69,18 @@ class RecordedToolError(RuntimeError):
 
 class _RunRef:
     """The durable run the wrappers record in: given, or opened on first use (a streamed run
-    is handed to the SDK before anything can be awaited)."""
+    is handed to the SDK before anything can be awaited); with the caller's ``RunConfig``
+    (``config``), the one the SDK's run is given (``sdk_config``) and the idempotent tools,
+    which an agent tool's nested run takes over."""
 
     def __init__(self, run: DurableRun | None = None,
-                 opener: Callable[[], Awaitable[DurableRun]] | None = None) -> None:
+                 opener: Callable[[], Awaitable[DurableRun]] | None = None, *,
+                 config: RunConfig, idempotent: Iterable[str]) -> None:
         self.run = run
         self._opener = opener
+        self.config = config
+        self.sdk_config = dataclasses.replace(config, model=None)
+        self.idempotent = frozenset(idempotent)
 
     async def get(self) -> DurableRun:
         if self.run is None:
@@ -181,7 +188,23 @@ class _RunSession:
         await run.session.clear_session()
 
 
+def _settled(record: CallRecord) -> Any:
+    """What a settled call's tool returns again: its recorded output, or its recorded
+    error raised again (``RecordedToolError``)."""
+    assert record.response is not None
+    error = record.response.get("error")
+    if isinstance(error, Mapping) and error.get("kind") == "execution_failed" \
+            and set(record.response) == {"error"}:
+        raise RecordedToolError(str(error.get("message")))
+    return recorded_output(record.response)
+
+
 def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool:
+    if is_agent_tool(tool):
+        return wrap_agent_tool(tool, get_run=ref.get, author=author, runner=EventStoreRunner,
+                               options={"idempotent_tools": ref.idempotent,
+                                        "run_config": ref.config},
+                               parent_config=ref.sdk_config, settled=_settled)
     original = tool.on_invoke_tool
 
     async def invoke(context: Any, raw: str) -> Any:
@@ -191,12 +214,7 @@ def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool
         record = run.record.ledger.get(call_id)
         decision = record.decision(idempotent=tool.name in run.idempotent)
         if decision == "settled":
-            assert record.response is not None
-            error = record.response.get("error")
-            if isinstance(error, Mapping) and error.get("kind") == "execution_failed" \
-                    and set(record.response) == {"error"}:
-                raise RecordedToolError(str(error.get("message")))
-            return recorded_output(record.response)
+            return _settled(record)
         if decision == "in_doubt":
             raise CallInDoubtError(session_id=run.session.session_id,
                                    function_call_id=call_id, tool=tool.name)
@@ -286,8 +304,9 @@ class EventStoreRunner:
 
     @classmethod
     async def _prepare(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
-                       idempotent_tools: Iterable[str], run_config: Any) -> tuple[
-                           DurableRun, Agent[Any], Any, RunConfig]:
+                       idempotent_tools: Iterable[str], run_config: Any,
+                       link: Mapping[str, Any] | None = None) -> tuple[
+                           _RunRef, Agent[Any], Any, RunConfig]:
         if not isinstance(session, EventStoreSession):
             raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
                                   f"run is recorded in its log (got {type(session).__name__}).")
@@ -297,14 +316,15 @@ class EventStoreRunner:
         input_json = None if given_state is not None else _input_json(input)
         run = await DurableRun.open(session, input_json=input_json, agent=starting_agent.name,
                                     idempotent=frozenset(idempotent_tools),
-                                    resume_any=given_state is not None)
-        agent = _wrap_agent(starting_agent, _RunRef(run), config, {})
-        config = dataclasses.replace(config, model=None)
+                                    resume_any=given_state is not None, link=link)
+        ref = _RunRef(run, config=config, idempotent=idempotent_tools)
+        agent = _wrap_agent(starting_agent, ref, config, {})
+        config = ref.sdk_config
         stop = run.record.interruption
         if stop is None:
             if run.resumed or given_state is None:
                 stored = run.record.input if run.resumed else input
-                return run, agent, to_jsonable_python(stored) if run.resumed else stored, config
+                return ref, agent, to_jsonable_python(stored) if run.resumed else stored, config
             raise StoreUsageError(
                 f"Session {session.session_id!r} has no run stopped for approvals to continue "
                 "with this RunState: run EventStoreRunner with the session from the start.")
@@ -319,17 +339,22 @@ class EventStoreRunner:
         for step in range(min(stop.models, len(run.record.models))):
             run.use_calls(step)
         by_sdk = {sdk: confirm for confirm, sdk in stop.calls.items()}
+        nested = await child_decisions(run) if stop.nested else {}
         for item in state.get_interruptions():
             sdk_id = str(getattr(item.raw_item, "call_id", "") or "")
-            answer = run.record.answers.get(by_sdk.get(sdk_id, ""))
+            if run.owns(item):
+                answer = run.record.answers.get(by_sdk.get(sdk_id, ""))
+            else:
+                answer = nested.get(sdk_id)  # its child records the rejection itself
             if answer is True:
                 state.approve(item)
             elif answer is False:
                 state.reject(item)
-                call_id = run.calls.get(sdk_id, sdk_id)
-                await run.reject(call_id, tool=str(item.tool_name or ""),
-                                 author=getattr(item.agent, "name", run.record.agent))
-        return run, agent, state, config
+                if run.owns(item):
+                    await run.reject(run.calls.get(sdk_id, sdk_id),
+                                     tool=str(item.tool_name or ""),
+                                     author=getattr(item.agent, "name", run.record.agent))
+        return ref, agent, state, config
 
     @classmethod
     async def _finish(cls, run: DurableRun, result: Any) -> None:
@@ -347,16 +372,26 @@ class EventStoreRunner:
                   auto_previous_response_id: bool = False,
                   conversation_id: str | None = None) -> RunResult:
         """``Runner.run``, durable (see the class)."""
-        run, agent, sdk_input, config = await cls._prepare(
+        return await cls._run_child(
+            starting_agent, input, session=session, link=None,
+            idempotent_tools=idempotent_tools, context=context, max_turns=max_turns,
+            hooks=hooks, run_config=run_config, error_handlers=error_handlers,
+            previous_response_id=previous_response_id,
+            auto_previous_response_id=auto_previous_response_id,
+            conversation_id=conversation_id)
+
+    @classmethod
+    async def _run_child(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                         link: Mapping[str, Any] | None, idempotent_tools: Iterable[str] = (),
+                         run_config: Any = None, **options: Any) -> RunResult:
+        """``run``; with ``link``, the nested run of an agent tool in its child session."""
+        ref, agent, sdk_input, config = await cls._prepare(
             starting_agent, input, session=session, idempotent_tools=idempotent_tools,
-            run_config=run_config)
+            run_config=run_config, link=link)
+        run = await ref.get()
         try:
-            result = await Runner.run(
-                agent, sdk_input, context=context, max_turns=max_turns, hooks=hooks,
-                run_config=config, error_handlers=error_handlers,
-                previous_response_id=previous_response_id,
-                auto_previous_response_id=auto_previous_response_id,
-                conversation_id=conversation_id, session=_RunSession(_RunRef(run), session))
+            result = await Runner.run(agent, sdk_input, run_config=config,
+                                      session=_RunSession(ref, session), **options)
         except BaseException as exc:
             doubt = _in_doubt(exc)
             if doubt is not None:
@@ -388,6 +423,15 @@ class EventStoreRunner:
         streams, and its end (or stop for approvals) recorded once ``stream_events()`` is
         exhausted. A run that crashed resumes when streamed again with the same input; a run
         stopped for approvals continues through ``run`` (which loads its ``RunState``)."""
+        return cls._run_child_streamed(starting_agent, input, session=session, link=None,
+                                       idempotent_tools=idempotent_tools, **options)
+
+    @classmethod
+    def _run_child_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
+                            link: Mapping[str, Any] | None,
+                            idempotent_tools: Iterable[str] = (), **options: Any
+                            ) -> RunResultStreaming:
+        """``run_streamed``; with ``link``, the streamed nested run of an agent tool."""
         if not isinstance(session, EventStoreSession):
             raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
                                   f"run is recorded in its log (got {type(session).__name__}).")
@@ -402,17 +446,17 @@ class EventStoreRunner:
             run = await DurableRun.open(session, input_json=input_json,
                                         agent=starting_agent.name,
                                         idempotent=frozenset(idempotent_tools),
-                                        resume_any=False, exact=True)
+                                        resume_any=False, exact=True, link=link)
             if run.record.interruption is not None:
                 raise StoreUsageError(
                     f"The run of session {session.session_id!r} is stopped for approvals: "
                     "continue it with EventStoreRunner.run, which loads its RunState.")
             return run
 
-        ref = _RunRef(opener=opener)
+        ref = _RunRef(opener=opener, config=config, idempotent=idempotent_tools)
         agent = _wrap_agent(starting_agent, ref, config, {})
-        result = Runner.run_streamed(agent, input, run_config=dataclasses.replace(
-            config, model=None), session=_RunSession(ref, session), **options)
+        result = Runner.run_streamed(agent, input, run_config=ref.sdk_config,
+                                     session=_RunSession(ref, session), **options)
         events = result.stream_events
 
         async def stream() -> AsyncIterator[Any]:

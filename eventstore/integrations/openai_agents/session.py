@@ -138,6 +138,14 @@ class EventStoreSession:
                                           or default_should_trigger_compaction)
         self._deferred_response_id: str | None = None
 
+    def _sibling(self, session_id: str) -> EventStoreSession:
+        """A session ``session_id`` of the same store, app and user, sharing this session's
+        store (an agent tool's child session): closing it is closing this one's store."""
+        sibling = EventStoreSession(session_id, session_settings=self.session_settings,
+                                    app_name=self._app_name, user_id=self._user_id)
+        sibling._handle = self._handle
+        return sibling
+
     async def _scan(self, store: EventStore, *, limit: int | None,
                     upto: int | None = None) -> list[tuple[int, Any]]:
         """``(seq, item)`` of the newest ``limit`` items at ``upto`` (all when None), newest
