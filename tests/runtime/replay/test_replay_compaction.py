@@ -18,11 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_replay_properties import IDEMPOTENT, build, step
 
-from eventstore import Compaction, Content, Event, EventActions, Part
+from eventstore import Compaction, Content, Event, EventActions, EventStore, Part
 from eventstore.cli import analyze
 from runtime._compaction import open_item_seq
-from runtime.replay import HeadScan, feed_all, pending, plan_resume, recover_confirmations
-from runtime.replay._compacted import decision_suffix
+from runtime.replay import (
+    HeadScan,
+    feed_all,
+    pending,
+    plan_resume,
+    recover_confirmations,
+    session_pending,
+)
+from runtime.replay._compacted import decision_log, decision_suffix
 from runtime.replay._respond import _Lookup
 
 
@@ -112,6 +119,13 @@ def test_compaction_changes_no_processor_decision(
             id="agent-compaction-inside-a-user-turn",
         ),
         pytest.param(
+            # call c1-0 answered, compacted; then a confirmation request for it (it can never
+            # be answered): the bounded part must reach back to the call to see its response
+            [("model", ["get_weather"]), ("respond", 0), ("user", 0), ("model", []),
+             ("confirm", 0)], 3, 3, "user",
+            id="request-after-compaction-for-a-call-before-it",
+        ),
+        pytest.param(
             # two confirmations answered apart, the agent's compaction between the answers:
             # one user turn still, so both calls stand confirmed_not_run (call_status too)
             [("model", ["charge_card", "charge_card"]), ("confirm", 0), ("confirm", 1),
@@ -143,3 +157,23 @@ def test_compaction_at_head_is_refused_across_every_open_item(
     else:
         assert not seqs
 
+
+async def test_compaction_pending_from_the_store_reads_back_to_the_call_a_request_names(
+    store: EventStore,
+) -> None:
+    # Call c1-0 answered, then compacted; a request for it after the compaction (it can never be
+    # answered) is reported as the whole log reports it, not as an open confirmation.
+    history = build([("user", 9), ("model", ["get_weather"]), ("respond", 0), ("user", 0),
+                     ("model", []), ("confirm", 0)])
+    events = [dataclasses.replace(e, seq=None) for e in history.events]
+    await store.create_session(app_name="weather", user_id="u", session_id="s")
+    await store.append("s", events[:3], expected_version=0)
+    await store.compact("s", upto=3, summary="the weather was asked and given")
+    await store.append("s", events[3:], expected_version=4)
+    whole = await store.read("s")
+
+    log, _ = await decision_log(store, "s")
+    assert log[0].seq == 2  # the model turn holding the call the request names
+    report = await session_pending(store, "s")
+    assert report == pending(whole)
+    assert [(item.kind, item.call.id) for item in report] == [("refused", "c1-0")]
