@@ -165,8 +165,9 @@ def _by_request(facts: CallFacts, request: RequestFacts) -> CallStatus | None:
 class UserTurns:
     """The user turns of a log (docs/protocol.md §6): runs of consecutive user events that
     carry function responses (answers, results); any other event ends a run, but a user event
-    without content (a state edit, a decision). Feed every event in one direction, oldest or
-    newest first; turns are compared, never counted."""
+    without content (a state edit, a decision) and a compaction event (a summary of older
+    events, by any author). Feed every event in one direction, oldest or newest first; turns
+    are compared, never counted."""
 
     def __init__(self, *, newest_first: bool = False) -> None:
         self._newest_first = newest_first
@@ -176,6 +177,8 @@ class UserTurns:
 
     def feed(self, event: Event) -> None:
         """Take the next event."""
+        if event.actions.compaction is not None:
+            return
         if event.author == _USER:
             if event.content is None:
                 return

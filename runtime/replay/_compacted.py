@@ -4,18 +4,21 @@ A compaction never covers an open item (``runtime.compact`` refuses it, docs/com
 every call, confirmation and claim at or below its ``end_seq`` is settled. So what ``pending()``
 reports, and what the resume planner and the head rule decide, is read from the events after
 the newest compaction's range — plus the few older events the backward scans look at before they
-stop (the agent's newest model turn, the head rule's event). ``decision_log`` returns that
-contiguous newest part of the log; the property tests check ``pending(decision_log) ==
-pending(whole log)``.
+stop (the agent's newest model turn, the head rule's event) and the model turn holding the call
+each confirmation request read names: ``pending()`` reports a request by what became of that
+call (a request for a call that already has a response can never be answered), so a request
+made after a compaction for a call before it needs the call's events too. ``decision_log``
+returns that contiguous newest part of the log; the property tests check
+``pending(decision_log) == pending(whole log)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from eventstore import Event, EventStore
+from eventstore import REQUEST_CONFIRMATION_FUNCTION, Event, EventStore
 
-from ._log import USER_AUTHOR
+from ._log import USER_AUTHOR, parse_confirmation_request
 from ._resume import HeadScan, ResumeScan
 
 __all__ = ["decision_log", "decision_suffix", "newest_agent"]
@@ -41,6 +44,8 @@ class _Wanted:
         self._head: HeadScan | None = None
         self._resume: ResumeScan | None = None
         self._head_open = self._resume_open = True
+        # Calls named by the confirmation requests read whose model turn is not read yet.
+        self._requested: set[str] = set()
         if agent_name is not None:
             self._start(agent_name)
 
@@ -58,8 +63,22 @@ class _Wanted:
         if self._resume_open:
             self._resume_open = self._resume.feed(event)
 
+    def _note_requests(self, event: Event) -> None:
+        content = event.content
+        if content is None or content.role != "model" or event.author == USER_AUTHOR:
+            return  # pending() reads no other event as a model turn or a trusted request
+        calls = event.function_calls()
+        for call in calls:
+            if call.name == REQUEST_CONFIRMATION_FUNCTION:
+                parsed = parse_confirmation_request(call)
+                if not isinstance(parsed, str):
+                    self._requested.add(parsed[0].id)
+        self._requested.difference_update(
+            c.id for c in calls if c.name != REQUEST_CONFIRMATION_FUNCTION)
+
     def feed(self, event: Event) -> bool:
         """Take the next older event; True while more are wanted."""
+        self._note_requests(event)
         if self._head is None:
             self._seen.append(event)
             agent = newest_agent([event])
@@ -68,7 +87,7 @@ class _Wanted:
             self._start(agent)
         else:
             self._feed(event)
-        return self._head_open or self._resume_open
+        return self._head_open or self._resume_open or bool(self._requested)
 
 
 def decision_suffix(events: list[Event], *, agent_name: str | None = None) -> int:

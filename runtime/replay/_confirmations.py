@@ -11,7 +11,8 @@ The rules:
   both count). An event may carry text beside its answers ("Yes, go ahead" + the answer, as chat
   clients send it): the answers are acted on and the text is the user's message of that turn. A
   newest user message with text and no answer means nothing is being answered. User events without
-  content (state edits, resume decisions) are skipped.
+  content (state edits, resume decisions) are skipped, and so is a compaction event (a summary of
+  older events, by whichever author): it neither ends a turn nor counts as one.
 - A user message with text between a confirmation request and its answer *supersedes* the
   request: the answer is refused (``superseded``, naming the message) and nothing runs.
 - Answers are ``{"confirmed": bool, "payload": …}`` or ``{"response": "<that as JSON>"}``.
@@ -174,6 +175,8 @@ class ConfirmationScan:
 
     @staticmethod
     def _classify(event: Event) -> Literal["answers", "plain", "skip", "other"]:
+        if event.actions.compaction is not None:
+            return "skip"  # a summary of older events, whoever wrote it: it ends no user turn
         if event.author != USER_AUTHOR:
             return "other"
         if event.content is None:
