@@ -353,7 +353,7 @@ def test_import_layout_sql_backends_share_only_the_base() -> None:
         + ", ".join(sorted(crossings))
     )
     rooms = ast.literal_eval(next(
-        node.value for node in ast.parse((ROOT / "eventstore/backends/sql/base.py").read_text())
+        node.value for node in ast.parse((ROOT / "eventstore/backends/sql/jobs.py").read_text())
         .body if isinstance(node, ast.Assign)
         and any(isinstance(t, ast.Name) and t.id == "_ROOMS" for t in node.targets)))
     missing = sorted(f"{package}.{room}" for package in SQL_BACKENDS
