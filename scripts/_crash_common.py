@@ -256,7 +256,7 @@ def _run_child(
     kill_after: float | None,
     timeout: float,
 ) -> _Child:
-    env = dict(os.environ)
+    env = _checkout_env()
     env[WORKDIR_ENV] = str(workdir)
     env.pop(CRASH_POINT_ENV, None)
     if crash_point:
@@ -284,10 +284,22 @@ def _run_child(
     )
 
 
+def _checkout_env() -> dict[str, str]:
+    """The environment of a child process: this checkout's packages come first on its path, so
+    a sweep run from a checkout judges that checkout's code, not an installed copy's."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_CHECKOUT), env.get("PYTHONPATH")]))
+    return env
+
+
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
 def _evs(*args: str, db: str) -> Any:
     evs = Path(sys.executable).with_name("evs")
     done = subprocess.run(
-        [str(evs), *args, "--db", db, "--json"], capture_output=True, text=True, check=False
+        [str(evs), *args, "--db", db, "--json"], capture_output=True, text=True, check=False,
+        env=_checkout_env(),
     )
     if done.returncode != 0:
         raise RuntimeError(f"evs {' '.join(args)} failed ({done.returncode}): {done.stderr}")

@@ -139,6 +139,33 @@ def test_failover_synchronous_loses_no_acknowledged_append(
     assert asyncio.run(_check_log(pair.url, writers)) == {}
 
 
+def _outrun_standby(pair: Replication, writers: Writers, *, timeout: float = 60.0) -> None:
+    """With the standby's WAL receiver stopped, make sure the primary commits what the standby
+    will never get: the WAL already sent waits in the replication connection's socket buffers
+    and is read after SIGCONT, so a fixed pause loses nothing when the writers are slow (a
+    loaded machine). Fill those buffers with WAL of a scratch table until the sender is
+    blocked (the primary's WAL runs ahead of what it has sent), then wait for appends
+    acknowledged after that."""
+    pair.primary.sql("CREATE TABLE IF NOT EXISTS outrun_fill (b text)")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pair.primary.sql(
+            "INSERT INTO outrun_fill SELECT (SELECT string_agg(md5(random()::text), '') "
+            "FROM generate_series(1, 30)) FROM generate_series(1, 5000)")
+        sent = pair.primary.sql("SELECT max(sent_lsn) FROM pg_stat_replication")
+        time.sleep(0.3)
+        unsent = pair.primary.sql(
+            "SELECT coalesce(max(pg_current_wal_lsn() - sent_lsn), 0) FROM pg_stat_replication "
+            f"HAVING max(sent_lsn) = '{sent}'::pg_lsn") if sent else ""
+        if unsent and float(unsent) > 1024 * 1024:
+            break  # the sender has sent nothing more for a while, with WAL left to send
+    before = dict(writers.heads)
+    while time.monotonic() < deadline:
+        if sum(1 for sid, head in list(writers.heads.items()) if before.get(sid) != head) >= 3:
+            return
+        time.sleep(0.05)
+
+
 def test_failover_asynchronous_loss_is_what_verify_reports(
     replication: Callable[..., Replication],
 ) -> None:
@@ -155,7 +182,7 @@ def test_failover_asynchronous_loss_is_what_verify_reports(
             os.kill(receiver, signal.SIGSTOP)
         try:
             if behind:
-                time.sleep(0.5)  # the writers commit on the primary alone meanwhile
+                _outrun_standby(pair, writers)
             pair.primary.kill()
             crashes.append(time.monotonic())
             seen.extend(ExpectedHead(session_id=sid, seq=seq, event_id=eid)
