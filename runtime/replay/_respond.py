@@ -338,6 +338,13 @@ async def _append_checked(
             _check_result_awaited(session_id, lookup)
         if in_doubt_only and not is_confirmation:
             why = _not_awaited(session_id, lookup, want="re-run decision")
+            if why is None and lookup.status() == "long_running":
+                # Resume never re-runs a long-running or deferred call (its result comes from
+                # outside), so a decision to re-run it would be stored and change nothing.
+                why = (f"Call {call_id!r} of session {session_id!r} is long-running (or "
+                       "deferred): it waits for its result, not for a re-run decision; supply "
+                       f"it with submit_response(session_id={session_id!r}, "
+                       f"call_id={call_id!r}, response=…) (evs respond).")
             if why is not None:
                 raise CallNotInDoubtError(why, session_id=session_id, function_call_id=call_id)
         if not lookup.pending and not await _unsigned_answer(store, session_id, lookup, where):

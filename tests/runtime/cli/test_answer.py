@@ -72,6 +72,9 @@ def test_confirm_twice_is_refused(paused_db: Path) -> None:
                      id="respond-to-a-call-awaiting-confirmation"),
         pytest.param(["rerun", "s1", "c3"], "Call 'c3' waits for a human's confirmation",
                      id="rerun-a-call-awaiting-confirmation"),
+        pytest.param(["rerun", "s1", "c4", "--force"], "is long-running (or deferred): it "
+                     "waits for its result, not for a re-run decision",
+                     id="rerun-a-long-running-call"),
         pytest.param(["respond", "s1", "nope", "--result", "{}"], "no function call with id "
                      "'nope'", id="unknown-call"),
     ],

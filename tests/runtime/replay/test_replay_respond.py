@@ -191,6 +191,27 @@ async def test_respond_long_running_result_is_submitted_once_then_agent_continue
     assert second.final_text == "The report says: cold."
 
 
+async def test_respond_rerun_of_a_long_running_call_is_refused_and_its_result_still_taken(
+    store: EventStore,
+) -> None:
+    report = ModelResponse(
+        function_calls=(FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),)
+    )
+    runner = paid_runner(store, Counter(), report, "The report says: cold.")
+    await runner.create_session(user_id="u", session_id="s")
+    first = await runner.run(session_id="s", user_id="u", new_message="Report on Oslo")
+    assert first.status == "paused_long_running"
+    version = await store.version("s")
+
+    with pytest.raises(CallNotInDoubtError, match="long-running.*submit_response"):
+        await rerun_call(store, session_id="s", call_id="call-r")
+    assert await store.version("s") == version  # nothing stored for the refused decision
+
+    await submit_response(store, session_id="s", call_id="call-r", response={"report": "cold"})
+    second = await runner.run(session_id="s", user_id="u")
+    assert (second.status, second.final_text) == ("completed", "The report says: cold.")
+
+
 async def test_respond_in_doubt_call_pauses_until_rerun_decided(store: EventStore) -> None:
     counter = Counter()
     runner = paid_runner(store, counter, "done")
