@@ -153,6 +153,17 @@ async def _sign_version(backend: Backend, key: bytes, where: _Where, *,
     return problem, "signed" if sealed else "changed"
 
 
+def _refuse_a_wrong_key(judged: SignReport) -> None:
+    """Refuse to sign when signatures are stored and not one matches the key: signing under a
+    wrong key would seal the unsigned versions so that the right key refuses them too."""
+    bad = sum(1 for v in judged.versions if v.problem == "artifact_bad_signature")
+    if bad and not judged.ok:
+        raise CliError(f"No stored artifact signature matches this key ({bad} bad, none "
+                       f"good): {SIGNING_KEY_ENV} is probably not the key the store signed "
+                       "with; nothing was signed. If the key is right, every signed version "
+                       f"was forged: {prog()} verify names them.")
+
+
 def _no_key() -> CliError:
     return CliError(f"{prog()} db sign-artifacts signs with the store's key: set "
                     f"{SIGNING_KEY_ENV} to the key the store runs with; nothing was signed.")
@@ -204,6 +215,8 @@ def db_sign_artifacts(
 
     async def main() -> SignReport:
         async with await open_existing(db, read_only=dry_run) as store:
+            if not dry_run:
+                _refuse_a_wrong_key(await sign_artifacts(store.backend, dry_run=True))
             return await sign_artifacts(store.backend, dry_run=dry_run)
 
     report = run(main())

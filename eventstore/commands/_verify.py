@@ -12,7 +12,7 @@ from typing import Any
 
 from eventstore.backends.protocol import SessionRecord, StoredEvent
 
-from .._chain import GENESIS
+from .._chain import GENESIS, SIGNING_KEY_ENV
 from .._chain_check import check_chain, signature_problems
 from .._codec import event_kind
 from .._events import Event, FunctionCall, FunctionResponse
@@ -171,6 +171,12 @@ def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str]
                   "never added afterwards: rows are never rewritten).")
             run.clear()
 
+    # When no row checks out under the key, a wrong key explains the findings as well as
+    # forgery does, and is the likelier of the two: say so.
+    wrong_key = bool(problems) and all(row.seq in problems for row in rows)
+    cause = (" it was forged or changed, or the key is not the one the store signed with "
+             f"(no signature of this session matches: check {SIGNING_KEY_ENV})." if wrong_key
+             else " it was forged or changed.")
     for row in rows:
         problem = problems.get(row.seq)
         if problem == "unsigned":
@@ -179,7 +185,7 @@ def _signature_findings(rows: Sequence[StoredEvent], problems: Mapping[int, str]
         flush()
         if problem == "bad_signature":
             found(row.seq, "bad_signature", f"seq {row.seq}'s signature does not match its "
-                  "chain hash under this key: it was forged or changed.")
+                  f"chain hash under this key:{cause}")
     flush()
 
 

@@ -182,3 +182,26 @@ def _seqs(got: object) -> object:
     if isinstance(got, list):
         return [e["seq"] if isinstance(e, dict) else getattr(e, "seq", e) for e in got]
     return [e.seq for e in got.events] if hasattr(got, "events") else got
+
+
+async def test_keyed_verify_under_a_wrong_key_names_the_key_as_a_cause(
+    sql_target: BackendTarget,
+) -> None:
+    await make_log(sql_target, signing_key=KEY)
+    store = await open_store(sql_target.url, signing_key=b"w" * 32)
+    try:
+        found = await verify_session(store, SESSION)
+    finally:
+        await store.aclose()
+    bad = [f for f in found if f.code == "bad_signature"]
+    assert len(bad) == 6, found  # every event of the log
+    assert all("not the one the store signed with" in f.message for f in bad)
+    # One forged row among good ones is forgery, not a wrong key.
+    await raw(sql_target, "UPDATE evs_events SET signature = ? WHERE seq = 4", b"x" * 32)
+    store = await open_store(sql_target.url, signing_key=KEY)
+    try:
+        (forged,) = await verify_session(store, SESSION)
+    finally:
+        await store.aclose()
+    assert forged.code == "bad_signature"
+    assert forged.message.endswith("it was forged or changed.")

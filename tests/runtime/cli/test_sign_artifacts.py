@@ -138,3 +138,16 @@ def test_an_unkeyed_export_serves_versions_without_a_seal(db: Path) -> None:
     _saved(db)
     result = invoke("export", "s", "--db", str(db), env=UNKEYED)
     assert result.exit_code == 0, result.stderr
+
+
+def test_sign_artifacts_under_a_wrong_key_signs_nothing_and_says_so(db: Path) -> None:
+    _saved(db)
+    before = _seals(db)
+    wrong = invoke("db", "sign-artifacts", "--db", str(db), env={"EVS_SIGNING_KEY": "w" * 32})
+    assert wrong.exit_code == 1
+    assert "No stored artifact signature matches this key (1 bad, none good)" in wrong.stderr
+    assert "EVS_SIGNING_KEY is probably not the key" in wrong.stderr
+    assert _seals(db) == before  # version 0 and user:cv stay unsigned for the right key
+    right = invoke("db", "sign-artifacts", "--db", str(db), "--json", env=KEYED)
+    assert right.exit_code == 0, right.stderr
+    assert orjson.loads(right.stdout)["signed"] == 2

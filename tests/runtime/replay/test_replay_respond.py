@@ -203,7 +203,7 @@ async def test_respond_rerun_of_a_long_running_call_is_refused_and_its_result_st
     assert first.status == "paused_long_running"
     version = await store.version("s")
 
-    with pytest.raises(CallNotInDoubtError, match="long-running.*submit_response"):
+    with pytest.raises(CallNotInDoubtError, match=r"long-running.*submit_response"):
         await rerun_call(store, session_id="s", call_id="call-r")
     assert await store.version("s") == version  # nothing stored for the refused decision
 
