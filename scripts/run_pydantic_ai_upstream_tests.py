@@ -5,7 +5,7 @@ with ``DBOSAgent`` / ``PrefectAgent`` / ``TemporalAgent`` swapped for ``EventSto
     .venv/bin/python scripts/run_pydantic_ai_upstream_tests.py /path/to/pydantic-ai \\
         [--file test_dbos.py …] [--backend sqlite|postgres] [--path DIR …] \\
         [--server-path DIR …] [--temporal-cli PATH] [--timeout SECONDS] [--workers N] \\
-        [--swap-only]
+        [--keep-output DIR] [--swap-only]
 
 ``/path/to/pydantic-ai`` is a checkout of pydantic/pydantic-ai kept outside this project. Its
 tests need the pydantic-ai release they were written for: ``--path`` puts directories in front
@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
-              workers: int) -> dict[str, str]:
+              workers: int, keep: Path | None = None) -> dict[str, str]:
     # A test stuck in a thread is not interrupted by a signal: the thread method ends its
     # worker, which xdist replaces (the test counts as failed).
     command = [
@@ -50,6 +50,9 @@ def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
     ]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
                           check=False)
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(done.stdout + done.stderr)
     found: dict[str, str] = {}
     for line in done.stdout.splitlines():
         match = re.match(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", line)
@@ -97,6 +100,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=0,
                         help="seconds per test (needs pytest-timeout); 0: none")
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
+    parser.add_argument("--keep-output", type=Path,
+                        help="write each pytest run's output to this directory")
     parser.add_argument("--swap-only", action="store_true",
                         help="skip the baseline run (every test counts as passed on theirs)")
     options = parser.parse_args()
@@ -106,19 +111,23 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
             env = _env(options, scratch)
-            theirs = {} if options.swap_only else _outcomes(checkout, file, env,
-                                                            options.timeout, options.workers)
+            keep = options.keep_output
+            theirs = {} if options.swap_only else _outcomes(
+                checkout, file, env, options.timeout, options.workers,
+                keep and keep / f"{file}.theirs.txt")
             log = scratch / "ran-on-ours"
             swapped = dict(env, EVS_PAI_SWAP="1", EVS_PAI_LOG=str(log))
             if options.backend == "sqlite":
                 swapped["EVS_PAI_STORE"] = str(scratch / "evs.db")
-                ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
+                ours = _outcomes(checkout, file, swapped, options.timeout, options.workers,
+                                 keep and keep / f"{file}.ours-{options.backend}.txt")
             else:
                 from _crash_common import postgres_database
 
                 with postgres_database(options.postgres) as url:
                     swapped["EVS_PAI_STORE"] = url
-                    ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
+                    ours = _outcomes(checkout, file, swapped, options.timeout, options.workers,
+                                     keep and keep / f"{file}.ours-{options.backend}.txt")
             ran = set(log.read_text().split()) if log.exists() else set()
         if options.swap_only:
             theirs = dict.fromkeys(ours, "PASSED")
