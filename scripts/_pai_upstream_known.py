@@ -72,7 +72,9 @@ KNOWN: dict[str, dict[str, tuple[str, str]]] = {
         "test_prefect_agent_run_rejects_executing_runtime_toolsets[function]": (
             r"DID NOT RAISE", _REFUSED),
         "test_prefect_agent_run_rejects_executing_runtime_toolsets[mcp]": (
-            r"DID NOT RAISE", _REFUSED),
+            r"DID NOT RAISE|Tool 'get_error' exceeded max retries count of 1",
+            _REFUSED + " (the test's TestModel calls every tool of the MCP server, one of "
+            "which always fails, so the run ends on that tool's retries)"),
         "test_prefect_agent_run_rejects_executing_runtime_toolsets[dynamic]": (
             r"DID NOT RAISE", _REFUSED),
         "test_iter_in_flow": (r"Snapshot mismatch: \['The', 'The capital", _BUFFERED_STREAM),
