@@ -133,3 +133,34 @@ async def test_pydantic_ai_a_handed_denial_is_not_an_approval(tmp_path: Path) ->
         assert ran == plain_ran == ["create t.txt"]
         events = (await store.get_session("continued")).events
         assert Confirmations.of(events).answers.get("c-del") is not True
+
+
+async def test_pydantic_ai_handed_approval_of_a_requires_approval_tool(tmp_path: Path) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("ship", {"item": "book"}, "c-ship")])
+        return ModelResponse(parts=[TextPart(str(returns[-1].content))])
+
+    shipped: list[str] = []
+    shop: Agent[None, Any] = Agent(FunctionModel(model), name="shop",
+                                   output_type=[str, DeferredToolRequests])
+
+    @shop.tool_plain(requires_approval=True)
+    def ship(item: str) -> str:
+        shipped.append(item)
+        return f"shipped the {item}"
+
+    async with await open_store(str(tmp_path / "ship.db"), auto_upgrade=True) as store:
+        agent = EventStoreAgent(shop, store=store)
+        history = [ModelRequest.user_text_prompt("Ship the book")]
+        paused = await agent.run(message_history=history, session_id="paused")
+        assert isinstance(paused.output, DeferredToolRequests)
+        assert shipped == []
+        done = await agent.run(message_history=paused.all_messages(),
+                               deferred_tool_results=_answers(paused.output),
+                               session_id="continued")
+        assert done.output == "shipped the book"
+        assert shipped == ["book"]
+        events = (await store.get_session("continued")).events
+        assert Confirmations.of(events).answers == {"c-ship": True}
