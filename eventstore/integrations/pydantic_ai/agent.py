@@ -232,6 +232,7 @@ class EventStoreAgent(WrapperAgent[Any, Any]):
             history = list(message_history)
         journal.recorded = len(messages_of(journal.events, journal.artifacts))
         if deferred_tool_results is not None:
+            journal.handed = deferred_tool_results
             await journal.append_answers(deferred_tool_results)
         elif user_prompt is None:
             deferred_tool_results = self._answers(journal, history)

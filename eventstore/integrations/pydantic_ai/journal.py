@@ -32,7 +32,7 @@ from eventstore import (
 )
 from eventstore.integrations._handle import StoreHandle
 
-from .deferred import Confirmations
+from .deferred import Confirmations, confirmation_events
 from .messages import (
     ARTIFACT_KEY,
     MESSAGE_KEY,
@@ -79,6 +79,8 @@ class RunJournal:
     """Bytes of the artifacts the conversation stands on, by (filename, version)."""
     model_requests: int = 0
     """Model requests this process really sent."""
+    handed: DeferredToolResults | None = None
+    """The answers the caller handed to this run (``deferred_tool_results=``)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def load(self, events: Sequence[Event], version: int) -> None:
@@ -166,6 +168,7 @@ class RunJournal:
     async def append_answers(self, results: DeferredToolResults) -> None:
         """Record answers a caller hands to a run (``deferred_tool_results=``) as the log's own
         (§6 confirmation answers, §7 results), unless the log already answered those calls."""
+        await self._request_handed(results)
         parts: list[Part] = []
         for provider_id, approval in results.approvals.items():
             stored = self.stored_id(provider_id)
@@ -186,6 +189,23 @@ class RunJournal:
         if parts:
             await self.append([Event(author="user", invocation_id=self.invocation_id,
                                      content=Content(role="user", parts=tuple(parts)))])
+
+    async def _request_handed(self, results: DeferredToolResults) -> None:
+        """A caller may approve a call that was asked for outside this session (another store,
+        or no store: a history passed as ``message_history=``). Once the call is in the log, its
+        confirmation request is appended first, so the log holds the approval as it would after
+        ``evs confirm``, and the call runs approved."""
+        asked = []
+        for provider_id in results.approvals:
+            stored = self.stored_id(provider_id)
+            record = self.ledger.get(stored)
+            if (record.call is None or record.response is not None
+                    or stored in self.confirmations.requested):
+                continue
+            asked.append((record.call, f"Approve {record.call.name}?"))
+        events = confirmation_events(asked, author=self.author, invocation_id=self.invocation_id)
+        if events:
+            await self.append(events)
 
     async def _save_binaries(self, event: Event) -> Event:
         """Save the bytes of the event's message as artifacts, referenced in their place."""

@@ -94,6 +94,10 @@ class EventStoreToolset(WrapperToolset[Any]):
             return await super().call_tool(name, tool_args, ctx, tool)
         await journal.record_messages(ctx.messages)
         call_id = journal.stored_id(ctx.tool_call_id or "")
+        if (journal.handed is not None and (ctx.tool_call_id or "") in journal.handed.approvals
+                and call_id not in journal.confirmations.answers):
+            # Approved by the caller before the call was in the log (a handed history).
+            await journal.append_answers(journal.handed)
         record = journal.ledger.get(call_id)
         decision = record.decision(idempotent=name in self.idempotent or
                                    name in journal.idempotent)
