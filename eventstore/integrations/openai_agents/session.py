@@ -129,7 +129,7 @@ class EventStoreSession:
             raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
-        self._handle = StoreHandle(url_or_store, home_loop=True)
+        self._handle = StoreHandle(url_or_store, home_loop=True, local_first=True)
         self._app_name = app_name
         self._user_id = user_id
         self._cache: HeadCache | None = None
