@@ -355,13 +355,9 @@ class EventStoreSession:
         await self._append(store, events)
 
     async def _append(self, store: EventStore, events: list[Event]) -> None:
-        try:
-            await store.append(self.session_id, events, expected_version=None,
-                               app_name=self._app_name, user_id=self._user_id)
-        except SessionNotFoundError:
-            # The first items (or the session was deleted): the append creates it.
-            await store.append(self.session_id, events, expected_version=None,
-                               app_name=self._app_name, user_id=self._user_id, create=True)
+        # The first items (or the session was deleted): the append creates it.
+        await store.append(self.session_id, events, expected_version=None,
+                           app_name=self._app_name, user_id=self._user_id, create=True)
 
     async def pop_item(self) -> Any | None:
         """Remove the newest item and return it (None when there is none): appends a pop event
