@@ -263,12 +263,15 @@ class StoreHandle:
                 raise StoreUsageError(
                     "This store belongs to the caller's event loop: await close() instead.")
             return
+        local = self._take_local()
+        if local is None and self._lock is None:  # nothing was ever opened
+            return
         if _HOME.in_it():  # pragma: no cover - our jobs never close their own handle
             raise StoreUsageError("close_now() cannot wait on the home loop's own thread.")
-        if (local := self._take_local()) is not None:
+        if local is not None:
             # Its loop may be the caller's, which cannot run while the caller waits.
             _HOME.submit(local.aclose()).result()
-        if self._lock is None:  # no job ever reached the home loop: nothing is open
+        if self._lock is None:  # no job ever reached the home loop: nothing is open there
             return
         _HOME.submit(self._close_on_home()).result()
 
