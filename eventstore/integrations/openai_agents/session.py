@@ -99,8 +99,10 @@ class EventStoreSession:
 
     Usable from any thread and event loop, at once, as ``Runner.run_sync`` does from worker
     threads: a store opened from a URL lives on the integrations' home loop (a thread of its
-    own) and every method is one hop there; a given store is used on its own loop
-    (``StoreHandle`` in ``eventstore.integrations._handle``). Bad input raises TypeError as
+    own) and every method is one hop there, but a SQLite file also gets a store on the first
+    loop that calls the session, which that loop uses with no hop (until it closes: then the
+    next loop to call takes it over); a given store is used on its own loop (``StoreHandle``
+    in ``eventstore.integrations._handle``). Bad input raises TypeError as
     the SDK's sessions do (``SessionItemError`` for items, which nothing stores).
 
     Compaction (docs/frameworks.md): with a ``compactor`` (``ResponsesCompactor()`` calls
