@@ -184,6 +184,8 @@ class StoreHandle:
         has not closed holds the claim. A claim whose loop closed passes to this loop (that
         loop runs nothing any more, so its store is idle: it is closed here)."""
         loop = asyncio.get_running_loop()
+        if _HOME.in_it():  # a job of the home loop's own: the home store serves it
+            return None
         with self._guard:
             held = self._local_loop
             if held is not None and held is not loop and not held.is_closed():
