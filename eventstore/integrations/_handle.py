@@ -10,6 +10,12 @@ makes that safe:
   ``run(job)`` runs ``job(store)`` there, the caller awaiting it from whatever loop it is on
   (``asyncio.run_coroutine_threadsafe`` + ``asyncio.wrap_future``: one thread hop each way per
   call, so a job should be a whole operation, not one store call);
+- a handle made with ``local_first=True`` too (SQLite files only: two stores of one file see
+  the same data, which two ``memory://`` stores would not) opens a second store on the first
+  loop that calls it, and runs that loop's jobs there with no hop: the home loop serves every
+  other loop, so a loop that stops or blocks strands no one. That store is closed (from any
+  loop: ``EventStore.aclose`` allows it) by ``close``, or when its loop has closed and another
+  calls, which then takes its place (``asyncio.run`` after ``asyncio.run``);
 - a given store runs the job on the caller's loop when it belongs to it (or to no loop yet); on
   its own loop when that one runs in another thread; and otherwise (its loop stopped or closed)
   raises StoreUsageError at once: nothing could ever run the job, so waiting would hang.
@@ -28,7 +34,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from eventstore import EventStore, StoreClosedError, StoreUsageError, open_store
+from eventstore import EventStore, StoreClosedError, StoreUsageError, open_store, resolve_url
 
 __all__ = ["StoreHandle"]
 
@@ -92,10 +98,12 @@ class StoreHandle:
 
     ``home_loop=True`` keeps a store opened from a URL on the home loop, for ``run``; without
     it the store is opened on the loop of the first ``get()`` (or ``run``) and belongs there.
+    ``local_first=True`` (with ``home_loop``) serves the first loop that calls ``run`` on a
+    store of its own, with no hop, when the URL names a SQLite file.
     """
 
     def __init__(self, url_or_store: str | os.PathLike[str] | EventStore, *,
-                 home_loop: bool = False) -> None:
+                 home_loop: bool = False, local_first: bool = False) -> None:
         if isinstance(url_or_store, EventStore):
             self._store: EventStore | None = url_or_store
             self._url: str | os.PathLike[str] | None = None
@@ -112,6 +120,12 @@ class StoreHandle:
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._local = local_first and self._home and _file_store(self._url)
+        self._guard = threading.Lock()  # the local store's claim, across threads
+        self._local_loop: asyncio.AbstractEventLoop | None = None
+        self._local_lock: asyncio.Lock | None = None
+        self._local_store: EventStore | None = None
+        self._local_finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
     def closed(self) -> bool:
@@ -146,6 +160,12 @@ class StoreHandle:
         if self._home:
             if self._closed:
                 raise StoreClosedError()
+            if self._local:
+                if self._local_loop is asyncio.get_running_loop() and \
+                        (store := self._local_store) is not None:
+                    return await job(store)
+                if (store := await self._claim_local()) is not None:
+                    return await job(store)
             return await asyncio.wrap_future(_HOME.submit(self._on_home(job)))
         store = self._store if self._store is not None else await self.get()
         loop = store.loop
@@ -158,6 +178,50 @@ class StoreHandle:
                 "that keeps running, or a URL to open its own."
             )
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(job(store), loop))
+
+    async def _claim_local(self) -> EventStore | None:
+        """The running loop's own store, opened on first use, or None when another loop that
+        has not closed holds the claim. A claim whose loop closed passes to this loop (that
+        loop runs nothing any more, so its store is idle: it is closed here)."""
+        loop = asyncio.get_running_loop()
+        if _HOME.in_it():  # a job of the home loop's own: the home store serves it
+            return None
+        with self._guard:
+            held = self._local_loop
+            if held is not None and held is not loop and not held.is_closed():
+                return None
+            stale = None
+            if held is not loop:
+                stale, self._local_store = self._local_store, None
+                self._local_loop, self._local_lock = loop, asyncio.Lock()
+            lock = self._local_lock
+        assert lock is not None
+        if stale is not None:
+            if self._local_finalizer is not None:
+                self._local_finalizer.detach()
+            await stale.aclose()
+        async with lock:
+            if self._local_store is None and self._local_loop is loop:
+                store = await open_store(self._url, auto_upgrade=True)
+                with self._guard:
+                    closed = self._closed
+                    if not closed:
+                        self._local_store = store
+                if closed:
+                    await store.aclose()
+                    raise StoreClosedError()
+                # Dropped without close(): closed on the home loop all the same.
+                self._local_finalizer = weakref.finalize(self, _close_soon, store)
+        return self._local_store
+
+    def _take_local(self) -> EventStore | None:
+        """Mark the handle closed and hand over its local store (None when there is none)."""
+        with self._guard:
+            self._closed = True
+            store, self._local_store = self._local_store, None
+        if store is not None and self._local_finalizer is not None:
+            self._local_finalizer.detach()
+        return store
 
     async def _on_home(self, job: Callable[[EventStore], Coroutine[Any, Any, T]]) -> T:
         """``job(store)`` on the home loop, opening the store there first (the home loop is
@@ -179,7 +243,8 @@ class StoreHandle:
         """Close the store if this handle opened it (a given store stays open). A
         ``home_loop`` handle is closed for good; another reopens its store on next use."""
         if self._home:
-            self._closed = True
+            if (local := self._take_local()) is not None:
+                await local.aclose()  # allowed from any loop
             if self._lock is None:  # no job ever reached the home loop: nothing is open
                 return
             if not _HOME.in_it():
@@ -200,11 +265,16 @@ class StoreHandle:
                 raise StoreUsageError(
                     "This store belongs to the caller's event loop: await close() instead.")
             return
-        self._closed = True
-        if self._lock is None:  # no job ever reached the home loop: nothing is open
+        local = self._take_local()
+        if local is None and self._lock is None:  # nothing was ever opened
             return
         if _HOME.in_it():  # pragma: no cover - our jobs never close their own handle
             raise StoreUsageError("close_now() cannot wait on the home loop's own thread.")
+        if local is not None:
+            # Its loop may be the caller's, which cannot run while the caller waits.
+            _HOME.submit(local.aclose()).result()
+        if self._lock is None:  # no job ever reached the home loop: nothing is open there
+            return
         _HOME.submit(self._close_on_home()).result()
 
     async def _close_on_home(self) -> None:
@@ -217,3 +287,25 @@ class StoreHandle:
             if self._finalizer is not None:
                 self._finalizer.detach()
             await store.aclose()
+
+
+def _file_store(url: str | os.PathLike[str] | None) -> bool:
+    """Whether ``url`` names a SQLite file, which two stores can share (what one writes the
+    other reads); an in-memory database is private to the store that opened it."""
+    if url is None:
+        return False
+    try:
+        resolved = resolve_url(url)
+    except StoreUsageError:
+        return False
+    return resolved.startswith("sqlite+aiosqlite://") and ":memory:" not in resolved \
+        and "mode=memory" not in resolved
+
+
+def _close_soon(store: EventStore) -> None:
+    """Close ``store`` on the home loop without waiting (a handle dropped unclosed)."""
+    try:
+        loop = _HOME.get()
+    except RuntimeError:  # the interpreter is exiting: no new threads
+        return
+    asyncio.run_coroutine_threadsafe(store.aclose(), loop)

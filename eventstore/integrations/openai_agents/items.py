@@ -170,6 +170,23 @@ def _json_value(value: Any, index: int, path: str, depth: int = 0) -> Any:
         f"JSON-serializable ({value!r:.80}).", index=index, path=path)
 
 
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON as it is: exact dicts with string keys, lists, strings, ints,
+    bools, None and finite floats (what items hold). The check ``_json_value`` makes without
+    the paths it builds for its messages: a value that fails it goes there."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None or depth > _DEEP:
+        return True
+    if kind is dict:
+        for key, inner in value.items():  # loops, not all(): this runs on every add_items
+            if type(key) is not str or not _is_plain(inner, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(_is_plain(inner, depth + 1) for inner in value)
+    return kind is float and math.isfinite(value)
+
+
 def plain_item(item: Any, index: int) -> dict[str, Any]:
     """The item as the JSON mapping that is stored (a pydantic model is dumped first)."""
     if not isinstance(item, Mapping) and hasattr(item, "model_dump"):
@@ -182,6 +199,8 @@ def plain_item(item: Any, index: int) -> dict[str, Any]:
         raise SessionItemError(
             f"Session items must be mappings (input items); item {index} is a "
             f"{type(item).__name__}: {item!r:.80}.", index=index)
+    if type(item) is dict and _is_plain(item):
+        return dict(item)
     plain: dict[str, Any] = _json_value(dict(item), index, "$")
     return plain
 

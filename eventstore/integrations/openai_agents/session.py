@@ -99,8 +99,10 @@ class EventStoreSession:
 
     Usable from any thread and event loop, at once, as ``Runner.run_sync`` does from worker
     threads: a store opened from a URL lives on the integrations' home loop (a thread of its
-    own) and every method is one hop there; a given store is used on its own loop
-    (``StoreHandle`` in ``eventstore.integrations._handle``). Bad input raises TypeError as
+    own) and every method is one hop there, but a SQLite file also gets a store on the first
+    loop that calls the session, which that loop uses with no hop (until it closes: then the
+    next loop to call takes it over); a given store is used on its own loop (``StoreHandle``
+    in ``eventstore.integrations._handle``). Bad input raises TypeError as
     the SDK's sessions do (``SessionItemError`` for items, which nothing stores).
 
     Compaction (docs/frameworks.md): with a ``compactor`` (``ResponsesCompactor()`` calls
@@ -129,7 +131,7 @@ class EventStoreSession:
             raise StoreUsageError(f"session_id must be a non-empty string, not {session_id!r}.")
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
-        self._handle = StoreHandle(url_or_store, home_loop=True)
+        self._handle = StoreHandle(url_or_store, home_loop=True, local_first=True)
         self._app_name = app_name
         self._user_id = user_id
         self._cache: HeadCache | None = None
@@ -355,13 +357,9 @@ class EventStoreSession:
         await self._append(store, events)
 
     async def _append(self, store: EventStore, events: list[Event]) -> None:
-        try:
-            await store.append(self.session_id, events, expected_version=None,
-                               app_name=self._app_name, user_id=self._user_id)
-        except SessionNotFoundError:
-            # The first items (or the session was deleted): the append creates it.
-            await store.append(self.session_id, events, expected_version=None,
-                               app_name=self._app_name, user_id=self._user_id, create=True)
+        # The first items (or the session was deleted): the append creates it.
+        await store.append(self.session_id, events, expected_version=None,
+                           app_name=self._app_name, user_id=self._user_id, create=True)
 
     async def pop_item(self) -> Any | None:
         """Remove the newest item and return it (None when there is none): appends a pop event
