@@ -101,13 +101,15 @@ class DurableModel(Model):
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
         run = await self.ref.get()
         step = run.next_model
-        run.next_model += 1
         if step < len(run.record.models):
+            run.next_model += 1
             run.use_calls(step)
             return decode_model_response(run.record.models[step])
+        # A request that fails takes no step: the SDK's retry asks for the same one again.
         response = await self.model.get_response(*args, **kwargs)
         await run.record_model(step, response, author=self.author,
                                skip_calls=_handoff_names(args, kwargs))
+        run.next_model = step + 1
         return response
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -115,8 +117,8 @@ class DurableModel(Model):
 
         run = await self.ref.get()
         step = run.next_model
-        run.next_model += 1
         if step < len(run.record.models):
+            run.next_model += 1
             run.use_calls(step)
             recorded = decode_model_response(run.record.models[step])
             yield ResponseCompletedEvent(type="response.completed", sequence_number=0,
@@ -137,6 +139,7 @@ class DurableModel(Model):
                     await run.record_model(step, ModelResponse(
                         output=list(done.output), usage=Usage(), response_id=done.id),
                         author=self.author, skip_calls=_handoff_names(args, kwargs))
+                    run.next_model = step + 1
                 yield event
 
     async def close(self) -> None:
@@ -415,16 +418,26 @@ class EventStoreRunner:
                            "loop: await EventStoreRunner.run(...) instead.")
 
     @classmethod
-    def run_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
-                     idempotent_tools: Iterable[str] = (), **options: Any
+    def run_streamed(cls, starting_agent: Agent[Any], input: Any, context: Any = None,
+                     max_turns: int | None = DEFAULT_MAX_TURNS, hooks: Any = None,
+                     run_config: Any = None, previous_response_id: str | None = None,
+                     auto_previous_response_id: bool = False,
+                     conversation_id: str | None = None, session: Any = None, *,
+                     error_handlers: Any = None, idempotent_tools: Iterable[str] = ()
                      ) -> RunResultStreaming:
-        """``Runner.run_streamed``, durable: returns the SDK's ``RunResultStreaming`` at once;
-        the run is opened in the log when the SDK first reads the session, recorded as it
-        streams, and its end (or stop for approvals) recorded once ``stream_events()`` is
-        exhausted. A run that crashed resumes when streamed again with the same input; a run
-        stopped for approvals continues through ``run`` (which loads its ``RunState``)."""
-        return cls._run_child_streamed(starting_agent, input, session=session, link=None,
-                                       idempotent_tools=idempotent_tools, **options)
+        """``Runner.run_streamed``, durable, with its parameters in the same places (the SDK
+        takes them positionally too; ``session`` is required): returns the SDK's
+        ``RunResultStreaming`` at once; the run is opened in the log when the SDK first reads
+        the session, recorded as it streams, and its end (or stop for approvals) recorded once
+        ``stream_events()`` is exhausted. A run that crashed resumes when streamed again with
+        the same input; a run stopped for approvals continues through ``run`` (which loads its
+        ``RunState``)."""
+        return cls._run_child_streamed(
+            starting_agent, input, session=session, link=None,
+            idempotent_tools=idempotent_tools, context=context, max_turns=max_turns,
+            hooks=hooks, run_config=run_config, previous_response_id=previous_response_id,
+            auto_previous_response_id=auto_previous_response_id,
+            conversation_id=conversation_id, error_handlers=error_handlers)
 
     @classmethod
     def _run_child_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
