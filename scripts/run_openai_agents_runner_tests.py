@@ -70,7 +70,7 @@ REAL_RUNNER = agents.Runner
 REAL_SQLITE_SESSION = agents.SQLiteSession
 ROUTES: Counter[str] = Counter()
 """How the shim sent each call: ``ours`` or why not."""
-_LAST: dict[str, EventStoreSession] = {}
+_LAST: dict[str, Any] = {}
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("inside_durable_run",
                                                                default=False)
 """True within a run the shim sent to ours: a nested run (an agent tool's) goes to the SDK's
@@ -231,7 +231,8 @@ def main() -> int:
     sys.path.insert(0, str(root))
     named = any(not a.startswith("-") and (root / a.split("::")[0]).exists()
                 for a in pytest_args)
-    deselect = [] if args.baseline or args.baseline_session else [f"--deselect={node}" for node in DESELECTED]
+    deselect = [] if args.baseline or args.baseline_session else [
+        f"--deselect={node}" for node in DESELECTED]
     return int(pytest.main([
         f"--rootdir={root}", "-p", "no:cacheprovider", "-q", *deselect,
         "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=session",

@@ -106,7 +106,7 @@ class DurableModel(Model):
             run.use_calls(step)
             return decode_model_response(run.record.models[step])
         # A request that fails takes no step: the SDK's retry asks for the same one again.
-        response = await self.model.get_response(*args, **kwargs)
+        response = await self.model.get_response(*_public_tools(args, kwargs), **kwargs)
         await run.record_model(step, response, author=self.author,
                                skip_calls=_handoff_names(args, kwargs))
         run.next_model = step + 1
@@ -128,7 +128,7 @@ class DurableModel(Model):
                 parallel_tool_calls=False, tool_choice="auto", tools=[]))
             return
         # Closed here, in the task that iterates it, whenever the SDK stops early.
-        inner: Any = self.model.stream_response(*args, **kwargs)
+        inner: Any = self.model.stream_response(*_public_tools(args, kwargs), **kwargs)
         async with contextlib.aclosing(inner) as stream:
             async for event in stream:
                 if getattr(event, "type", None) == "response.completed":
@@ -144,6 +144,15 @@ class DurableModel(Model):
 
     async def close(self) -> None:
         await self.model.close()
+
+
+def _public_tools(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The model's arguments with the caller's tools in place of their durable clones."""
+    if "tools" in kwargs:
+        kwargs["tools"] = [public(t) for t in kwargs["tools"] or ()]
+    elif len(args) > 3:
+        args = (*args[:3], [public(t) for t in args[3] or ()], *args[4:])
+    return args
 
 
 def _handoff_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> frozenset[str]:
@@ -202,15 +211,31 @@ def _settled(record: CallRecord) -> Any:
     return recorded_output(record.response)
 
 
-def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool:
+_PUBLIC = "_eventstore_public"
+"""Attribute of a durable clone (agent or tool) naming the caller's object it stands for."""
+
+
+def public(obj: Any) -> Any:
+    """The caller's agent (or tool) for ``obj``, a durable clone of it, else ``obj``: what
+    results, events, tool contexts and the model see, as with the SDK's ``Runner``."""
+    return getattr(obj, _PUBLIC, obj)
+
+
+def _tool_wrapper(tool: FunctionTool, ref: _RunRef, agent: Agent[Any]) -> FunctionTool:
+    author = agent.name
     if is_agent_tool(tool):
-        return wrap_agent_tool(tool, get_run=ref.get, author=author, runner=EventStoreRunner,
-                               options={"idempotent_tools": ref.idempotent,
-                                        "run_config": ref.config},
-                               parent_config=ref.sdk_config, settled=_settled)
+        wrapped = wrap_agent_tool(tool, get_run=ref.get, author=author,
+                                  runner=EventStoreRunner,
+                                  options={"idempotent_tools": ref.idempotent,
+                                           "run_config": ref.config},
+                                  parent_config=ref.sdk_config, settled=_settled)
+        setattr(wrapped, _PUBLIC, tool)
+        return wrapped
     original = tool.on_invoke_tool
 
     async def invoke(context: Any, raw: str) -> Any:
+        if public(getattr(context, "agent", None)) is agent:
+            context.agent = agent  # the tool sees the caller's agent, not the durable clone
         run = await ref.get()
         sdk_id = str(getattr(context, "tool_call_id", "") or "")
         call_id = run.calls.get(sdk_id, sdk_id)
@@ -232,7 +257,9 @@ def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool
                                 response=run.output_response(value))
         return value
 
-    return dataclasses.replace(tool, on_invoke_tool=invoke)
+    wrapped = dataclasses.replace(tool, on_invoke_tool=invoke)
+    setattr(wrapped, _PUBLIC, tool)
+    return wrapped
 
 
 def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
@@ -246,9 +273,27 @@ def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
         provider = config.model_provider or MultiProvider()
         model = provider.get_model(model or None)
     clone = agent.clone(model=DurableModel(model, run, author=agent.name))
+    setattr(clone, _PUBLIC, agent)
     memo[id(agent)] = clone
-    clone.tools = [_tool_wrapper(t, run, agent.name) if isinstance(t, FunctionTool) else t
-                   for t in agent.tools]
+    wrapped: dict[int, Any] = {}
+
+    def tools() -> list[Any]:
+        for tool in agent.tools:
+            if id(tool) not in wrapped and isinstance(tool, FunctionTool):
+                wrapped[id(tool)] = _tool_wrapper(tool, run, agent)
+        return [wrapped.get(id(t), t) for t in agent.tools]
+
+    async def get_all_tools(run_context: Any) -> list[Any]:
+        # The caller's agent's tools as they are now: a tool may add one during the run
+        # (assigned only then: the SDK watches assignments to an agent's tools).
+        current = tools()
+        if len(current) != len(clone.tools) or any(
+                a is not b for a, b in zip(current, clone.tools, strict=True)):
+            clone.tools = current
+        return await Agent.get_all_tools(clone, run_context)
+
+    clone.tools = tools()
+    object.__setattr__(clone, "get_all_tools", get_all_tools)
     handoffs: list[Agent[Any] | Handoff[Any, Any]] = []
     for target in agent.handoffs:
         if isinstance(target, Agent):
@@ -269,6 +314,61 @@ def _wrap_handoff(handoff: Handoff[Any, Any], run: _RunRef, config: RunConfig,
         return _wrap_agent(await original(*args, **kwargs), run, config, memo)
 
     return dataclasses.replace(handoff, on_invoke_handoff=invoke)
+
+
+def _public_item(item: Any) -> Any:
+    """``item`` naming the caller's agents (a copy), or ``item`` itself when it names none of
+    the clones; an approval request stays as it is (``RunState.approve`` keys it by agent)."""
+    from agents.items import HandoffOutputItem, RunItemBase, ToolApprovalItem
+
+    if isinstance(item, ToolApprovalItem) or not isinstance(item, RunItemBase):
+        return item
+    changes = {"agent": public(item.agent)} if public(item.agent) is not item.agent else {}
+    if isinstance(item, HandoffOutputItem):
+        for name in ("source_agent", "target_agent"):
+            agent = getattr(item, name)
+            if public(agent) is not agent:
+                changes[name] = public(agent)
+    return dataclasses.replace(item, **changes) if changes else item
+
+
+def _public_event(event: Any) -> Any:
+    """A streamed event naming the caller's agents, as the SDK's ``Runner`` streams them."""
+    from agents.stream_events import AgentUpdatedStreamEvent, RunItemStreamEvent
+
+    if isinstance(event, AgentUpdatedStreamEvent) and public(event.new_agent) is not \
+            event.new_agent:
+        return dataclasses.replace(event, new_agent=public(event.new_agent))
+    if isinstance(event, RunItemStreamEvent):
+        item = _public_item(event.item)
+        return event if item is event.item else dataclasses.replace(event, item=item)
+    return event
+
+
+def _publish(result: Any) -> None:
+    """Once the SDK is done with ``result``: its agents are the caller's (``last_agent``,
+    ``current_agent``, the new items'), not the durable clones the SDK ran. ``to_state()``
+    still builds its ``RunState`` from what the SDK ran (its pending calls, approvals and
+    tools are the clones'), so that the state continues the run as the SDK left it."""
+    ran = {"new_items": result.new_items}
+    shown = {"new_items": [_public_item(item) for item in result.new_items]}
+    if isinstance(result, RunResultStreaming):
+        ran["current_agent"] = result.current_agent
+        shown["current_agent"] = public(result.current_agent)
+    elif result.__dict__.get("_last_agent") is not None:
+        ran["_last_agent"] = result.__dict__["_last_agent"]
+        shown["_last_agent"] = public(ran["_last_agent"])
+    result.__dict__.update(shown)
+    to_state = result.to_state
+
+    def ran_state() -> Any:
+        result.__dict__.update(ran)
+        try:
+            return to_state()
+        finally:
+            result.__dict__.update(shown)
+
+    result.to_state = ran_state
 
 
 def _input_json(value: Any) -> Any:
@@ -403,6 +503,8 @@ class EventStoreRunner:
                 await run.end("error")
             raise
         await cls._finish(run, result)
+        if link is None:  # a nested run's result goes on to the SDK's agent tool as it is
+            _publish(result)
         return result
 
     @classmethod
@@ -475,7 +577,7 @@ class EventStoreRunner:
         async def stream() -> AsyncIterator[Any]:
             try:
                 async for event in events():
-                    yield event
+                    yield event if link is not None else _public_event(event)
             except BaseException as exc:
                 doubt = _in_doubt(exc)
                 if doubt is not None:
@@ -485,6 +587,8 @@ class EventStoreRunner:
                 raise
             if ref.run is not None:
                 await cls._finish(ref.run, result)
+            if link is None:
+                _publish(result)
 
         result.stream_events = stream  # type: ignore[method-assign]
         return result
