@@ -316,19 +316,23 @@ def _wrap_handoff(handoff: Handoff[Any, Any], run: _RunRef, config: RunConfig,
     return dataclasses.replace(handoff, on_invoke_handoff=invoke)
 
 
-def _public_item(item: Any) -> Any:
-    """``item`` naming the caller's agents (a copy), or ``item`` itself when it names none of
-    the clones; an approval request stays as it is (``RunState.approve`` keys it by agent)."""
+def _item_agents(item: Any) -> list[tuple[str, Any]]:
+    """(attribute, durable clone) of each agent ``item`` names by a clone; none for an
+    approval request (``RunState.approve`` keys it by the agent the SDK ran)."""
     from agents.items import HandoffOutputItem, RunItemBase, ToolApprovalItem
 
     if isinstance(item, ToolApprovalItem) or not isinstance(item, RunItemBase):
-        return item
-    changes = {"agent": public(item.agent)} if public(item.agent) is not item.agent else {}
-    if isinstance(item, HandoffOutputItem):
-        for name in ("source_agent", "target_agent"):
-            agent = getattr(item, name)
-            if public(agent) is not agent:
-                changes[name] = public(agent)
+        return []
+    names = ("agent", "source_agent", "target_agent") if isinstance(
+        item, HandoffOutputItem) else ("agent",)
+    return [(name, getattr(item, name)) for name in names
+            if public(getattr(item, name)) is not getattr(item, name)]
+
+
+def _public_item(item: Any) -> Any:
+    """``item`` naming the caller's agents (a copy), or ``item`` itself when it names none of
+    the clones."""
+    changes = {name: public(agent) for name, agent in _item_agents(item)}
     return dataclasses.replace(item, **changes) if changes else item
 
 
@@ -347,26 +351,31 @@ def _public_event(event: Any) -> Any:
 
 def _publish(result: Any) -> None:
     """Once the SDK is done with ``result``: its agents are the caller's (``last_agent``,
-    ``current_agent``, the new items'), not the durable clones the SDK ran. ``to_state()``
-    still builds its ``RunState`` from what the SDK ran (its pending calls, approvals and
-    tools are the clones'), so that the state continues the run as the SDK left it."""
-    ran = {"new_items": result.new_items}
-    shown = {"new_items": [_public_item(item) for item in result.new_items]}
+    ``current_agent``, the new items', set in place: the SDK tells items apart by identity),
+    not the durable clones the SDK ran. ``to_state()`` still builds its ``RunState`` from what
+    the SDK ran (its pending calls, approvals and tools are the clones'), so that the state
+    continues the run as the SDK left it."""
+    ran: list[tuple[Any, str, Any]] = [
+        (item.__dict__, name, agent) for item in result.new_items
+        for name, agent in _item_agents(item)]
     if isinstance(result, RunResultStreaming):
-        ran["current_agent"] = result.current_agent
-        shown["current_agent"] = public(result.current_agent)
+        ran.append((result.__dict__, "current_agent", result.current_agent))
     elif result.__dict__.get("_last_agent") is not None:
-        ran["_last_agent"] = result.__dict__["_last_agent"]
-        shown["_last_agent"] = public(ran["_last_agent"])
-    result.__dict__.update(shown)
+        ran.append((result.__dict__, "_last_agent", result.__dict__["_last_agent"]))
+
+    def show(public_agents: bool) -> None:
+        for place, name, agent in ran:
+            place[name] = public(agent) if public_agents else agent
+
+    show(True)
     to_state = result.to_state
 
     def ran_state() -> Any:
-        result.__dict__.update(ran)
+        show(False)
         try:
             return to_state()
         finally:
-            result.__dict__.update(shown)
+            show(True)
 
     result.to_state = ran_state
 
