@@ -41,6 +41,7 @@ from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
+    UserError,
 )
 from agents.models.multi_provider import MultiProvider
 from agents.result import RunResult, RunResultStreaming
@@ -399,6 +400,20 @@ def _state_decisions(state: RunState[Any, Any]) -> dict[str, bool]:
     return found
 
 
+async def _continued(given: Any, ran: Any, agent: Agent[Any]) -> None:
+    """After a run continued from the caller's ``RunState`` (``given``): the SDK's ``Runner``
+    continues that state in place; ours ran a copy bound to the durable clones (``ran``), so
+    the caller's state takes the copy's place, bound to the caller's agents again. A state
+    the SDK cannot restore from its own JSON (it refuses some finished runs') is left as the
+    caller gave it: the run's record is the log, and the result says how it ended."""
+    if isinstance(given, RunState) and isinstance(ran, RunState) and given is not ran:
+        try:
+            fresh = await RunState.from_json(agent, ran.to_json())
+        except UserError:
+            return
+        given.__dict__.update(fresh.__dict__)
+
+
 def _in_doubt(error: BaseException) -> CallInDoubtError | None:
     seen: BaseException | None = error
     while seen is not None:
@@ -510,7 +525,9 @@ class EventStoreRunner:
                 raise doubt from None
             if isinstance(exc, _ENDS_RUN):
                 await run.end("error")
+                await _continued(input, sdk_input, starting_agent)
             raise
+        await _continued(input, sdk_input, starting_agent)
         await cls._finish(run, result)
         if link is None:  # a nested run's result goes on to the SDK's agent tool as it is
             _publish(result)
