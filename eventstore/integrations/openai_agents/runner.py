@@ -146,6 +146,15 @@ class DurableModel(Model):
     async def close(self) -> None:
         await self.model.close()
 
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        # The SDK's hook (named private in its Model) for releasing a run's resources: the
+        # wrapped model's, since the SDK sees only this one.
+        await self.model._cleanup_on_run_end(owner)
+
+    def get_retry_advice(self, request: Any) -> Any:
+        """The wrapped model's advice on retrying a failed request."""
+        return self.model.get_retry_advice(request)
+
 
 def _public_tools(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """The model's arguments with the caller's tools in place of their durable clones."""
