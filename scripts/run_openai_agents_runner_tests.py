@@ -16,7 +16,9 @@ recorded. Calls where a durable run is not meaningful go to the SDK's ``Runner``
 counted in the summary: a session of another kind, a server-managed conversation
 (``conversation_id``, ``previous_response_id``, ``auto_previous_response_id``: the history lives
 on the server), a ``RunState`` with no stop recorded by us. ``--baseline`` runs the same tests
-on the SDK's ``Runner`` (the copy's tests may be older than the installed SDK: compare).
+on the SDK's ``Runner`` (the copy's tests may be older than the installed SDK: compare), and
+``--baseline-session`` on the SDK's ``Runner`` given a session wherever ours would run (a test
+failing there tests what the SDK does without a session, which no durable run can do).
 With no test paths it runs ``DEFAULT_TESTS``.
 """
 

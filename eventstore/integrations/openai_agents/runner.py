@@ -9,7 +9,10 @@ its model wrapped (``DurableModel``: each response is recorded in the log before
 it, and a recorded one is returned without asking the model) and each ``FunctionTool``'s
 ``on_invoke_tool`` wrapped (a claim is appended before the body runs, the output right after;
 a recorded output is returned without running it); the SDK gets a view of the session that
-skips the items a resumed run already stored. What each event means: ``records``.
+skips the items a resumed run already stored. What each event means: ``records``. What the
+SDK gives back names the caller's agents and tools, not the clones (``public``): results,
+streamed events, a tool's ``ToolContext.agent``, the tools the model is given; a ``RunState``
+given back is left where the run got to, as the SDK's ``Runner`` leaves it.
 
 Crash anywhere, resume: calling the runner again on the session (with the same input, or
 ``""``, or the ``RunState`` the run returned) continues its unfinished run: the SDK replays the
@@ -41,7 +44,6 @@ from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
-    UserError,
 )
 from agents.models.multi_provider import MultiProvider
 from agents.result import RunResult, RunResultStreaming
@@ -54,6 +56,7 @@ from eventstore import CallRecord, StoreUsageError
 from .agent_tools import child_decisions, is_agent_tool, wrap_agent_tool
 from .durable import CallInDoubtError, DurableRun
 from .items import plain_item
+from .public import continued, mark_public, public, public_event, public_tools, publish
 from .records import decode_model_response, recorded_output
 from .session import EventStoreSession
 
@@ -107,7 +110,7 @@ class DurableModel(Model):
             run.use_calls(step)
             return decode_model_response(run.record.models[step])
         # A request that fails takes no step: the SDK's retry asks for the same one again.
-        response = await self.model.get_response(*_public_tools(args, kwargs), **kwargs)
+        response = await self.model.get_response(*public_tools(args, kwargs), **kwargs)
         await run.record_model(step, response, author=self.author,
                                skip_calls=_handoff_names(args, kwargs))
         run.next_model = step + 1
@@ -129,7 +132,7 @@ class DurableModel(Model):
                 parallel_tool_calls=False, tool_choice="auto", tools=[]))
             return
         # Closed here, in the task that iterates it, whenever the SDK stops early.
-        inner: Any = self.model.stream_response(*_public_tools(args, kwargs), **kwargs)
+        inner: Any = self.model.stream_response(*public_tools(args, kwargs), **kwargs)
         async with contextlib.aclosing(inner) as stream:
             async for event in stream:
                 if getattr(event, "type", None) == "response.completed":
@@ -154,15 +157,6 @@ class DurableModel(Model):
     def get_retry_advice(self, request: Any) -> Any:
         """The wrapped model's advice on retrying a failed request."""
         return self.model.get_retry_advice(request)
-
-
-def _public_tools(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """The model's arguments with the caller's tools in place of their durable clones."""
-    if "tools" in kwargs:
-        kwargs["tools"] = [public(t) for t in kwargs["tools"] or ()]
-    elif len(args) > 3:
-        args = (*args[:3], [public(t) for t in args[3] or ()], *args[4:])
-    return args
 
 
 def _handoff_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> frozenset[str]:
@@ -221,16 +215,6 @@ def _settled(record: CallRecord) -> Any:
     return recorded_output(record.response)
 
 
-_PUBLIC = "_eventstore_public"
-"""Attribute of a durable clone (agent or tool) naming the caller's object it stands for."""
-
-
-def public(obj: Any) -> Any:
-    """The caller's agent (or tool) for ``obj``, a durable clone of it, else ``obj``: what
-    results, events, tool contexts and the model see, as with the SDK's ``Runner``."""
-    return getattr(obj, _PUBLIC, obj)
-
-
 def _tool_wrapper(tool: FunctionTool, ref: _RunRef, agent: Agent[Any]) -> FunctionTool:
     author = agent.name
     if is_agent_tool(tool):
@@ -239,7 +223,7 @@ def _tool_wrapper(tool: FunctionTool, ref: _RunRef, agent: Agent[Any]) -> Functi
                                   options={"idempotent_tools": ref.idempotent,
                                            "run_config": ref.config},
                                   parent_config=ref.sdk_config, settled=_settled)
-        setattr(wrapped, _PUBLIC, tool)
+        mark_public(wrapped, tool)
         return wrapped
     original = tool.on_invoke_tool
 
@@ -268,7 +252,7 @@ def _tool_wrapper(tool: FunctionTool, ref: _RunRef, agent: Agent[Any]) -> Functi
         return value
 
     wrapped = dataclasses.replace(tool, on_invoke_tool=invoke)
-    setattr(wrapped, _PUBLIC, tool)
+    mark_public(wrapped, tool)
     return wrapped
 
 
@@ -283,7 +267,7 @@ def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
         provider = config.model_provider or MultiProvider()
         model = provider.get_model(model or None)
     clone = agent.clone(model=DurableModel(model, run, author=agent.name))
-    setattr(clone, _PUBLIC, agent)
+    mark_public(clone, agent)
     memo[id(agent)] = clone
     wrapped: dict[int, Any] = {}
 
@@ -326,70 +310,6 @@ def _wrap_handoff(handoff: Handoff[Any, Any], run: _RunRef, config: RunConfig,
     return dataclasses.replace(handoff, on_invoke_handoff=invoke)
 
 
-def _item_agents(item: Any) -> list[tuple[str, Any]]:
-    """(attribute, durable clone) of each agent ``item`` names by a clone; none for an
-    approval request (``RunState.approve`` keys it by the agent the SDK ran)."""
-    from agents.items import HandoffOutputItem, RunItemBase, ToolApprovalItem
-
-    if isinstance(item, ToolApprovalItem) or not isinstance(item, RunItemBase):
-        return []
-    names = ("agent", "source_agent", "target_agent") if isinstance(
-        item, HandoffOutputItem) else ("agent",)
-    return [(name, getattr(item, name)) for name in names
-            if public(getattr(item, name)) is not getattr(item, name)]
-
-
-def _public_item(item: Any) -> Any:
-    """``item`` naming the caller's agents (a copy), or ``item`` itself when it names none of
-    the clones."""
-    changes = {name: public(agent) for name, agent in _item_agents(item)}
-    return dataclasses.replace(item, **changes) if changes else item
-
-
-def _public_event(event: Any) -> Any:
-    """A streamed event naming the caller's agents, as the SDK's ``Runner`` streams them."""
-    from agents.stream_events import AgentUpdatedStreamEvent, RunItemStreamEvent
-
-    if isinstance(event, AgentUpdatedStreamEvent) and public(event.new_agent) is not \
-            event.new_agent:
-        return dataclasses.replace(event, new_agent=public(event.new_agent))
-    if isinstance(event, RunItemStreamEvent):
-        item = _public_item(event.item)
-        return event if item is event.item else dataclasses.replace(event, item=item)
-    return event
-
-
-def _publish(result: Any) -> None:
-    """Once the SDK is done with ``result``: its agents are the caller's (``last_agent``,
-    ``current_agent``, the new items', set in place: the SDK tells items apart by identity),
-    not the durable clones the SDK ran. ``to_state()`` still builds its ``RunState`` from what
-    the SDK ran (its pending calls, approvals and tools are the clones'), so that the state
-    continues the run as the SDK left it."""
-    ran: list[tuple[Any, str, Any]] = [
-        (item.__dict__, name, agent) for item in result.new_items
-        for name, agent in _item_agents(item)]
-    if isinstance(result, RunResultStreaming):
-        ran.append((result.__dict__, "current_agent", result.current_agent))
-    elif result.__dict__.get("_last_agent") is not None:
-        ran.append((result.__dict__, "_last_agent", result.__dict__["_last_agent"]))
-
-    def show(public_agents: bool) -> None:
-        for place, name, agent in ran:
-            place[name] = public(agent) if public_agents else agent
-
-    show(True)
-    to_state = result.to_state
-
-    def ran_state() -> Any:
-        show(False)
-        try:
-            return to_state()
-        finally:
-            show(True)
-
-    result.to_state = ran_state
-
-
 def _input_json(value: Any) -> Any:
     if isinstance(value, str):
         return value
@@ -407,20 +327,6 @@ def _state_decisions(state: RunState[Any, Any]) -> dict[str, bool]:
             if isinstance(ids, list):
                 found.update({str(i): verdict for i in ids})
     return found
-
-
-async def _continued(given: Any, ran: Any, agent: Agent[Any]) -> None:
-    """After a run continued from the caller's ``RunState`` (``given``): the SDK's ``Runner``
-    continues that state in place; ours ran a copy bound to the durable clones (``ran``), so
-    the caller's state takes the copy's place, bound to the caller's agents again. A state
-    the SDK cannot restore from its own JSON (it refuses some finished runs') is left as the
-    caller gave it: the run's record is the log, and the result says how it ended."""
-    if isinstance(given, RunState) and isinstance(ran, RunState) and given is not ran:
-        try:
-            fresh = await RunState.from_json(agent, ran.to_json())
-        except UserError:
-            return
-        given.__dict__.update(fresh.__dict__)
 
 
 def _in_doubt(error: BaseException) -> CallInDoubtError | None:
@@ -534,12 +440,12 @@ class EventStoreRunner:
                 raise doubt from None
             if isinstance(exc, _ENDS_RUN):
                 await run.end("error")
-                await _continued(input, sdk_input, starting_agent)
+                await continued(input, sdk_input, starting_agent)
             raise
-        await _continued(input, sdk_input, starting_agent)
+        await continued(input, sdk_input, starting_agent)
         await cls._finish(run, result)
         if link is None:  # a nested run's result goes on to the SDK's agent tool as it is
-            _publish(result)
+            publish(result)
         return result
 
     @classmethod
@@ -612,7 +518,7 @@ class EventStoreRunner:
         async def stream() -> AsyncIterator[Any]:
             try:
                 async for event in events():
-                    yield event if link is not None else _public_event(event)
+                    yield event if link is not None else public_event(event)
             except BaseException as exc:
                 doubt = _in_doubt(exc)
                 if doubt is not None:
@@ -623,7 +529,7 @@ class EventStoreRunner:
             if ref.run is not None:
                 await cls._finish(ref.run, result)
             if link is None:
-                _publish(result)
+                publish(result)
 
         result.stream_events = stream  # type: ignore[method-assign]
         return result
