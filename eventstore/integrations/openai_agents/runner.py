@@ -440,6 +440,7 @@ class EventStoreRunner:
                 raise doubt from None
             if isinstance(exc, _ENDS_RUN):
                 await run.end("error")
+            if isinstance(exc, Exception):  # the SDK's Runner leaves the state where it failed
                 await continued(input, sdk_input, starting_agent)
             raise
         await continued(input, sdk_input, starting_agent)

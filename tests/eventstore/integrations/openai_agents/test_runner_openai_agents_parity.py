@@ -238,3 +238,35 @@ async def test_the_wrapped_model_advises_retries_and_is_cleaned_up(sql_target: A
         session.close()
     assert result.final_output == "advised"  # retried on the wrapped model's advice
     assert model.cleanups == 1
+
+
+async def test_a_given_run_state_keeps_what_ran_before_the_run_failed(sql_target: Any) -> None:
+    ran: list[str] = []
+
+    @function_tool(name_override="stamp", needs_approval=True)
+    def stamp() -> str:
+        ran.append("stamp")
+        return "stamped"
+
+    def failing_behavior(context: Any, results: Any) -> Any:
+        raise RuntimeError("behaviour failed")
+
+    model = ScriptedModel(steps=[[function_call("stamp", "{}", call_id="s1")],
+                                 [assistant_message("stamped it")]])
+    agent = Agent(name="desk", model=model, tools=[stamp], tool_use_behavior=failing_behavior)
+    session = _session(sql_target.url)
+    try:
+        first = await EventStoreRunner.run(agent, "Stamp.", session=session)
+        state = first.to_state()
+        state.approve(first.interruptions[0])
+        with pytest.raises(RuntimeError, match="behaviour failed"):
+            await EventStoreRunner.run(agent, state, session=session)
+        outputs = [item.output for item in state._generated_items
+                   if getattr(item, "type", "") == "tool_call_output_item"]
+        assert outputs == ["stamped"]  # the state given back holds what ran
+        agent.tool_use_behavior = "run_llm_again"
+        done = await EventStoreRunner.run(agent, state, session=session)
+    finally:
+        session.close()
+    assert done.final_output == "stamped it"
+    assert ran == ["stamp"]  # continuing the state did not run the tool again
