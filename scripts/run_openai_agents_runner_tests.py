@@ -16,7 +16,9 @@ recorded. Calls where a durable run is not meaningful go to the SDK's ``Runner``
 counted in the summary: a session of another kind, a server-managed conversation
 (``conversation_id``, ``previous_response_id``, ``auto_previous_response_id``: the history lives
 on the server), a ``RunState`` with no stop recorded by us. ``--baseline`` runs the same tests
-on the SDK's ``Runner`` (the copy's tests may be older than the installed SDK: compare).
+on the SDK's ``Runner`` (the copy's tests may be older than the installed SDK: compare), and
+``--baseline-session`` on the SDK's ``Runner`` given a session wherever ours would run (a test
+failing there tests what the SDK does without a session, which no durable run can do).
 With no test paths it runs ``DEFAULT_TESTS``.
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import inspect
 import os
 import sys
 import uuid
@@ -66,9 +69,10 @@ DESELECTED: dict[str, str] = {
 """Left out through ours (a hang, not a failure), with the reason."""
 
 REAL_RUNNER = agents.Runner
+REAL_SQLITE_SESSION = agents.SQLiteSession
 ROUTES: Counter[str] = Counter()
 """How the shim sent each call: ``ours`` or why not."""
-_LAST: dict[str, EventStoreSession] = {}
+_LAST: dict[str, Any] = {}
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("inside_durable_run",
                                                                default=False)
 """True within a run the shim sent to ours: a nested run (an agent tool's) goes to the SDK's
@@ -135,8 +139,13 @@ class DurableRunnerShim:
         return REAL_RUNNER.run_sync(starting_agent, input, session=session, **options)
 
     @classmethod
-    def run_streamed(cls, starting_agent: Any, input: Any, *, session: Any = None,
+    def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, session: Any = None,
                      **options: Any) -> Any:
+        # The SDK's run_streamed takes its options positionally too: name them.
+        named = inspect.signature(REAL_RUNNER.run_streamed).bind(
+            starting_agent, input, *args, session=session, **options).arguments
+        options = {k: v for k, v in named.items()
+                   if k not in ("starting_agent", "input", "session")}
         how, ours = _route(input, session, options)
         if how == "ours" and isinstance(input, agents.RunState):
             how = "a streamed RunState (ours continues those through run())"
@@ -145,6 +154,49 @@ class DurableRunnerShim:
             return EventStoreRunner.run_streamed(starting_agent, input, session=ours,
                                                  **options)
         return REAL_RUNNER.run_streamed(starting_agent, input, session=session, **options)
+
+
+class SessionRunnerShim:
+    """``agents.Runner`` as the SDK's own, given the session ours would run on
+    (``--baseline-session``): what the SDK's ``Runner`` does for the calls ours takes, when
+    it too has a session (``EventStoreRunner`` always has one). The session is the SDK's
+    ``SQLiteSession`` in memory; a ``RunState`` goes to the previous run's."""
+
+    @staticmethod
+    def _session(input: Any, session: Any, options: dict[str, Any]) -> Any:
+        if session is not None or _INSIDE.get() or options.get("conversation_id") or \
+                options.get("previous_response_id") or options.get("auto_previous_response_id"):
+            return session
+        if isinstance(input, agents.RunState):
+            return _LAST.get("session")
+        _LAST["session"] = REAL_SQLITE_SESSION(f"t-{uuid.uuid4().hex}")
+        return _LAST["session"]
+
+    @classmethod
+    async def run(cls, starting_agent: Any, input: Any, *, session: Any = None,
+                  **options: Any) -> Any:
+        session = cls._session(input, session, options)
+        token = _INSIDE.set(True)
+        try:
+            return await REAL_RUNNER.run(starting_agent, input, session=session, **options)
+        finally:
+            _INSIDE.reset(token)
+
+    @classmethod
+    def run_sync(cls, starting_agent: Any, input: Any, *, session: Any = None,
+                 **options: Any) -> Any:
+        return REAL_RUNNER.run_sync(starting_agent, input, session=cls._session(
+            input, session, options), **options)
+
+    @classmethod
+    def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, session: Any = None,
+                     **options: Any) -> Any:
+        named = inspect.signature(REAL_RUNNER.run_streamed).bind(
+            starting_agent, input, *args, session=session, **options).arguments
+        options = {k: v for k, v in named.items()
+                   if k not in ("starting_agent", "input", "session")}
+        return REAL_RUNNER.run_streamed(starting_agent, input, session=cls._session(
+            input, session, options), **options)
 
 
 class _Summary:
@@ -163,11 +215,16 @@ def main() -> int:
     parser.add_argument("--per-test", type=float, default=120.0, metavar="SECONDS")
     parser.add_argument("--baseline", action="store_true",
                         help="the SDK's own Runner and SQLiteSession (nothing replaced)")
+    parser.add_argument("--baseline-session", action="store_true",
+                        help="the SDK's own Runner, given a session where ours would run")
     args, pytest_args = parser.parse_known_args()
     root = args.upstream.resolve()
     if not (root / "tests").is_dir():
         parser.error(f"{root} has no tests folder: not a copy of openai-agents-python")
-    if not args.baseline:
+    if args.baseline_session:
+        agents.Runner = SessionRunnerShim  # type: ignore[misc, assignment]
+        agents.run.Runner = SessionRunnerShim  # type: ignore[misc, assignment]
+    elif not args.baseline:
         agents.SQLiteSession = SQLiteSessionOnOurStore  # type: ignore[misc, assignment]
         agents.memory.SQLiteSession = SQLiteSessionOnOurStore  # type: ignore[misc, assignment]
         agents.Runner = DurableRunnerShim  # type: ignore[misc, assignment]
@@ -176,7 +233,8 @@ def main() -> int:
     sys.path.insert(0, str(root))
     named = any(not a.startswith("-") and (root / a.split("::")[0]).exists()
                 for a in pytest_args)
-    deselect = [] if args.baseline else [f"--deselect={node}" for node in DESELECTED]
+    deselect = [] if args.baseline or args.baseline_session else [
+        f"--deselect={node}" for node in DESELECTED]
     return int(pytest.main([
         f"--rootdir={root}", "-p", "no:cacheprovider", "-q", *deselect,
         "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=session",

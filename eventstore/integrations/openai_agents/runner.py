@@ -9,7 +9,10 @@ its model wrapped (``DurableModel``: each response is recorded in the log before
 it, and a recorded one is returned without asking the model) and each ``FunctionTool``'s
 ``on_invoke_tool`` wrapped (a claim is appended before the body runs, the output right after;
 a recorded output is returned without running it); the SDK gets a view of the session that
-skips the items a resumed run already stored. What each event means: ``records``.
+skips the items a resumed run already stored. What each event means: ``records``. What the
+SDK gives back names the caller's agents and tools, not the clones (``public``): results,
+streamed events, a tool's ``ToolContext.agent``, the tools the model is given; a ``RunState``
+given back is left where the run got to, as the SDK's ``Runner`` leaves it.
 
 Crash anywhere, resume: calling the runner again on the session (with the same input, or
 ``""``, or the ``RunState`` the run returned) continues its unfinished run: the SDK replays the
@@ -53,6 +56,7 @@ from eventstore import CallRecord, StoreUsageError
 from .agent_tools import child_decisions, is_agent_tool, wrap_agent_tool
 from .durable import CallInDoubtError, DurableRun
 from .items import plain_item
+from .public import continued, mark_public, public, public_event, public_tools, publish
 from .records import decode_model_response, recorded_output
 from .session import EventStoreSession
 
@@ -101,13 +105,15 @@ class DurableModel(Model):
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
         run = await self.ref.get()
         step = run.next_model
-        run.next_model += 1
         if step < len(run.record.models):
+            run.next_model += 1
             run.use_calls(step)
             return decode_model_response(run.record.models[step])
-        response = await self.model.get_response(*args, **kwargs)
+        # A request that fails takes no step: the SDK's retry asks for the same one again.
+        response = await self.model.get_response(*public_tools(args, kwargs), **kwargs)
         await run.record_model(step, response, author=self.author,
                                skip_calls=_handoff_names(args, kwargs))
+        run.next_model = step + 1
         return response
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -115,8 +121,8 @@ class DurableModel(Model):
 
         run = await self.ref.get()
         step = run.next_model
-        run.next_model += 1
         if step < len(run.record.models):
+            run.next_model += 1
             run.use_calls(step)
             recorded = decode_model_response(run.record.models[step])
             yield ResponseCompletedEvent(type="response.completed", sequence_number=0,
@@ -126,7 +132,7 @@ class DurableModel(Model):
                 parallel_tool_calls=False, tool_choice="auto", tools=[]))
             return
         # Closed here, in the task that iterates it, whenever the SDK stops early.
-        inner: Any = self.model.stream_response(*args, **kwargs)
+        inner: Any = self.model.stream_response(*public_tools(args, kwargs), **kwargs)
         async with contextlib.aclosing(inner) as stream:
             async for event in stream:
                 if getattr(event, "type", None) == "response.completed":
@@ -137,10 +143,20 @@ class DurableModel(Model):
                     await run.record_model(step, ModelResponse(
                         output=list(done.output), usage=Usage(), response_id=done.id),
                         author=self.author, skip_calls=_handoff_names(args, kwargs))
+                    run.next_model = step + 1
                 yield event
 
     async def close(self) -> None:
         await self.model.close()
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        # The SDK's hook (named private in its Model) for releasing a run's resources: the
+        # wrapped model's, since the SDK sees only this one.
+        await self.model._cleanup_on_run_end(owner)
+
+    def get_retry_advice(self, request: Any) -> Any:
+        """The wrapped model's advice on retrying a failed request."""
+        return self.model.get_retry_advice(request)
 
 
 def _handoff_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> frozenset[str]:
@@ -199,15 +215,21 @@ def _settled(record: CallRecord) -> Any:
     return recorded_output(record.response)
 
 
-def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool:
+def _tool_wrapper(tool: FunctionTool, ref: _RunRef, agent: Agent[Any]) -> FunctionTool:
+    author = agent.name
     if is_agent_tool(tool):
-        return wrap_agent_tool(tool, get_run=ref.get, author=author, runner=EventStoreRunner,
-                               options={"idempotent_tools": ref.idempotent,
-                                        "run_config": ref.config},
-                               parent_config=ref.sdk_config, settled=_settled)
+        wrapped = wrap_agent_tool(tool, get_run=ref.get, author=author,
+                                  runner=EventStoreRunner,
+                                  options={"idempotent_tools": ref.idempotent,
+                                           "run_config": ref.config},
+                                  parent_config=ref.sdk_config, settled=_settled)
+        mark_public(wrapped, tool)
+        return wrapped
     original = tool.on_invoke_tool
 
     async def invoke(context: Any, raw: str) -> Any:
+        if public(getattr(context, "agent", None)) is agent:
+            context.agent = agent  # the tool sees the caller's agent, not the durable clone
         run = await ref.get()
         sdk_id = str(getattr(context, "tool_call_id", "") or "")
         call_id = run.calls.get(sdk_id, sdk_id)
@@ -229,7 +251,9 @@ def _tool_wrapper(tool: FunctionTool, ref: _RunRef, author: str) -> FunctionTool
                                 response=run.output_response(value))
         return value
 
-    return dataclasses.replace(tool, on_invoke_tool=invoke)
+    wrapped = dataclasses.replace(tool, on_invoke_tool=invoke)
+    mark_public(wrapped, tool)
+    return wrapped
 
 
 def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
@@ -243,9 +267,27 @@ def _wrap_agent(agent: Agent[Any], run: _RunRef, config: RunConfig,
         provider = config.model_provider or MultiProvider()
         model = provider.get_model(model or None)
     clone = agent.clone(model=DurableModel(model, run, author=agent.name))
+    mark_public(clone, agent)
     memo[id(agent)] = clone
-    clone.tools = [_tool_wrapper(t, run, agent.name) if isinstance(t, FunctionTool) else t
-                   for t in agent.tools]
+    wrapped: dict[int, Any] = {}
+
+    def tools() -> list[Any]:
+        for tool in agent.tools:
+            if id(tool) not in wrapped and isinstance(tool, FunctionTool):
+                wrapped[id(tool)] = _tool_wrapper(tool, run, agent)
+        return [wrapped.get(id(t), t) for t in agent.tools]
+
+    async def get_all_tools(run_context: Any) -> list[Any]:
+        # The caller's agent's tools as they are now: a tool may add one during the run
+        # (assigned only then: the SDK watches assignments to an agent's tools).
+        current = tools()
+        if len(current) != len(clone.tools) or any(
+                a is not b for a, b in zip(current, clone.tools, strict=True)):
+            clone.tools = current
+        return await Agent.get_all_tools(clone, run_context)
+
+    clone.tools = tools()
+    object.__setattr__(clone, "get_all_tools", get_all_tools)
     handoffs: list[Agent[Any] | Handoff[Any, Any]] = []
     for target in agent.handoffs:
         if isinstance(target, Agent):
@@ -398,8 +440,13 @@ class EventStoreRunner:
                 raise doubt from None
             if isinstance(exc, _ENDS_RUN):
                 await run.end("error")
+            if isinstance(exc, Exception):  # the SDK's Runner leaves the state where it failed
+                await continued(input, sdk_input, starting_agent)
             raise
+        await continued(input, sdk_input, starting_agent)
         await cls._finish(run, result)
+        if link is None:  # a nested run's result goes on to the SDK's agent tool as it is
+            publish(result)
         return result
 
     @classmethod
@@ -415,16 +462,26 @@ class EventStoreRunner:
                            "loop: await EventStoreRunner.run(...) instead.")
 
     @classmethod
-    def run_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
-                     idempotent_tools: Iterable[str] = (), **options: Any
+    def run_streamed(cls, starting_agent: Agent[Any], input: Any, context: Any = None,
+                     max_turns: int | None = DEFAULT_MAX_TURNS, hooks: Any = None,
+                     run_config: Any = None, previous_response_id: str | None = None,
+                     auto_previous_response_id: bool = False,
+                     conversation_id: str | None = None, session: Any = None, *,
+                     error_handlers: Any = None, idempotent_tools: Iterable[str] = ()
                      ) -> RunResultStreaming:
-        """``Runner.run_streamed``, durable: returns the SDK's ``RunResultStreaming`` at once;
-        the run is opened in the log when the SDK first reads the session, recorded as it
-        streams, and its end (or stop for approvals) recorded once ``stream_events()`` is
-        exhausted. A run that crashed resumes when streamed again with the same input; a run
-        stopped for approvals continues through ``run`` (which loads its ``RunState``)."""
-        return cls._run_child_streamed(starting_agent, input, session=session, link=None,
-                                       idempotent_tools=idempotent_tools, **options)
+        """``Runner.run_streamed``, durable, with its parameters in the same places (the SDK
+        takes them positionally too; ``session`` is required): returns the SDK's
+        ``RunResultStreaming`` at once; the run is opened in the log when the SDK first reads
+        the session, recorded as it streams, and its end (or stop for approvals) recorded once
+        ``stream_events()`` is exhausted. A run that crashed resumes when streamed again with
+        the same input; a run stopped for approvals continues through ``run`` (which loads its
+        ``RunState``)."""
+        return cls._run_child_streamed(
+            starting_agent, input, session=session, link=None,
+            idempotent_tools=idempotent_tools, context=context, max_turns=max_turns,
+            hooks=hooks, run_config=run_config, previous_response_id=previous_response_id,
+            auto_previous_response_id=auto_previous_response_id,
+            conversation_id=conversation_id, error_handlers=error_handlers)
 
     @classmethod
     def _run_child_streamed(cls, starting_agent: Agent[Any], input: Any, *, session: Any,
@@ -462,7 +519,7 @@ class EventStoreRunner:
         async def stream() -> AsyncIterator[Any]:
             try:
                 async for event in events():
-                    yield event
+                    yield event if link is not None else public_event(event)
             except BaseException as exc:
                 doubt = _in_doubt(exc)
                 if doubt is not None:
@@ -472,6 +529,8 @@ class EventStoreRunner:
                 raise
             if ref.run is not None:
                 await cls._finish(ref.run, result)
+            if link is None:
+                publish(result)
 
         result.stream_events = stream  # type: ignore[method-assign]
         return result
