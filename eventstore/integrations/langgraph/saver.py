@@ -62,9 +62,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
 
     ``url_or_store`` is a store URL or path (``memory://`` by default, private to this saver;
     ``sessions.db``; ``postgresql://…``), opened on first use (migrated to the current schema)
-    on a loop thread the saver owns and closed by ``close()``/``aclose()``; or an open
-    ``EventStore``, left open, whose loop the saver learns from its first async call. Sync
-    methods work from any thread without a running loop, async ones from any loop.
+    and closed by ``close()``/``aclose()``: for the async methods on the caller's loop, for the
+    sync ones on a loop thread the saver owns (``memory://``: one store, on that thread; see
+    ``loop``); or an open ``EventStore``, left open, whose loop the saver learns from its first
+    async call. Sync methods work from any thread, async ones from any loop. A thread's
+    appends are sent one transaction at a time, those that arrive meanwhile together
+    (``outbox``); none returns before its commit.
 
     Guarantees: every checkpoint and every ``put_writes`` call is one appended event (nothing
     stored is changed); a checkpoint loads with the values it was put with (``self.serde``
