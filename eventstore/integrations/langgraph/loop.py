@@ -217,8 +217,9 @@ class Home(Generic[P]):
                 task.add_done_callback(self._closing.discard)
             elif loop.is_running() and not loop.is_closed():
                 asyncio.run_coroutine_threadsafe(place.close(), loop).result()
-            else:
-                asyncio.run_coroutine_threadsafe(place.close(), self._thread.loop()).result()
+            else:  # its loop stopped: nothing queued there can run; its drivers are dropped
+                asyncio.run_coroutine_threadsafe(place.handle.close(),
+                                                 self._thread.loop()).result()
         if on_thread is not None and self._given is None:
             asyncio.run_coroutine_threadsafe(on_thread.close(), self._thread.loop()).result()
         self._thread.stop()
@@ -228,10 +229,12 @@ class Home(Generic[P]):
         on_thread, on_caller = self._take()
         if on_caller is not None:
             loop, place = on_caller
-            if loop is asyncio.get_running_loop() or not loop.is_running() or loop.is_closed():
+            if loop is asyncio.get_running_loop():
                 await place.close()
-            else:
+            elif loop.is_running() and not loop.is_closed():
                 await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(place.close(), loop))
+            else:  # its loop stopped: nothing queued there can run; its drivers are dropped
+                await place.handle.close()
         if on_thread is not None and self._given is None:
             await asyncio.wrap_future(
                 asyncio.run_coroutine_threadsafe(on_thread.close(), self._thread.loop()))
