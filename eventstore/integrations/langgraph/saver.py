@@ -13,13 +13,11 @@ events are laid out: ``eventstore.integrations.langgraph.log``; the guide: ``doc
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import os
 import random
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -37,32 +35,25 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from eventstore import (
-    Content,
-    Event,
     EventStore,
-    Part,
     SessionNotFoundError,
     StoreUsageError,
 )
 
-from .._handle import StoreHandle
 from .checkpoints import checkpoint_tuple, config_of, thread_of
 from .log import (
-    METADATA_KEY,
     Entry,
     Hot,
-    ThreadIndex,
     decode_blob,
     encode_blob,
     extends,
 )
 from .loop import Home
 from .preview import preview, task_node
+from .threads import USER, Threads
 
 __all__ = ["EventStoreSaver"]
 
-_USER: Final = "langgraph"
-_MAX_THREADS: Final = 1024
 _PAGE: Final = 1000
 
 
@@ -71,9 +62,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
 
     ``url_or_store`` is a store URL or path (``memory://`` by default, private to this saver;
     ``sessions.db``; ``postgresql://…``), opened on first use (migrated to the current schema)
-    on a loop thread the saver owns and closed by ``close()``/``aclose()``; or an open
-    ``EventStore``, left open, whose loop the saver learns from its first async call. Sync
-    methods work from any thread without a running loop, async ones from any loop.
+    and closed by ``close()``/``aclose()``: for the async methods on the caller's loop, for the
+    sync ones on a loop thread the saver owns (``memory://``: one store, on that thread; see
+    ``loop``); or an open ``EventStore``, left open, whose loop the saver learns from its first
+    async call. Sync methods work from any thread, async ones from any loop. A thread's
+    appends are sent one transaction at a time, those that arrive meanwhile together
+    (``outbox``); none returns before its commit.
 
     Guarantees: every checkpoint and every ``put_writes`` call is one appended event (nothing
     stored is changed); a checkpoint loads with the values it was put with (``self.serde``
@@ -96,44 +90,29 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         if not isinstance(app_name, str) or not app_name:
             raise StoreUsageError(f"app_name must be a non-empty string, not {app_name!r}.")
-        self._handle = StoreHandle(url_or_store)
-        self._owns_loop = not isinstance(url_or_store, EventStore)
-        self._home = Home(own=self._owns_loop)
         self.app_name = app_name
-        self._threads: OrderedDict[str, ThreadIndex] = OrderedDict()
-        # Thread id -> the creation of its session in flight (on the home loop): LangGraph
-        # puts a new thread's first checkpoint and writes concurrently, and each of them
-        # trying to create the session costs a failed transaction.
-        self._creating: dict[str, asyncio.Future[None]] = {}
+        self._home: Home[Threads] = Home(url_or_store,
+                                         make=lambda handle: Threads(handle, app_name))
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def setup(self) -> None:
         """Open the store now (creating or migrating its schema) rather than on first use,
         so the first checkpoint of a run does not wait for it. Optional, idempotent."""
-        self._home.run_sync(self._handle.get())
+        self._home.run_sync(Threads.store)
 
     async def asetup(self) -> None:
         """``setup`` from async code."""
-        await self._home.run(self._handle.get())
+        await self._home.run(Threads.store)
 
     def close(self) -> None:
-        """Close the store if this saver opened it, and stop its loop thread. Idempotent;
-        later calls raise StoreClosedError."""
-        if not self._home_closed():
-            if self._owns_loop:
-                self._home.run_sync(self._handle.close())
-            self._home.close()
+        """Close the stores this saver opened, and stop its loop thread. Idempotent; later
+        calls raise StoreClosedError."""
+        self._home.close()
 
     async def aclose(self) -> None:
         """``close`` from async code."""
-        if not self._home_closed():
-            if self._owns_loop:
-                await self._home.run(self._handle.close())
-            await asyncio.to_thread(self._home.close)
-
-    def _home_closed(self) -> bool:
-        return self._home._closed
+        await self._home.aclose()
 
     def __enter__(self) -> Self:
         return self
@@ -154,7 +133,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its thread's newest in its namespace when it names
         no ``checkpoint_id``) with its pending writes, or None."""
-        return await self._home.run(self._get_tuple(config, self.serde))
+        return await self._home.run(lambda t: self._get_tuple(t, config, self.serde))
 
     async def alist(
         self,
@@ -167,7 +146,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         """The checkpoints of ``config``'s thread (every thread of the app when None), in its
         namespace when it names one, newest first; only those whose metadata has every
         ``filter`` item, whose id is below ``before``'s, at most ``limit``."""
-        found = await self._home.run(self._list(config, filter, before, limit, self.serde))
+        found = await self._home.run(
+            lambda t: self._list(t, config, filter, before, limit, self.serde))
         for item in found:
             yield item
 
@@ -176,28 +156,29 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         """Append ``checkpoint`` (put on ``config``'s checkpoint, its parent) storing the
         values of ``new_versions`` only; returns the config naming it."""
         return await self._home.run(
-            self._put(config, checkpoint, metadata, new_versions, self.serde)
-        )
+            lambda t: self._put(t, config, checkpoint, metadata, new_versions, self.serde))
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
         """Append one task's pending writes for the checkpoint ``config`` names."""
-        await self._home.run(self._put_writes(config, writes, task_id, task_path, self.serde))
+        await self._home.run(
+            lambda t: self._put_writes(t, config, writes, task_id, task_path, self.serde))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's session (all its checkpoints and writes); no thread: no-op."""
-        await self._home.run(self._delete_thread(str(thread_id)))
+        await self._home.run(lambda t: self._delete_thread(t, str(thread_id)))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Hide every checkpoint (with its writes) whose metadata ``run_id`` is in
         ``run_ids``, in every thread of the app (an appended drop event per thread)."""
-        await self._home.run(self._delete_for_runs(run_ids))
+        await self._home.run(lambda t: self._delete_for_runs(t, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Make ``target_thread_id`` a copy of the source thread: a fork of its session, every
         event (checkpoints, writes, drops) with the same ids, linked to its origin. A source
         with no session copies nothing; an existing target raises SessionExistsError."""
-        await self._home.run(self._copy_thread(str(source_thread_id), str(target_thread_id)))
+        source, target = str(source_thread_id), str(target_thread_id)
+        await self._home.run(lambda t: self._copy_thread(t, source, target))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"keep_latest"``: hide all but the newest checkpoint of each namespace;
@@ -206,13 +187,14 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             raise StoreUsageError(
                 f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}."
             )
-        await self._home.run(self._prune([str(t) for t in thread_ids], strategy))
+        ids = [str(i) for i in thread_ids]
+        await self._home.run(lambda t: self._prune(t, ids, strategy))
 
     # -- the sync API (the same operations, run on the store's loop) ------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See ``aget_tuple``."""
-        return self._home.run_sync(self._get_tuple(config, self.serde))
+        return self._home.run_sync(lambda t: self._get_tuple(t, config, self.serde))
 
     def list(
         self,
@@ -223,31 +205,33 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See ``alist``."""
-        return iter(self._home.run_sync(self._list(config, filter, before, limit, self.serde)))
+        return iter(self._home.run_sync(
+            lambda t: self._list(t, config, filter, before, limit, self.serde)))
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """See ``aput``."""
         return self._home.run_sync(
-            self._put(config, checkpoint, metadata, new_versions, self.serde)
-        )
+            lambda t: self._put(t, config, checkpoint, metadata, new_versions, self.serde))
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
         """See ``aput_writes``."""
-        self._home.run_sync(self._put_writes(config, writes, task_id, task_path, self.serde))
+        self._home.run_sync(
+            lambda t: self._put_writes(t, config, writes, task_id, task_path, self.serde))
 
     def delete_thread(self, thread_id: str) -> None:
         """See ``adelete_thread``."""
-        self._home.run_sync(self._delete_thread(str(thread_id)))
+        self._home.run_sync(lambda t: self._delete_thread(t, str(thread_id)))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """See ``adelete_for_runs``."""
-        self._home.run_sync(self._delete_for_runs(run_ids))
+        self._home.run_sync(lambda t: self._delete_for_runs(t, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """See ``acopy_thread``."""
-        self._home.run_sync(self._copy_thread(str(source_thread_id), str(target_thread_id)))
+        source, target = str(source_thread_id), str(target_thread_id)
+        self._home.run_sync(lambda t: self._copy_thread(t, source, target))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """See ``aprune``."""
@@ -255,7 +239,8 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             raise StoreUsageError(
                 f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}."
             )
-        self._home.run_sync(self._prune([str(t) for t in thread_ids], strategy))
+        ids = [str(i) for i in thread_ids]
+        self._home.run_sync(lambda t: self._prune(t, ids, strategy))
 
     def get_next_version(self, current: str | int | float | None, channel: None) -> str:
         """The version after ``current``: a zero-padded counter and a random fraction, so
@@ -268,118 +253,19 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             number = int(current.split(".")[0])
         return f"{number + 1:032}.{random.random():016}"
 
-    # -- the thread index ---------------------------------------------------------------------
-
-    async def _store(self) -> EventStore:
-        return await self._handle.get()
-
-    def _cached(self, thread_id: str) -> ThreadIndex | None:
-        index = self._threads.get(thread_id)
-        if index is not None:
-            self._threads.move_to_end(thread_id)
-        return index
-
-    def _keep(self, thread_id: str, index: ThreadIndex) -> ThreadIndex:
-        self._threads[thread_id] = index
-        self._threads.move_to_end(thread_id)
-        while len(self._threads) > _MAX_THREADS:
-            self._threads.popitem(last=False)
-        return index
-
-    async def _refreshed(self, thread_id: str) -> ThreadIndex:
-        """The thread's index brought up to the log's head: the events after its seq are
-        folded; a log that no longer holds the event at its seq (the thread was deleted, maybe
-        re-created, elsewhere) is folded from scratch."""
-        store = await self._store()
-        index = self._cached(thread_id)
-        if index is not None and index.seq:
-            try:
-                events = await store.read_mappings(thread_id, after=index.seq - 1, compact=True,
-                                                   app_name=self.app_name, user_id=_USER)
-            except SessionNotFoundError:
-                return self._keep(thread_id, ThreadIndex())
-            if events and events[0]["seq"] == index.seq and events[0]["id"] == index.last_id:
-                for event in events[1:]:
-                    if event["seq"] == index.seq + 1:
-                        index.apply(event)
-                return index
-        return await self._load(thread_id)
-
-    async def _load(self, thread_id: str) -> ThreadIndex:
-        store = await self._store()
-        index = ThreadIndex()
-        try:  # no session_info first: the read says as well whether the session exists
-            events = await store.read_mappings(thread_id, compact=True,
-                                               app_name=self.app_name, user_id=_USER)
-        except SessionNotFoundError:
-            return self._keep(thread_id, index)
-        index.exists = True
-        for event in events:
-            index.apply(event)
-        return self._keep(thread_id, index)
-
-    async def _loaded(self, thread_id: str) -> ThreadIndex:
-        """The cached index (a writer needs no fresh one: its deltas name their bases)."""
-        index = self._cached(thread_id)
-        return index if index is not None else await self._load(thread_id)
-
-    async def _append(self, thread_id: str, index: ThreadIndex, meaning: dict[str, Any],
-                      text: str, run_id: str | None,
-                      whole: Callable[[], dict[str, Any]] | None = None) -> None:
-        """Append one event to the thread (creating its session when there is none); fold
-        it into ``index`` when it directly follows what the index has seen. ``whole`` gives
-        the meaning without deltas, for a session deleted elsewhere and made anew."""
-        store = await self._store()
-
-        def event_of(meaning: dict[str, Any]) -> Event:
-            return Event(author=_USER, invocation_id=run_id or "",
-                         content=Content(role="model", parts=(Part(text=text),)),
-                         custom_metadata={METADATA_KEY: meaning})
-
-        event = event_of(meaning)
-        seq: int | None = None
-        creating = self._creating.get(thread_id)
-        if creating is not None:  # another write of this saver is creating it: append after
-            await asyncio.shield(creating)
-        elif not index.exists:  # a new thread, as far as this saver knows: create it
-            made = self._creating[thread_id] = asyncio.get_running_loop().create_future()
-            try:
-                # Made with the event (no state fold: the saver reads none); appended to
-                # when another saver made it meanwhile.
-                seq = (await store.append(thread_id, [event], expected_version=None,
-                                          app_name=self.app_name, user_id=_USER,
-                                          create=True))[0].seq
-            finally:
-                del self._creating[thread_id]
-                made.set_result(None)
-        while seq is None:
-            try:
-                seq = (await store.append(thread_id, [event], expected_version=None,
-                                          app_name=self.app_name, user_id=_USER))[0].seq
-            except SessionNotFoundError:  # deleted meanwhile (elsewhere): make it again
-                self._threads.pop(thread_id, None)  # that index described the old session
-                index = ThreadIndex()
-                if whole is not None:
-                    event = event_of(whole())
-                seq = (await store.append(thread_id, [event], expected_version=None,
-                                          app_name=self.app_name, user_id=_USER,
-                                          create=True))[0].seq
-        if seq == index.seq + 1 and self._threads.get(thread_id) is index:
-            index.apply({"seq": seq, "id": event.id, "m": event.custom_metadata})
-
     # -- operations (on the store's loop) -----------------------------------------------------
 
-    async def _get_tuple(self, config: RunnableConfig,
+    async def _get_tuple(self, t: Threads, config: RunnableConfig,
                          serde: SerializerProtocol) -> CheckpointTuple | None:
         thread_id, ns = thread_of(config)
-        index = await self._refreshed(thread_id)
+        index = await t.refreshed(thread_id)
         entry = index.entry(ns, get_checkpoint_id(config))
         if entry is None:
             return None
         return checkpoint_tuple(thread_id, index, entry, serde, None, hot=True)
 
-    async def _thread_ids(self) -> builtins.list[str]:
-        store = await self._store()
+    async def _thread_ids(self, t: Threads) -> builtins.list[str]:
+        store = await t.store()
         ids: builtins.list[str] = []
         cursor: str | None = None
         while True:
@@ -389,11 +275,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 return ids
             cursor = page.next_cursor
 
-    async def _list(self, config: RunnableConfig | None, filter: dict[str, Any] | None,
+    async def _list(self, t: Threads, config: RunnableConfig | None, filter: dict[str, Any] | None,
                     before: RunnableConfig | None, limit: int | None,
                     serde: SerializerProtocol) -> builtins.list[CheckpointTuple]:
         if config is None:
-            thread_ids, ns, cid = await self._thread_ids(), None, None
+            thread_ids, ns, cid = await self._thread_ids(t, ), None, None
         else:
             thread_id, _ = thread_of(config)
             configurable = config["configurable"]
@@ -403,7 +289,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         before_id = get_checkpoint_id(before) if before else None
         out: builtins.list[CheckpointTuple] = []
         for thread_id in thread_ids:
-            index = await self._refreshed(thread_id)
+            index = await t.refreshed(thread_id)
             memo: dict[tuple[str, tuple[str, str]], Any] = {}
             for entry in index.visible(ns):
                 if limit is not None and len(out) >= limit:
@@ -417,12 +303,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 out.append(checkpoint_tuple(thread_id, index, entry, serde, memo, hot=False))
         return out
 
-    async def _put(self, config: RunnableConfig, checkpoint: Checkpoint,
+    async def _put(self, t: Threads, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions,
                    serde: SerializerProtocol) -> RunnableConfig:
         thread_id, ns = thread_of(config)
         parent = config["configurable"].get("checkpoint_id")
-        index = await self._loaded(thread_id)
+        index = await t.loaded(thread_id)
         dumps = serde.dumps_typed
         body: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = body.pop("channel_values")
@@ -474,15 +360,16 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 [b[0], b[1], "v", *encode_blob(dumps(values[b[0]]))] if b[2] == "x" else b
                 for b in blobs]}
 
-        await self._append(thread_id, index, meaning, text,
+        await t.append(thread_id, meaning, text,
                            run_id if isinstance(run_id, str) else None, whole=whole)
-        if self._threads.get(thread_id) is index:
+        if t.cached(thread_id) is index:
             for channel, hot in keep.items():
                 index.keep_hot(ns, cid, channel, hot)
         return config_of(thread_id, ns, cid)
 
-    async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
-                          task_id: str, task_path: str, serde: SerializerProtocol) -> None:
+    async def _put_writes(self, t: Threads, config: RunnableConfig,
+                          writes: Sequence[tuple[str, Any]], task_id: str, task_path: str,
+                          serde: SerializerProtocol) -> None:
         thread_id, ns = thread_of(config)
         cid = config["configurable"].get("checkpoint_id")
         if not cid:
@@ -490,7 +377,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 f"put_writes needs the config of a checkpoint (configurable.checkpoint_id); "
                 f"got {config['configurable']!r}."
             )
-        index = await self._loaded(thread_id)
+        index = await t.loaded(thread_id)
         stored = index.writes.get((ns, str(cid)), {})
         rows: builtins.list[builtins.list[Any]] = []
         shown: builtins.list[str] = []
@@ -508,53 +395,53 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         where = f" in {ns}" if ns else ""
         text = (f"writes of {task_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
                 + "; ".join(shown))
-        await self._append(thread_id, index, meaning, text, None)
+        await t.append(thread_id, meaning, text, None)
 
-    async def _owned(self, thread_id: str) -> bool:
+    async def _owned(self, t: Threads, thread_id: str) -> bool:
         """Whether the thread's session exists."""
-        return (await self._refreshed(thread_id)).exists
+        return (await t.refreshed(thread_id)).exists
 
-    async def _delete_thread(self, thread_id: str) -> None:
-        if await self._owned(thread_id):
+    async def _delete_thread(self, t: Threads, thread_id: str) -> None:
+        if await self._owned(t, thread_id):
             with contextlib.suppress(SessionNotFoundError):
-                await (await self._store()).delete_session(
-                    thread_id, app_name=self.app_name, user_id=_USER)
-        self._threads.pop(thread_id, None)
+                await (await t.store()).delete_session(
+                    thread_id, app_name=self.app_name, user_id=USER)
+        t.forget(thread_id)
 
-    async def _drop(self, thread_id: str, index: ThreadIndex, entries: builtins.list[Entry],
+    async def _drop(self, t: Threads, thread_id: str, entries: builtins.list[Entry],
                     why: str) -> None:
         if entries:
             meaning = {"t": "drop", "cps": [[e.ns, e.id] for e in entries]}
             text = f"dropped {len(entries)} checkpoint(s) ({why}): " + ", ".join(
                 e.id for e in entries)
-            await self._append(thread_id, index, meaning, text, None)
+            await t.append(thread_id, meaning, text, None)
 
-    async def _delete_for_runs(self, run_ids: Sequence[str]) -> None:
+    async def _delete_for_runs(self, t: Threads, run_ids: Sequence[str]) -> None:
         wanted = {str(r) for r in run_ids}
         if not wanted:
             return
-        for thread_id in await self._thread_ids():
-            index = await self._refreshed(thread_id)
+        for thread_id in await self._thread_ids(t, ):
+            index = await t.refreshed(thread_id)
             hit = [e for e in index.visible(None) if e.run_id in wanted]
-            await self._drop(thread_id, index, hit, "delete_for_runs")
+            await self._drop(t, thread_id, hit, "delete_for_runs")
 
-    async def _copy_thread(self, source: str, target: str) -> None:
-        if not await self._owned(source):
+    async def _copy_thread(self, t: Threads, source: str, target: str) -> None:
+        if not await self._owned(t, source):
             return
-        store = await self._store()
-        head = await store.version(source, app_name=self.app_name, user_id=_USER)
+        store = await t.store()
+        head = await store.version(source, app_name=self.app_name, user_id=USER)
         await store.fork(source, at=head, new_session_id=target,
-                         app_name=self.app_name, user_id=_USER)
-        self._threads.pop(target, None)
+                         app_name=self.app_name, user_id=USER)
+        t.forget(target)
 
-    async def _prune(self, thread_ids: builtins.list[str], strategy: str) -> None:
+    async def _prune(self, t: Threads, thread_ids: builtins.list[str], strategy: str) -> None:
         for thread_id in thread_ids:
             if strategy == "delete":
-                await self._delete_thread(thread_id)
+                await self._delete_thread(t, thread_id)
                 continue
-            index = await self._refreshed(thread_id)
+            index = await t.refreshed(thread_id)
             stale: builtins.list[Entry] = []
             for ns in index.entries:
                 newest = index.entry(ns, None)
                 stale.extend(e for e in index.visible(ns) if e is not newest)
-            await self._drop(thread_id, index, stale, "prune keep_latest")
+            await self._drop(t, thread_id, stale, "prune keep_latest")

@@ -37,10 +37,10 @@ def _config(thread: str, cid: str | None = None, ns: str = "") -> dict[str, Any]
 
 
 async def _on_store(saver: EventStoreSaver, call: Any) -> Any:
-    """``await call(store)`` on the loop the saver's store lives on."""
-    async def run() -> Any:
-        return await call(await saver._store())
-    return await saver._home.run(run())
+    """``await call(store)`` on the loop the saver's async store lives on."""
+    async def run(threads: Any) -> Any:
+        return await call(await threads.store())
+    return await saver._home.run(run)
 
 
 async def _events(saver: EventStoreSaver, thread: str) -> list[Any]:

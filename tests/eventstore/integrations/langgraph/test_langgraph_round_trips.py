@@ -1,6 +1,7 @@
 """What one new LangGraph thread costs the store: its session is created once, by the first
 write (an append that creates it, folding no state), even when LangGraph puts the first
-checkpoint and writes at once; a thread is found with one read."""
+checkpoint and writes at once, and the writes put at once go in that same append; a thread is
+found with one read."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ async def _first_writes_at_once(store: EventStore) -> None:
                    {"source": "input", "step": -1}, {"a": "1"}),
         *(saver.aput_writes(config, [("a", i)], f"task-{i}") for i in range(3)),
     )
-    assert calls == {"append(create)": 1, "append": 3}
+    # One append: the writes were queued behind the checkpoint before it was sent.
+    assert calls == {"append(create)": 1}
     events = await store.read("t")
     assert sorted(e.custom_metadata[METADATA_KEY]["t"] for e in events) == [
         "checkpoint", "writes", "writes", "writes"]
@@ -84,3 +86,38 @@ async def _found_with_one_read(store: EventStore) -> None:
         assert await second.aget_tuple({"configurable": {"thread_id": "t"}}) is not None
         assert await second.aget_tuple({"configurable": {"thread_id": "new"}}) is None
     assert calls == {"read_mappings": 2}
+
+
+async def test_writes_and_the_checkpoint_after_them_share_one_append(
+        backend_target: BackendTarget) -> None:
+    """A task's writes wait (``WRITES_WAIT``) for the checkpoint LangGraph puts after them,
+    and go in its append; writes that no checkpoint follows are stored all the same."""
+    store = await backend_target.open()
+    try:
+        saver = EventStoreSaver(store)
+        first = empty_checkpoint()
+        config = await saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                                  first, {"source": "input", "step": -1}, {})
+        calls = _counted(store, ("append",))
+        second = empty_checkpoint()
+        second["channel_values"] = {"a": 1}
+        second["channel_versions"] = {"a": "1"}
+
+        async def put_after_a_moment() -> Any:
+            await asyncio.sleep(0)
+            return await saver.aput(config, second, {"source": "loop", "step": 0}, {"a": "1"})
+
+        _, child = await asyncio.gather(saver.aput_writes(config, [("a", 1)], "task"),
+                                        put_after_a_moment())
+        assert calls == {"append": 1}
+        await saver.aput_writes(child, [("a", 2)], "task")  # alone: waits, then is sent
+        assert calls == {"append": 2}
+        got = await saver.aget_tuple(child)
+        assert got is not None
+        assert got.pending_writes == [("task", "a", 2)]
+        parent = await saver.aget_tuple(config)
+        assert parent is not None
+        assert parent.pending_writes == [("task", "a", 1)]
+        await saver.aclose()
+    finally:
+        await store.aclose()
