@@ -42,10 +42,12 @@ HERE = Path(__file__).resolve().parent
 def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
               workers: int) -> dict[str, str]:
     # A test stuck in a thread is not interrupted by a signal: the thread method ends its
-    # worker, which xdist replaces (the test counts as failed).
+    # worker, which xdist replaces (the test counts as failed). ``loadgroup`` as upstream's CI:
+    # each file marks its tests one ``xdist_group``, so they share one worker and its engine
+    # (test_temporal.py's dev server binds a fixed port; two workers would both start one).
     command = [
         sys.executable, "-m", "pytest", "-p", "_pai_upstream_plugin", "-p", "no:cacheprovider",
-        "-p", "no:asyncio", "-q", "-rA", "-n", str(workers), f"tests/{file}",
+        "-p", "no:asyncio", "-q", "-rA", "-n", str(workers), "--dist=loadgroup", f"tests/{file}",
         *(["--timeout", str(timeout), "--timeout-method=thread"] if timeout else []),
     ]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
