@@ -31,18 +31,25 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _pai_upstream_temporal import temporal_failure
 from run_pydantic_ai_durable_tests import DEFAULT_POSTGRES, INTERNALS
 
 HERE = Path(__file__).resolve().parent
 
+BY_ID: dict[str, Callable[[str, str], str | None]] = {"test_temporal.py": temporal_failure}
+"""Files whose failures are classified by test id and what the failure says: every test that
+passes on theirs counts there, whether or not it reached one of our agents."""
+
 
 def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
-              workers: int) -> dict[str, str]:
+              workers: int) -> tuple[dict[str, str], str]:
+    """Test id -> outcome, and pytest's output."""
     # A test stuck in a thread is not interrupted by a signal: the thread method ends its
     # worker, which xdist replaces (the test counts as failed). ``loadgroup`` as upstream's CI:
     # each file marks its tests one ``xdist_group``, so they share one worker and its engine
@@ -61,7 +68,20 @@ def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
             found.setdefault(match.group(2), match.group(1))
     if not found:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
-    return found
+    return found, done.stdout
+
+
+def _report(output: str, test: str) -> str:
+    """The text of pytest's failure report for ``test`` (its ``____ test ____`` section)."""
+    lines: list[str] = []
+    inside = False
+    for line in output.splitlines():
+        header = re.match(r"_{3,} (?:ERROR at \w+ of )?(\S+) _{3,}$", line)
+        if header or line.startswith("=" * 10):
+            inside = header is not None and header.group(1) == test
+        elif inside:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _why(nodeid: str) -> str | None:
@@ -114,32 +134,42 @@ def main() -> int:
             scratch = Path(tmp)
             env = _env(options, scratch)
             theirs = {} if options.swap_only else _outcomes(checkout, file, env,
-                                                            options.timeout, options.workers)
+                                                            options.timeout, options.workers)[0]
             log = scratch / "ran-on-ours"
             swapped = dict(env, EVS_PAI_SWAP="1", EVS_PAI_LOG=str(log))
             if options.backend == "sqlite":
                 swapped["EVS_PAI_STORE"] = str(scratch / "evs.db")
-                ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
+                ours, output = _outcomes(checkout, file, swapped, options.timeout,
+                                         options.workers)
             else:
                 from _crash_common import postgres_database
 
                 with postgres_database(options.postgres) as url:
                     swapped["EVS_PAI_STORE"] = url
-                    ours = _outcomes(checkout, file, swapped, options.timeout, options.workers)
+                    ours, output = _outcomes(checkout, file, swapped, options.timeout,
+                                             options.workers)
             ran = set(log.read_text().split()) if log.exists() else set()
         if options.swap_only:
             theirs = dict.fromkeys(ours, "PASSED")
         good = {t for t, o in theirs.items() if o == "PASSED"}
-        lost = sorted((good & ran) - {t for t, o in ours.items() if o == "PASSED"})
+        by_id = BY_ID.get(file)
+        passed = {t for t, o in ours.items() if o == "PASSED"}
+        lost = sorted((good if by_id else good & ran) - passed)
         print(f"{file} ({options.backend}): {len(theirs)} tests, {len(good)} passed on their "
               f"wrappers; {len(ran)} ran on ours, "
               f"{sum(ours.get(t) == 'PASSED' for t in ran)} of them passed "
               f"({sum(ours.get(t) == 'PASSED' for t in good & ran)} of the "
               f"{len(good & ran)} that pass on theirs)")
+        classified = 0
         for nodeid in lost:
-            why = _why(nodeid)
+            name = nodeid.split("::", 1)[-1]
+            why = by_id(name, _report(output, name)) if by_id else _why(nodeid)
+            classified += why is not None
             print(f"    failed on ours ({why or 'NOT the engine: look at it'}): {nodeid}")
             missed = missed or why is None
+        if by_id:
+            print(f"    {len(lost)} pass on theirs and fail on ours (reached ours or not); "
+                  f"{classified} of them classified as the engine's")
     return 1 if missed else 0
 
 
