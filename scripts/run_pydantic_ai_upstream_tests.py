@@ -20,7 +20,9 @@ Each test then reads one of: passed on both; passed on theirs, failed on ours (w
 the reason when it tests the engine itself, ``INTERNALS`` of
 ``run_pydantic_ai_durable_tests.py``); failed on theirs. A test counts as *ran on ours* when
 one of our agents ran in it. Exit status 1 when a test that ran on ours and passed on theirs
-failed on ours for a reason not listed as the engine's internals.
+failed on ours for a reason not listed as the engine's internals. ``test_temporal.py`` is
+classified by test id and what the failure says (``_pai_upstream_temporal.TEMPORAL``), and
+there every test that passed on theirs counts, whether or not it reached ours.
 """
 
 from __future__ import annotations
