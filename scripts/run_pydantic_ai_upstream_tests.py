@@ -65,7 +65,8 @@ def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
                           check=False)
     found: dict[str, str] = {}
     for line in done.stdout.splitlines():
-        match = re.match(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)", line)
+        # ``-rA`` summarizes skips as ``SKIPPED [n] file:line: reason``, without a test id.
+        match = re.match(r"(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)", line)
         if match:
             found.setdefault(match.group(2), match.group(1))
     if not found:
