@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
-from agents import Agent, Handoff, Model, RunConfig, Runner, RunState
+from agents import Agent, Handoff, Model, RunConfig, RunContextWrapper, Runner, RunState
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -493,8 +494,8 @@ class EventStoreRunner:
             raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
                                   f"run is recorded in its log (got {type(session).__name__}).")
         if isinstance(input, RunState):
-            raise StoreUsageError("EventStoreRunner.run_streamed continues a run stopped for "
-                                  "approvals only through run(): pass the RunState to run().")
+            return cls._continue_streamed(starting_agent, input, session=session, link=link,
+                                          idempotent_tools=idempotent_tools, **options)
         config = options.pop("run_config", None)
         config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
         input_json = _input_json(input)
@@ -529,6 +530,64 @@ class EventStoreRunner:
                 raise
             if ref.run is not None:
                 await cls._finish(ref.run, result)
+            if link is None:
+                publish(result)
+
+        result.stream_events = stream  # type: ignore[method-assign]
+        return result
+
+    @classmethod
+    def _continue_streamed(cls, starting_agent: Agent[Any], state: RunState[Any, Any], *,
+                           session: EventStoreSession, link: Mapping[str, Any] | None,
+                           idempotent_tools: Iterable[str], **options: Any
+                           ) -> RunResultStreaming:
+        """``run_streamed`` given a ``RunState``: what ``run`` does with one, streamed. The
+        state is loaded from the log (and bound to the durable clones) only once awaited, so
+        the result handed back at once is a placeholder until ``stream_events()`` starts;
+        from then on it shares every attribute with the SDK's streamed result."""
+        run_config = options.pop("run_config", None)
+        result = RunResultStreaming(
+            input=copy.deepcopy(state._original_input), new_items=list(state._session_items),
+            current_agent=starting_agent, raw_responses=list(state._model_responses),
+            final_output=None, is_complete=False, current_turn=state._current_turn,
+            max_turns=options.get("max_turns", DEFAULT_MAX_TURNS),
+            input_guardrail_results=list(state._input_guardrail_results),
+            output_guardrail_results=list(state._output_guardrail_results),
+            tool_input_guardrail_results=[], tool_output_guardrail_results=[],
+            _current_agent_output_schema=None, trace=None,
+            context_wrapper=state._context or RunContextWrapper(context=options.get("context")))
+        started = False
+
+        async def stream() -> AsyncIterator[Any]:
+            nonlocal started
+            if started:  # the SDK's stream_events, called again on a shared result
+                async for event in RunResultStreaming.stream_events(result):
+                    yield event
+                return
+            started = True
+            ref, agent, sdk_state, config = await cls._prepare(
+                starting_agent, state, session=session, idempotent_tools=idempotent_tools,
+                run_config=run_config, link=link)
+            run = await ref.get()
+            inner = Runner.run_streamed(agent, sdk_state, run_config=config,
+                                        session=_RunSession(ref, session), **options)
+            events = inner.stream_events
+            result.__dict__ = inner.__dict__
+            result.stream_events = stream  # type: ignore[method-assign]
+            try:
+                async for event in events():
+                    yield event if link is not None else public_event(event)
+            except BaseException as exc:
+                doubt = _in_doubt(exc)
+                if doubt is not None:
+                    raise doubt from None
+                if isinstance(exc, _ENDS_RUN):
+                    await run.end("error")
+                if isinstance(exc, Exception):
+                    await continued(state, sdk_state, starting_agent)
+                raise
+            await continued(state, sdk_state, starting_agent)
+            await cls._finish(run, inner)
             if link is None:
                 publish(result)
 

@@ -1,0 +1,163 @@
+"""``EventStoreRunner.run_streamed`` given a ``RunState``, as ``Runner.run_streamed`` takes one:
+a run stopped for approvals continues streamed from the state (its decisions recorded in the
+log first), each tool runs once and no recorded model response is asked for again; with an
+agent tool, a streamed continuation cancelled while the nested model works can be continued
+again from the same state, and the approved nested tool still ran once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from _extras import require_extra
+
+require_extra("agents", "openai-agents")
+
+from _oai_order_agent import FINAL, OrderModel, Shop  # noqa: E402
+from agents import (  # noqa: E402
+    Agent,
+    Model,
+    ModelResponse,
+    RunResultStreaming,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.stream_events import RunItemStreamEvent  # noqa: E402
+
+from eventstore import open_store  # noqa: E402
+from eventstore.integrations.openai_agents import (  # noqa: E402
+    RUN_KEY,
+    EventStoreRunner,
+    EventStoreSession,
+)
+
+APP, USER, SID = "shop", "ada", "stream-state-1"
+ASK = "Buy the book and ship it."
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> None:
+    set_tracing_disabled(True)
+
+
+def _session(url: str) -> EventStoreSession:
+    return EventStoreSession(SID, url, app_name=APP, user_id=USER)
+
+
+async def _streamed(agent: Agent[Any], input: Any, session: EventStoreSession
+                    ) -> tuple[RunResultStreaming, list[Any]]:
+    result = EventStoreRunner.run_streamed(agent, input, session=session)
+    events = [event async for event in result.stream_events()]
+    return result, events
+
+
+async def test_run_streamed_continues_a_run_state_stopped_for_approval(
+        sql_target: Any) -> None:
+    shop, model = Shop(), OrderModel()
+    agent = shop.agent(model)
+    session = _session(sql_target.url)
+    try:
+        stopped, _ = await _streamed(agent, ASK, session)
+        assert [i.tool_name for i in stopped.interruptions] == ["ship_order"]
+        state = stopped.to_state()
+        state.approve(state.get_interruptions()[0])
+        result = EventStoreRunner.run_streamed(agent, state, session=session)
+        # Handed back at once, before the state is loaded: not complete, the caller's agent.
+        assert result.is_complete is False
+        assert result.current_agent is agent
+        events = [event async for event in result.stream_events()]
+    finally:
+        session.close()
+    assert result.is_complete is True
+    assert result.final_output == FINAL
+    assert result.last_agent is agent
+    items = [e.item for e in events if isinstance(e, RunItemStreamEvent)]
+    assert items
+    assert all(i.agent is agent for i in items)
+    assert shop.runs == {"lookup_price": 1, "charge_card": 1, "ship_order": 1}
+    assert all(n == 1 for n in model.requests.values()), model.requests
+    async with await open_store(sql_target.url) as store:
+        log = (await store.get_session(SID, app_name=APP, user_id=USER)).events
+    answers = [r.response for e in log for r in e.function_responses()
+               if r.name == "adk_request_confirmation"]
+    assert answers == [{"confirmed": True, "payload": None}]
+    ends = [e.custom_metadata[RUN_KEY]["end"] for e in log
+            if "end" in e.custom_metadata.get(RUN_KEY, {})]
+    assert ends == ["completed"]
+
+
+async def test_run_streamed_state_with_a_rejection_gives_the_sdks_rejection(
+        tmp_path: Any) -> None:
+    shop, model = Shop(), OrderModel()
+    session = _session(str(tmp_path / "reject.db"))
+    try:
+        stopped, _ = await _streamed(shop.agent(model), ASK, session)
+        state = stopped.to_state()
+        state.reject(state.get_interruptions()[0])
+        result, _ = await _streamed(shop.agent(model), state, session)
+    finally:
+        session.close()
+    assert result.final_output == "Not shipped: Tool execution was not approved."
+    assert "ship_order" not in shop.runs
+
+
+class _BlockingInner(Model):
+    """The nested agent's model: asks for ``sensitive``, then answers; its second request
+    waits for ``release`` (the outer run is cancelled while it waits)."""
+
+    def __init__(self) -> None:
+        from agents.testing.model import assistant_message, function_call
+
+        self.calls = 0
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+        self._replies = [[function_call("sensitive", "{}", call_id="inner_call")],
+                         [assistant_message("inner done")]]
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        from agents import Usage
+
+        self.calls += 1
+        if self.calls == 2:
+            self.waiting.set()
+            await self.release.wait()
+        output = self._replies[min(self.calls - 1, 1)]
+        return ModelResponse(output=list(output), usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("the agent tool's nested run is not streamed")
+
+
+async def test_cancelled_streamed_continuation_of_an_agent_tool_continues_again(
+        tmp_path: Any) -> None:
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True, failure_error_function=None)
+    async def sensitive() -> str:
+        ran.append("ran")
+        return "inner value"
+
+    inner_model = _BlockingInner()
+    inner = Agent(name="inner", model=inner_model, tools=[sensitive])
+    outer_model = OrderModel(plan=(("delegate", '{"input": "hi"}'),), final="outer done")
+    outer = Agent(name="outer", model=outer_model,
+                  tools=[inner.as_tool(tool_name="delegate", tool_description="Delegate")])
+    session = _session(str(tmp_path / "cancel.db"))
+    try:
+        stopped, _ = await _streamed(outer, "go", session)
+        state = stopped.to_state()
+        state.approve(stopped.interruptions[0])
+        task = asyncio.create_task(_streamed(outer, state, session))
+        await asyncio.wait_for(inner_model.waiting.wait(), 30)
+        assert ran == ["ran"]
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        inner_model.release.set()
+        result, _ = await asyncio.wait_for(_streamed(outer, state, session), 30)
+    finally:
+        session.close()
+    assert result.final_output == "outer done"
+    assert ran == ["ran"]  # approved once, run once, though the first continuation was cancelled
+    assert inner_model.calls == 3
