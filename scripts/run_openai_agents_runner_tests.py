@@ -144,8 +144,12 @@ class DurableRunnerShim:
         how, ours = _route(input, session, options)
         ROUTES[how] += 1
         if how == "ours":
-            return EventStoreRunner.run_streamed(starting_agent, input, session=ours,
-                                                 **options)
+            token = _INSIDE.set(True)  # the run's task starts in this context
+            try:
+                return EventStoreRunner.run_streamed(starting_agent, input, session=ours,
+                                                     **options)
+            finally:
+                _INSIDE.reset(token)
         return REAL_RUNNER.run_streamed(starting_agent, input, session=session, **options)
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -557,6 +558,9 @@ class EventStoreRunner:
             _current_agent_output_schema=None, trace=None,
             context_wrapper=state._context or RunContextWrapper(context=options.get("context")))
         started = False
+        # The SDK's Runner starts its run's task now, in the caller's context; ours starts it
+        # once the state is loaded, in a copy of the context taken now.
+        caller_context = contextvars.copy_context()
 
         async def stream() -> AsyncIterator[Any]:
             nonlocal started
@@ -569,8 +573,9 @@ class EventStoreRunner:
                 starting_agent, state, session=session, idempotent_tools=idempotent_tools,
                 run_config=run_config, link=link)
             run = await ref.get()
-            inner = Runner.run_streamed(agent, sdk_state, run_config=config,
-                                        session=_RunSession(ref, session), **options)
+            inner = caller_context.run(
+                Runner.run_streamed, agent, sdk_state, run_config=config,
+                session=_RunSession(ref, session), **options)
             events = inner.stream_events
             result.__dict__ = inner.__dict__
             result.stream_events = stream  # type: ignore[method-assign]
