@@ -69,6 +69,10 @@ _ENDS_RUN = (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
 """Errors a replay would raise again: the run ends with them (a new call starts anew)."""
 
 
+_FROM_STATE = "run_state"
+"""Key of a run's recorded input when it started from a ``RunState`` (its JSON)."""
+
+
 class RecordedToolError(RuntimeError):
     """A tool that raised when it ran: a resumed run raises its recorded error again."""
 
@@ -357,7 +361,9 @@ class EventStoreRunner:
         config = RunConfig(**run_config) if isinstance(run_config, dict) else (
             run_config or RunConfig())
         given_state = input if isinstance(input, RunState) else None
-        input_json = None if given_state is not None else _input_json(input)
+        # A given state not stopped in this log starts a run from it (its JSON the run's input).
+        input_json = {_FROM_STATE: given_state.to_json()} if given_state is not None \
+            else _input_json(input)
         run = await DurableRun.open(session, input_json=input_json, agent=starting_agent.name,
                                     idempotent=frozenset(idempotent_tools),
                                     resume_any=given_state is not None, link=link)
@@ -366,12 +372,14 @@ class EventStoreRunner:
         config = ref.sdk_config
         stop = run.record.interruption
         if stop is None:
-            if run.resumed or given_state is None:
-                stored = run.record.input if run.resumed else input
-                return ref, agent, to_jsonable_python(stored) if run.resumed else stored, config
-            raise StoreUsageError(
-                f"Session {session.session_id!r} has no run stopped for approvals to continue "
-                "with this RunState: run EventStoreRunner with the session from the start.")
+            stored = run.record.input
+            if isinstance(stored, Mapping) and _FROM_STATE in stored:
+                # A run from a given state (or its resume after a crash): the SDK continues
+                # that state; recorded steps are replayed from the first.
+                return ref, agent, await RunState.from_json(agent, stored[_FROM_STATE]), config
+            if run.resumed:
+                return ref, agent, to_jsonable_python(stored), config
+            return ref, agent, input, config
         if given_state is not None:
             # The caller's state is the newer one (its approvals, of any kind of tool); its
             # function tools' decisions are recorded in the log as answers first.
@@ -573,9 +581,9 @@ class EventStoreRunner:
                 starting_agent, state, session=session, idempotent_tools=idempotent_tools,
                 run_config=run_config, link=link)
             run = await ref.get()
-            inner = caller_context.run(
-                Runner.run_streamed, agent, sdk_state, run_config=config,
-                session=_RunSession(ref, session), **options)
+            start: Callable[..., RunResultStreaming] = Runner.run_streamed
+            inner = caller_context.run(start, agent, sdk_state, run_config=config,
+                                       session=_RunSession(ref, session), **options)
             events = inner.stream_events
             result.__dict__ = inner.__dict__
             result.stream_events = stream  # type: ignore[method-assign]
