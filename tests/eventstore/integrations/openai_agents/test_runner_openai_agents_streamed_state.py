@@ -161,3 +161,87 @@ async def test_cancelled_streamed_continuation_of_an_agent_tool_continues_again(
     assert result.final_output == "outer done"
     assert ran == ["ran"]  # approved once, run once, though the first continuation was cancelled
     assert inner_model.calls == 3
+
+
+class Crash(BaseException):
+    """Stands for the process dying at a chosen write."""
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+async def test_a_finished_runs_state_continues_as_the_sdks_runner_does(
+        tmp_path: Any, streamed: bool) -> None:
+    """Before, ours replayed the finished run's result for its state."""
+    from agents import Runner
+    from agents.testing.model import ScriptedModel, assistant_message
+
+    def agent() -> Agent[Any]:
+        return Agent(name="once", model=ScriptedModel(steps=[[assistant_message("first")]]))
+
+    handlers = {"max_turns": lambda data: "more turns needed"}
+    plain = await Runner.run(agent(), "Hi.", max_turns=1)
+    expected = (await Runner.run(agent(), plain.to_state(), error_handlers=handlers)).final_output
+    assert expected == "more turns needed"
+
+    url = str(tmp_path / "finished.db")
+    session = _session(url)
+    try:
+        first = await EventStoreRunner.run(agent(), "Hi.", session=session, max_turns=1)
+        assert first.final_output == "first"
+        if streamed:
+            again = EventStoreRunner.run_streamed(agent(), first.to_state(), session=session,
+                                                  error_handlers=handlers)
+            async for _ in again.stream_events():
+                pass
+        else:
+            again = await EventStoreRunner.run(agent(), first.to_state(), session=session,
+                                               error_handlers=handlers)
+    finally:
+        session.close()
+    assert again.final_output == expected
+    async with await open_store(url) as store:
+        log = (await store.get_session(SID, app_name=APP, user_id=USER)).events
+    meanings = [e.custom_metadata[RUN_KEY] for e in log if RUN_KEY in e.custom_metadata]
+    starts = [m["start"]["input"] for m in meanings if "start" in m]
+    assert starts[0] == "Hi."
+    assert set(starts[1]) == {"run_state"}
+    assert [m["end"] for m in meanings if "end" in m] == ["completed", "completed"]
+
+
+async def test_the_sdks_run_state_continues_durably_after_a_crash(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state the SDK's own ``Runner`` stopped (nothing of it in the log) continues as a run
+    of ours: after a crash before the final answer is recorded, the same state again does not
+    run the approved tool twice."""
+    from agents import Runner
+
+    from eventstore.integrations.openai_agents.durable import DurableRun
+
+    shop, model = Shop(), OrderModel()
+    stopped = await Runner.run(shop.agent(model), ASK)
+    state_json = stopped.to_state().to_json()
+
+    async def approved() -> Any:
+        from agents import RunState
+
+        state = await RunState.from_json(shop.agent(model), state_json)
+        state.approve(state.get_interruptions()[0])
+        return state
+
+    original = DurableRun.record_model
+
+    async def crashing(self: DurableRun, step: int, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(DurableRun, "record_model", original)
+        raise Crash("record_model")
+
+    monkeypatch.setattr(DurableRun, "record_model", crashing)
+    url = str(tmp_path / "sdk-state.db")
+    session = _session(url)
+    try:
+        with pytest.raises(Crash):
+            await EventStoreRunner.run(shop.agent(model), await approved(), session=session)
+        assert shop.runs["ship_order"] == 1
+        done = await EventStoreRunner.run(shop.agent(model), await approved(), session=session)
+    finally:
+        session.close()
+    assert done.final_output == FINAL
+    assert shop.runs == {"lookup_price": 1, "charge_card": 1, "ship_order": 1}
