@@ -27,7 +27,9 @@ in the log as a confirmation request (docs/protocol.md §5) holding the SDK's
 answers it. The next call loads that ``RunState`` from the log, applies the answers
 (``RunState.approve`` / ``reject``) and continues: an approved tool runs once, a rejected one
 gets the SDK's rejection. Decisions made in process on ``result.to_state()`` are recorded as
-the same answers when the state is given back.
+the same answers when the state is given back (to ``run`` or ``run_streamed``). A ``RunState``
+the log has no stop for (a finished run's, or one the SDK's ``Runner`` made) starts a durable
+run from it, its JSON recorded as the run's input: given again after a crash, it resumes.
 """
 
 from __future__ import annotations
@@ -484,8 +486,7 @@ class EventStoreRunner:
         ``RunResultStreaming`` at once; the run is opened in the log when the SDK first reads
         the session, recorded as it streams, and its end (or stop for approvals) recorded once
         ``stream_events()`` is exhausted. A run that crashed resumes when streamed again with
-        the same input; a run stopped for approvals continues through ``run`` (which loads its
-        ``RunState``)."""
+        the same input; given a ``RunState``, the run continues from it as with ``run``."""
         return cls._run_child_streamed(
             starting_agent, input, session=session, link=None,
             idempotent_tools=idempotent_tools, context=context, max_turns=max_turns,
