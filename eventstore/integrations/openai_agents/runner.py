@@ -286,6 +286,14 @@ class EventStoreRunner:
                 # A run from a given state (or its resume after a crash): the SDK continues
                 # that state; recorded steps are replayed from the first.
                 return ref, agent, await RunState.from_json(agent, stored[_FROM_STATE]), config
+            if run.resumed and given_state is not None:
+                # Stopped with no stop in the log (a hosted MCP approval is no call of ours):
+                # the caller's state continues the run where its log ends.
+                run.next_model = len(run.record.models)
+                run.item_cursor = len(run.record.items)
+                for step in range(run.next_model):
+                    run.use_calls(step)
+                return ref, agent, await RunState.from_json(agent, given_state.to_json()), config
             if run.resumed:
                 return ref, agent, to_jsonable_python(stored), config
             return ref, agent, input, config
