@@ -245,3 +245,31 @@ async def test_the_sdks_run_state_continues_durably_after_a_crash(
         session.close()
     assert done.final_output == FINAL
     assert shop.runs == {"lookup_price": 1, "charge_card": 1, "ship_order": 1}
+
+
+async def test_a_hosted_mcp_approval_continues_from_the_given_state(tmp_path: Any) -> None:
+    """A hosted MCP approval is no call of ours (the log records no stop for it): before, the
+    state given back replayed the run from its input, stopping at the same request again."""
+    from agents import HostedMCPTool
+    from agents.testing.model import ScriptedModel, assistant_message
+    from openai.types.responses.response_output_item import McpApprovalRequest
+    from openai.types.responses.tool_param import Mcp
+
+    model = ScriptedModel(steps=[
+        [McpApprovalRequest(id="req-1", type="mcp_approval_request", arguments="{}",
+                            name="lookup_account", server_label="crm")],
+        [assistant_message("account found")]])
+    crm = HostedMCPTool(tool_config=Mcp(type="mcp", server_label="crm",
+                                        server_url="https://crm.example/mcp"))
+    agent = Agent(name="desk", model=model, tools=[crm])
+    session = _session(str(tmp_path / "mcp.db"))
+    try:
+        first = await EventStoreRunner.run(agent, "Find the account.", session=session)
+        assert [i.raw_item.server_label for i in first.interruptions] == ["crm"]
+        state = first.to_state()
+        state.approve(first.interruptions[0])
+        done = await EventStoreRunner.run(agent, state, session=session)
+    finally:
+        session.close()
+    assert done.interruptions == []
+    assert done.final_output == "account found"
