@@ -112,7 +112,18 @@ async def continued(given: Any, ran: Any, agent: Agent[Any]) -> None:
             fresh = await RunState.from_json(agent, ran.to_json())
         except UserError:
             return
+        kept = {name: getattr(given, name, None) for name in _GUARDRAIL_RESULTS}
         given.__dict__.update(fresh.__dict__)
+        for name, before in kept.items():
+            now = getattr(given, name, None)
+            # The results the caller's state held stay the caller's objects (the copy holds
+            # their deserialized twins); results the run added follow them.
+            if isinstance(before, list) and isinstance(now, list) and len(now) >= len(before):
+                now[:len(before)] = before
+
+
+_GUARDRAIL_RESULTS = ("_input_guardrail_results", "_output_guardrail_results",
+                      "_tool_input_guardrail_results", "_tool_output_guardrail_results")
 
 
 def mark_public(clone: Any, original: Any) -> None:

@@ -27,19 +27,22 @@ in the log as a confirmation request (docs/protocol.md §5) holding the SDK's
 answers it. The next call loads that ``RunState`` from the log, applies the answers
 (``RunState.approve`` / ``reject``) and continues: an approved tool runs once, a rejected one
 gets the SDK's rejection. Decisions made in process on ``result.to_state()`` are recorded as
-the same answers when the state is given back.
+the same answers when the state is given back (to ``run`` or ``run_streamed``). A ``RunState``
+the log has no stop for (a finished run's, or one the SDK's ``Runner`` made) starts a durable
+run from it, its JSON recorded as the run's input: given again after a crash, it resumes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
+import copy
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
-from agents import Agent, Handoff, Model, RunConfig, Runner, RunState
+from agents import Agent, Handoff, Model, RunConfig, RunContextWrapper, Runner, RunState
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -56,8 +59,9 @@ from eventstore import CallRecord, StoreUsageError
 from .agent_tools import child_decisions, is_agent_tool, wrap_agent_tool
 from .durable import CallInDoubtError, DurableRun
 from .items import plain_item
-from .public import continued, mark_public, public, public_event, public_tools, publish
-from .records import decode_model_response, recorded_output
+from .model import DurableModel, _RunRef
+from .public import continued, mark_public, public, public_event, publish
+from .records import recorded_output
 from .session import EventStoreSession
 
 __all__ = ["DurableModel", "EventStoreRunner", "RecordedToolError"]
@@ -67,101 +71,12 @@ _ENDS_RUN = (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered,
 """Errors a replay would raise again: the run ends with them (a new call starts anew)."""
 
 
+_FROM_STATE = "run_state"
+"""Key of a run's recorded input when it started from a ``RunState`` (its JSON)."""
+
+
 class RecordedToolError(RuntimeError):
     """A tool that raised when it ran: a resumed run raises its recorded error again."""
-
-
-class _RunRef:
-    """The durable run the wrappers record in: given, or opened on first use (a streamed run
-    is handed to the SDK before anything can be awaited); with the caller's ``RunConfig``
-    (``config``), the one the SDK's run is given (``sdk_config``) and the idempotent tools,
-    which an agent tool's nested run takes over."""
-
-    def __init__(self, run: DurableRun | None = None,
-                 opener: Callable[[], Awaitable[DurableRun]] | None = None, *,
-                 config: RunConfig, idempotent: Iterable[str]) -> None:
-        self.run = run
-        self._opener = opener
-        self.config = config
-        self.sdk_config = dataclasses.replace(config, model=None)
-        self.idempotent = frozenset(idempotent)
-
-    async def get(self) -> DurableRun:
-        if self.run is None:
-            assert self._opener is not None
-            self.run = await self._opener()
-        return self.run
-
-
-class DurableModel(Model):
-    """A model whose responses are recorded in the run's log before the SDK acts on them; a
-    response already recorded for this step of the run is returned without a request."""
-
-    def __init__(self, model: Model, ref: _RunRef, *, author: str) -> None:
-        self.model = model
-        self.ref = ref
-        self.author = author
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        run = await self.ref.get()
-        step = run.next_model
-        if step < len(run.record.models):
-            run.next_model += 1
-            run.use_calls(step)
-            return decode_model_response(run.record.models[step])
-        # A request that fails takes no step: the SDK's retry asks for the same one again.
-        response = await self.model.get_response(*public_tools(args, kwargs), **kwargs)
-        await run.record_model(step, response, author=self.author,
-                               skip_calls=_handoff_names(args, kwargs))
-        run.next_model = step + 1
-        return response
-
-    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        from openai.types.responses import Response, ResponseCompletedEvent
-
-        run = await self.ref.get()
-        step = run.next_model
-        if step < len(run.record.models):
-            run.next_model += 1
-            run.use_calls(step)
-            recorded = decode_model_response(run.record.models[step])
-            yield ResponseCompletedEvent(type="response.completed", sequence_number=0,
-                                         response=Response(
-                id=recorded.response_id or f"replayed-{step}", created_at=0.0,
-                model="replayed", object="response", output=recorded.output,
-                parallel_tool_calls=False, tool_choice="auto", tools=[]))
-            return
-        # Closed here, in the task that iterates it, whenever the SDK stops early.
-        inner: Any = self.model.stream_response(*public_tools(args, kwargs), **kwargs)
-        async with contextlib.aclosing(inner) as stream:
-            async for event in stream:
-                if getattr(event, "type", None) == "response.completed":
-                    from agents.items import ModelResponse
-                    from agents.usage import Usage
-
-                    done: Any = getattr(event, "response", None)
-                    await run.record_model(step, ModelResponse(
-                        output=list(done.output), usage=Usage(), response_id=done.id),
-                        author=self.author, skip_calls=_handoff_names(args, kwargs))
-                    run.next_model = step + 1
-                yield event
-
-    async def close(self) -> None:
-        await self.model.close()
-
-    async def _cleanup_on_run_end(self, owner: object) -> None:
-        # The SDK's hook (named private in its Model) for releasing a run's resources: the
-        # wrapped model's, since the SDK sees only this one.
-        await self.model._cleanup_on_run_end(owner)
-
-    def get_retry_advice(self, request: Any) -> Any:
-        """The wrapped model's advice on retrying a failed request."""
-        return self.model.get_retry_advice(request)
-
-
-def _handoff_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> frozenset[str]:
-    handoffs = kwargs.get("handoffs", args[5] if len(args) > 5 else ())
-    return frozenset(str(getattr(h, "tool_name", "")) for h in handoffs or ())
 
 
 class _RunSession:
@@ -355,7 +270,9 @@ class EventStoreRunner:
         config = RunConfig(**run_config) if isinstance(run_config, dict) else (
             run_config or RunConfig())
         given_state = input if isinstance(input, RunState) else None
-        input_json = None if given_state is not None else _input_json(input)
+        # A given state not stopped in this log starts a run from it (its JSON the run's input).
+        input_json = {_FROM_STATE: given_state.to_json()} if given_state is not None \
+            else _input_json(input)
         run = await DurableRun.open(session, input_json=input_json, agent=starting_agent.name,
                                     idempotent=frozenset(idempotent_tools),
                                     resume_any=given_state is not None, link=link)
@@ -364,12 +281,22 @@ class EventStoreRunner:
         config = ref.sdk_config
         stop = run.record.interruption
         if stop is None:
-            if run.resumed or given_state is None:
-                stored = run.record.input if run.resumed else input
-                return ref, agent, to_jsonable_python(stored) if run.resumed else stored, config
-            raise StoreUsageError(
-                f"Session {session.session_id!r} has no run stopped for approvals to continue "
-                "with this RunState: run EventStoreRunner with the session from the start.")
+            stored = run.record.input
+            if isinstance(stored, Mapping) and _FROM_STATE in stored:
+                # A run from a given state (or its resume after a crash): the SDK continues
+                # that state; recorded steps are replayed from the first.
+                return ref, agent, await RunState.from_json(agent, stored[_FROM_STATE]), config
+            if run.resumed and given_state is not None:
+                # Stopped with no stop in the log (a hosted MCP approval is no call of ours):
+                # the caller's state continues the run where its log ends.
+                run.next_model = len(run.record.models)
+                run.item_cursor = len(run.record.items)
+                for step in range(run.next_model):
+                    run.use_calls(step)
+                return ref, agent, await RunState.from_json(agent, given_state.to_json()), config
+            if run.resumed:
+                return ref, agent, to_jsonable_python(stored), config
+            return ref, agent, input, config
         if given_state is not None:
             # The caller's state is the newer one (its approvals, of any kind of tool); its
             # function tools' decisions are recorded in the log as answers first.
@@ -474,8 +401,7 @@ class EventStoreRunner:
         ``RunResultStreaming`` at once; the run is opened in the log when the SDK first reads
         the session, recorded as it streams, and its end (or stop for approvals) recorded once
         ``stream_events()`` is exhausted. A run that crashed resumes when streamed again with
-        the same input; a run stopped for approvals continues through ``run`` (which loads its
-        ``RunState``)."""
+        the same input; given a ``RunState``, the run continues from it as with ``run``."""
         return cls._run_child_streamed(
             starting_agent, input, session=session, link=None,
             idempotent_tools=idempotent_tools, context=context, max_turns=max_turns,
@@ -493,8 +419,8 @@ class EventStoreRunner:
             raise StoreUsageError("EventStoreRunner needs session=EventStoreSession(...): the "
                                   f"run is recorded in its log (got {type(session).__name__}).")
         if isinstance(input, RunState):
-            raise StoreUsageError("EventStoreRunner.run_streamed continues a run stopped for "
-                                  "approvals only through run(): pass the RunState to run().")
+            return cls._continue_streamed(starting_agent, input, session=session, link=link,
+                                          idempotent_tools=idempotent_tools, **options)
         config = options.pop("run_config", None)
         config = RunConfig(**config) if isinstance(config, dict) else (config or RunConfig())
         input_json = _input_json(input)
@@ -529,6 +455,68 @@ class EventStoreRunner:
                 raise
             if ref.run is not None:
                 await cls._finish(ref.run, result)
+            if link is None:
+                publish(result)
+
+        result.stream_events = stream  # type: ignore[method-assign]
+        return result
+
+    @classmethod
+    def _continue_streamed(cls, starting_agent: Agent[Any], state: RunState[Any, Any], *,
+                           session: EventStoreSession, link: Mapping[str, Any] | None,
+                           idempotent_tools: Iterable[str], **options: Any
+                           ) -> RunResultStreaming:
+        """``run_streamed`` given a ``RunState``: what ``run`` does with one, streamed. The
+        state is loaded from the log (and bound to the durable clones) only once awaited, so
+        the result handed back at once is a placeholder until ``stream_events()`` starts;
+        from then on it shares every attribute with the SDK's streamed result."""
+        run_config = options.pop("run_config", None)
+        result = RunResultStreaming(
+            input=copy.deepcopy(state._original_input), new_items=list(state._session_items),
+            current_agent=starting_agent, raw_responses=list(state._model_responses),
+            final_output=None, is_complete=False, current_turn=state._current_turn,
+            max_turns=options.get("max_turns", DEFAULT_MAX_TURNS),
+            input_guardrail_results=list(state._input_guardrail_results),
+            output_guardrail_results=list(state._output_guardrail_results),
+            tool_input_guardrail_results=[], tool_output_guardrail_results=[],
+            _current_agent_output_schema=None, trace=None,
+            context_wrapper=state._context or RunContextWrapper(context=options.get("context")))
+        started = False
+        # The SDK's Runner starts its run's task now, in the caller's context; ours starts it
+        # once the state is loaded, in a copy of the context taken now.
+        caller_context = contextvars.copy_context()
+
+        async def stream() -> AsyncIterator[Any]:
+            nonlocal started
+            if started:  # the SDK's stream_events, called again on a shared result
+                async for event in RunResultStreaming.stream_events(result):
+                    yield event
+                return
+            started = True
+            ref, agent, sdk_state, config = await cls._prepare(
+                starting_agent, state, session=session, idempotent_tools=idempotent_tools,
+                run_config=run_config, link=link)
+            run = await ref.get()
+            start: Callable[..., RunResultStreaming] = Runner.run_streamed
+            inner = caller_context.run(start, agent, sdk_state, run_config=config,
+                                       session=_RunSession(ref, session), **options)
+            events = inner.stream_events
+            result.__dict__ = inner.__dict__
+            result.stream_events = stream  # type: ignore[method-assign]
+            try:
+                async for event in events():
+                    yield event if link is not None else public_event(event)
+            except BaseException as exc:
+                doubt = _in_doubt(exc)
+                if doubt is not None:
+                    raise doubt from None
+                if isinstance(exc, _ENDS_RUN):
+                    await run.end("error")
+                if isinstance(exc, Exception):
+                    await continued(state, sdk_state, starting_agent)
+                raise
+            await continued(state, sdk_state, starting_agent)
+            await cls._finish(run, inner)
             if link is None:
                 publish(result)
 
