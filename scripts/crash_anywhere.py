@@ -11,11 +11,14 @@ and counts the store writes it makes: W. Then, for every k in 1..W, it runs the 
 fresh database and SIGKILLs the runner process just *before* its k-th write (the step done since
 the last write is not in the log: a model response received, a tool's effect), and again just
 *after* it (the write committed, the next step not begun). Then ``--random`` runs each killed at
-a random moment. After a kill, new processes resume the session from the log alone; between
-processes the driver answers what the session waits for as a person would, from another
-process, with ``evs pending`` then ``evs confirm`` (a confirmation) or, for a call in doubt
-(started, never answered), ``evs respond`` with the effect's recorded result when it happened
-or ``evs rerun`` when it did not (an operator looks the call up by its idempotency key).
+a random moment of its runner processes' time (drawn over the uninterrupted run's; the evs
+decisions between processes do not count), in whichever process is running then: the first,
+or one resuming after an approval or a decision. After a kill, new processes resume the
+session from the log alone; between processes the driver answers what the session waits for
+as a person would, from another process, with ``evs pending`` then ``evs confirm`` (a
+confirmation) or, for a call in doubt (started, never answered), ``evs respond`` with the
+effect's recorded result when it happened or ``evs rerun`` when it did not (an operator looks
+the call up by its idempotency key).
 
 Prints, per framework and backend: runs, kills, outputs equal to the uninterrupted run's, runs
 above one of tools not declared idempotent (must be 0), model requests repeated for responses
@@ -44,7 +47,6 @@ from _crash_common import (
     postgres_database,
     random_points,
     run_scenario,
-    timed,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -138,7 +140,7 @@ def sweep(scenario: Scenario, backend: str, *, random_runs: int, quick: bool) ->
             with database(backend, folder) as db:
                 return run_scenario(scenario, db=db, workdir=folder, **kill)  # type: ignore[arg-type]
 
-        baseline, seconds = timed(lambda: one("baseline"))
+        baseline = one("baseline")
         if baseline.error or baseline.output is None:
             tally.errors.append(f"uninterrupted run failed: {baseline.error}")
             return tally
@@ -150,7 +152,9 @@ def sweep(scenario: Scenario, backend: str, *, random_runs: int, quick: bool) ->
         for point in points:
             outcome = one(point.replace(":", "-"), crash_point=point)
             tally.add(outcome, scenario, expected=baseline.output, label=point)
-        delays = random_points(random_runs, seconds=seconds, seed=index_seed(scenario))
+        delays = random_points(
+            random_runs, seconds=baseline.runner_seconds, seed=index_seed(scenario)
+        )
         for index, delay in enumerate(delays):
             outcome = one(f"random-{index}", kill_after=delay)
             tally.add(outcome, scenario, expected=baseline.output, label=f"random {delay:.2f}s")
