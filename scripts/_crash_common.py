@@ -229,6 +229,9 @@ class Outcome:
     decisions: list[str] = dataclasses.field(default_factory=list)
     """What the driver did between processes (confirm, respond, rerun), in order."""
     writes: int = 0
+    runner_seconds: float = 0.0
+    """Wall time of the scenario's runner processes, summed (the ``evs`` decisions between them
+    left out): the span a random kill's moment is drawn from and counted in."""
     error: str | None = None
 
 
@@ -346,14 +349,17 @@ def run_scenario(
     timeout: float = 180.0,
     max_processes: int = 12,
 ) -> Outcome:
-    """Run one scenario on a fresh session of ``db``: the first process is killed at
-    ``crash_point`` (or after ``kill_after`` seconds), then new processes resume it, answering
-    what it waits for through ``evs`` between them, until it is done."""
+    """Run one scenario on a fresh session of ``db``: the runner process that reaches
+    ``crash_point`` is killed there (or the one running when ``kill_after`` seconds of runner
+    processes' time have passed), then new processes resume it, answering what it waits for
+    through ``evs`` between them, until it is done. One kill at most: a point or moment the run
+    never reaches (a moment after its end) kills nothing."""
     workdir.mkdir(parents=True, exist_ok=True)
     session = f"crash-{uuid.uuid4().hex[:12]}"
     outcome = Outcome()
     point, delay = crash_point, kill_after
     while outcome.processes < max_processes:
+        started = time.perf_counter()
         child = _run_child(
             scenario,
             db=db,
@@ -363,13 +369,20 @@ def run_scenario(
             kill_after=delay,
             timeout=timeout,
         )
+        elapsed = time.perf_counter() - started
+        outcome.runner_seconds += elapsed
         outcome.processes += 1
         if child.returncode == -signal.SIGKILL and child.end is None:
             # One kill a scenario run: the point stays armed until it is reached.
             outcome.killed = True
             point, delay = None, None
             continue
-        delay = None
+        # A moment later than this process's life stays armed for the processes that resume
+        # the run (a kill after an approval, say), as a write point does; one that landed in
+        # this process's teardown was spent.
+        if delay is not None:
+            left = delay - elapsed
+            delay = left if left > 0 and child.returncode != -signal.SIGKILL else None
         # A random kill may land after the run said how it ended (in a slow teardown): the run
         # was over, so its end counts; any other exit without an end is a miss.
         if child.end is None or child.returncode not in (0, -signal.SIGKILL):
@@ -438,13 +451,7 @@ def postgres_database(server_url: str) -> Iterator[str]:
 
 
 def random_points(count: int, *, seconds: float, seed: int) -> list[float]:
-    """``count`` kill delays spread over a run of ``seconds`` (reproducible by ``seed``)."""
+    """``count`` kill moments spread over ``seconds`` of runner processes' time (an
+    uninterrupted run's ``Outcome.runner_seconds``), reproducible by ``seed``."""
     rng = random.Random(seed)
     return [rng.uniform(0.05, max(seconds, 0.1)) for _ in range(count)]
-
-
-def timed(function: Callable[[], Outcome]) -> tuple[Outcome, float]:
-    """Run ``function`` and return its outcome with the wall time it took."""
-    started = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - started

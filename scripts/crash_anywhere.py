@@ -2,7 +2,7 @@
 new process, and check that it ends as an uninterrupted run does with no tool run twice.
 
     .venv/bin/python scripts/crash_anywhere.py [--framework NAME ...] [--backend sqlite|postgres]
-        [--random 50] [--quick]
+        [--random 50] [--quick] [--verbose]
 
 For each framework (every scenario in ``SCENARIOS`` when ``--framework`` is omitted) and
 backend (SQLite file and PostgreSQL, ``EVS_TEST_POSTGRES_URL``'s server), the driver first runs
@@ -11,11 +11,14 @@ and counts the store writes it makes: W. Then, for every k in 1..W, it runs the 
 fresh database and SIGKILLs the runner process just *before* its k-th write (the step done since
 the last write is not in the log: a model response received, a tool's effect), and again just
 *after* it (the write committed, the next step not begun). Then ``--random`` runs each killed at
-a random moment. After a kill, new processes resume the session from the log alone; between
-processes the driver answers what the session waits for as a person would, from another
-process, with ``evs pending`` then ``evs confirm`` (a confirmation) or, for a call in doubt
-(started, never answered), ``evs respond`` with the effect's recorded result when it happened
-or ``evs rerun`` when it did not (an operator looks the call up by its idempotency key).
+a random moment of its runner processes' time (drawn over the uninterrupted run's; the evs
+decisions between processes do not count), in whichever process is running then: the first,
+or one resuming after an approval or a decision. After a kill, new processes resume the
+session from the log alone; between processes the driver answers what the session waits for
+as a person would, from another process, with ``evs pending`` then ``evs confirm`` (a
+confirmation) or, for a call in doubt (started, never answered), ``evs respond`` with the
+effect's recorded result when it happened or ``evs rerun`` when it did not (an operator looks
+the call up by its idempotency key).
 
 Prints, per framework and backend: runs, kills, outputs equal to the uninterrupted run's, runs
 above one of tools not declared idempotent (must be 0), model requests repeated for responses
@@ -44,7 +47,6 @@ from _crash_common import (
     postgres_database,
     random_points,
     run_scenario,
-    timed,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -92,8 +94,25 @@ class Tally:
     errors: list[str] = dataclasses.field(default_factory=list)
 
     def add(
-        self, outcome: Outcome, scenario: Scenario, *, expected: str | None, label: str
+        self,
+        outcome: Outcome,
+        scenario: Scenario,
+        *,
+        expected: str | None,
+        label: str,
+        verbose: bool = False,
     ) -> None:
+        """Count one run; with ``verbose``, print it on stderr as it is counted."""
+        if verbose:
+            print(
+                f"  {scenario.framework} {label}: killed={outcome.killed} "
+                f"processes={outcome.processes} equal={outcome.output == expected} "
+                f"extra_runs={outcome.extra_runs} "
+                f"repeated_model_requests={outcome.repeated_model_requests} "
+                f"error={outcome.error is not None}",
+                file=sys.stderr,
+                flush=True,
+            )
         self.runs += 1
         self.kills += outcome.killed
         self.equal += outcome.output is not None and outcome.output == expected
@@ -126,7 +145,9 @@ def database(backend: str, folder: Path) -> Iterator[str]:
             yield url
 
 
-def sweep(scenario: Scenario, backend: str, *, random_runs: int, quick: bool) -> Tally:
+def sweep(
+    scenario: Scenario, backend: str, *, random_runs: int, quick: bool, verbose: bool = False
+) -> Tally:
     """Every kill point of one scenario on one backend, then ``random_runs`` random kills."""
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="evs-crash-") as root:
@@ -138,22 +159,27 @@ def sweep(scenario: Scenario, backend: str, *, random_runs: int, quick: bool) ->
             with database(backend, folder) as db:
                 return run_scenario(scenario, db=db, workdir=folder, **kill)  # type: ignore[arg-type]
 
-        baseline, seconds = timed(lambda: one("baseline"))
+        baseline = one("baseline")
         if baseline.error or baseline.output is None:
             tally.errors.append(f"uninterrupted run failed: {baseline.error}")
             return tally
-        tally.add(baseline, scenario, expected=baseline.output, label="uninterrupted")
+        def count(outcome: Outcome, label: str) -> None:
+            tally.add(outcome, scenario, expected=baseline.output, label=label, verbose=verbose)
+
+        count(baseline, "uninterrupted")
         writes = range(1, baseline.writes + 1)
         points = [f"{when}:{k}" for k in writes for when in ("before", "after")]
         if quick:
             points = points[:: max(1, len(points) // 6)]
         for point in points:
             outcome = one(point.replace(":", "-"), crash_point=point)
-            tally.add(outcome, scenario, expected=baseline.output, label=point)
-        delays = random_points(random_runs, seconds=seconds, seed=index_seed(scenario))
+            count(outcome, point)
+        delays = random_points(
+            random_runs, seconds=baseline.runner_seconds, seed=index_seed(scenario)
+        )
         for index, delay in enumerate(delays):
             outcome = one(f"random-{index}", kill_after=delay)
-            tally.add(outcome, scenario, expected=baseline.output, label=f"random {delay:.2f}s")
+            count(outcome, f"random {delay:.2f}s")
     return tally
 
 
@@ -168,6 +194,7 @@ def main() -> int:
     parser.add_argument("--backend", action="append", choices=("sqlite", "postgres"))
     parser.add_argument("--random", type=int, default=50, help="random-moment kills per backend")
     parser.add_argument("--quick", action="store_true", help="a sample of the kill points")
+    parser.add_argument("--verbose", action="store_true", help="each run on stderr as it ends")
     options = parser.parse_args()
     frameworks = options.framework or sorted(SCENARIOS)
     backends = options.backend or ["sqlite", "postgres"]
@@ -178,7 +205,13 @@ def main() -> int:
     print(header)
     for name in frameworks:
         for backend in backends:
-            tally = sweep(SCENARIOS[name], backend, random_runs=random_runs, quick=options.quick)
+            tally = sweep(
+                SCENARIOS[name],
+                backend,
+                random_runs=random_runs,
+                quick=options.quick,
+                verbose=options.verbose,
+            )
             print(
                 f"{name:<15} {backend:<9} {tally.runs:>5} {tally.kills:>5} {tally.equal:>5} "
                 f"{tally.extra_tool_runs:>12} {tally.repeated_model_requests:>13} "
