@@ -344,7 +344,7 @@ async def _append_checked(
                 why = (f"Call {call_id!r} of session {session_id!r} is long-running (or "
                        "deferred): it waits for its result, not for a re-run decision; supply "
                        f"it with submit_response(session_id={session_id!r}, "
-                       f"call_id={call_id!r}, response=…) (evs respond).")
+                       f"call_id={call_id!r}, response=…).")
             if why is not None:
                 raise CallNotInDoubtError(why, session_id=session_id, function_call_id=call_id)
         if not lookup.pending and not await _unsigned_answer(store, session_id, lookup, where):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from _cli_support import build, invoke, make_session, paused_weather_log
+from _cli_support import AGENT, build, call, invoke, make_session, paused_weather_log
 
 from eventstore import Content, Event, EventActions, EventStore, Part
 
@@ -125,8 +125,14 @@ def test_export_and_import_carry_app_user_and_id(tmp_path: Path) -> None:
 
 
 def _two_paused(paused_db: Path) -> Path:
-    """The paused weather session ``s1`` of user ada, and the same log as bob's ``s1``."""
-    make_session(str(paused_db), paused_weather_log(), state={"units": "metric"},
+    """The paused weather session ``s1`` of user ada, and the same log as bob's ``s1`` with
+    one call more, ``c9``, started and never answered (in doubt: what ``evs rerun`` decides)."""
+    in_doubt = [
+        Event(author=AGENT, turn_complete=True,
+              content=Content(role="model", parts=(call("c9", "charge", amount=5),))),
+        Event(author=AGENT, started_call_ids=("c9",)),
+    ]
+    make_session(str(paused_db), [*paused_weather_log(), *in_doubt], state={"units": "metric"},
                  user_id="bob")
     return paused_db
 
@@ -142,7 +148,7 @@ ANSWERS = [
     pytest.param(["pending"], False, id="pending"),
     pytest.param(["confirm", "s1", "confirm-1", "--yes"], True, id="confirm"),
     pytest.param(["respond", "s1", "c4", "--result", '{"days": []}'], True, id="respond"),
-    pytest.param(["rerun", "s1", "c4", "--force"], True, id="rerun"),
+    pytest.param(["rerun", "s1", "c9", "--force"], True, id="rerun"),
     pytest.param(["compact", "s1", "--summary", "The weather so far."], True, id="compact"),
 ]
 
@@ -181,4 +187,4 @@ def test_pending_prints_commands_that_name_the_user(paused_db: Path) -> None:
     args = confirm.split("   ")[0].split()[1:]
     done = invoke(*args)
     assert done.exit_code == 0, done.stderr
-    assert len(_events(db, "bob")) == len(_events(db, "ada")) + 1
+    assert len(_events(db, "bob")) == len(_events(db, "ada")) + 3  # c9 and its start, the answer
