@@ -132,11 +132,7 @@ class DurableRunnerShim:
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, session: Any = None,
                      **options: Any) -> Any:
-        # The SDK's run_streamed takes its options positionally too: name them.
-        named = inspect.signature(REAL_RUNNER.run_streamed).bind(
-            starting_agent, input, *args, session=session, **options).arguments
-        options = {k: v for k, v in named.items()
-                   if k not in ("starting_agent", "input", "session")}
+        options = _streamed_options(starting_agent, input, args, session, options)
         how, ours = _route(input, session, options)
         ROUTES[how] += 1
         if how == "ours":
@@ -147,6 +143,14 @@ class DurableRunnerShim:
             finally:
                 _INSIDE.reset(token)
         return REAL_RUNNER.run_streamed(starting_agent, input, session=session, **options)
+
+
+def _streamed_options(starting_agent: Any, input: Any, args: tuple[Any, ...], session: Any,
+                      options: dict[str, Any]) -> dict[str, Any]:
+    """``run_streamed``'s options by name: the SDK's takes them positionally too."""
+    named = inspect.signature(REAL_RUNNER.run_streamed).bind(
+        starting_agent, input, *args, session=session, **options).arguments
+    return {k: v for k, v in named.items() if k not in ("starting_agent", "input", "session")}
 
 
 class SessionRunnerShim:
@@ -184,10 +188,7 @@ class SessionRunnerShim:
     @classmethod
     def run_streamed(cls, starting_agent: Any, input: Any, *args: Any, session: Any = None,
                      **options: Any) -> Any:
-        named = inspect.signature(REAL_RUNNER.run_streamed).bind(
-            starting_agent, input, *args, session=session, **options).arguments
-        options = {k: v for k, v in named.items()
-                   if k not in ("starting_agent", "input", "session")}
+        options = _streamed_options(starting_agent, input, args, session, options)
         return REAL_RUNNER.run_streamed(starting_agent, input, session=cls._session(
             input, session, options), **options)
 

@@ -244,6 +244,21 @@ def _state_decisions(state: RunState[Any, Any]) -> dict[str, bool]:
     return found
 
 
+async def _relayed(events: Callable[[], AsyncIterator[Any]], link: Mapping[str, Any] | None
+                   ) -> AsyncIterator[Any]:
+    """The SDK's streamed events as ``run_streamed`` hands them on (naming the caller's agents,
+    unless the run is a nested one); an error caused by a call in doubt surfaces as that
+    CallInDoubtError."""
+    try:
+        async for event in events():
+            yield event if link is not None else public_event(event)
+    except BaseException as exc:
+        doubt = _in_doubt(exc)
+        if doubt is not None:
+            raise doubt from None
+        raise
+
+
 def _in_doubt(error: BaseException) -> CallInDoubtError | None:
     seen: BaseException | None = error
     while seen is not None:
@@ -444,13 +459,10 @@ class EventStoreRunner:
 
         async def stream() -> AsyncIterator[Any]:
             try:
-                async for event in events():
-                    yield event if link is not None else public_event(event)
-            except BaseException as exc:
-                doubt = _in_doubt(exc)
-                if doubt is not None:
-                    raise doubt from None
-                if isinstance(exc, _ENDS_RUN) and ref.run is not None:
+                async for event in _relayed(events, link):
+                    yield event
+            except _ENDS_RUN:
+                if ref.run is not None:
                     await ref.run.end("error")
                 raise
             if ref.run is not None:
@@ -504,12 +516,11 @@ class EventStoreRunner:
             result.__dict__ = inner.__dict__
             result.stream_events = stream  # type: ignore[method-assign]
             try:
-                async for event in events():
-                    yield event if link is not None else public_event(event)
+                async for event in _relayed(events, link):
+                    yield event
+            except CallInDoubtError:
+                raise
             except BaseException as exc:
-                doubt = _in_doubt(exc)
-                if doubt is not None:
-                    raise doubt from None
                 if isinstance(exc, _ENDS_RUN):
                     await run.end("error")
                 if isinstance(exc, Exception):

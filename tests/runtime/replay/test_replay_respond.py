@@ -167,9 +167,9 @@ async def test_respond_unknown_ids_are_refused_with_typed_errors(store: EventSto
         await rerun_call(store, session_id="s", call_id="nope")
 
 
-async def test_respond_long_running_result_is_submitted_once_then_agent_continues(
-    store: EventStore,
-) -> None:
+async def _paused_on_a_report(store: EventStore) -> Runner:
+    """A run paused on the long-running ``order_report`` call ``call-r``; its next run, given
+    the result, answers "The report says: cold."."""
     report = ModelResponse(
         function_calls=(FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),)
     )
@@ -177,6 +177,13 @@ async def test_respond_long_running_result_is_submitted_once_then_agent_continue
     await runner.create_session(user_id="u", session_id="s")
     first = await runner.run(session_id="s", user_id="u", new_message="Report on Oslo")
     assert first.status == "paused_long_running"
+    return runner
+
+
+async def test_respond_long_running_result_is_submitted_once_then_agent_continues(
+    store: EventStore,
+) -> None:
+    runner = await _paused_on_a_report(store)
     (waiting,) = pending((await store.get_session("s")).events).long_running
     assert waiting.call.id == "call-r"
 
@@ -194,13 +201,7 @@ async def test_respond_long_running_result_is_submitted_once_then_agent_continue
 async def test_respond_rerun_of_a_long_running_call_is_refused_and_its_result_still_taken(
     store: EventStore,
 ) -> None:
-    report = ModelResponse(
-        function_calls=(FunctionCall(id="call-r", name="order_report", args={"city": "Oslo"}),)
-    )
-    runner = paid_runner(store, Counter(), report, "The report says: cold.")
-    await runner.create_session(user_id="u", session_id="s")
-    first = await runner.run(session_id="s", user_id="u", new_message="Report on Oslo")
-    assert first.status == "paused_long_running"
+    runner = await _paused_on_a_report(store)
     version = await store.version("s")
 
     with pytest.raises(CallNotInDoubtError, match=r"long-running.*submit_response"):
