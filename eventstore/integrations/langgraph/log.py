@@ -61,6 +61,7 @@ METADATA_KEY: Final = "langgraph"
 Typed = tuple[str, bytes]
 _MISSING: Final = object()
 _HOT_PER_THREAD: Final = 8
+_LAZY_PARTS: Final = 32
 
 
 class CorruptThreadError(Exception):
@@ -111,19 +112,56 @@ class Entry:
     """Hidden by a later drop event."""
 
 
-@dataclass(slots=True, frozen=True)
 class Hot:
     """The list value of a channel at one checkpoint, kept in memory for the next checkpoint's
-    delta and for reads to start from."""
+    delta and for reads to start from.
+
+    A put keeps the elements it stored as serialized bytes and decodes them only when a read
+    or a delta needs ``own``: most checkpoints of a short thread are never read back in the
+    process that wrote them."""
+
+    __slots__ = ("_loads", "_own", "_parts", "_prefix", "given", "version")
 
     version: Any
     """The channel's version at that checkpoint."""
     given: tuple[Any, ...]
     """The elements as the caller holds them (put, or handed out by a read): a later put whose
     list starts with exactly these objects stores only what follows them."""
-    own: tuple[Any, ...]
-    """The elements as stored, objects no caller ever gets (reads hand out copies), so nothing
-    a caller does to what it holds changes what the saver reads."""
+
+    def __init__(self, *, version: Any, given: tuple[Any, ...], own: tuple[Any, ...]) -> None:
+        self.version, self.given = version, given
+        self._own: tuple[Any, ...] | None = own
+        self._prefix: tuple[Any, ...] = ()
+        self._parts: tuple[Typed, ...] = ()
+        self._loads: Any = None
+
+    @classmethod
+    def stored(cls, *, version: Any, given: tuple[Any, ...], base: Hot | None, typed: Typed,
+               loads: Any) -> Hot:
+        """The value a put stored as ``typed`` (the whole list when ``base`` is None, else the
+        elements appended to ``base``'s), decoded with ``loads`` on first use of ``own``."""
+        hot = cls(version=version, given=given, own=())
+        hot._own, hot._loads = None, loads
+        if base is None:
+            hot._parts = (typed,)
+        elif base._own is not None:
+            hot._prefix, hot._parts = base._own, (typed,)
+        else:
+            hot._prefix, hot._parts = base._prefix, (*base._parts, typed)
+        if len(hot._parts) > _LAZY_PARTS:
+            hot.own  # noqa: B018 - decoded now: the bytes kept stay bounded
+        return hot
+
+    @property
+    def own(self) -> tuple[Any, ...]:
+        """The elements as stored, objects no caller ever gets (reads hand out copies), so
+        nothing a caller does to what it holds changes what the saver reads."""
+        if self._own is None:
+            elements = list(self._prefix)
+            for typed in self._parts:
+                elements.extend(self._loads(typed))
+            self._own, self._prefix, self._parts, self._loads = tuple(elements), (), (), None
+        return self._own
 
 
 @dataclass(slots=True)

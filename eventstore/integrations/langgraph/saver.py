@@ -330,12 +330,12 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 if base is not None and base.version != version and extends(base.given, value):
                     typed = dumps(value[len(base.given):])
                     blobs.append([channel, version, "x", base.version, *encode_blob(typed)])
-                    own = base.own + tuple(loads(typed))
                 else:
                     typed = dumps(value)
                     blobs.append([channel, version, "v", *encode_blob(typed)])
-                    own = tuple(loads(typed))
-                keep[channel] = Hot(version=version, given=tuple(value), own=own)
+                    base = None
+                keep[channel] = Hot.stored(version=version, given=tuple(value), base=base,
+                                           typed=typed, loads=loads)
             else:
                 blobs.append([channel, version, "v", *encode_blob(dumps(value))])
         for channel, hot in parent_hot.items():
