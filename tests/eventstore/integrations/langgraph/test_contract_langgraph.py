@@ -153,6 +153,22 @@ async def test_values_handed_out_are_new_containers(tmp_path: Any) -> None:
         assert again.checkpoint["channel_values"]["m"] == ["a"]
 
 
+async def test_what_a_caller_edits_after_a_put_is_not_what_the_saver_reads(
+        tmp_path: Any) -> None:
+    async with EventStoreSaver(str(tmp_path / "s.db")) as saver:
+        held = [{"text": "first"}]
+        config = await saver.aput(_config("t"), _checkpoint({"m": held}, {"m": "1"}), {},
+                                  {"m": "1"})
+        held.append({"text": "second"})
+        config = await saver.aput(config, _checkpoint({"m": held}, {"m": "2"}), {},
+                                  {"m": "2"})
+        held[0]["text"] = "edited"  # the saver kept bytes, decoded only now
+        held[1]["text"] = "edited"
+        got = await saver.aget_tuple(config)
+        assert got is not None
+        assert got.checkpoint["channel_values"]["m"] == [{"text": "first"}, {"text": "second"}]
+
+
 async def test_writes_belong_to_their_checkpoint_only(backend_target: BackendTarget) -> None:
     async with EventStoreSaver(backend_target.url) as saver:
         root = await saver.aput(_config("t"), _checkpoint({}, {}), {}, {})
