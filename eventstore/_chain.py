@@ -98,6 +98,9 @@ SIGNING_KEY_ENV: Final = "EVS_SIGNING_KEY"
 _LENGTH = struct.Struct(">I")
 _NUMBERS = struct.Struct(">IdIq")
 """``frame(timestamp as a double) ‖ frame(schema version as 8 bytes)``."""
+_pack_length = _LENGTH.pack
+_pack_numbers = _NUMBERS.pack
+_sha256 = hashlib.sha256
 
 
 class Chained(Protocol):
@@ -128,22 +131,31 @@ def content_digest(event: Chained) -> bytes:
 
     Raises ValueError for a string that is not valid Unicode text (a damaged row).
     """
-    event_id = event.event_id.encode("utf-8", "surrogatepass")
-    invocation_id = event.invocation_id.encode("utf-8", "surrogatepass")
-    author = event.author.encode("utf-8", "surrogatepass")
-    kind = event.kind.encode("utf-8", "surrogatepass")
-    payload = bytes(event.payload)
+    # Every append hashes each of its events: strict UTF-8 (what any stored text is) takes
+    # the encoder's fast path; only text holding a lone surrogate needs "surrogatepass".
+    try:
+        event_id = event.event_id.encode()
+        invocation_id = event.invocation_id.encode()
+        author = event.author.encode()
+        kind = event.kind.encode()
+    except UnicodeEncodeError:
+        event_id = event.event_id.encode("utf-8", "surrogatepass")
+        invocation_id = event.invocation_id.encode("utf-8", "surrogatepass")
+        author = event.author.encode("utf-8", "surrogatepass")
+        kind = event.kind.encode("utf-8", "surrogatepass")
+    payload = event.payload
+    if type(payload) is not bytes:
+        payload = bytes(payload)
     # frame() of each part, the two fixed-size ones (8 bytes each) packed with their lengths
-    digest = hashlib.sha256(FRAME_TAG)
-    digest.update(b"".join((
-        _LENGTH.pack(len(event_id)), event_id,
-        _LENGTH.pack(len(invocation_id)), invocation_id,
-        _LENGTH.pack(len(author)), author,
-        _LENGTH.pack(len(kind)), kind,
-        _NUMBERS.pack(8, float(event.timestamp), 8, int(event.schema_version)),
-        _LENGTH.pack(len(payload)), payload,
-    )))
-    return digest.digest()
+    return _sha256(b"".join((
+        FRAME_TAG,
+        _pack_length(len(event_id)), event_id,
+        _pack_length(len(invocation_id)), invocation_id,
+        _pack_length(len(author)), author,
+        _pack_length(len(kind)), kind,
+        _pack_numbers(8, float(event.timestamp), 8, int(event.schema_version)),
+        _pack_length(len(payload)), payload,
+    ))).digest()
 
 
 def _text(value: str) -> bytes:
