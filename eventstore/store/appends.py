@@ -38,6 +38,10 @@ __all__ = ["MAX_COLUMN_CHARS", "AppendMethods", "event_batch", "prepare"]
 
 
 def event_batch(events: object, method: str, *, empty_ok: bool = False) -> list[Event]:
+    """``events`` (an Event or an iterable of Events) as a list; InvalidEventError when it is
+    neither, or empty and not ``empty_ok``. A non-empty list is returned as it is."""
+    if type(events) is list and events:  # what nearly every caller passes
+        return events
     if isinstance(events, Event):
         return [events]
     if isinstance(events, Iterable) and not isinstance(events, (str, bytes, Mapping)):
@@ -103,7 +107,7 @@ def prepare(event: Event) -> tuple[Event, NewEvent]:
         raise InvalidEventError(f"Expected an Event, got a {type(event).__name__}.")
     delta = event.actions.state_delta
     # Non-string keys are left for encode_event to refuse with a message naming them.
-    if any(isinstance(k, str) and k.startswith(TEMP_PREFIX) for k in delta):
+    if delta and any(isinstance(k, str) and k.startswith(TEMP_PREFIX) for k in delta):
         kept = {
             k: v for k, v in delta.items()
             if not (isinstance(k, str) and k.startswith(TEMP_PREFIX))
@@ -112,7 +116,7 @@ def prepare(event: Event) -> tuple[Event, NewEvent]:
             event, actions=dataclasses.replace(event.actions, state_delta=kept)
         )
     deletions = event.actions.state_deletions
-    if type(deletions) is tuple and any(
+    if deletions and type(deletions) is tuple and any(
         isinstance(k, str) and k.startswith(TEMP_PREFIX) for k in deletions
     ):
         event = dataclasses.replace(event, actions=dataclasses.replace(
@@ -131,8 +135,10 @@ def prepare(event: Event) -> tuple[Event, NewEvent]:
             raise InvalidEventError(
                 f"Event {event.id!r} cannot be encoded as JSON: {exc}", event_id=event.id
             ) from exc
-    shared = touches_shared_keys(event.actions)
-    app_delta, user_delta = scope_deltas(event.actions) if shared else (None, None)
+    actions = event.actions
+    # Most events set no state: the two scans of touches_shared_keys are skipped for them.
+    shared = bool(actions.state_delta or actions.state_deletions) and touches_shared_keys(actions)
+    app_delta, user_delta = scope_deltas(actions) if shared else (None, None)
     return event, new_event(event.id, event_kind(event), event.invocation_id, event.author,
                             event.timestamp, shared, STORED_SCHEMA_VERSION, payload,
                             app_delta, user_delta)
@@ -199,8 +205,14 @@ class AppendMethods(EventReads):
                     f"append(create=True) makes a session with no events before these: "
                     f"expected_version must be None or 0, not {shown(expected_version)}."
                 )
-        prepared = [self._prepare(e) for e in batch]
-        new = [n for _, n in prepared]
+        # One pass, before the first await: the caller's list may change after that.
+        prepare_one = self._prepare
+        kept: list[Event] = []
+        new: list[NewEvent] = []
+        for given in batch:
+            event, envelope = prepare_one(given)
+            kept.append(event)
+            new.append(envelope)
 
         async def write(key: str, owner: tuple[str, str]) -> list[StoredEvent]:
             return await backend.append(key, new, expected_version=expected_version,
@@ -212,10 +224,7 @@ class AppendMethods(EventReads):
             stored = await self._append_creating(backend, sid, app_name, user_id, new, write)
         else:
             stored = await self._keyed(sid, app_name, user_id, write)
-        return [
-            with_seq(event, row.seq)
-            for (event, _), row in zip(prepared, stored, strict=True)
-        ]
+        return [with_seq(event, row.seq) for event, row in zip(kept, stored, strict=True)]
 
     async def _append_creating(
         self, backend: Backend, sid: str, app_name: str, user_id: str, new: list[NewEvent],
