@@ -394,17 +394,19 @@ def _check_shape(event: Event) -> None:
 
 
 _EVENT_FIELDS = tuple(f.name for f in dataclasses.fields(Event) if f.name != "seq")
-_set = object.__setattr__
 
 
 def _copier() -> Callable[[Event, int | None], Event]:
     # Straight-line code, one slot after the other: every append returns its events through
-    # this, on the event loop's thread.
+    # this, on the event loop's thread. Each slot is set through its own descriptor (what a
+    # frozen dataclass's object.__setattr__ ends in, without looking the name up).
     doc = "Return a copy of ``event`` with ``seq`` set (a faster ``dataclasses.replace``)."
     lines = ["def with_seq(event, seq):", f"    {doc!r}", "    clone = new(Event)"]
-    lines += [f"    put(clone, {name!r}, event.{name})" for name in _EVENT_FIELDS]
-    lines += ["    put(clone, 'seq', seq)", "    return clone"]
-    namespace: dict[str, Any] = {"new": object.__new__, "put": _set, "Event": Event}
+    lines += [f"    set_{name}(clone, event.{name})" for name in _EVENT_FIELDS]
+    lines += ["    set_seq(clone, seq)", "    return clone"]
+    namespace: dict[str, Any] = {"new": object.__new__, "Event": Event}
+    for name in (*_EVENT_FIELDS, "seq"):
+        namespace[f"set_{name}"] = getattr(Event, name).__set__
     exec("\n".join(lines), namespace)  # built from the dataclass's own field names
     copy: Callable[[Event, int | None], Event] = namespace["with_seq"]
     return copy

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from eventstore._fork import ForkLink
 
@@ -281,22 +282,41 @@ class MemoryRow:
     """What is searched (see ``eventstore.recall.text``)."""
 
 
+def _slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
+    """The ``__set__`` of each named slot of ``cls``: what a frozen dataclass's
+    ``object.__setattr__`` ends in, without the lookup of the name on every call."""
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+(_new_event_id, _new_kind, _new_invocation_id, _new_author, _new_timestamp, _new_shared_state,
+ _new_schema_version, _new_payload, _new_app_delta, _new_user_delta) = _slot_setters(
+    NewEvent, "event_id", "kind", "invocation_id", "author", "timestamp", "shared_state",
+    "schema_version", "payload", "app_delta", "user_delta")
+(_stored_session_id, _stored_seq, _stored_position, _stored_event_id, _stored_kind,
+ _stored_invocation_id, _stored_author, _stored_timestamp, _stored_shared_state,
+ _stored_schema_version, _stored_payload, _stored_chain_hash, _stored_signature,
+ _stored_damage) = _slot_setters(
+    StoredEvent, "session_id", "seq", "position", "event_id", "kind", "invocation_id", "author",
+    "timestamp", "shared_state", "schema_version", "payload", "chain_hash", "signature",
+    "damage")
+
+
 def new_event(event_id: str, kind: str, invocation_id: str, author: str, timestamp: float,
               shared_state: bool, schema_version: int, payload: bytes,
               app_delta: bytes | None = None, user_delta: bytes | None = None) -> NewEvent:
     """A ``NewEvent`` with these fields, filled in directly like ``written`` (every append
     builds one per event on the event loop's thread)."""
     new = _new_object(NewEvent)
-    _put(new, "event_id", event_id)
-    _put(new, "kind", kind)
-    _put(new, "invocation_id", invocation_id)
-    _put(new, "author", author)
-    _put(new, "timestamp", timestamp)
-    _put(new, "shared_state", shared_state)
-    _put(new, "schema_version", schema_version)
-    _put(new, "payload", payload)
-    _put(new, "app_delta", app_delta)
-    _put(new, "user_delta", user_delta)
+    _new_event_id(new, event_id)
+    _new_kind(new, kind)
+    _new_invocation_id(new, invocation_id)
+    _new_author(new, author)
+    _new_timestamp(new, timestamp)
+    _new_shared_state(new, shared_state)
+    _new_schema_version(new, schema_version)
+    _new_payload(new, payload)
+    _new_app_delta(new, app_delta)
+    _new_user_delta(new, user_delta)
     return new
 
 
@@ -309,22 +329,21 @@ def written(session_id: str, event: NewEvent, *, seq: int, position: int,
     sets each field with ``object.__setattr__`` after binding keywords): the group commit
     builds one per event on the writer thread, under the GIL the event loop needs too."""
     stored = _new_object(StoredEvent)
-    _put(stored, "session_id", session_id)
-    _put(stored, "seq", seq)
-    _put(stored, "position", position)
-    _put(stored, "event_id", event.event_id)
-    _put(stored, "kind", event.kind)
-    _put(stored, "invocation_id", event.invocation_id)
-    _put(stored, "author", event.author)
-    _put(stored, "timestamp", event.timestamp)
-    _put(stored, "shared_state", event.shared_state)
-    _put(stored, "schema_version", event.schema_version)
-    _put(stored, "payload", event.payload)
-    _put(stored, "chain_hash", chain_hash)
-    _put(stored, "signature", signature)
-    _put(stored, "damage", None)
+    _stored_session_id(stored, session_id)
+    _stored_seq(stored, seq)
+    _stored_position(stored, position)
+    _stored_event_id(stored, event.event_id)
+    _stored_kind(stored, event.kind)
+    _stored_invocation_id(stored, event.invocation_id)
+    _stored_author(stored, event.author)
+    _stored_timestamp(stored, event.timestamp)
+    _stored_shared_state(stored, event.shared_state)
+    _stored_schema_version(stored, event.schema_version)
+    _stored_payload(stored, event.payload)
+    _stored_chain_hash(stored, chain_hash)
+    _stored_signature(stored, signature)
+    _stored_damage(stored, None)
     return stored
 
 
 _new_object = object.__new__
-_put = object.__setattr__
