@@ -135,7 +135,7 @@ class PostgresBackend(SQLBackendBase):
         self._appends = AppendGroups(pool, APPEND_SQL, max_senders=pool.get_max_size() // 2,
                                      errors=_DRIVER_ERRORS, broken=_BROKEN,
                                      unsent=unsent, unsent_retries=pool.get_max_size(),
-                                     lock_position=1)
+                                     lock_position=1, ride=self._notices.due, nothing=())
 
     @classmethod
     async def open(
