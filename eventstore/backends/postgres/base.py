@@ -89,6 +89,7 @@ from .open import dsn as _dsn
 from .open import keep_session as _keep_session
 from .open import translate as _translate
 from .replicas import ReadRoute
+from .warm import WarmPool
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "SILENCE_TIMEOUT", "PostgresBackend"]
 
@@ -126,13 +127,16 @@ class PostgresBackend(SQLBackendBase):
         self.signing_key = signing_key
         self._dsn = _dsn(url)
         self._pool = pool
+        # Every job on the primary takes its connection here (``warm``), the pool's only when
+        # the last one released is in use.
+        self._warm = WarmPool(pool)
         self._closed = False
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
         self._loop = asyncio.get_running_loop()
-        self._notices = Notices(self._dsn, pool, self._wakeups, errors=_DRIVER_ERRORS)
+        self._notices = Notices(self._dsn, self._warm, self._wakeups, errors=_DRIVER_ERRORS)
         # Half the pool at most sends grouped appends: the rest serves reads and the
         # multi-statement path meanwhile.
-        self._appends = AppendGroups(pool, APPEND_SQL, max_senders=pool.get_max_size() // 2,
+        self._appends = AppendGroups(self._warm, APPEND_SQL, max_senders=pool.get_max_size() // 2,
                                      errors=_DRIVER_ERRORS, broken=_BROKEN,
                                      unsent=unsent, unsent_retries=pool.get_max_size(),
                                      lock_position=1, ride=self._notices.due, nothing=())
@@ -202,7 +206,7 @@ class PostgresBackend(SQLBackendBase):
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        pool = self._pool if pool is None else pool
+        pool = self._warm if pool is None else pool
         retries = pool.get_max_size()  # every pooled connection may be dead
         for attempt in range(retries + 1):
             try:
@@ -553,6 +557,7 @@ class PostgresBackend(SQLBackendBase):
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
         await self._notices.close()
+        await self._warm.close()
         for pool in (*replicas, self._pool):
             try:
                 await asyncio.wait_for(pool.close(), 10)
