@@ -16,10 +16,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
+import asyncpg
+
 __all__ = ["LINGER", "WarmPool"]
 
 LINGER: Final = 1.0
 """Seconds the warm connection may stay unused before it goes back to the pool."""
+
+
+def _open(conn: Any) -> bool:
+    """Whether the pooled ``conn`` may still be used: open, and not handed back to the pool
+    already (asyncpg hands a connection back by itself when it closes, and its proxy then
+    refuses every call)."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
 
 
 class _Lease:
@@ -65,7 +77,7 @@ class WarmPool:
         conn = self._idle
         if conn is not None:
             self._idle = None
-            if not conn.is_closed():
+            if _open(conn):
                 return conn
             await self._pool.release(conn)
         self._waiting += 1
@@ -76,7 +88,7 @@ class WarmPool:
 
     async def _give(self, conn: Any, *, failed: bool) -> None:
         if (failed or self._closed or self._waiting or self._idle is not None
-                or conn.is_closed() or conn.is_in_transaction()):
+                or not _open(conn) or conn.is_in_transaction()):
             await self._pool.release(conn)
             return
         self._idle = conn
