@@ -14,6 +14,7 @@ pool, whose release resets it (rolls back, waits for a cancellation) or discards
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, Final
 
 import asyncpg
@@ -106,9 +107,14 @@ class WarmPool:
             self._timer = self._loop.call_later(left, self._cool)
             return
         self._idle = None
-        task = self._loop.create_task(self._pool.release(conn))
+        task = self._loop.create_task(self._release_quietly(conn))
         self._releases.add(task)
         task.add_done_callback(self._releases.discard)
+
+    async def _release_quietly(self, conn: Any) -> None:
+        # No job waits for this release: a connection that fails it is discarded by the pool.
+        with contextlib.suppress(Exception):
+            await self._pool.release(conn)
 
     async def close(self) -> None:
         """Give the warm connection back to the pool (before the pool closes); later releases
