@@ -22,14 +22,16 @@
   are numbered and committed in order; deleting a session leaves them.
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
   wake-up, sent after the append committed (see ``notify``: a notifying transaction would
-  serialize every append's commit), coalesced under load; callers always re-read from their
-  cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
-  but loses nothing.
+  serialize every append's commit), coalesced, in the next grouped append's statement when one
+  comes; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
+  dropped listener connection delays a tail but loses nothing.
 - **Several servers.** The URL may name several hosts (``h1:5432,h2:5432/db?
   target_session_attrs=read-write``): each new connection lands on the primary, so the store
   follows a failover by itself. ``read_urls`` send the reads that may be stale to hot standbys
   (``replicas``); every connection carries TCP keepalives (``keepalive``), so an append in
   flight fails (retryably) within ``SILENCE_TIMEOUT`` when the primary's machine vanishes.
+- **Connections.** A job on the primary takes the connection the last job released cleanly
+  (``warm``), asyncpg's pool only when that one is in use.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
