@@ -74,10 +74,13 @@ SELECT seq FROM ins
 APPEND_SQL = (
     # $12, $13: the owner (app, user; NULL: anyone's), judged by the function on the session's
     # row it reads after taking the session's lock (revision 0019). $14: the sessions whose
-    # NOTIFY rides in this transaction (``notify.Notices.due``; mostly none).
+    # NOTIFY rides in this transaction (``notify.Notices.due``; mostly none), skipped while the
+    # server's notification queue is half full (a listener stuck in a transaction): a full
+    # queue fails the commit, and a wake-up must never fail an append.
     "SELECT a.status, a.version, a.app_position, a.hashes FROM evs_append($1, $2, $3, $4, $5, "
     "$6, $7, $8, $9, $10, $11, $12::varchar, $13::varchar) AS a, "
-    f"(SELECT count(pg_notify('{CHANNEL}', s)) FROM unnest($14::text[]) AS s) AS n"
+    f"(SELECT count(pg_notify('{CHANNEL}', s)) FROM unnest($14::text[]) AS s "
+    "WHERE pg_notification_queue_usage() < 0.5) AS n"
 )
 # The counter, or the highest position the app's shared-state events hold when that is higher
 # (a counter lowered behind the store's back): one seek in the partial unique index.
