@@ -22,6 +22,8 @@ from eventstore._scopes import APP_SCOPE, ScopeWriter
 from eventstore.backends.protocol import NewEvent, StoredEvent, check_retry, written
 from eventstore.backends.sql import EVENT_COLUMNS, NEWEST_ROW_KEY, seq_of_row_key, stored_events
 
+from .notify import CHANNEL
+
 __all__ = [
     "APPEND_SQL",
     "LOCK_ARTIFACT",
@@ -71,9 +73,14 @@ SELECT seq FROM ins
 """
 APPEND_SQL = (
     # $12, $13: the owner (app, user; NULL: anyone's), judged by the function on the session's
-    # row it reads after taking the session's lock (revision 0019).
-    "SELECT status, version, app_position, hashes FROM evs_append($1, $2, $3, $4, $5, $6, $7, "
-    "$8, $9, $10, $11, $12::varchar, $13::varchar)"
+    # row it reads after taking the session's lock (revision 0019). $14: the sessions whose
+    # NOTIFY rides in this transaction (``notify.Notices.due``; mostly none), skipped while the
+    # server's notification queue is half full (a listener stuck in a transaction): a full
+    # queue fails the commit, and a wake-up must never fail an append.
+    "SELECT a.status, a.version, a.app_position, a.hashes FROM evs_append($1, $2, $3, $4, $5, "
+    "$6, $7, $8, $9, $10, $11, $12::varchar, $13::varchar) AS a, "
+    f"(SELECT count(pg_notify('{CHANNEL}', s)) FROM unnest($14::text[]) AS s "
+    "WHERE pg_notification_queue_usage() < 0.5) AS n"
 )
 # The counter, or the highest position the app's shared-state events hold when that is higher
 # (a counter lowered behind the store's back): one seek in the partial unique index.
@@ -304,9 +311,10 @@ async def append_locked(
 def fast_args(session_id: str, events: Sequence[NewEvent],
               expected_version: int | None,
               owner: tuple[str, str] | None = None) -> tuple[Any, ...]:
-    """The arguments of ``APPEND_SQL`` for this append (the client computes each event's
-    content digest; the server chains them, see ``eventstore._chain``); ``owner`` (app,
-    user) the session stored under ``session_id`` must belong to."""
+    """The arguments of ``APPEND_SQL`` for this append but the last (the sessions notified,
+    which ``group`` adds when it sends the call); the client computes each event's content
+    digest, the server chains them (``eventstore._chain``); ``owner`` (app, user) the
+    session stored under ``session_id`` must belong to."""
     return (
         session_id, lock_key(session_id), expected_version, [e.event_id for e in events],
         [e.kind for e in events], [e.invocation_id for e in events],

@@ -22,14 +22,16 @@
   are numbered and committed in order; deleting a session leaves them.
 - **Live tails** use LISTEN/NOTIFY (channel ``evs_events``, payload: the session id) purely as a
   wake-up, sent after the append committed (see ``notify``: a notifying transaction would
-  serialize every append's commit), coalesced under load; callers always re-read from their
-  cursor, and ``wait_for_events`` also polls, so a dropped listener connection delays a tail
-  but loses nothing.
+  serialize every append's commit), coalesced, in the next grouped append's statement when one
+  comes; callers always re-read from their cursor, and ``wait_for_events`` also polls, so a
+  dropped listener connection delays a tail but loses nothing.
 - **Several servers.** The URL may name several hosts (``h1:5432,h2:5432/db?
   target_session_attrs=read-write``): each new connection lands on the primary, so the store
   follows a failover by itself. ``read_urls`` send the reads that may be stale to hot standbys
   (``replicas``); every connection carries TCP keepalives (``keepalive``), so an append in
   flight fails (retryably) within ``SILENCE_TIMEOUT`` when the primary's machine vanishes.
+- **Connections.** A job on the primary takes the connection the last job released cleanly
+  (``warm``), asyncpg's pool only when that one is in use.
 - **Errors** from asyncpg (and the network) are translated in one place (``_translate``).
 """
 
@@ -89,6 +91,7 @@ from .open import dsn as _dsn
 from .open import keep_session as _keep_session
 from .open import translate as _translate
 from .replicas import ReadRoute
+from .warm import WarmPool
 
 __all__ = ["CHANNEL", "POLL_INTERVAL", "SILENCE_TIMEOUT", "PostgresBackend"]
 
@@ -126,16 +129,19 @@ class PostgresBackend(SQLBackendBase):
         self.signing_key = signing_key
         self._dsn = _dsn(url)
         self._pool = pool
+        # Every job on the primary takes its connection here (``warm``), the pool's only when
+        # the last one released is in use.
+        self._warm = WarmPool(pool)
         self._closed = False
         self._wakeups = Wakeups(poll_interval=POLL_INTERVAL)
         self._loop = asyncio.get_running_loop()
-        self._notices = Notices(self._dsn, pool, self._wakeups, errors=_DRIVER_ERRORS)
+        self._notices = Notices(self._dsn, self._warm, self._wakeups, errors=_DRIVER_ERRORS)
         # Half the pool at most sends grouped appends: the rest serves reads and the
         # multi-statement path meanwhile.
-        self._appends = AppendGroups(pool, APPEND_SQL, max_senders=pool.get_max_size() // 2,
+        self._appends = AppendGroups(self._warm, APPEND_SQL, max_senders=pool.get_max_size() // 2,
                                      errors=_DRIVER_ERRORS, broken=_BROKEN,
                                      unsent=unsent, unsent_retries=pool.get_max_size(),
-                                     lock_position=1)
+                                     lock_position=1, ride=self._notices.due, nothing=())
 
     @classmethod
     async def open(
@@ -202,7 +208,7 @@ class PostgresBackend(SQLBackendBase):
         if self._closed:
             raise StoreClosedError()
         self._check_loop()
-        pool = self._pool if pool is None else pool
+        pool = self._warm if pool is None else pool
         retries = pool.get_max_size()  # every pooled connection may be dead
         for attempt in range(retries + 1):
             try:
@@ -553,6 +559,7 @@ class PostgresBackend(SQLBackendBase):
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._appends.drain(), 10)
         await self._notices.close()
+        await self._warm.close()
         for pool in (*replicas, self._pool):
             try:
                 await asyncio.wait_for(pool.close(), 10)

@@ -18,6 +18,10 @@ where several small groups in flight keep the client and several server processe
 sessions on 2 cores, five senders: 14,000 events/s in groups of 64, 17,500 of 32, 20,000 of 8,
 17,000 of 4). Within a group the calls are ordered by lock key, so two groups take
 their sessions' locks in the same order and cannot deadlock each other.
+
+Each call's statement has one parameter more than its caller gave, the last: what rides in the
+group's transaction (the sessions whose NOTIFY is due, ``notify.Notices.due``), given to the
+group's first call, ``nothing`` to the others.
 """
 
 from __future__ import annotations
@@ -46,13 +50,16 @@ class AppendGroups:
     after the pool took it back). A group that ``unsent`` says was refused before being sent
     (a dead pooled connection) is sent again on another connection, up to ``unsent_retries``
     times; ``lock_position`` is the index of the lock key in each argument tuple (the order
-    within a group); at most ``max_senders`` pooled connections send groups at once."""
+    within a group); at most ``max_senders`` pooled connections send groups at once;
+    ``ride`` gives the last parameter of each group's first call, the others get ``nothing``
+    (see the module docstring)."""
 
     def __init__(self, pool: Any, sql: str, *, max_senders: int,
                  errors: tuple[type[BaseException], ...],
                  broken: tuple[type[BaseException], ...] = (),
                  unsent: Callable[[BaseException], bool] = lambda exc: False,
-                 unsent_retries: int = 0, lock_position: int) -> None:
+                 unsent_retries: int = 0, lock_position: int,
+                 ride: Callable[[], Any], nothing: Any) -> None:
         self._pool = pool
         self._sql = sql
         self._max_senders = max(1, max_senders)
@@ -61,6 +68,8 @@ class AppendGroups:
         self._unsent = unsent
         self._unsent_retries = unsent_retries
         self._lock_position = lock_position
+        self._ride = ride
+        self._nothing = nothing
         self._pending: list[_Pending] = []
         self._senders = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -146,8 +155,12 @@ class AppendGroups:
     async def _send_group(self, conn: Any, group: list[_Pending]) -> None:
         if len(group) > 1:
             group.sort(key=lambda p: p[0][self._lock_position])
+        riding = self._ride()
+        calls = [(*args, self._nothing) for args, _ in group]
+        calls[0] = (*group[0][0], riding)
+        if len(group) > 1:
             try:
-                rows = await conn.fetchmany(self._sql, [args for args, _ in group])
+                rows = await conn.fetchmany(self._sql, calls)
             except self._broken:
                 raise  # the connection is gone: _send fails the group and stops using it
             except self._errors:
@@ -157,9 +170,9 @@ class AppendGroups:
                     if not future.done():
                         future.set_result(row)
                 return
-        for args, future in group:
+        for (_, future), call in zip(group, calls, strict=True):
             try:
-                row = await conn.fetchrow(self._sql, *args)
+                row = await conn.fetchrow(self._sql, *call)
             except self._broken:
                 raise
             except self._errors as exc:

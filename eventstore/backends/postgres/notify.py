@@ -2,7 +2,9 @@
 
 An append wakes this process's tails at once (``Wakeups``) and other processes' through a
 ``NOTIFY`` on ``CHANNEL`` (the payload is the session id), sent after the append committed and
-shared by every append of the last few milliseconds (see ``Notices.announce`` for why). A tail
+shared by every append of the last few milliseconds (see ``Notices.announce`` for why): in the
+statement of the next grouped append when one is sent (``Notices.due``, no transaction of its
+own), else in a transaction of its own. A tail
 listens on a connection of its own before it reads the version it waits past, so no
 notification is missed; tails also poll, so a lost notification only delays them.
 """
@@ -56,6 +58,10 @@ class Notices:
         self._listener_lock = asyncio.Lock()
         self._to_notify: set[str] = set()
         self._notifier: asyncio.Task[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        # When the last notification left (loop time) and how long the next one waits after it.
+        self._sent_at = -NOTIFY_BUSY_DELAY
+        self._delay = NOTIFY_DELAY
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self._wakeups.wake(payload)
@@ -79,26 +85,46 @@ class Notices:
     def announce(self, session_id: str) -> None:
         """Wake this process's tails now, other processes' through NOTIFY soon.
 
-        NOTIFY is sent after the append committed, never inside it: a transaction that
-        notifies holds a database-wide lock while it commits, so notifying inside each append
-        would serialize every append's commit — its WAL flush included — across all sessions.
-        One task sends one notification for every append of the last ``NOTIFY_DELAY`` seconds
-        (``NOTIFY_BUSY_DELAY`` while several sessions append; ``_notify_loop``), without waiting
-        for a WAL flush. Tails poll as well, so a lost notification only delays them."""
+        NOTIFY is sent after the append committed, never inside each append: a transaction
+        that notifies holds a database-wide lock while it commits, so notifying in every
+        append would serialize every append's commit — its WAL flush included — across all
+        sessions. One notification names every append of the last ``NOTIFY_DELAY`` seconds
+        (``NOTIFY_BUSY_DELAY`` while several sessions append): it rides in the next grouped
+        append's statement once that much time passed since the last one (``due``), so at most
+        one transaction in that time takes the lock; when no append comes, ``_notify_loop``
+        sends it alone, without waiting for a WAL flush. Tails poll as well, so a lost
+        notification only delays them."""
         self._wakeups.wake(session_id)
         self._to_notify.add(session_id)
         if self._notifier is None or self._notifier.done():
-            self._notifier = asyncio.get_running_loop().create_task(self._notify_loop())
+            self._delay = NOTIFY_DELAY
+            self._notifier = self._loop.create_task(self._notify_loop())
+
+    def due(self) -> list[str]:
+        """The sessions whose notification is due now, taken to ride in the statement about to
+        be sent (its transaction notifies them when it commits); empty when none is due."""
+        if not self._to_notify or self._loop.time() - self._sent_at < self._delay:
+            return []
+        return self._take()
+
+    def _take(self) -> list[str]:
+        sessions = sorted(self._to_notify)
+        self._to_notify.clear()
+        self._delay = NOTIFY_BUSY_DELAY if len(sessions) > 1 else NOTIFY_DELAY
+        self._sent_at = self._loop.time()
+        return sessions
 
     async def _notify_loop(self) -> None:
-        delay = NOTIFY_DELAY
+        # Appends landing meanwhile share this notification (a tail waits a few ms more, up
+        # to NOTIFY_BUSY_DELAY under load). Once it is due the next grouped append carries
+        # it (``due``): this task sends it alone only when none came NOTIFY_DELAY later.
+        await asyncio.sleep(self._delay)
         while self._to_notify and not self._closed:
-            # Appends landing meanwhile share this notification (a tail waits a few ms more,
-            # up to NOTIFY_BUSY_DELAY under load).
-            await asyncio.sleep(delay)
-            sessions = sorted(self._to_notify)
-            delay = NOTIFY_BUSY_DELAY if len(sessions) > 1 else NOTIFY_DELAY
-            self._to_notify.clear()
+            wait = self._sent_at + self._delay + NOTIFY_DELAY - self._loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            sessions = self._take()
             with contextlib.suppress(*self._errors):
                 async with self._pool.acquire() as conn:
                     await conn.execute(_NOTIFY_SQL, sessions)
