@@ -25,12 +25,14 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import contextvars
 import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Protocol, TypeVar
 
 from eventstore import EventStore, StoreClosedError, StoreUsageError, resolve_url
+from eventstore.backends.sqlite.driver import INLINE
 
 from .._handle import StoreHandle
 
@@ -172,7 +174,10 @@ class SharedLoop:
 
     def _start(self, job: _Job) -> None:
         assert self._loop is not None
-        job.task = self._loop.create_task(job.coro)
+        # Its caller waits anyway: SQLite jobs may run on the loop's thread (see INLINE).
+        context = contextvars.copy_context()
+        context.run(INLINE.set, True)
+        job.task = self._loop.create_task(job.coro, context=context)
         job.task.add_done_callback(lambda _: self._finished(job))
 
     def _finished(self, job: _Job) -> None:
