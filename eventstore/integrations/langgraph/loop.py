@@ -321,7 +321,8 @@ class Home(Generic[P]):
 
     def run_sync(self, job: Callable[[P], Coroutine[Any, Any, T]]) -> T:
         """Run ``job(place)`` on its loop and wait for it, from a thread that is not that
-        loop's."""
+        loop's: a saver opened from a URL on its ``SharedLoop`` (run by this thread when no
+        other runs it), the others on the loop their store lives on."""
         with self._lock:
             if self._closed:
                 raise StoreClosedError()
