@@ -142,8 +142,10 @@ class Driver:
         self._ready: asyncio.Future[None] | None = None
         self._conn: sqlite3.Connection | None = None  # for inline jobs, while the thread runs
         self._using = threading.Lock()  # held while a job uses the connection
-        self._count = threading.Lock()
-        self._unfinished = 0  # jobs queued or running on the thread (under _count)
+        # Jobs queued (counted by the submitting loop's thread: one at a time) and jobs the
+        # thread finished (counted by the thread, under _using): equal when nothing is queued.
+        self._queued = 0
+        self._finished = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -174,8 +176,7 @@ class Driver:
                             _resolve(future, exc, error=True)
                         else:
                             _resolve(future, result, error=False)
-                    with self._count:
-                        self._unfinished -= 1
+                    self._finished += 1
                 if self._after_job is not None:
                     self._after_job()
         finally:
@@ -189,7 +190,7 @@ class Driver:
         if INLINE.get() and self._using.acquire(blocking=False):
             try:
                 conn = self._conn
-                if conn is not None and self._unfinished == 0:  # nothing to overtake
+                if conn is not None and self._queued == self._finished:  # nothing to overtake
                     try:
                         return fn(conn)
                     finally:
@@ -208,8 +209,7 @@ class Driver:
 
     def _queue(self, job: tuple[Callable[[sqlite3.Connection], Any],
                                 asyncio.Future[Any] | None]) -> None:
-        with self._count:
-            self._unfinished += 1
+        self._queued += 1
         self._jobs.put(job)
 
     async def stop(self) -> None:
