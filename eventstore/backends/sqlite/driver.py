@@ -2,14 +2,17 @@
 
 aiosqlite hops to its thread once per statement and has no public way to run a whole function
 there; an append done that way costs several hops (~100 µs each). A ``Driver`` runs a whole job —
-a plain function of the connection, e.g. a complete transaction — in one hop. The functions that
-open those connections (writer, reader, read-only) live here too.
+a plain function of the connection, e.g. a complete transaction — in one hop. A task that may
+block its event loop (``INLINE`` set: a loop run by a sync caller who waits anyway) runs its
+job on its own thread instead, with no hop, when nothing is queued ahead of it. The functions
+that open those connections (writer, reader, read-only) live here too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import queue
 import sqlite3
@@ -20,6 +23,7 @@ from typing import Any, Final, TypeVar
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "INLINE",
     "Driver",
     "connect_read_only",
     "connect_reader",
@@ -31,6 +35,11 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS: Final = 30_000
 """How long a connection waits for another writer's lock before failing."""
+
+INLINE: Final = contextvars.ContextVar("eventstore_sqlite_inline", default=False)
+"""True in a task whose event loop may block on a job: the loop is run by a sync caller that
+waits for the job anyway (the LangGraph saver's sync API), so a ``Driver`` with nothing queued
+runs the job on the caller's thread rather than hopping to its own and back."""
 
 
 def directory_problem(path: str) -> str | None:
@@ -51,7 +60,8 @@ def connect_writer(path: str, *, synchronous: str,
                    autocheckpoint: int | None = None) -> sqlite3.Connection:
     """Open the writer connection: autocommit (explicit transactions), WAL, foreign keys;
     ``autocheckpoint`` sets its ``wal_autocheckpoint`` (pages; SQLite's default otherwise)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+    # Used by the driver's thread, or by an inline job under the driver's lock (never both).
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -66,7 +76,7 @@ def connect_reader(path: str, *, read_only: bool) -> sqlite3.Connection:
     if read_only:
         conn = connect_read_only(path)
     else:
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA query_only = ON")
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
@@ -93,7 +103,8 @@ def connect_read_only(path: str) -> sqlite3.Connection:
     database file) the original error is raised instead of reading stale data.
     """
     uri = Path(path).resolve().as_uri()
-    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
+                           check_same_thread=False)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy
     except sqlite3.Error as exc:
@@ -106,7 +117,8 @@ def connect_read_only(path: str) -> sqlite3.Connection:
             pending_wal = False
         if pending_wal:
             raise
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None,
+                               check_same_thread=False)
     return conn
 
 
@@ -115,8 +127,8 @@ class Driver:
 
     A job is a plain function of the connection. If the awaiting task is cancelled the job still
     runs to completion (a transaction is never abandoned half way); its result is dropped.
-    ``after_job`` (which must not raise) runs on the thread after every job, once its caller
-    has been answered.
+    ``after_job`` (which must not raise) runs after every job: on the thread once its caller
+    has been answered, or before an inline job (see ``INLINE``) returns.
     """
 
     def __init__(self, name: str, connect: Callable[[], sqlite3.Connection], *,
@@ -128,6 +140,12 @@ class Driver:
         self._connect = connect
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._ready: asyncio.Future[None] | None = None
+        self._conn: sqlite3.Connection | None = None  # for inline jobs, while the thread runs
+        self._using = threading.Lock()  # held while a job uses the connection
+        # Jobs queued (counted by the submitting loop's thread: one at a time) and jobs the
+        # thread finished (counted by the thread, under _using): equal when nothing is queued.
+        self._queued = 0
+        self._finished = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -143,33 +161,56 @@ class Driver:
         except BaseException as exc:
             _resolve(ready, exc, error=True)
             return
+        self._conn = conn
         _resolve(ready, None, error=False)
         try:
             while (job := self._jobs.get()) is not None:
                 fn, future = job
-                if future is None:
-                    fn(conn)  # a posted job answers its callers itself (it never raises)
-                else:
-                    try:
-                        result = fn(conn)
-                    except BaseException as exc:
-                        _resolve(future, exc, error=True)
+                with self._using:
+                    if future is None:
+                        fn(conn)  # a posted job answers its callers itself (it never raises)
                     else:
-                        _resolve(future, result, error=False)
+                        try:
+                            result = fn(conn)
+                        except BaseException as exc:
+                            _resolve(future, exc, error=True)
+                        else:
+                            _resolve(future, result, error=False)
+                    self._finished += 1
                 if self._after_job is not None:
                     self._after_job()
         finally:
+            with self._using:
+                self._conn = None
             conn.close()
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` behind the jobs already queued, on the thread (or inline: see
+        ``INLINE``); returns its result or raises what it raised."""
+        if INLINE.get() and self._using.acquire(blocking=False):
+            try:
+                conn = self._conn
+                if conn is not None and self._queued == self._finished:  # nothing to overtake
+                    try:
+                        return fn(conn)
+                    finally:
+                        if self._after_job is not None:
+                            self._after_job()
+            finally:
+                self._using.release()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.put((fn, future))
+        self._queue((fn, future))
         return await future
 
     def post(self, fn: Callable[[sqlite3.Connection], None]) -> None:
         """Queue ``fn`` behind the jobs already queued, without waiting for it. ``fn`` must not
         raise: it answers whoever waits for it itself (see ``GroupCommit``)."""
-        self._jobs.put((fn, None))
+        self._queue((fn, None))
+
+    def _queue(self, job: tuple[Callable[[sqlite3.Connection], Any],
+                                asyncio.Future[Any] | None]) -> None:
+        self._queued += 1
+        self._jobs.put(job)
 
     async def stop(self) -> None:
         self._jobs.put(None)
