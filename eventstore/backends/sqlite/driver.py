@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import os
 import queue
 import sqlite3
@@ -20,6 +19,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
+
+from eventstore._inline import INLINE
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -35,12 +36,6 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS: Final = 30_000
 """How long a connection waits for another writer's lock before failing."""
-
-INLINE: Final = contextvars.ContextVar("eventstore_sqlite_inline", default=False)
-"""True in a task whose event loop may block on a job: the loop is run by a sync caller that
-waits for the job anyway (the LangGraph saver's sync API), so a ``Driver`` with nothing queued
-runs the job on the caller's thread rather than hopping to its own and back."""
-
 
 def directory_problem(path: str) -> str | None:
     """Say what is wrong with the directory of the SQLite file ``path`` when the directory is

@@ -32,7 +32,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Protocol, TypeVar
 
 from eventstore import EventStore, StoreClosedError, StoreUsageError, resolve_url
-from eventstore.backends.sqlite.driver import INLINE
+from eventstore._inline import INLINE
 
 from .._handle import StoreHandle
 
