@@ -5,7 +5,8 @@ wanted by a job waiting for the pool, and one that closed meanwhile go back to t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextlib
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -16,15 +17,21 @@ from eventstore.backends.postgres.warm import WarmPool
 pytestmark = pytest.mark.postgres
 
 
-async def _pool(url: str, size: int = 2) -> Any:
-    return await asyncpg.create_pool(url.replace("postgresql+asyncpg://", "postgresql://"),
+@contextlib.asynccontextmanager
+async def _warmed(url: str, size: int = 2) -> AsyncIterator[tuple[asyncpg.Pool, WarmPool]]:
+    """A pool of ``size`` connections and the WarmPool over it, both closed after."""
+    pool = await asyncpg.create_pool(url.replace("postgresql+asyncpg://", "postgresql://"),
                                      min_size=1, max_size=size)
+    warmed = WarmPool(pool)
+    try:
+        yield pool, warmed
+    finally:
+        await warmed.close()
+        await asyncio.wait_for(pool.close(), 10)
 
 
 async def test_postgres_warm_next_job_takes_the_released_connection(postgres_url: str) -> None:
-    pool = await _pool(postgres_url)
-    warmed = WarmPool(pool)
-    try:
+    async with _warmed(postgres_url) as (_pool, warmed):
         async with warmed.acquire() as conn:
             pid = await conn.fetchval("SELECT pg_backend_pid()")
         async with warmed.acquire() as conn:
@@ -33,15 +40,10 @@ async def test_postgres_warm_next_job_takes_the_released_connection(postgres_url
             async with warmed.acquire() as conn:
                 await conn.fetchval("SELECT 1 / 0")
         assert warmed._idle is None  # a failed job's connection went back to the pool
-    finally:
-        await warmed.close()
-        await asyncio.wait_for(pool.close(), 10)
 
 
 async def test_postgres_warm_closed_connection_is_not_reused(postgres_url: str) -> None:
-    pool = await _pool(postgres_url)
-    warmed = WarmPool(pool)
-    try:
+    async with _warmed(postgres_url) as (pool, warmed):
         async with warmed.acquire() as conn:
             pid = await conn.fetchval("SELECT pg_backend_pid()")
         async with pool.acquire() as other:
@@ -49,18 +51,13 @@ async def test_postgres_warm_closed_connection_is_not_reused(postgres_url: str) 
         await asyncio.sleep(0.2)  # the warm connection learns it was closed
         async with warmed.acquire() as conn:
             assert await conn.fetchval("SELECT pg_backend_pid()") != pid
-    finally:
-        await warmed.close()
-        await asyncio.wait_for(pool.close(), 10)
 
 
 async def test_postgres_warm_connection_goes_back_unused_or_wanted(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(warm, "LINGER", 0.05)
-    pool = await _pool(postgres_url, size=1)
-    warmed = WarmPool(pool)
-    try:
+    async with _warmed(postgres_url, size=1) as (pool, warmed):
         async with warmed.acquire() as conn:
             await conn.fetchval("SELECT 1")
         assert warmed._idle is not None
@@ -89,6 +86,3 @@ async def test_postgres_warm_connection_goes_back_unused_or_wanted(
         release.set()
         await first
         assert await asyncio.wait_for(second, 5) == 2
-    finally:
-        await warmed.close()
-        await asyncio.wait_for(pool.close(), 10)
