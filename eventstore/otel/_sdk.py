@@ -184,10 +184,14 @@ def _why(records: Sequence[logging.LogRecord]) -> str:
     attempts = 1
     for record in records:
         args = record.args if isinstance(record.args, tuple) else ()
-        if record.msg.startswith("Transient error") and args:
+        message = record.msg if isinstance(record.msg, str) else ""
+        if message.startswith("Transient error") and args:
             reason, attempts = args[0], attempts + 1
-        elif record.msg.startswith("Failed to export span batch code") and len(args) == 2:
-            status, reason = args
+        elif (message.startswith("Failed to export") and "batch code:" in message
+              and len(args) >= 2):
+            # "... span batch code: %s, reason: %s" up to 1.44, "... %s batch code: %s,
+            # reason: %s" (the kind first) from 1.45: the status and reason come last.
+            status, reason = args[-2], args[-1]
     if reason is None:
         return ""
     text = _innermost(reason) if isinstance(reason, BaseException) else str(reason)
