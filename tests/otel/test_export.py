@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 import re
 import socket
 import subprocess
@@ -24,6 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status  # noqa: E402
 from pytest_httpserver import HTTPServer  # noqa: E402
 from werkzeug import Request, Response  # noqa: E402
+
+from eventstore.otel._sdk import _why  # noqa: E402
 
 SpanMap = dict[bytes, Span]
 
@@ -234,3 +237,19 @@ def test_eventstore_and_its_cli_import_without_opentelemetry() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).parents[2])
     assert done.stdout.strip() == "[]"
+
+
+def _record(message: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord("exporter", logging.ERROR, __file__, 1, message, args, None)
+
+
+@pytest.mark.parametrize("failed", [
+    _record("Failed to export span batch code: %s, reason: %s", 400, "BAD REQUEST"),  # <= 1.44
+    _record("Failed to export %s batch code: %s, reason: %s", "span", 400, "BAD REQUEST"),
+])
+def test_the_reason_is_read_from_either_exporter_s_words(failed: logging.LogRecord) -> None:
+    transient = _record("Transient error %s encountered while exporting %s batch, retrying in "
+                        "%.2fs.", "Service Unavailable", "span", 0.5)
+    assert _why([failed]) == ": HTTP 400 BAD REQUEST"
+    assert _why([transient, failed]) == ": HTTP 400 BAD REQUEST (after 2 attempts)"
+    assert _why([]) == ""
