@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-from eventstore.backends.sqlite.driver import INLINE, Driver, connect_writer
+from eventstore._inline import INLINE
+from eventstore.backends.sqlite.driver import Driver, connect_writer
 
 T = TypeVar("T")
 

@@ -24,7 +24,6 @@ from eventstore._inline import INLINE
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
-    "INLINE",
     "Driver",
     "connect_read_only",
     "connect_reader",
@@ -36,6 +35,7 @@ T = TypeVar("T")
 
 BUSY_TIMEOUT_MS: Final = 30_000
 """How long a connection waits for another writer's lock before failing."""
+
 
 def directory_problem(path: str) -> str | None:
     """Say what is wrong with the directory of the SQLite file ``path`` when the directory is
