@@ -161,19 +161,23 @@ class Driver:
         try:
             while (job := self._jobs.get()) is not None:
                 fn, future = job
+                outcome: tuple[Any, bool] | None = None
                 with self._using:
                     if future is None:
                         fn(conn)  # a posted job answers its callers itself (it never raises)
                     else:
                         try:
-                            result = fn(conn)
+                            outcome = (fn(conn), False)
                         except BaseException as exc:
-                            _resolve(future, exc, error=True)
-                        else:
-                            _resolve(future, result, error=False)
+                            outcome = (exc, True)
                     self._finished += 1
                 if self._after_job is not None:
                     self._after_job()
+                # Answered last: a caller told its job is done finds it counted (an inline job
+                # right after it then runs inline) and after_job already run.
+                if outcome is not None:
+                    assert future is not None
+                    _resolve(future, outcome[0], error=outcome[1])
         finally:
             with self._using:
                 self._conn = None
