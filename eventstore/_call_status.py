@@ -20,7 +20,10 @@ The rules (docs/protocol.md §3 to §7):
   answers it with the rejection) unless a user message came after the request (but for one of
   the answer's own user turn) or the answer is not of the newest user turn (``superseded``: no
   run acts on it), or the approved call was claimed after the answer (then it ran, or is
-  running: ``long_running`` / ``in_doubt`` as below; a rejection runs no tool);
+  running: ``long_running`` / ``in_doubt`` as below, whatever another request about it still
+  asks; a rejection runs no tool);
+- else a call whose tool deferred its result after its newest claim is ``long_running``,
+  whatever its confirmation requests say (its tool ran; §7);
 - else a started call is ``long_running`` (its result is submitted later) or ``in_doubt``
   (started, no response: the process may have crashed), and a call never started is
   ``not_started``.
@@ -90,6 +93,9 @@ class CallFacts:
     """The model turn marked it long-running."""
     claim_seq: int | None = None
     """Seq of its newest execution-started claim."""
+    deferred: bool = False
+    """A deferral newer than its newest claim says its tool ran and its result comes from
+    outside (§7): it waits for that result, whatever its confirmation requests say."""
     requests: Sequence[RequestFacts] = ()
     """The confirmation requests agents made about it, oldest first."""
     message_seqs: Sequence[int] = ()
@@ -120,11 +126,17 @@ def _decided(facts: CallFacts) -> tuple[CallStatus, RequestFacts | None]:
     if facts.settled:
         return "answered", None
     trusted = [r for r in facts.requests if r.trusted] or list(facts.requests[-1:])
-    found = [(s, r) for r in reversed(trusted)
-             if (s := _by_request(facts, r)) is not None]
+    if facts.deferred:
+        return "long_running", (trusted[-1] if trusted else None)
+    judged = [(_by_request(facts, r), r) for r in reversed(trusted)]
+    found = [(s, r) for s, r in judged if s is not None]
     acted = {s for s, _ in found if s in ("confirmed_not_run", "rejected_not_run")}
     if len(acted) > 1:  # approved through one request, rejected through another
         return "refused", found[0][1]
+    ran = next((r for s, r in judged if s is None), None)
+    if ran is not None and not acted:
+        # Approved, then claimed: it ran or is running, whatever another request still asks.
+        return ("long_running" if facts.long_running else "in_doubt"), ran
     for wanted in _PRIORITY:
         for status, request in found:
             if status == wanted:

@@ -144,22 +144,30 @@ def deferred_call_ids(event: Event) -> tuple[str, ...]:
 
 class Deferrals:
     """Which calls wait for a result from outside because a deferral newer than their newest
-    claim says so (sans-IO). Feed every claim and deferral in one direction: oldest first, or
-    newest first with ``newest_first=True``; then ask ``call_id in deferrals``."""
+    claim says so (sans-IO); a deferral of a call never claimed before it is no deferral (a
+    door writes it after the claim, §7), as ``CallLedger`` and ``evs show`` read it. Feed every
+    claim and deferral in one direction: oldest first, or newest first with
+    ``newest_first=True``; then ask ``call_id in deferrals``."""
 
     def __init__(self, *, newest_first: bool = False) -> None:
         self._newest_first = newest_first
         self._deferred: set[str] = set()
-        self._claimed: set[str] = set()  # newest first: calls whose newest claim was seen
+        self._claimed: set[str] = set()  # calls claimed (newest first: whose newest claim was seen)
+        self._unclaimed: set[str] = set()  # newest first: deferred after any claim seen so far
 
     def feed(self, event: Event) -> None:
-        """Take the next event."""
+        """Take the next event (a claim and a deferral in one event: the claim first)."""
         if self._newest_first:
-            self._deferred.update(i for i in deferred_call_ids(event) if i not in self._claimed)
-            self._claimed.update(event.started_call_ids)
+            self._unclaimed.update(i for i in deferred_call_ids(event)
+                                   if i not in self._claimed)
+            for call_id in event.started_call_ids:
+                if call_id in self._unclaimed and call_id not in self._claimed:
+                    self._deferred.add(call_id)  # its newest claim, older than the deferral
+                self._claimed.add(call_id)
         else:
             self._deferred.difference_update(event.started_call_ids)
-            self._deferred.update(deferred_call_ids(event))
+            self._claimed.update(event.started_call_ids)
+            self._deferred.update(i for i in deferred_call_ids(event) if i in self._claimed)
 
     def __contains__(self, call_id: object) -> bool:
         return call_id in self._deferred

@@ -166,6 +166,7 @@ class Timeline:
             settled=record.final_answer is not None,
             long_running=record.long_running or record.deferred,
             claim_seq=record.last_started_seq,
+            deferred=record.deferred,
             requests=[RequestFacts(
                 seq=r.seq, confirmation_id=r.confirmation_id, answers=r.answers,
                 trusted=(r.author == record.author

@@ -150,6 +150,7 @@ class _Lookup:
             settled=self.settled_at is not None,
             long_running=self.long_running,
             claim_seq=self.claim.seq if self.claim is not None else None,
+            deferred=self.call_id in self.deferrals,
             requests=[RequestFacts(
                 seq=seq, confirmation_id=cid, answers=self.answers.get(cid, ()),
                 trusted=(call is not None and author == self.author

@@ -186,6 +186,7 @@ class ResumeScan:
         self._started: set[str] = set()
         self._decided: set[str] = set()
         self._deferrals = Deferrals(newest_first=True)
+        self._long_running: set[str] = set()  # calls a model turn marked long-running
         self._turn: Event | None = None
         self._turn_status: dict[str, tuple[bool, bool, bool]] = {}
 
@@ -210,6 +211,7 @@ class ResumeScan:
             if call_id not in self._started:
                 self._decided.add(call_id)
         self._deferrals.feed(event)
+        self._long_running.update(event.long_running_tool_ids)
         self._started.update(event.started_call_ids)
         self._responded.update(r.id for r in event.function_responses())
         return self._confirmations_open or self._turn is None
@@ -227,8 +229,12 @@ class ResumeScan:
             call, answer = confirmed.call, confirmed.confirmation
             planned.add(call.id)
             rerun = confirmed.started_after_answer
-            if rerun and answer.confirmed and call.id in self._deferrals:
-                waiting.append(call)  # it ran on the answer and deferred its result (§7)
+            if call.id in self._deferrals or (rerun and answer.confirmed
+                                              and call.id in self._long_running):
+                # It ran: its tool deferred its result after its claim (§7; whatever was
+                # answered), or it is long-running and was started on the approval. Its result
+                # comes from outside, never from running it again.
+                waiting.append(call)
                 continue
             why: ResumeReason | None = "confirmed" if answer.confirmed else "rejected"
             if rerun and answer.confirmed:

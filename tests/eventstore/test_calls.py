@@ -162,3 +162,22 @@ def test_calls_deferral_counts_until_a_newer_claim_both_ways(key: str) -> None:
         assert "c2" not in forwards
         assert "c2" not in backwards
         assert CallLedger.of(events).get("c1").deferred is expected
+
+
+def test_calls_deferral_of_a_call_never_claimed_before_it_is_none_both_ways() -> None:
+    # A door writes a deferral after the call's claim; one with no claim before it (a log
+    # edited by hand) defers nothing, for the ledger and for either direction of the scan.
+    deferral = Event(author="agent", custom_metadata={DEFERRED_CALLS_KEY: ["c1"]})
+    logs = {
+        "no claim": ([_turn("c1"), deferral], False),
+        "claimed after it": ([_turn("c1"), deferral, _claim("c1")], False),
+        "claimed before it": ([_turn("c1"), _claim("c1"), deferral], True),
+    }
+    for name, (events, expected) in logs.items():
+        forwards, backwards = Deferrals(), Deferrals(newest_first=True)
+        for event in events:
+            forwards.feed(event)
+        for event in reversed(events):
+            backwards.feed(event)
+        assert ("c1" in forwards, "c1" in backwards) == (expected, expected), name
+        assert CallLedger.of(events).get("c1").deferred is expected, name

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from _replay_support import AGENT, History, call
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_replay_properties import build, step
 
@@ -41,6 +41,17 @@ AGREES = {
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(step, max_size=30))
+# Logs the generator found where the readers disagreed (2026-12-08): an approval claimed after
+# it beside another open request; a long-running call started on its approval; deferrals
+# after an answer and with no claim before them.
+@example([("model", ["get_weather"]), ("confirm", 0), ("confirm", 0), ("answer", 0, "yes"),
+          ("claim", 0)])
+@example([("model", ["get_weather"]), ("confirm", 0), ("confirm", 0), ("answer", 1, "yes"),
+          ("claim", 0)])
+@example([("model", ["render"]), ("confirm", 0), ("answer", 0, "yes"), ("claim", 0)])
+@example([("model", ["get_weather"]), ("claim", 0), ("confirm", 0), ("answer", 0, "yes"),
+          ("defer", 0)])
+@example([("model", ["get_weather"]), ("defer", 0)])
 def test_call_status_is_what_pending_reports(steps: list[tuple[Any, ...]]) -> None:
     history = build(steps)
     timeline = analyze(history.events)

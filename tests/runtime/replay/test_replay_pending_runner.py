@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from _replay_support import AGENT
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_replay_properties import IDEMPOTENT, build, step
 
@@ -105,6 +105,13 @@ async def _run(
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.lists(step, max_size=25), crashed.map(_crashed_steps)))
+# Logs the generator found where the report and the runner disagreed (2026-12-08): deferrals
+# with no claim before them, and after an approval or a rejection of the claimed call.
+@example([("model", ["get_weather"]), ("defer", 0)])
+@example([("model", ["get_weather"]), ("claim", 0), ("confirm", 0), ("answer", 0, "yes"),
+          ("defer", 0)])
+@example([("model", ["get_weather"]), ("claim", 0), ("confirm", 0), ("answer", 0, "no"),
+          ("defer", 0)])
 def test_pending_next_run_is_what_the_runner_does(steps: list[tuple[Any, ...]]) -> None:
     predicted, executed, model_calls, status, reason = asyncio.run(_run(steps))
     assert predicted.step != "unknown"  # the report was given the tool knowledge
