@@ -153,7 +153,7 @@ class Deferrals:
         self._newest_first = newest_first
         self._deferred: set[str] = set()
         self._claimed: set[str] = set()  # calls claimed (newest first: whose newest claim was seen)
-        self._unclaimed: set[str] = set()  # newest first: deferred after any claim seen so far
+        self._unclaimed: set[str] = set()  # newest first: deferred, no claim seen yet to count it
 
     def feed(self, event: Event) -> None:
         """Take the next event (a claim and a deferral in one event: the claim first)."""
