@@ -11,7 +11,9 @@ Pending writes alone wait up to ``WRITES_WAIT`` seconds before they are sent: in
 loop the writes of a step's tasks are followed at once by the next checkpoint (put as soon as
 its parent's put returns), and the two then share one commit instead of the checkpoint waiting
 behind the writes' commit. A checkpoint (or a drop) ends the wait at once and never waits
-itself. Nothing is answered before the commit that holds it: the wait can delay an answer,
+itself. Writes to a LangGraph ``DeltaChannel`` do not wait (the saver says so per item): there
+LangGraph puts the next checkpoint only after those writes committed. Nothing is answered
+before the commit that holds it: the wait can delay an answer,
 never make it less durable.
 """
 

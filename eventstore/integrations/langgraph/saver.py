@@ -17,7 +17,7 @@ import builtins
 import contextlib
 import os
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    PendingWrite,
     get_checkpoint_id,
     get_checkpoint_metadata,
 )
@@ -42,11 +43,13 @@ from eventstore import (
 
 from .checkpoints import checkpoint_tuple, config_of, thread_of
 from .log import (
+    MISSING,
     Entry,
     Hot,
     decode_blob,
     encode_blob,
     extends,
+    handed,
 )
 from .loop import Home
 from .preview import preview, task_node
@@ -164,6 +167,20 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         await self._home.run(
             lambda t: self._put_writes(t, config, writes, task_id, task_path, self.serde))
 
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """For each of ``channels``, the pending writes to it along the parent chain of the
+        checkpoint ``config`` names (its own writes excluded), oldest first, and as ``seed``
+        the value of the nearest ancestor that holds one (no ``seed`` when none does): what
+        LangGraph's ``DeltaChannel`` rebuilds its value from, as LangGraph's generic walk over
+        ``get_tuple`` finds it, but from one read of the thread's log, decoding only those
+        channels' writes and values."""
+        names = builtins.list(channels)
+        if not names:
+            return {}
+        return await self._home.run(lambda t: self._delta_history(t, config, names, self.serde))
+
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's session (all its checkpoints and writes); no thread: no-op."""
         await self._home.run(lambda t: self._delete_thread(t, str(thread_id)))
@@ -220,6 +237,15 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         self._home.run_sync(
             lambda t: self._put_writes(t, config, writes, task_id, task_path, self.serde))
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """See ``aget_delta_channel_history``."""
+        names = builtins.list(channels)
+        if not names:
+            return {}
+        return self._home.run_sync(lambda t: self._delta_history(t, config, names, self.serde))
+
     def delete_thread(self, thread_id: str) -> None:
         """See ``adelete_thread``."""
         self._home.run_sync(lambda t: self._delete_thread(t, str(thread_id)))
@@ -263,6 +289,42 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         if entry is None:
             return None
         return checkpoint_tuple(thread_id, index, entry, serde, None, hot=True)
+
+    async def _delta_history(self, t: Threads, config: RunnableConfig,
+                             channels: builtins.list[str],
+                             serde: SerializerProtocol) -> dict[str, Any]:
+        # The walk get_tuple + parent_config makes (each ancestor visited once; a dropped or
+        # missing one ends it), on the index: one refresh of the thread, and only the wanted
+        # channels decoded, instead of a read and a whole checkpoint per ancestor.
+        thread_id, ns = thread_of(config)
+        index = await t.refreshed(thread_id)
+        loads = serde.loads_typed
+        found: dict[str, builtins.list[PendingWrite]] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        memo: dict[tuple[str, tuple[str, str]], Any] = {}
+        target = index.entry(ns, get_checkpoint_id(config))
+        cursor = None if target is None or target.parent is None else index.entry(
+            ns, target.parent)
+        while cursor is not None and remaining:
+            for task, channel, blob, _ in reversed(index.pending(ns, cursor.id)):
+                if channel in remaining:
+                    found[channel].append((task, channel, loads(decode_blob(blob))))
+            for channel in [c for c in channels if c in remaining]:
+                value = index.resolve(cursor, channel, loads, memo)
+                if value is MISSING:
+                    continue
+                # A list is built of the saver's own elements: the caller gets copies.
+                seeds[channel] = handed(tuple(value)) if type(value) is list else value
+                remaining.discard(channel)
+            cursor = None if cursor.parent is None else index.entry(ns, cursor.parent)
+        history: dict[str, Any] = {}
+        for channel in channels:
+            entry: dict[str, Any] = {"writes": found[channel][::-1]}
+            if channel in seeds:
+                entry["seed"] = seeds[channel]
+            history[channel] = entry
+        return history
 
     async def _thread_ids(self, t: Threads) -> builtins.list[str]:
         store = await t.store()
@@ -342,6 +404,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             if channel not in new_versions and versions.get(channel) == hot.version:
                 keep[channel] = hot  # unchanged: the next delta's base too
         md = get_checkpoint_metadata(config, metadata)
+        counters = md.get("counters_since_delta_snapshot")
+        if isinstance(counters, dict) and counters:
+            index.delta.update(str(c) for c in counters)
         run_id = md.get("run_id")
         meaning: dict[str, Any] = {
             "t": "checkpoint", "ns": ns, "id": cid, "parent": parent, "cv": versions,
@@ -395,7 +460,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         where = f" in {ns}" if ns else ""
         text = (f"writes of {task_node(task_path)}task {task_id} on checkpoint {cid}{where}: "
                 + "; ".join(shown))
-        await t.append(thread_id, meaning, text, None)
+        # LangGraph puts the next checkpoint only once writes to a delta channel committed:
+        # such writes waiting for it would wait out WRITES_WAIT every step.
+        delta = index.delta
+        waits = not delta or not any(channel in delta for channel, _ in writes)
+        await t.append(thread_id, meaning, text, None, waits=waits)
 
     async def _owned(self, t: Threads, thread_id: str) -> bool:
         """Whether the thread's session exists."""

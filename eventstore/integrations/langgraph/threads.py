@@ -114,13 +114,15 @@ class Threads:
 
     async def append(self, thread_id: str, meaning: dict[str, Any], text: str,
                      run_id: str | None,
-                     whole: Callable[[], dict[str, Any]] | None = None) -> None:
+                     whole: Callable[[], dict[str, Any]] | None = None,
+                     *, waits: bool = False) -> None:
         """Append one event to the thread (creating its session when there is none), with
         the thread's other appends waiting at that moment (``outbox``); it is folded into the
         cached index when it directly follows what the index has seen. ``whole`` gives the
-        meaning without deltas, for a session deleted elsewhere and made anew."""
+        meaning without deltas, for a session deleted elsewhere and made anew; ``waits``: it
+        may wait for the checkpoint that normally follows it (pending writes)."""
         await self._outbox.put(thread_id, Item(meaning=meaning, text=text, run_id=run_id,
-                                               whole=whole, waits=meaning["t"] == "writes"))
+                                               whole=whole, waits=waits))
 
     async def _send(self, thread_id: str, items: list[Item]) -> None:
         """Append ``items`` to the thread as one batch and settle their futures."""
