@@ -12,7 +12,11 @@ sees another's threads). LangGraph's code is not copied: the tests are read from
 given to ``run_langgraph_upstream_tests.py``.
 
 ``EVS_LANGGRAPH_BACKENDS`` (default ``memory,sqlite,sqlite_aes,postgres``) picks the backends;
-``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one).
+``EVS_TEST_POSTGRES_URL`` names the PostgreSQL server (default: the tests' one). With
+``EVS_LANGGRAPH_IN_MEMORY=1`` the tests that build LangGraph's ``InMemorySaver`` themselves
+rather than take a fixture (its ``DeltaChannel`` tests, among others) get our saver on a SQLite
+file of its own instead: a subclass standing in under that name in each test module, so a test
+that patches the class's methods patches ours.
 """
 
 from __future__ import annotations
@@ -111,3 +115,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Drop the run's PostgreSQL database."""
     if _made_database:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{_DATABASE}" WITH (FORCE)'))
+
+
+class _InMemoryStandIn(EventStoreSaver):
+    """Our saver on a fresh SQLite file, built as a test builds ``InMemorySaver()``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import tempfile
+
+        super().__init__(Path(tempfile.mkdtemp(prefix="evs-lg-")) / "evs.db",
+                         serde=kwargs.get("serde"))
+        self.setup()  # the schema made now, as the fixtures do, not inside a timed test
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``EVS_LANGGRAPH_IN_MEMORY=1``: ``InMemorySaver`` in each test module is ours."""
+    if os.environ.get("EVS_LANGGRAPH_IN_MEMORY") != "1":
+        return
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and getattr(module, "InMemorySaver", None) is InMemorySaver:
+            module.InMemorySaver = _InMemoryStandIn
