@@ -10,12 +10,12 @@ checkpointer fixtures. ``--theirs`` runs the same tests on LangGraph's own in-pr
 (its ``memory``, ``sqlite`` and ``sqlite_aes``; ``NO_DOCKER=true``), to tell a failure of ours
 from one of the copy's tests against the installed version. The remaining arguments go to
 pytest; with none it runs ``DEFAULT_TESTS``. ``EVS_LANGGRAPH_IN_MEMORY=1`` puts our saver in
-place of the ``InMemorySaver`` their tests build themselves too (see the plugin). ``NO_DOCKER=true`` is set, so LangGraph's store
-and cache fixtures stay in process (its PostgreSQL and Redis ones need servers of its own).
-Their test suite needs packages this project does not (``pytest-mock``, ``syrupy``, ``redis``,
-``psycopg``, ``pycryptodome``, ``langgraph-checkpoint-postgres``): run this with a Python that
-has them as well as this project's ``[langgraph]`` extra (``docs/langgraph.md``). Exits with
-pytest's status.
+place of the ``InMemorySaver`` their tests build themselves too (see the plugin).
+``NO_DOCKER=true`` is set, so LangGraph's store and cache fixtures stay in process (its
+PostgreSQL and Redis ones need servers of its own). Their test suite needs packages this project
+does not (``pytest-mock``, ``syrupy``, ``redis``, ``psycopg``, ``pycryptodome``,
+``langgraph-checkpoint-postgres``): run this with a Python that has them as well as this
+project's ``[langgraph]`` extra (``docs/langgraph.md``). Exits with pytest's status.
 """
 
 from __future__ import annotations
