@@ -16,6 +16,10 @@ each call it asks the session's ``CallLedger`` what the run owes it:
 - a tool that needs approval runs only when the log holds a human's approval of that call
   (``evs confirm``); otherwise ``ApprovalRequired`` is raised before anything is claimed.
 
+A tool's body may not call ``ctx.enqueue()``, ``ctx.request_compaction()`` or ``ctx.cancel()``
+(each raises pydantic-ai's ``UserError``): a resumed run would return its recorded result
+without running it, and what those calls asked for would silently not happen again.
+
 External tools (kind ``external``) are presented to pydantic-ai as function tools whose call
 this toolset defers until the log holds their result, so every deferral is decided here, from
 the log, in every process alike.
@@ -27,6 +31,7 @@ import contextvars
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic_ai.durable_exec._toolset import guard_run_context
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -119,6 +124,11 @@ class EventStoreToolset(WrapperToolset[Any]):
             ctx = replace(ctx, tool_call_approved=False)
         if decision == "in_doubt":
             raise CallDeferred(metadata={IN_DOUBT_KEY: True, "call_id": call_id})
+        # A resumed run returns the recorded result without running the tool again, so what
+        # the tool's body enqueued, asked to compact or cancelled would silently not happen
+        # then: pydantic-ai's own guard makes those calls raise UserError (as in the durable
+        # units of its DBOS, Prefect and Temporal wrappers).
+        ctx = guard_run_context(ctx, unit_noun="tool call", container_noun="run")
         await journal.claim(call_id)
         try:
             value = await super().call_tool(name, tool_args, ctx, tool)

@@ -400,3 +400,55 @@ async def test_pydantic_ai_deferred_call_reads_as_long_running_everywhere(tmp_pa
     assert list(report) == []
     assert report.next_run.step == "completed"
     await wrapped.aclose()
+
+
+@pytest.mark.parametrize("call", ["enqueue", "request_compaction", "cancel"])
+async def test_pydantic_ai_tool_body_may_not_enqueue_compact_or_cancel(tmp_path: Path,
+                                                                       call: str) -> None:
+    """A resumed run returns a tool's recorded result without running its body again, so what
+    the body enqueued, asked to compact or cancelled would not happen then: each is refused
+    with pydantic-ai's own UserError, naming the call; a tool that does none of them runs."""
+    from pydantic_ai.exceptions import UserError
+
+    db = str(tmp_path / "guard.db")
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from _pai import returns
+
+        if not returns(messages):
+            name = info.function_tools[0].name
+            return ModelResponse(parts=[ToolCallPart(name, {"text": "hi"}, "n1")])
+        return ModelResponse(parts=[TextPart(str(sorted(returns(messages).items())))])
+
+    agent: Agent[None, str] = Agent(FunctionModel(model), name="guarded")
+    reached: list[str] = []
+
+    @agent.tool
+    def note(ctx: RunContext[None], text: str) -> str:
+        reached.append(text)
+        if call == "enqueue":
+            ctx.enqueue("a note for the model")
+        elif call == "request_compaction":
+            ctx.request_compaction()
+        else:
+            ctx.cancel()
+        return "noted"
+
+    wrapped = EventStoreAgent(agent, store=db)
+    with pytest.raises(UserError, match=rf"`(ctx\.)?{call}(\(\))?` is not supported inside a "
+                                        "durable tool call"):
+        await wrapped.run("Take a note", session_id="g")
+    assert reached == ["hi"]
+    await wrapped.aclose()
+
+    # The same agent with a tool that does none of them runs to the end.
+    calm: Agent[None, str] = Agent(FunctionModel(model), name="calm")
+
+    @calm.tool
+    def note_calmly(ctx: RunContext[None], text: str) -> str:
+        return "noted"
+
+    ok = EventStoreAgent(calm, store=db)
+    done = await ok.run("Take a note", session_id="p")
+    assert done.output == "[('note_calmly', 'noted')]"
+    await ok.aclose()
