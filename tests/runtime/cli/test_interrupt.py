@@ -94,7 +94,7 @@ def _whole_run(command: list[str], db: Path, env: dict[str, str]) -> float:
 # while the interpreter itself is still starting (site packages, .pth files), before any code
 # of ours is loaded, and what happens then is CPython's (seen: a crash by SIGSEGV on a loaded
 # machine), not evs's.
-@pytest.mark.parametrize("fraction", [0.2, 0.4, 0.55, 0.7])
+@pytest.mark.parametrize("fraction", [0.2, 0.35, 0.5, 0.6])
 def test_interrupted_while_importing_exits_130_without_traceback(
     paused_db: Path, command: list[str], fraction: float
 ) -> None:
