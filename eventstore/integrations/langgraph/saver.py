@@ -46,6 +46,7 @@ from .log import (
     MISSING,
     Entry,
     Hot,
+    ThreadIndex,
     decode_blob,
     encode_blob,
     extends,
@@ -288,7 +289,9 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
         entry = index.entry(ns, get_checkpoint_id(config))
         if entry is None:
             return None
-        return checkpoint_tuple(thread_id, index, entry, serde, None, hot=True)
+        found = checkpoint_tuple(thread_id, index, entry, serde, None, hot=True)
+        _learn_delta_channels(index, found.metadata)  # a resumed run's first writes, too
+        return found
 
     async def _delta_history(self, t: Threads, config: RunnableConfig,
                              channels: builtins.list[str],
@@ -404,9 +407,7 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
             if channel not in new_versions and versions.get(channel) == hot.version:
                 keep[channel] = hot  # unchanged: the next delta's base too
         md = get_checkpoint_metadata(config, metadata)
-        counters = md.get("counters_since_delta_snapshot")
-        if isinstance(counters, dict) and counters:
-            index.delta.update(str(c) for c in counters)
+        _learn_delta_channels(index, md)
         run_id = md.get("run_id")
         meaning: dict[str, Any] = {
             "t": "checkpoint", "ns": ns, "id": cid, "parent": parent, "cv": versions,
@@ -514,3 +515,11 @@ class EventStoreSaver(BaseCheckpointSaver[str]):
                 newest = index.entry(ns, None)
                 stale.extend(e for e in index.visible(ns) if e is not newest)
             await self._drop(t, thread_id, stale, "prune keep_latest")
+
+
+def _learn_delta_channels(index: ThreadIndex, metadata: Mapping[str, Any]) -> None:
+    """Note the channels a checkpoint's metadata names as LangGraph ``DeltaChannel``s
+    (``counters_since_delta_snapshot``; absent right after a snapshot) in ``index.delta``."""
+    counters = metadata.get("counters_since_delta_snapshot")
+    if isinstance(counters, dict) and counters:
+        index.delta.update(str(c) for c in counters)

@@ -204,8 +204,18 @@ async def test_writes_to_a_delta_channel_never_wait_for_the_next_checkpoint(
         await asyncio.sleep(0.5)
         assert not plain.done()  # waiting for the checkpoint that normally follows
         later = empty_checkpoint()
-        await saver.aput(first, later, {"source": "loop", "step": 1}, {})
+        second = await saver.aput(
+            first, later,
+            {"source": "loop", "step": 1, "counters_since_delta_snapshot": {"messages": [2, 2]}},
+            {})
         await asyncio.wait_for(plain, timeout=20)
         stored = await saver.aget_tuple(first)
         assert stored is not None
         assert sorted(w[1] for w in stored.pending_writes or []) == ["messages", "turns"]
+    # Another process resuming the thread learns the delta channels from the checkpoint it
+    # loads, before it puts any: its first writes do not wait either.
+    async with EventStoreSaver(tmp_path / "delta.db") as resumed:
+        assert await resumed.aget_tuple(_cfg("w")) is not None
+        await asyncio.wait_for(
+            resumed.aput_writes(second, [("messages", [HumanMessage(content="y")])], "task-3"),
+            timeout=20)
