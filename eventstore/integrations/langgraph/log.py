@@ -185,9 +185,10 @@ class ThreadIndex:
     newest: dict[str, str] = field(default_factory=dict)
     """Namespace -> id of its newest visible checkpoint, when known (the ids increase)."""
     delta: set[str] = field(default_factory=set)
-    """Channels this saver's puts named as LangGraph ``DeltaChannel``s (the metadata's
-    ``counters_since_delta_snapshot``): LangGraph puts the next checkpoint only after writes
-    to them committed, so those writes never wait for it (``outbox``). Not from the log."""
+    """Channels named as LangGraph ``DeltaChannel``s by the metadata
+    (``counters_since_delta_snapshot``) of checkpoints this saver put or loaded: LangGraph
+    puts the next checkpoint only after writes to them committed, so those writes never wait
+    for it (``outbox``). Not from the log."""
 
     # -- folding events --------------------------------------------------------------------
 
