@@ -13,8 +13,7 @@ its parent's put returns), and the two then share one commit instead of the chec
 behind the writes' commit. A checkpoint (or a drop) ends the wait at once and never waits
 itself. Writes to a LangGraph ``DeltaChannel`` do not wait (the saver says so per item): there
 LangGraph puts the next checkpoint only after those writes committed. Nothing is answered
-before the commit that holds it: the wait can delay an answer,
-never make it less durable.
+before the commit that holds it: the wait can delay an answer, never make it less durable.
 """
 
 from __future__ import annotations
