@@ -95,12 +95,11 @@ def _again(state: Chat) -> str:
     return "answer" if state["turns"] < state.get("until", 0) else END
 
 
-def _graph(saver: BaseCheckpointSaver[Any], state: type = Chat) -> Any:
-    builder: Any = StateGraph(state)
-    # Unannotated: their input is the graph's state (``_answer`` and ``_again`` name ``Chat``).
-    builder.add_node("answer", lambda s: _answer(s))
+def _graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    builder = StateGraph(Chat)
+    builder.add_node("answer", _answer)
     builder.add_edge(START, "answer")
-    builder.add_conditional_edges("answer", lambda s: _again(s), ["answer", END])
+    builder.add_conditional_edges("answer", _again, ["answer", END])
     return builder.compile(checkpointer=saver)
 
 
@@ -108,6 +107,16 @@ class DeltaChat(TypedDict):
     messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
     turns: Annotated[int, operator.add]
     until: int
+
+
+def _delta_graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    """``_graph`` with its messages in a ``DeltaChannel`` (the ``delta`` leg)."""
+    builder: Any = StateGraph(DeltaChat)
+    # Wrapped: LangGraph would take ``_answer``'s and ``_again``'s ``Chat`` for their input.
+    builder.add_node("answer", lambda state: _answer(state))
+    builder.add_edge(START, "answer")
+    builder.add_conditional_edges("answer", lambda state: _again(state), ["answer", END])
+    return builder.compile(checkpointer=saver)
 
 
 def _message(step: int, until: int = 0) -> dict[str, Any]:
@@ -231,7 +240,7 @@ async def _legs_async(saver: Any, db: Database, legs: list[str], sizes: Sizes,
             await graph.ainvoke(_message(0, sizes.supersteps),
                                 _cfg(leg, 2 * sizes.supersteps + 10))
         elif leg.startswith("delta"):
-            delta_graph = _graph(saver, DeltaChat)
+            delta_graph = _delta_graph(saver)
             for step in range(sizes.delta):
                 await delta_graph.ainvoke(_message(step), _cfg(leg))
         elif leg.startswith("invokes"):
@@ -268,7 +277,7 @@ def _legs_sync(saver: Any, db: Database, legs: list[str], sizes: Sizes, run: Run
         elif leg.startswith("supersteps"):
             graph.invoke(_message(0, sizes.supersteps), _cfg(leg, 2 * sizes.supersteps + 10))
         elif leg.startswith("delta"):
-            delta_graph = _graph(saver, DeltaChat)
+            delta_graph = _delta_graph(saver)
             for step in range(sizes.delta):
                 delta_graph.invoke(_message(step), _cfg(leg))
         elif leg.startswith("invokes"):

@@ -188,7 +188,9 @@ class ThreadIndex:
     """Channels named as LangGraph ``DeltaChannel``s by the metadata
     (``counters_since_delta_snapshot``) of checkpoints this saver put or loaded: LangGraph
     puts the next checkpoint only after writes to them committed, so those writes never wait
-    for it (``outbox``). Not from the log."""
+    for it (``outbox``). A hint for the outbox only, never part of a read's answer: derived
+    from checkpoints as they pass through this saver, so it is empty again for an index folded
+    anew until the next put or load."""
 
     # -- folding events --------------------------------------------------------------------
 

@@ -31,6 +31,8 @@ import contextvars
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+# Private in pydantic-ai (2.33 through 2.78 at least), but the one guard its own durable
+# wrappers share: its messages are theirs, and it follows their changes.
 from pydantic_ai.durable_exec._toolset import guard_run_context
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.tools import RunContext
